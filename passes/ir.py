@@ -1,0 +1,103 @@
+"""Parsing, printing and diagnostics shared by the tools and the Python API.
+
+Every parsed op gets a `file:line:col` location, so a verifier error can be reported the MLIR
+way (`input.mlir:3:8: error: 'fusion.add' op ...`) instead of as a Python traceback.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import DiagnosticException, ParseError
+
+from fuser.passes.registry import make_context
+
+
+class FuserDiagnostic(Exception):
+    """A user-facing error with an MLIR-style `file:line:col: error: message` text."""
+
+
+class _LocatingParser(Parser):
+    def parse_optional_operation(self) -> Operation | None:
+        loc = self._current_token.span.get_location()
+        op = super().parse_optional_operation()
+        if op is not None and isinstance(op.location, UnknownLoc):
+            op.location = FileLineColLoc(StringAttr(loc.file), IntAttr(loc.line), IntAttr(loc.col))
+        return op
+
+
+def parse_module(text: str, filename: str = "<input>", line_offset: int = 0, verify: bool = True) -> ModuleOp:
+    """Parse MLIR text into a verified module; errors become `FuserDiagnostic`."""
+    ctx = make_context()
+    try:
+        parser = _LocatingParser(ctx, text, filename)
+        parser.lexer.input  # noqa: B018 - make sure the lexer exists before adjusting offsets
+        module = parser.parse_module()
+    except ParseError as e:
+        raise FuserDiagnostic(format_parse_error(e, line_offset)) from None
+    except DiagnosticException as e:  # unknown dialect/op and similar
+        raise FuserDiagnostic(f"{filename}: error: {first_line(e)}") from None
+    if line_offset:
+        _shift_locations(module, line_offset)
+    if verify:
+        verify_module(module)
+    return module
+
+
+def _shift_locations(module: ModuleOp, line_offset: int) -> None:
+    for op in module.walk():
+        loc = op.location
+        if isinstance(loc, FileLineColLoc):
+            op.location = FileLineColLoc(loc.filename, IntAttr(loc.line.data + line_offset), loc.column)
+
+
+def format_parse_error(e: ParseError, line_offset: int = 0) -> str:
+    loc = e.span.get_location()
+    context = e.span.print_with_context().split("\n", 1)[-1]  # drop its own location line
+    return f"{loc.file}:{loc.line + line_offset}:{loc.col}: error: {e.msg}\n{context}"
+
+
+def first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def location_of(op: Operation) -> str:
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
+    return "<unknown>"
+
+
+def verify_module(module: ModuleOp) -> None:
+    """Verify, reporting the first failing op as `file:line:col: error: message`."""
+    for op in module.walk():
+        try:
+            op.verify_()
+            _verify_structure(op)
+        except DiagnosticException as e:
+            raise FuserDiagnostic(f"{location_of(op)}: error: {_op_message(op, e)}") from None
+    try:
+        module.verify()
+    except DiagnosticException as e:  # something only the whole-module walk sees
+        raise FuserDiagnostic(f"error: {first_line(e)}") from None
+
+
+def _verify_structure(op: Operation) -> None:
+    op_def = getattr(type(op), "get_irdl_definition", None)
+    if op_def is not None:
+        op_def().verify(op)
+
+
+def _op_message(op: Operation, e: Exception) -> str:
+    msg = first_line(e)
+    return msg if msg.startswith("'") else f"'{op.name}' op {msg}"
+
+
+def print_module(module: ModuleOp, generic: bool = False, debuginfo: bool = False) -> str:
+    import io
+    out = io.StringIO()
+    Printer(stream=out, print_generic_format=generic, print_debuginfo=debuginfo).print_op(module)
+    return out.getvalue() + "\n"

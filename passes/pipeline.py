@@ -1,0 +1,82 @@
+"""Pipeline syntax and the named pipelines.
+
+A pipeline is text, `"pass-a,pass-b{opt=1,other=x}"`, or a list of pass objects. A name from
+`NAMED_PIPELINES` stands for its pass list, so `fuser-opt -p default` runs the whole flow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.passes import ModulePass
+from xdsl.utils.arg_spec import parse_pipeline
+from xdsl.utils.exceptions import ArgSpecParseError
+
+from fuser.passes.registry import available_passes
+
+NAMED_PIPELINES: dict[str, str] = {
+    # fusion IR -> sched IR -> nvvm/llvm IR; -t llvm / -t ptx continue from there.
+    "default": "canonicalize,convert-fusion-to-sched,cse,convert-sched-to-nvvm,cse",
+    "to-sched": "canonicalize,convert-fusion-to-sched,cse",
+}
+
+
+class PipelineError(ValueError):
+    """An unknown pass, an unknown option or a malformed pipeline string."""
+
+
+def expand(spec: str) -> str:
+    """Replace named pipelines inside a pipeline string by their pass lists."""
+    parts = []
+    for item in _split_top_level(spec):
+        parts.append(NAMED_PIPELINES.get(item.strip(), item.strip()))
+    return ",".join(p for p in parts if p)
+
+
+def _split_top_level(spec: str) -> list[str]:
+    out, depth, cur = [], 0, ""
+    for ch in spec:
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur)
+    return out
+
+
+def build_pipeline(spec: str | Sequence[ModulePass]) -> list[ModulePass]:
+    """Turn pipeline text (or a list of passes) into pass objects, with clear errors."""
+    if not isinstance(spec, str):
+        passes = list(spec)
+        for p in passes:
+            if not isinstance(p, ModulePass):
+                raise PipelineError(f"pipeline entries must be passes, got {type(p).__name__}")
+        return passes
+    text = expand(spec)
+    if not text.strip():
+        return []
+    known = available_passes()
+    try:
+        specs = list(parse_pipeline(text))
+    except (Exception, ArgSpecParseError) as e:  # xDSL's parse error is a BaseException
+        raise PipelineError(f"malformed pipeline '{spec}': {e}") from None
+    passes = []
+    for s in specs:
+        if s.name not in known:
+            raise PipelineError(f"unknown pass '{s.name}'; available passes: {', '.join(sorted(known))}")
+        cls = known[s.name]()
+        try:
+            passes.append(cls.from_pass_spec(s))
+        except Exception as e:
+            raise PipelineError(f"bad options for pass '{s.name}': {e}") from None
+    return passes
+
+
+def pipeline_text(passes: Sequence[ModulePass]) -> str:
+    """The canonical text of a pass list (used in cache keys and printed by tools)."""
+    return ",".join(str(p.pipeline_pass_spec(include_default=True)) for p in passes)

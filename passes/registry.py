@@ -1,0 +1,68 @@
+"""Every pass fuser knows, by its pipeline name, and the dialects its IR may contain.
+
+Passes are xDSL `ModulePass` dataclasses; their fields are their options
+(`convert-fusion-to-sched{block=128}`). Imports are lazy so that `fuser-opt --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from xdsl.context import Context
+from xdsl.passes import ModulePass
+
+# pipeline name -> "module:Class"
+_PASSES: dict[str, str] = {
+    "convert-fusion-to-sched": "fuser.lowering.fusion_to_sched:ConvertFusionToSched",
+    "convert-sched-to-nvvm": "fuser.lowering.sched_to_nvvm:ConvertSchedToNVVM",
+    "canonicalize": "xdsl.transforms.canonicalize:CanonicalizePass",
+    "cse": "xdsl.transforms.common_subexpression_elimination:CommonSubexpressionElimination",
+    "dce": "xdsl.transforms.dead_code_elimination:DeadCodeElimination",
+}
+
+
+def register_pass(name: str, target: str) -> None:
+    """Make a pass available to pipelines (`target` is "module:Class")."""
+    _PASSES[name] = target
+
+
+def _loader(target: str) -> Callable[[], type[ModulePass]]:
+    def load() -> type[ModulePass]:
+        mod, cls = target.split(":")
+        return getattr(importlib.import_module(mod), cls)
+    return load
+
+
+def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    return {name: _loader(t) for name, t in _PASSES.items()}
+
+
+def get_pass_class(name: str) -> type[ModulePass]:
+    if name not in _PASSES:
+        raise KeyError(name)
+    return _loader(_PASSES[name])()
+
+
+def all_dialects():
+    """The dialects fuser-opt and the compiler register."""
+    from xdsl.dialects import arith, builtin, func, gpu, llvm, math, memref, scf, vector
+
+    from fuser.dialects.fusion import Fusion
+    from fuser.dialects.sched import Sched
+
+    dialects = [builtin.Builtin, func.Func, arith.Arith, math.Math, scf.Scf, memref.MemRef, vector.Vector,
+                gpu.GPU, llvm.LLVM, Fusion, Sched]
+    try:
+        from fuser.dialects.nvvm import NVVM
+        dialects.append(NVVM)
+    except ImportError:  # pragma: no cover - only while the nvvm dialect is missing
+        pass
+    return dialects
+
+
+def make_context() -> Context:
+    ctx = Context()
+    for d in all_dialects():
+        ctx.load_dialect(d)
+    return ctx

@@ -1,0 +1,142 @@
+"""fuser-opt: parse MLIR, run a pass pipeline, print MLIR, LLVM IR or PTX.
+
+    fuser-opt input.mlir -p default -t ptx
+    fuser-opt input.mlir -p 'canonicalize,convert-fusion-to-sched{block=128}' --print-ir-after-all
+    fuser-opt invalid.mlir --split-input-file --verify-diagnostics
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+from fuser.passes.ir import FuserDiagnostic, first_line, parse_module, print_module, verify_module
+from fuser.passes.pipeline import NAMED_PIPELINES, PipelineError, build_pipeline
+from fuser.passes.registry import available_passes, make_context
+
+TARGETS = ("mlir", "llvm", "ptx")
+ARCHES = ("sm_90a", "sm_90", "sm_80")
+
+
+def describe_passes() -> str:
+    lines = ["passes (options in braces, with defaults):"]
+    for name, load in sorted(available_passes().items()):
+        cls = load()
+        opts = []
+        if dataclasses.is_dataclass(cls):
+            for f in dataclasses.fields(cls):
+                default = f.default if f.default is not dataclasses.MISSING else None
+                opts.append(f"{f.name.replace('_', '-')}={default}")
+        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        lines.append(f"  {name}{'{' + ','.join(opts) + '}' if opts else ''}")
+        if doc:
+            lines.append(f"      {doc}")
+    lines.append("named pipelines:")
+    for name, text in NAMED_PIPELINES.items():
+        lines.append(f"  {name} = {text}")
+    return "\n".join(lines)
+
+
+def make_arg_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="fuser-opt",
+        description="Run fuser passes over MLIR and print MLIR, LLVM IR or PTX.",
+        epilog="Use --list-passes for every pass with its options.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("input_file", nargs="?", help="input .mlir file (default: stdin)")
+    p.add_argument("-o", "--output-file", help="write the output here instead of stdout")
+    p.add_argument("-p", "--passes", "--pipeline", dest="passes", default="",
+                   help="pass pipeline, e.g. 'canonicalize,convert-fusion-to-sched{block=128}' or a named "
+                        f"pipeline ({', '.join(NAMED_PIPELINES)})")
+    p.add_argument("-t", "--target", choices=TARGETS, default="mlir", help="what to print (default: mlir)")
+    p.add_argument("--arch", choices=ARCHES, default="sm_90a", help="GPU target for -t llvm/ptx (default: sm_90a)")
+    p.add_argument("--split-input-file", action="store_true", help="process each '// -----' chunk separately")
+    p.add_argument("--verify-diagnostics", action="store_true",
+                   help="print diagnostics to stdout and exit 0 (for verifier tests)")
+    p.add_argument("--print-ir-after-all", "--print-between-passes", dest="print_after_all", action="store_true",
+                   help="print the IR after every pass (to stderr)")
+    p.add_argument("--print-op-generic", action="store_true", help="print ops in the generic form")
+    p.add_argument("--print-debuginfo", action="store_true", help="print op locations")
+    p.add_argument("--list-passes", action="store_true", help="list passes, their options and named pipelines")
+    return p
+
+
+def _emit(module, args) -> str:
+    if args.target == "mlir":
+        return print_module(module, generic=args.print_op_generic, debuginfo=args.print_debuginfo)
+    from fuser.lowering import ptx as ptx_mod
+    if not _has_kernels(module):
+        raise FuserDiagnostic(f"error: -t {args.target} needs nvvm-level IR (a gpu.module with kernels); "
+                              "run the lowering first, e.g. -p default")
+    if args.target == "llvm":
+        return ptx_mod.module_to_llvm_ir(module, args.arch)
+    return ptx_mod.module_to_ptx(module, args.arch)
+
+
+def _has_kernels(module) -> bool:
+    return any(op.name == "gpu.module" for op in module.walk())
+
+
+def process_chunk(text: str, name: str, line_offset: int, args, out) -> None:
+    module = parse_module(text, name, line_offset)
+    passes = build_pipeline(args.passes)
+    ctx = make_context()
+    for p in passes:
+        try:
+            p.apply(ctx, module)
+        except FuserDiagnostic:
+            raise
+        except Exception as e:
+            # A pass failing on valid input is a compiler bug or an unsupported case: say which.
+            raise FuserDiagnostic(f"{name}: error: pass '{p.name}' failed: {type(e).__name__}: {first_line(e)}") from e
+        verify_module(module)
+        if args.print_after_all:
+            sys.stderr.write(f"// -----// IR Dump After {p.name} //----- //\n{print_module(module)}\n")
+    out.write(_emit(module, args))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_arg_parser().parse_args(argv)
+    if args.list_passes:
+        print(describe_passes())
+        return 0
+    try:
+        build_pipeline(args.passes)  # fail early on an unknown pass or option
+    except PipelineError as e:
+        print(f"fuser-opt: error: {e}", file=sys.stderr)
+        return 2
+    name = args.input_file or "<stdin>"
+    try:
+        text = open(args.input_file).read() if args.input_file else sys.stdin.read()
+    except OSError as e:
+        print(f"fuser-opt: error: cannot read {name}: {e.strerror}", file=sys.stderr)
+        return 2
+    chunks = [(text, 0)]
+    if args.split_input_file:
+        chunks, offset = [], 0
+        for piece in text.split("// -----"):
+            chunks.append((piece, offset))
+            offset += piece.count("\n")
+    out = open(args.output_file, "w") if args.output_file else sys.stdout
+    status = 0
+    try:
+        for i, (chunk, offset) in enumerate(chunks):
+            if i:
+                out.write("// -----\n")
+            try:
+                process_chunk(chunk, name, offset, args, out)
+            except FuserDiagnostic as e:
+                if args.verify_diagnostics:
+                    out.write(f"{e}\n")
+                else:
+                    print(e, file=sys.stderr)
+                    status = 1
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
