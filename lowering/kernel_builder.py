@@ -1,0 +1,185 @@
+"""A small IR builder for sched kernels: constants, index math and f32 compute.
+
+Schedulers describe *what* a kernel does; this class knows how each of those steps is spelled in
+sched/arith/math/vector ops, so the schedulers read as algorithms rather than op soup.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith
+from xdsl.dialects import math as mathd
+from xdsl.dialects import vector
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    Float32Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    VectorType,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from fuser.dialects import sched
+
+f32 = Float32Type()
+index = IndexType()
+
+
+class KernelBuilder:
+    """Appends ops to a block; memoizes constants of the kernel."""
+
+    def __init__(self, block: Block, consts: dict | None = None):
+        self.b = Builder(InsertPoint.at_end(block))
+        self._consts = consts if consts is not None else {}
+
+    def at(self, block: Block) -> "KernelBuilder":
+        """A builder for a nested block that shares this kernel's constants where visible."""
+        return KernelBuilder(block, {})
+
+    def emit(self, op: Operation) -> Operation:
+        self.b.insert(op)
+        return op
+
+    def v(self, op: Operation) -> SSAValue:
+        return self.emit(op).results[0]
+
+    # -------------------------------------------------------------- constants
+    def c(self, n: int) -> SSAValue:
+        key = ("index", n)
+        if key not in self._consts:
+            self._consts[key] = self.v(arith.ConstantOp(IntegerAttr(n, index)))
+        return self._consts[key]
+
+    def cf(self, x: float) -> SSAValue:
+        key = ("f32", repr(x))
+        if key not in self._consts:
+            self._consts[key] = self.v(arith.ConstantOp(FloatAttr(x, f32)))
+        return self._consts[key]
+
+    # ------------------------------------------------------------ index math
+    def add(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        if isinstance(b, int):
+            if b == 0:
+                return a
+            b = self.c(b)
+        return self.v(arith.AddiOp(a, b))
+
+    def mul(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        if isinstance(b, int):
+            if b == 1:
+                return a
+            b = self.c(b)
+        return self.v(arith.MuliOp(a, b))
+
+    def div(self, a: SSAValue, n: int) -> SSAValue:
+        return a if n == 1 else self.v(arith.DivUIOp(a, self.c(n)))
+
+    def rem(self, a: SSAValue, n: int) -> SSAValue:
+        return self.c(0) if n == 1 else self.v(arith.RemUIOp(a, self.c(n)))
+
+    def lt(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        return self.v(arith.CmpiOp(a, self.c(b) if isinstance(b, int) else b, "ult"))
+
+    def eq(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        return self.v(arith.CmpiOp(a, self.c(b) if isinstance(b, int) else b, "eq"))
+
+    def andi(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.v(arith.AndIOp(a, b))
+
+    def linearize(self, idx: Sequence[SSAValue], shape: Sequence[int]) -> SSAValue:
+        acc = None
+        for i, n in zip(idx, shape):
+            acc = i if acc is None else self.add(self.mul(acc, n), i)
+        return acc if acc is not None else self.c(0)
+
+    def delinearize(self, lin: SSAValue, shape: Sequence[int]) -> list[SSAValue]:
+        out = []
+        for k in range(len(shape) - 1, -1, -1):
+            n = shape[k]
+            out.append(self.rem(lin, n) if k > 0 else lin)
+            lin = self.div(lin, n) if k > 0 else lin
+        return out[::-1]
+
+    def tid(self, d: str = "x") -> SSAValue:
+        return self.v(sched.ThreadIdxOp(d))
+
+    def bid(self, d: str = "x") -> SSAValue:
+        return self.v(sched.BlockIdxOp(d))
+
+    # ------------------------------------------------------------- f32 math
+    def fadd(self, a, b):
+        return self.v(arith.AddfOp(a, b))
+
+    def fsub(self, a, b):
+        return self.v(arith.SubfOp(a, b))
+
+    def fmul(self, a, b):
+        return self.v(arith.MulfOp(a, b))
+
+    def fdiv(self, a, b):
+        return self.v(arith.DivfOp(a, b))
+
+    def fmax(self, a, b):
+        return self.v(arith.MaximumfOp(a, b))
+
+    def fmin(self, a, b):
+        return self.v(arith.MinimumfOp(a, b))
+
+    def math1(self, cls, a):
+        return self.v(cls(a))
+
+    def ext(self, x: SSAValue) -> SSAValue:
+        """Widen a loaded f16/bf16 value to the f32 compute type."""
+        return x if x.type == f32 else self.v(arith.ExtFOp(x, f32))
+
+    def trunc(self, x: SSAValue, t: Attribute) -> SSAValue:
+        return x if x.type == t else self.v(arith.TruncFOp(x, t))
+
+    def round_to(self, x: SSAValue, t: Attribute) -> SSAValue:
+        """Round an f32 value to dtype `t` and back: the visible effect of a cast to t."""
+        return x if t == f32 else self.ext(self.trunc(x, t))
+
+    # ------------------------------------------------------------- memory
+    def load(self, buf: SSAValue, idx: Sequence[SSAValue], lanes: int) -> list[SSAValue]:
+        """Load `lanes` contiguous elements (along the last dim) as scalars."""
+        elem = buf.type.element_type
+        if lanes == 1:
+            return [self.v(sched.LoadOp(buf, idx, elem))]
+        vec = self.v(sched.LoadOp(buf, idx, VectorType(elem, [lanes])))
+        return [self.extract(vec, k) for k in range(lanes)]
+
+    def store(self, vals: Sequence[SSAValue], buf: SSAValue, idx: Sequence[SSAValue]) -> None:
+        if len(vals) == 1:
+            self.emit(sched.StoreOp(vals[0], buf, idx))
+            return
+        vec = self.v(vector.BroadcastOp(vals[0], VectorType(vals[0].type, [len(vals)])))
+        for k, x in enumerate(vals[1:], start=1):
+            vec = self.v(vector.InsertOp.create(operands=[x, vec], result_types=[vec.type],
+                                                properties={"static_position": DenseArrayBase.from_list(i64, [k])}))
+        self.emit(sched.StoreOp(vec, buf, idx))
+
+    def extract(self, vec: SSAValue, k: int) -> SSAValue:
+        return self.v(vector.ExtractOp.create(operands=[vec], result_types=[vec.type.element_type],
+                                              properties={"static_position": DenseArrayBase.from_list(i64, [k])}))
+
+
+def reduce_identity(kind: str) -> float:
+    return {"sum": 0.0, "max": -math.inf, "min": math.inf}[kind]
+
+
+def combine(kb: KernelBuilder, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
+    if kind == "sum":
+        return kb.fadd(a, b)
+    if kind == "max":
+        return kb.fmax(a, b)
+    return kb.fmin(a, b)
+
+
+__all__ = ["KernelBuilder", "combine", "reduce_identity", "f32", "index", "i1", "mathd"]

@@ -1,0 +1,71 @@
+"""The compile driver: fusion IR -> pass pipeline -> LLVM IR -> PTX -> a launchable Program.
+
+Results are cached in memory and on disk (runtime/cache.py) keyed by the IR text, the
+pipeline, the target and fuser's version, so a second compile of the same fusion is a lookup.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+import fuser
+from fuser.passes.ir import FuserDiagnostic, first_line, parse_module, print_module, verify_module
+from fuser.passes.pipeline import build_pipeline, pipeline_text
+from fuser.passes.registry import make_context
+
+# Which IR level a pass leaves behind; used to name the stages a CompileResult keeps.
+_STAGE_AFTER = {"convert-fusion-to-sched": "sched", "convert-sched-to-nvvm": "nvvm"}
+
+
+@dataclass
+class CompileResult:
+    program: object                    # fuser.runtime.plan.Program
+    stages: dict[str, str] = field(default_factory=dict)  # level -> IR text
+    llvm_ir: str = ""
+    ptx: str = ""
+    seconds: float = 0.0
+    cached: bool = False
+
+
+def compile_fusion(module: ModuleOp | str, pipeline: str | Sequence[ModulePass] = "default", arch: str = "sm_90a",
+                   options: dict | None = None) -> CompileResult:
+    """Compile a fusion module (or its MLIR text) to a Program the executor can launch."""
+    from fuser.lowering import ptx as ptx_mod
+    from fuser.runtime import cache
+    from fuser.runtime.plan import Program, extract_program
+
+    t0 = time.perf_counter()
+    text = module if isinstance(module, str) else print_module(module)
+    passes = build_pipeline(pipeline)
+    ptext = pipeline_text(passes)
+    key = cache.make_key(text, "", arch, ptext + repr(sorted((options or {}).items())), fuser.__version__)
+    hit = cache.default_cache().get(key)
+    if hit is not None:
+        meta = hit["meta"]
+        return CompileResult(Program.from_json(meta["program"]), meta.get("stages", {}), meta.get("llvm_ir", ""),
+                             hit["ptx"], time.perf_counter() - t0, cached=True)
+    mod = parse_module(text, "<fusion>") if isinstance(module, str) else module.clone()
+    stages = {"fusion": text}
+    ctx = make_context()
+    for p in passes:
+        try:
+            p.apply(ctx, mod)
+        except FuserDiagnostic:
+            raise
+        except Exception as e:
+            raise FuserDiagnostic(f"error: pass '{p.name}' failed: {type(e).__name__}: {first_line(e)}") from e
+        verify_module(mod)
+        if p.name in _STAGE_AFTER:
+            stages[_STAGE_AFTER[p.name]] = print_module(mod)
+    if "nvvm" not in stages:
+        raise FuserDiagnostic("error: the pipeline did not reach the nvvm level (it must include convert-sched-to-nvvm)")
+    llvm_ir = ptx_mod.module_to_llvm_ir(mod, arch)
+    ptx = ptx_mod.llvm_ir_to_ptx(llvm_ir, arch)
+    program = extract_program(mod, ptx, arch)
+    cache.default_cache().put(key, ptx, {"program": program.to_json(), "stages": stages, "llvm_ir": llvm_ir})
+    return CompileResult(program, stages, llvm_ir, ptx, time.perf_counter() - t0)
