@@ -11,6 +11,7 @@ Constants are `fusion.full`, a tensor filled with one value.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -134,7 +135,7 @@ class UnaryOp(IRDLOperation):
     traits = traits_def(Pure())
 
     def __init__(self, input: SSAValue, attrs: dict[str, Attribute] | None = None):
-        super().__init__(operands=[input], result_types=[input.type], properties=attrs or {})
+        super().__init__(operands=[input], result_types=[input.type], attributes=attrs or {})
 
     def verify_(self) -> None:
         _check_tensor(self, "operand #0 ('input')", self.input.type, FLOAT_TYPES)
@@ -143,11 +144,11 @@ class UnaryOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser):
-        x = parser.parse_operand()
+        x = parser.parse_unresolved_operand()
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         t = parser.parse_type()
-        op = cls.create(operands=[x], result_types=[t])
+        op = cls.create(operands=[parser.resolve_operand(x, t)], result_types=[t])
         op.attributes.update(attrs)
         return op
 
@@ -222,13 +223,13 @@ class BinaryOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser):
-        a = parser.parse_operand()
+        a = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
-        b = parser.parse_operand()
+        b = parser.parse_unresolved_operand()
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         t = parser.parse_type()
-        op = cls.create(operands=[a, b], result_types=[t])
+        op = cls.create(operands=[parser.resolve_operand(a, t), parser.resolve_operand(b, t)], result_types=[t])
         op.attributes.update(attrs)
         return op
 
@@ -290,14 +291,15 @@ class CmpOp(IRDLOperation):
     def parse(cls, parser: Parser):
         pred = parser.parse_identifier()
         parser.parse_punctuation(",")
-        a = parser.parse_operand()
+        a = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
-        b = parser.parse_operand()
+        b = parser.parse_unresolved_operand()
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         t = parser.parse_type()
         rt = TensorType(i1, _dims(t)) if isinstance(t, TensorType) else t
-        op = cls.create(operands=[a, b], result_types=[rt], properties={"predicate": StringAttr(pred)})
+        op = cls.create(operands=[parser.resolve_operand(a, t), parser.resolve_operand(b, t)], result_types=[rt],
+                        properties={"predicate": StringAttr(pred)})
         op.attributes.update(attrs)
         return op
 
@@ -337,14 +339,16 @@ class WhereOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser):
-        ops = [parser.parse_operand()]
+        ops = [parser.parse_unresolved_operand()]
         for _ in range(2):
             parser.parse_punctuation(",")
-            ops.append(parser.parse_operand())
+            ops.append(parser.parse_unresolved_operand())
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         t = parser.parse_type()
-        op = cls.create(operands=ops, result_types=[t])
+        ct = TensorType(i1, _dims(t)) if isinstance(t, TensorType) else t
+        resolved = [parser.resolve_operand(ops[0], ct), parser.resolve_operand(ops[1], t), parser.resolve_operand(ops[2], t)]
+        op = cls.create(operands=resolved, result_types=[t])
         op.attributes.update(attrs)
         return op
 
@@ -372,14 +376,14 @@ class _ConvertLike(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser):
-        x = parser.parse_operand()
+        x = parser.parse_unresolved_operand()
         props = cls._parse_extra(parser)
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        parser.parse_type()
+        xt = parser.parse_type()
         parser.parse_keyword("to")
         t = parser.parse_type()
-        op = cls.create(operands=[x], result_types=[t], properties=props)
+        op = cls.create(operands=[parser.resolve_operand(x, xt)], result_types=[t], properties=props)
         op.attributes.update(attrs)
         return op
 
@@ -514,7 +518,14 @@ class FullOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser):
-        v = parser.parse_float() if parser.parse_optional_punctuation("-") is None else -parser.parse_float()
+        neg = parser.parse_optional_punctuation("-") is not None
+        if parser.parse_optional_keyword("inf"):
+            v = math.inf
+        elif parser.parse_optional_keyword("nan"):
+            v = math.nan
+        else:
+            v = float(parser.parse_number())
+        v = -v if neg else v
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         t = parser.parse_type()
@@ -523,10 +534,20 @@ class FullOp(IRDLOperation):
         return op
 
     def print(self, printer: Printer):
-        printer.print_string(f" {self.value.value.data!r}")
+        printer.print_string(f" {_float_text(self.value.value.data)}")
         _print_attrs(printer, self, [])
         printer.print_string(" : ")
         printer.print_attribute(self.result.type)
+
+
+def _float_text(v: float) -> str:
+    """A float literal that the parser reads back to the same value (inf and nan as keywords)."""
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    s = repr(v)
+    return s.replace("e", ".0e") if "e" in s and "." not in s else s
 
 
 # ------------------------------------------------------------------- reductions
@@ -610,17 +631,17 @@ class ReduceOp(_ReductionBase):
     @classmethod
     def parse(cls, parser: Parser):
         kind = parser.parse_identifier()
-        x = parser.parse_operand()
+        x = parser.parse_unresolved_operand()
         parser.parse_keyword("dims")
         props: dict[str, Attribute] = {"kind": StringAttr(kind), "dims": _i64_array(_parse_int_list(parser))}
         if parser.parse_optional_keyword("keepdim"):
             props["keepdim"] = UnitAttr()
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        parser.parse_type()
+        xt = parser.parse_type()
         parser.parse_keyword("to")
         rt = parser.parse_type()
-        op = cls.create(operands=[x], result_types=[rt], properties=props)
+        op = cls.create(operands=[parser.resolve_operand(x, xt)], result_types=[rt], properties=props)
         op.attributes.update(attrs)
         return op
 
@@ -630,7 +651,7 @@ class ReduceOp(_ReductionBase):
 
 
 def _parse_multi_result_reduction(cls, parser: Parser, nresults: int, extra=None):
-    x = parser.parse_operand()
+    x = parser.parse_unresolved_operand()
     parser.parse_keyword("dims")
     props: dict[str, Attribute] = {"dims": _i64_array(_parse_int_list(parser))}
     if extra:
@@ -639,13 +660,13 @@ def _parse_multi_result_reduction(cls, parser: Parser, nresults: int, extra=None
         props["keepdim"] = UnitAttr()
     attrs = parser.parse_optional_attr_dict()
     parser.parse_punctuation(":")
-    parser.parse_type()
+    xt = parser.parse_type()
     parser.parse_keyword("to")
     types = [parser.parse_type()]
     for _ in range(nresults - 1):
         parser.parse_punctuation(",")
         types.append(parser.parse_type())
-    op = cls.create(operands=[x], result_types=types, properties=props)
+    op = cls.create(operands=[parser.resolve_operand(x, xt)], result_types=types, properties=props)
     op.attributes.update(attrs)
     return op
 
@@ -781,21 +802,22 @@ class MatmulOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser):
-        a = parser.parse_operand()
+        a = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
-        b = parser.parse_operand()
+        b = parser.parse_unresolved_operand()
         props: dict[str, Attribute] = {}
         for flag in ("transpose_a", "transpose_b"):
             if parser.parse_optional_keyword(flag):
                 props[flag] = UnitAttr()
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
-        parser.parse_type()
+        at = parser.parse_type()
         parser.parse_punctuation(",")
-        parser.parse_type()
+        bt = parser.parse_type()
         parser.parse_punctuation("->")
         rt = parser.parse_type()
-        op = cls.create(operands=[a, b], result_types=[rt], properties=props)
+        op = cls.create(operands=[parser.resolve_operand(a, at), parser.resolve_operand(b, bt)], result_types=[rt],
+                        properties=props)
         op.attributes.update(attrs)
         return op
 

@@ -46,9 +46,13 @@ def compile_fusion(module: ModuleOp | str, pipeline: str | Sequence[ModulePass] 
     key = cache.make_key(text, "", arch, ptext + repr(sorted((options or {}).items())), fuser.__version__)
     hit = cache.default_cache().get(key)
     if hit is not None:
-        meta = hit["meta"]
-        return CompileResult(Program.from_json(meta["program"]), meta.get("stages", {}), meta.get("llvm_ir", ""),
-                             hit["ptx"], time.perf_counter() - t0, cached=True)
+        try:
+            ptx = hit.payloads["ptx"]
+            program = Program.from_json(hit.meta["program"], ptx=ptx)
+            return CompileResult(program, hit.meta.get("stages", {}), hit.payloads.get("llvm_ir", ""), ptx,
+                                 time.perf_counter() - t0, cached=True)
+        except (KeyError, ValueError, TypeError):
+            pass  # an entry from another layout: rebuild it
     mod = parse_module(text, "<fusion>") if isinstance(module, str) else module.clone()
     stages = {"fusion": text}
     ctx = make_context()
@@ -67,5 +71,6 @@ def compile_fusion(module: ModuleOp | str, pipeline: str | Sequence[ModulePass] 
     llvm_ir = ptx_mod.module_to_llvm_ir(mod, arch)
     ptx = ptx_mod.llvm_ir_to_ptx(llvm_ir, arch)
     program = extract_program(mod, ptx, arch)
-    cache.default_cache().put(key, ptx, {"program": program.to_json(), "stages": stages, "llvm_ir": llvm_ir})
+    cache.default_cache().put(key, {"ptx": ptx, "llvm_ir": llvm_ir},
+                              {"program": program.to_json(include_ptx=False), "stages": stages})
     return CompileResult(program, stages, llvm_ir, ptx, time.perf_counter() - t0)

@@ -1,0 +1,639 @@
+"""Python builder API: write a fusion as Python expressions instead of MLIR text.
+
+    import fuser
+    with fuser.FusionBuilder("bias_gelu") as fb:
+        x = fb.input((1024, 4096), "bf16", name="x")
+        b = fb.input((4096,), "bf16", name="b")
+        y = fuser.gelu(fuser.cast(x, "f32") + fuser.cast(b, "f32"))
+        fb.output(fuser.cast(y, "bf16"))
+    print(fb.mlir())
+
+Every function appends fusion-dialect ops to the builder that owns its operands and checks each
+op's verifier at once, so a mistake raises where it is made. Conveniences are spelled out as ops
+in the IR: numpy-style broadcasting becomes `fusion.reshape` + `fusion.broadcast`, and a Python
+number becomes a `fusion.full` of the other operand's shape and dtype. Dtypes are never promoted
+implicitly: mixing them is a TypeError that asks for a `cast`.
+
+`compile` turns a fusion into a `CompiledFusion`, callable on arrays (GPU), with the numpy
+reference interpreter and every stage's IR at hand.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from fuser.dialects import fusion as F
+from fuser.runtime.reference import find_func, parse_fusion_module, run_reference
+
+__all__ = [
+    "FusionBuilder", "Tensor", "CompiledFusion", "compile",
+    "exp", "log", "tanh", "sqrt", "rsqrt", "relu", "sigmoid", "silu", "gelu", "abs", "neg",
+    "add", "sub", "mul", "div", "maximum", "minimum", "pow", "where", "cast", "full",
+    "broadcast_to", "broadcast", "reshape", "permute", "sum", "amax", "amin", "welford", "var_mean",
+    "matmul", "segment_set",
+]
+
+Shape = Sequence[int]
+Scalar = (numbers.Real,)
+
+
+# ----------------------------------------------------------------------- builder
+
+
+class FusionBuilder:
+    """Builds one `func.func` named `name` inside a module.
+
+    Use as a context manager (the function is finished on a clean exit) or call `finish()`.
+    """
+
+    def __init__(self, name: str = "fusion"):
+        self.name = name
+        self._block = Block()
+        self._outputs: list[Tensor] = []
+        self._module: ModuleOp | None = None
+
+    def __enter__(self) -> FusionBuilder:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None and self._module is None:
+            self.finish()
+
+    # -- inputs, outputs, constants
+
+    def input(self, shape: Shape, dtype: str = "f32", name: str | None = None) -> Tensor:
+        self._check_open()
+        t = F.tensor(_shape_tuple(shape), _dtype_attr(dtype))
+        arg = self._block.insert_arg(t, len(self._block.args))
+        if name is not None:
+            arg.name_hint = name
+        return Tensor(arg, self)
+
+    def output(self, *tensors: Tensor) -> None:
+        self._check_open()
+        for t in tensors:
+            self._own(t, "output")
+            self._outputs.append(t)
+
+    def full(self, value: float, shape: Shape, dtype: str = "f32") -> Tensor:
+        """A tensor filled with `value` (`fusion.full`)."""
+        return self._emit(F.FullOp(float(value), _shape_tuple(shape), _dtype_attr(dtype)))
+
+    # -- result
+
+    def finish(self) -> ModuleOp:
+        """Close the function (adds func.return) and verify the module; idempotent."""
+        if self._module is not None:
+            return self._module
+        if not self._outputs:
+            raise ValueError(f"fusion '{self.name}' has no outputs: call output(...) before finishing")
+        outs = [t.value for t in self._outputs]
+        self._block.add_op(ReturnOp(*outs))
+        func = FuncOp(self.name, ([a.type for a in self._block.args], [v.type for v in outs]), Region(self._block))
+        module = ModuleOp([func])
+        module.verify()
+        self._module = module
+        return module
+
+    @property
+    def module(self) -> ModuleOp:
+        return self.finish()
+
+    @property
+    def func(self) -> FuncOp:
+        return find_func(self.finish())
+
+    def mlir(self) -> str:
+        return str(self.finish())
+
+    # -- internals
+
+    def _check_open(self) -> None:
+        if self._module is not None:
+            raise RuntimeError(f"fusion '{self.name}' is finished; start a new FusionBuilder")
+
+    def _own(self, t: Any, what: str) -> None:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{what}: expected a fuser Tensor, got {type(t).__name__}")
+        if t.builder is not self:
+            raise ValueError(f"{what}: the tensor belongs to another FusionBuilder ('{t.builder.name}')")
+
+    def _emit(self, op: Operation) -> Any:
+        """Append `op`, verify it now (so errors point at the user's line), wrap its results."""
+        self._check_open()
+        self._block.add_op(op)
+        try:
+            op.verify()
+        except Exception:
+            self._block.erase_op(op, safe_erase=False)
+            raise
+        results = [Tensor(r, self) for r in op.results]
+        return results[0] if len(results) == 1 else tuple(results)
+
+
+def _shape_tuple(shape: Shape | int) -> tuple[int, ...]:
+    if isinstance(shape, numbers.Integral):
+        shape = (shape,)
+    out = tuple(int(d) for d in shape)
+    if any(d < 0 for d in out):
+        raise ValueError(f"shape {out} has a negative extent")
+    return out
+
+
+def _dtype_attr(dtype: str):
+    if dtype not in F.DTYPE_NAMES:
+        raise ValueError(f"unknown dtype {dtype!r}; use one of {', '.join(F.DTYPE_NAMES)}")
+    return F.DTYPE_NAMES[dtype]
+
+
+# ------------------------------------------------------------------------ tensor
+
+
+class Tensor:
+    """A fusion SSA value under construction. Hashing and `==` are by identity: use
+    `eq`/`ne` for elementwise comparison."""
+
+    __slots__ = ("value", "builder")
+    __array_ufunc__ = None  # numpy scalars on the left defer to our reflected operators
+
+    def __init__(self, value: SSAValue, builder: FusionBuilder):
+        self.value = value
+        self.builder = builder
+
+    @property
+    def type(self) -> TensorType:
+        return self.value.type  # type: ignore[return-value]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.type.get_shape())
+
+    @property
+    def dtype(self) -> str:
+        return F.dtype_name(self.type.element_type)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.type}, builder='{self.builder.name}')"
+
+    def __bool__(self) -> bool:
+        raise TypeError("a fuser Tensor has no truth value; use where(...) for data-dependent choices")
+
+    __add__ = lambda s, o: add(s, o)
+    __radd__ = lambda s, o: add(o, s)
+    __sub__ = lambda s, o: sub(s, o)
+    __rsub__ = lambda s, o: sub(o, s)
+    __mul__ = lambda s, o: mul(s, o)
+    __rmul__ = lambda s, o: mul(o, s)
+    __truediv__ = lambda s, o: div(s, o)
+    __rtruediv__ = lambda s, o: div(o, s)
+    __pow__ = lambda s, o: pow(s, o)
+    __rpow__ = lambda s, o: pow(o, s)
+    __matmul__ = lambda s, o: matmul(s, o)
+    __neg__ = lambda s: neg(s)
+    __abs__ = lambda s: abs(s)
+    __lt__ = lambda s, o: _cmp("lt", s, o)
+    __le__ = lambda s, o: _cmp("le", s, o)
+    __gt__ = lambda s, o: _cmp("gt", s, o)
+    __ge__ = lambda s, o: _cmp("ge", s, o)
+
+    def eq(self, other: Tensor | float) -> Tensor:
+        return _cmp("eq", self, other)
+
+    def ne(self, other: Tensor | float) -> Tensor:
+        return _cmp("ne", self, other)
+
+    # method spellings of the common functions
+    def cast(self, dtype: str) -> Tensor:
+        return cast(self, dtype)
+
+    def reshape(self, shape: Shape) -> Tensor:
+        return reshape(self, shape)
+
+    def permute(self, perm: Sequence[int]) -> Tensor:
+        return permute(self, perm)
+
+    def broadcast_to(self, shape: Shape) -> Tensor:
+        return broadcast_to(self, shape)
+
+    def sum(self, dims: int | Sequence[int], keepdim: bool = False, dtype: str | None = None) -> Tensor:
+        return sum(self, dims, keepdim, dtype)
+
+
+def _as_tensor(x: Any, what: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{what}: expected a fuser Tensor, got {type(x).__name__}")
+    return x
+
+
+def _is_scalar(x: Any) -> bool:
+    return isinstance(x, Scalar) and not isinstance(x, bool)
+
+
+# ------------------------------------------------------------- broadcasting
+
+
+def broadcast(x: Tensor, shape: Shape, new_dims: Sequence[int]) -> Tensor:
+    """`fusion.broadcast`: `new_dims` are the result dims that are new; x's dims fill the rest."""
+    x = _as_tensor(x, "broadcast")
+    shape = _shape_tuple(shape)
+    return x.builder._emit(F.BroadcastOp(x.value, shape, [_norm_dim(d, len(shape)) for d in new_dims]))
+
+
+def broadcast_to(x: Tensor, shape: Shape) -> Tensor:
+    """Numpy-style broadcast of x to `shape` (dims aligned on the right; size-1 dims expand)."""
+    x = _as_tensor(x, "broadcast_to")
+    shape = _shape_tuple(shape)
+    if x.shape == shape:
+        return x
+    lead = len(shape) - x.ndim
+    if lead < 0:
+        raise ValueError(f"cannot broadcast {x.type} to the lower-rank shape {list(shape)}")
+    new_dims = list(range(lead))
+    kept: list[int] = []
+    for i, d in enumerate(x.shape):
+        target = shape[lead + i]
+        if d == target:
+            kept.append(d)
+        elif d == 1:  # a size-1 dim that expands: drop it here, re-create it as a new dim
+            new_dims.append(lead + i)
+        else:
+            raise ValueError(f"cannot broadcast {x.type} to shape {list(shape)}: dim {i} has extent {d}, target {target}")
+    if len(kept) != x.ndim:
+        x = reshape(x, kept)
+    return broadcast(x, shape, new_dims) if new_dims else x
+
+
+def _broadcast_shape(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+    rank = max(len(s) for s in shapes)
+    out = []
+    for i in range(rank):
+        ext = {s[i - rank + len(s)] for s in shapes if i - rank + len(s) >= 0}
+        ext.discard(1)
+        if len(ext) > 1:
+            raise ValueError(f"{op}: shapes {', '.join(str(list(s)) for s in shapes)} do not broadcast together")
+        out.append(ext.pop() if ext else 1)
+    return tuple(out)
+
+
+def _operands(op: str, *xs: Any) -> tuple[FusionBuilder, list[Tensor]]:
+    """Tensors of one builder, shape and dtype for an elementwise op: broadcast tensors to the
+    common shape and turn Python numbers into `fusion.full`. Dtypes must already agree."""
+    tensors = [x for x in xs if isinstance(x, Tensor)]
+    if not tensors:
+        raise TypeError(f"{op}: at least one operand must be a fuser Tensor")
+    for x in xs:
+        if not isinstance(x, Tensor) and not _is_scalar(x):
+            raise TypeError(f"{op}: operands must be fuser Tensors or Python numbers, got {type(x).__name__}")
+    fb = tensors[0].builder
+    for t in tensors[1:]:
+        if t.builder is not fb:
+            raise ValueError(f"{op}: operands belong to different FusionBuilders ('{fb.name}', '{t.builder.name}')")
+    dtypes = sorted({t.dtype for t in tensors})
+    if len(dtypes) > 1:
+        raise TypeError(
+            f"{op}: operand dtypes differ ({' vs '.join(t.dtype for t in tensors)}); fuser does not promote "
+            f"implicitly: cast one side explicitly, e.g. fuser.cast(x, '{dtypes[-1]}')")
+    shape = _broadcast_shape(op, *(t.shape for t in tensors))
+    dtype = tensors[0].dtype
+    return fb, [broadcast_to(x, shape) if isinstance(x, Tensor) else fb.full(x, shape, dtype) for x in xs]
+
+
+# ------------------------------------------------------------- pointwise ops
+
+
+def _unary(cls: type[Operation], x: Tensor, what: str) -> Tensor:
+    x = _as_tensor(x, what)
+    return x.builder._emit(cls(x.value))
+
+
+def exp(x: Tensor) -> Tensor:
+    return _unary(F.ExpOp, x, "exp")
+
+
+def log(x: Tensor) -> Tensor:
+    return _unary(F.LogOp, x, "log")
+
+
+def tanh(x: Tensor) -> Tensor:
+    return _unary(F.TanhOp, x, "tanh")
+
+
+def sqrt(x: Tensor) -> Tensor:
+    return _unary(F.SqrtOp, x, "sqrt")
+
+
+def rsqrt(x: Tensor) -> Tensor:
+    return _unary(F.RsqrtOp, x, "rsqrt")
+
+
+def relu(x: Tensor) -> Tensor:
+    return _unary(F.ReluOp, x, "relu")
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    return _unary(F.SigmoidOp, x, "sigmoid")
+
+
+def silu(x: Tensor) -> Tensor:
+    return _unary(F.SiluOp, x, "silu")
+
+
+def abs(x: Tensor) -> Tensor:  # noqa: A001 - mirrors numpy/torch naming
+    return _unary(F.AbsOp, x, "abs")
+
+
+def neg(x: Tensor) -> Tensor:
+    return _unary(F.NegOp, x, "neg")
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """GELU, erf form ("none") or tanh approximation ("tanh")."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    x = _as_tensor(x, "gelu")
+    op = F.GeluOp(x.value)
+    if approximate != "none":  # the default is left implicit in the IR
+        op.attributes["approximate"] = StringAttr(approximate)
+    return x.builder._emit(op)
+
+
+def _binary(cls: type[Operation], a: Any, b: Any, what: str) -> Tensor:
+    fb, (a, b) = _operands(what, a, b)
+    return fb._emit(cls(a.value, b.value))
+
+
+def add(a: Tensor | float, b: Tensor | float) -> Tensor:
+    return _binary(F.AddOp, a, b, "add")
+
+
+def sub(a: Tensor | float, b: Tensor | float) -> Tensor:
+    return _binary(F.SubOp, a, b, "sub")
+
+
+def mul(a: Tensor | float, b: Tensor | float) -> Tensor:
+    return _binary(F.MulOp, a, b, "mul")
+
+
+def div(a: Tensor | float, b: Tensor | float) -> Tensor:
+    return _binary(F.DivOp, a, b, "div")
+
+
+def maximum(a: Tensor | float, b: Tensor | float) -> Tensor:
+    """Elementwise max; NaN if either side is NaN."""
+    return _binary(F.MaxOp, a, b, "maximum")
+
+
+def minimum(a: Tensor | float, b: Tensor | float) -> Tensor:
+    """Elementwise min; NaN if either side is NaN."""
+    return _binary(F.MinOp, a, b, "minimum")
+
+
+def pow(a: Tensor | float, b: Tensor | float) -> Tensor:  # noqa: A001
+    return _binary(F.PowOp, a, b, "pow")
+
+
+def _cmp(pred: str, a: Any, b: Any) -> Tensor:
+    fb, (a, b) = _operands(f"cmp {pred}", a, b)
+    return fb._emit(F.CmpOp(pred, a.value, b.value))
+
+
+def where(cond: Tensor, a: Tensor | float, b: Tensor | float) -> Tensor:
+    """`cond ? a : b` with broadcasting; `cond` is an i1 tensor (e.g. from `x > 0`)."""
+    cond = _as_tensor(cond, "where")
+    if cond.dtype != "i1":
+        raise TypeError(f"where: the condition must be an i1 tensor, got {cond.type}")
+    fb, (a, b) = _operands("where", a, b)
+    if cond.builder is not fb:
+        raise ValueError("where: operands belong to different FusionBuilders")
+    shape = _broadcast_shape("where", cond.shape, a.shape)
+    cond, a, b = broadcast_to(cond, shape), broadcast_to(a, shape), broadcast_to(b, shape)
+    return fb._emit(F.WhereOp(cond.value, a.value, b.value))
+
+
+def cast(x: Tensor, dtype: str) -> Tensor:
+    """Elementwise dtype conversion; a no-op (no IR) when x already has `dtype`."""
+    x = _as_tensor(x, "cast")
+    _dtype_attr(dtype)
+    if x.dtype == dtype:
+        return x
+    return x.builder._emit(F.CastOp(x.value, dtype))
+
+
+def full(value: float, shape: Shape, dtype: str = "f32", *, builder: FusionBuilder) -> Tensor:
+    return builder.full(value, shape, dtype)
+
+
+# ------------------------------------------------------------------ shape ops
+
+
+def _norm_dim(d: int, rank: int) -> int:
+    if not -rank <= d < rank:
+        raise ValueError(f"dim {d} is out of range for rank {rank}")
+    return d % rank
+
+
+def _norm_dims(dims: int | Sequence[int], rank: int) -> list[int]:
+    if isinstance(dims, numbers.Integral):
+        dims = [dims]
+    out = [_norm_dim(int(d), rank) for d in dims]
+    if len(set(out)) != len(out):
+        raise ValueError(f"dims {list(dims)} repeat a dimension")
+    return out
+
+
+def reshape(x: Tensor, shape: Shape) -> Tensor:
+    """Row-major reshape; one extent may be -1 (inferred)."""
+    x = _as_tensor(x, "reshape")
+    shape = [int(d) for d in ([shape] if isinstance(shape, numbers.Integral) else shape)]
+    count = 1
+    for d in x.shape:
+        count *= d
+    if shape.count(-1) > 1:
+        raise ValueError(f"reshape: at most one -1 in {shape}")
+    if -1 in shape:
+        known = 1
+        for d in shape:
+            known *= d if d != -1 else 1
+        if known == 0 or count % known:
+            raise ValueError(f"reshape: cannot infer the -1 in {shape} for {x.type}")
+        shape[shape.index(-1)] = count // known
+    if tuple(shape) == x.shape:
+        return x
+    op = F.ReshapeOp.create(operands=[x.value], result_types=[F.tensor(_shape_tuple(shape), x.type.element_type)])
+    return x.builder._emit(op)
+
+
+def permute(x: Tensor, perm: Sequence[int]) -> Tensor:
+    """Transpose: result dim i is x's dim perm[i]."""
+    x = _as_tensor(x, "permute")
+    perm = _norm_dims(perm, x.ndim)
+    if len(perm) != x.ndim:
+        raise ValueError(f"permute: {list(perm)} is not a permutation of rank {x.ndim}")
+    shape = [x.shape[p] for p in perm]
+    op = F.PermuteOp.create(operands=[x.value], result_types=[F.tensor(shape, x.type.element_type)],
+                            properties={"perm": F._i64_array(perm)})
+    return x.builder._emit(op)
+
+
+def segment_set(x: Tensor) -> Tensor:
+    """Identity that forces a kernel boundary."""
+    x = _as_tensor(x, "segment_set")
+    return x.builder._emit(F.SegmentSetOp.create(operands=[x.value], result_types=[x.type]))
+
+
+# ----------------------------------------------------------------- reductions
+
+
+def _reduce(kind: str, x: Tensor, dims: int | Sequence[int], keepdim: bool, dtype: str | None) -> Tensor:
+    x = _as_tensor(x, kind)
+    if dtype is not None:
+        _dtype_attr(dtype)
+    return x.builder._emit(F.ReduceOp(kind, x.value, _norm_dims(dims, x.ndim), keepdim, dtype))
+
+
+def sum(x: Tensor, dims: int | Sequence[int], keepdim: bool = False, dtype: str | None = None) -> Tensor:  # noqa: A001
+    """Sum over `dims` (accumulated in f32); the result is x's dtype, or `dtype` ("f32")."""
+    return _reduce("sum", x, dims, keepdim, dtype)
+
+
+def amax(x: Tensor, dims: int | Sequence[int], keepdim: bool = False, dtype: str | None = None) -> Tensor:
+    return _reduce("max", x, dims, keepdim, dtype)
+
+
+def amin(x: Tensor, dims: int | Sequence[int], keepdim: bool = False, dtype: str | None = None) -> Tensor:
+    return _reduce("min", x, dims, keepdim, dtype)
+
+
+def welford(x: Tensor, dims: int | Sequence[int], keepdim: bool = False) -> tuple[Tensor, Tensor, Tensor]:
+    """(avg, M2, N) over `dims`: avg and M2 in f32, N in i64."""
+    x = _as_tensor(x, "welford")
+    return x.builder._emit(F.WelfordOp(x.value, _norm_dims(dims, x.ndim), keepdim))
+
+
+def var_mean(x: Tensor, dims: int | Sequence[int], correction: int = 1, keepdim: bool = False) -> tuple[Tensor, Tensor]:
+    """(var, mean) over `dims` in f32; var = M2 / (N - correction)."""
+    x = _as_tensor(x, "var_mean")
+    return x.builder._emit(F.VarMeanOp(x.value, _norm_dims(dims, x.ndim), int(correction), keepdim))
+
+
+def matmul(a: Tensor, b: Tensor, transpose_a: bool = False, transpose_b: bool = False, dtype: str = "f32") -> Tensor:
+    """C = A @ B with f32 accumulation. Operands are given as stored: with transpose_a, `a` is
+    [K, M]; with transpose_b, `b` is [N, K]."""
+    a, b = _as_tensor(a, "matmul"), _as_tensor(b, "matmul")
+    if a.builder is not b.builder:
+        raise ValueError("matmul: operands belong to different FusionBuilders")
+    if a.dtype != b.dtype:
+        raise TypeError(f"matmul: operand dtypes differ ({a.dtype} vs {b.dtype}); cast one side explicitly")
+    _dtype_attr(dtype)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"matmul: operands must be 2-D, got {a.type} and {b.type}")
+    return a.builder._emit(F.MatmulOp(a.value, b.value, transpose_a, transpose_b, dtype))
+
+
+# -------------------------------------------------------------------- compile
+
+
+def _as_module(fusion: FusionBuilder | ModuleOp | str) -> ModuleOp:
+    if isinstance(fusion, FusionBuilder):
+        return fusion.finish()
+    if isinstance(fusion, ModuleOp):
+        fusion.verify()
+        return fusion
+    if isinstance(fusion, str):
+        return parse_fusion_module(fusion)
+    raise TypeError(f"compile: expected a FusionBuilder, an xDSL ModuleOp or MLIR text, got {type(fusion).__name__}")
+
+
+def _check_pipeline(pipeline: str | Sequence[ModulePass]) -> str | list[ModulePass]:
+    if isinstance(pipeline, str):
+        return pipeline
+    if isinstance(pipeline, Sequence):
+        passes = list(pipeline)
+        bad = [p for p in passes if not isinstance(p, ModulePass)]
+        if bad:
+            raise TypeError(f"compile: pipeline entries must be xDSL ModulePass objects, got {type(bad[0]).__name__}")
+        return passes
+    raise TypeError(f"compile: pipeline must be a pipeline string or a list of ModulePass, got {type(pipeline).__name__}")
+
+
+class CompiledFusion:
+    """A compiled fusion: call it on arrays to run on the GPU.
+
+    `.reference(*arrays)` runs the numpy interpreter on the fusion-level IR, `.ir(level)` gives
+    the IR text of a stage ("fusion", "sched", "nvvm"), `.llvm_ir` and `.ptx` the final code.
+    """
+
+    def __init__(self, module: ModuleOp, result: Any):
+        self.module = module  # fusion level, as given (compilation works on a clone)
+        self.func = find_func(module)
+        self.result = result
+        self._executor = None
+
+    @property
+    def name(self) -> str:
+        return self.func.sym_name.data
+
+    @property
+    def program(self):
+        return self.result.program
+
+    @property
+    def stages(self) -> dict[str, str]:
+        return self.result.stages
+
+    @property
+    def llvm_ir(self) -> str:
+        return self.result.llvm_ir
+
+    @property
+    def ptx(self) -> str:
+        return self.result.ptx
+
+    def ir(self, level: str = "fusion") -> str:
+        stages = self.result.stages
+        if level in stages:
+            return stages[level]
+        if level == "fusion":
+            return str(self.module)
+        raise KeyError(f"no IR stage {level!r}; available: {', '.join(stages)}")
+
+    def __call__(self, *arrays: Any) -> Any:
+        if self._executor is None:  # the first call loads the kernels
+            from fuser.runtime.executor import Executor
+
+            self._executor = Executor(self.result.program)
+        return self._executor(*arrays)
+
+    def reference(self, *arrays: Any, precision: str = "native") -> Any:
+        """The numpy interpreter's answer, shaped like a GPU call's: one array, or a tuple."""
+        outs = run_reference(self.func, arrays, precision)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def __repr__(self) -> str:
+        return f"CompiledFusion(@{self.name})"
+
+
+def compile(fusion: FusionBuilder | ModuleOp | str, pipeline: str | Sequence[ModulePass] = "default",  # noqa: A001
+            arch: str = "sm_90a", options: dict[str, Any] | None = None) -> CompiledFusion:
+    """Compile a fusion (builder, module or MLIR text) through `pipeline` for `arch`.
+
+    `pipeline` is "default", a pipeline string ("pass-a,pass-b{opt=1}") or a list of ModulePass.
+    The caller's module is not modified.
+    """
+    from fuser.runtime.compile import compile_fusion  # the compiler driver is heavy; load on use
+
+    module = _as_module(fusion)
+    result = compile_fusion(module.clone(), _check_pipeline(pipeline), arch, options)
+    return CompiledFusion(module, result)
+

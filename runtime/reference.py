@@ -1,0 +1,311 @@
+"""Numpy reference interpreter for the fusion dialect.
+
+It is the oracle for every numerical test and what `fuser-run` executes without a GPU.
+
+Two precisions:
+
+* ``"native"``: each op computes in float32 (f16/bf16 operands are upcast first) and rounds its
+  result to the op's declared element type, as the generated kernels do. Reductions and matmuls
+  accumulate in float64 before that rounding, so the reference is at least as accurate as any
+  accumulation order the GPU may pick.
+* ``"f64"``: every float value is float64 throughout, and casts between float types do not
+  round. Use it as the "exact" answer when checking tolerances.
+
+i1 values are numpy ``bool`` and i64 values ``int64`` in both modes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import ml_dtypes
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import Builtin, ModuleOp, TensorType
+from xdsl.dialects.func import Func, FuncOp, ReturnOp
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.parser import Parser
+
+from fuser.dialects.fusion import Fusion, dtype_name
+from fuser.runtime.arrays import ArgumentError  # the same error the GPU executor raises
+
+
+class UnsupportedOpError(NotImplementedError):
+    """The interpreter has no semantics for an op."""
+
+
+PRECISIONS = ("native", "f64")
+
+NUMPY_DTYPES: dict[str, np.dtype] = {
+    "f32": np.dtype(np.float32),
+    "f16": np.dtype(np.float16),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
+    "f64": np.dtype(np.float64),
+    "i1": np.dtype(np.bool_),
+    "i64": np.dtype(np.int64),
+}
+_FLOAT_NAMES = ("f32", "f16", "bf16", "f64")
+
+
+def numpy_dtype(element_type: Attribute | str) -> np.dtype:
+    """The numpy dtype holding values of an MLIR element type (or its short name)."""
+    name = element_type if isinstance(element_type, str) else dtype_name(element_type)
+    try:
+        return NUMPY_DTYPES[name]
+    except KeyError:
+        raise TypeError(f"no numpy dtype for element type {name}") from None
+
+
+def _tensor_type(v: SSAValue) -> TensorType:
+    t = v.type
+    if not isinstance(t, TensorType):
+        raise TypeError(f"reference interpreter: value of type {t} is not a tensor")
+    return t
+
+
+def _shape(v: SSAValue) -> tuple[int, ...]:
+    return tuple(_tensor_type(v).get_shape())
+
+
+def _elem_name(v: SSAValue) -> str:
+    return dtype_name(_tensor_type(v).element_type)
+
+
+def _dtype_label(dt: np.dtype) -> str:
+    return "bfloat16" if dt == NUMPY_DTYPES["bf16"] else dt.name
+
+
+# ------------------------------------------------------------------ parsing
+
+
+def fusion_context() -> Context:
+    """An xDSL context that knows builtin, func and fusion: enough for fusion-level IR."""
+    ctx = Context()
+    for d in (Builtin, Func, Fusion):
+        ctx.load_dialect(d)
+    return ctx
+
+
+def parse_fusion_module(text: str) -> ModuleOp:
+    module = Parser(fusion_context(), text).parse_module()
+    module.verify()
+    return module
+
+
+def find_func(module: ModuleOp, func_name: str | None = None) -> FuncOp:
+    """The func.func called `func_name`, or the module's only one."""
+    funcs = [op for op in module.ops if isinstance(op, FuncOp)]
+    if func_name is not None:
+        for f in funcs:
+            if f.sym_name.data == func_name:
+                return f
+        raise KeyError(f"no func.func @{func_name} in the module (have: {', '.join('@' + f.sym_name.data for f in funcs)})")
+    if len(funcs) != 1:
+        raise ValueError(f"the module has {len(funcs)} func.func ops; name the one to run")
+    return funcs[0]
+
+
+# -------------------------------------------------------------- the interpreter
+
+
+class _Interp:
+    def __init__(self, precision: str):
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        self.f64 = precision == "f64"
+        # The float type ops compute in.
+        self.ftype = np.float64 if self.f64 else np.float32
+
+    def up(self, x: np.ndarray) -> np.ndarray:
+        """An operand in compute precision (floats only; masks and counts stay as they are)."""
+        if x.dtype.kind == "f" or x.dtype == NUMPY_DTYPES["bf16"]:
+            return x.astype(self.ftype, copy=False)
+        return x
+
+    def round(self, x: np.ndarray, v: SSAValue) -> np.ndarray:
+        """Round a computed value to the declared type of `v` (f64 mode keeps floats in float64)."""
+        name = _elem_name(v)
+        if self.f64 and name in _FLOAT_NAMES:
+            dt = np.dtype(np.float64)
+        else:
+            dt = numpy_dtype(name)
+        out = np.asarray(x).astype(dt, copy=False)
+        if out.shape != _shape(v):
+            raise AssertionError(f"reference interpreter bug: computed shape {out.shape} for {v.type}")
+        return out
+
+
+def _gelu_erf(x: np.ndarray) -> np.ndarray:
+    # numpy has no erf; math.erf is exact enough for a reference (computed in float64).
+    erf = np.vectorize(math.erf, otypes=[np.float64])
+    y = 0.5 * x.astype(np.float64) * (1.0 + erf(x.astype(np.float64) / math.sqrt(2.0)))
+    return y.astype(x.dtype, copy=False)
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    c = x.dtype.type(math.sqrt(2.0 / math.pi))
+    return x.dtype.type(0.5) * x * (1 + np.tanh(c * (x + x.dtype.type(0.044715) * x * x * x)))
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    one = x.dtype.type(1)
+    return one / (one + np.exp(-x))
+
+
+_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "fusion.neg": np.negative,
+    "fusion.abs": np.abs,
+    "fusion.exp": np.exp,
+    "fusion.log": np.log,
+    "fusion.tanh": np.tanh,
+    "fusion.sqrt": np.sqrt,
+    "fusion.rsqrt": lambda x: x.dtype.type(1) / np.sqrt(x),
+    "fusion.relu": lambda x: np.maximum(x, x.dtype.type(0)),  # NaN stays NaN
+    "fusion.sigmoid": _sigmoid,
+    "fusion.silu": lambda x: x * _sigmoid(x),
+}
+
+_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "fusion.add": np.add,
+    "fusion.sub": np.subtract,
+    "fusion.mul": np.multiply,
+    "fusion.div": np.divide,
+    "fusion.max": np.maximum,  # both propagate NaN, as the dialect specifies
+    "fusion.min": np.minimum,
+    "fusion.pow": np.power,
+}
+
+_CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+        "ge": np.greater_equal}
+
+
+def _dims_of(op: Operation, name: str = "dims") -> tuple[int, ...]:
+    return tuple(int(d) for d in op.properties[name].get_values())
+
+
+def _moments(x: np.ndarray, dims: tuple[int, ...], keepdim: bool) -> tuple[np.ndarray, np.ndarray, int]:
+    """Mean and sum of squared deviations by the two-pass formula in float64, and the count."""
+    x64 = x.astype(np.float64)
+    n = int(np.prod([x.shape[d] for d in dims], dtype=np.int64))
+    mean = np.mean(x64, axis=dims, keepdims=True)
+    m2 = np.sum(np.square(x64 - mean), axis=dims, keepdims=keepdim)
+    if not keepdim:
+        mean = np.squeeze(mean, axis=dims)
+    return mean, m2, n
+
+
+def _eval_op(it: _Interp, op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """Evaluate one op; results are rounded to their declared types by the caller."""
+    name = op.name
+    if name in _UNARY:
+        return [_UNARY[name](it.up(ins[0]))]
+    if name == "fusion.gelu":
+        x = it.up(ins[0])
+        return [_gelu_tanh(x) if op.approximate == "tanh" else _gelu_erf(x)]
+    if name in _BINARY:
+        return [_BINARY[name](it.up(ins[0]), it.up(ins[1]))]
+    if name == "fusion.cmp":
+        return [_CMP[op.predicate.data](it.up(ins[0]), it.up(ins[1]))]
+    if name == "fusion.where":
+        return [np.where(ins[0], it.up(ins[1]), it.up(ins[2]))]
+    if name == "fusion.cast":
+        x = ins[0]
+        target = _elem_name(op.result)
+        if target == "i1":  # nonzero is true
+            return [x != 0]
+        if target == "i64":  # truncation toward zero, as fptosi
+            return [np.trunc(it.up(x)) if x.dtype.kind != "b" else x]
+        # To a float type: convert straight from the stored value; the caller rounds.
+        return [x.astype(np.float64) if it.f64 else x]
+    if name == "fusion.full":
+        return [np.full(_shape(op.result), op.value.value.data, dtype=np.float64)]
+    if name == "fusion.broadcast":
+        x, out_shape = ins[0], _shape(op.result)
+        new = set(_dims_of(op))
+        # Give the operand a size-1 axis at every new dim, then let numpy expand those.
+        with_ones = [1 if i in new else d for i, d in enumerate(out_shape)]
+        return [np.broadcast_to(x.reshape(with_ones), out_shape).copy()]
+    if name == "fusion.reshape":
+        return [ins[0].reshape(_shape(op.result))]
+    if name == "fusion.permute":
+        return [np.transpose(ins[0], _dims_of(op, "perm")).copy()]
+    if name == "fusion.segment_set":
+        return [ins[0].copy()]
+    if name == "fusion.reduce":
+        dims, keep, kind = _dims_of(op), op.keepdim is not None, op.kind.data
+        if kind == "sum":
+            return [np.sum(ins[0].astype(np.float64), axis=dims, keepdims=keep)]
+        f = np.max if kind == "max" else np.min  # both propagate NaN
+        return [f(it.up(ins[0]), axis=dims, keepdims=keep)]
+    if name == "fusion.welford":
+        dims, keep = _dims_of(op), op.keepdim is not None
+        mean, m2, n = _moments(ins[0], dims, keep)
+        return [mean, m2, np.full(mean.shape, n, dtype=np.int64)]
+    if name == "fusion.var_mean":
+        dims, keep = _dims_of(op), op.keepdim is not None
+        mean, m2, n = _moments(ins[0], dims, keep)
+        # As torch: a non-positive denominator gives inf (or NaN for 0/0), never a negative variance.
+        denom = max(n - op.correction.value.data, 0)
+        return [m2 / np.float64(denom), mean]
+    if name == "fusion.matmul":
+        a, b = ins[0].astype(np.float64), ins[1].astype(np.float64)
+        if op.transpose_a is not None:
+            a = a.T
+        if op.transpose_b is not None:
+            b = b.T
+        return [a @ b]
+    raise UnsupportedOpError(f"reference interpreter: no semantics for op '{name}'")
+
+
+def _check_args(func: FuncOp, args: Sequence[object]) -> list[np.ndarray]:
+    params = func.body.block.args
+    if len(args) != len(params):
+        raise ArgumentError(f"@{func.sym_name.data} takes {len(params)} arguments, got {len(args)}")
+    checked = []
+    for i, (p, a) in enumerate(zip(params, args)):
+        label = f"argument {i} ('%{p.name_hint or f'arg{i}'}')"
+        if not isinstance(p.type, TensorType):
+            raise ArgumentError(f"{label}: parameter type {p.type} is not a tensor")
+        want_shape, want_dt = _shape(p), numpy_dtype(p.type.element_type)
+        if not isinstance(a, np.ndarray):
+            try:
+                a = np.asarray(a)
+            except Exception:
+                raise ArgumentError(f"{label}: expected {p.type}, got {type(a).__name__}") from None
+        if a.shape != want_shape or a.dtype != want_dt:
+            raise ArgumentError(f"{label}: expected {p.type}, got {_dtype_label(a.dtype)} array of shape {a.shape}")
+        checked.append(a)
+    return checked
+
+
+def run_reference(func_op: FuncOp | ModuleOp, args: Sequence[np.ndarray], precision: str = "native") -> list[np.ndarray]:
+    """Evaluate a fusion-level func.func on numpy arrays; returns its results in order.
+
+    Arguments must match the parameter types exactly (numpy dtype per `NUMPY_DTYPES`, shape).
+    A module holding a single func.func is accepted too.
+    """
+    func = find_func(func_op) if isinstance(func_op, ModuleOp) else func_op
+    it = _Interp(precision)
+    env: dict[SSAValue, np.ndarray] = dict(zip(func.body.block.args, _check_args(func, args)))
+    with np.errstate(all="ignore"):  # inf/NaN results are values here, not errors
+        for op in func.body.block.ops:
+            if isinstance(op, ReturnOp):
+                return [np.ascontiguousarray(env[v]) for v in op.arguments]
+            ins = [env[v] for v in op.operands]
+            outs = _eval_op(it, op, ins)
+            for r, x in zip(op.results, outs, strict=True):
+                env[r] = it.round(x, r)
+    raise ValueError(f"@{func.sym_name.data} has no func.return")
+
+
+def reference_from_text(mlir_text: str, func_name: str | None = None, precision: str = "native"):
+    """Parse fusion-level MLIR text and return `f(*arrays, precision=...)`, which runs the
+    function (`func_name`, or the module's only one) in the interpreter. `f.func_op` is the op."""
+    func = find_func(parse_fusion_module(mlir_text), func_name)
+
+    def run(*arrays: np.ndarray, precision: str = precision) -> list[np.ndarray]:
+        return run_reference(func, arrays, precision)
+
+    run.func_op = func  # type: ignore[attr-defined]
+    return run

@@ -1,0 +1,457 @@
+"""The Python builder API (fuser.api) and compile()'s plumbing."""
+
+import importlib.util
+import sys
+import types
+import zlib
+
+import ml_dtypes
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import VerifyException
+
+from fuser import api as fuser
+from fuser.runtime.reference import parse_fusion_module, run_reference
+
+BF16 = ml_dtypes.bfloat16
+
+
+@pytest.fixture
+def rng(request):
+    return np.random.default_rng(zlib.crc32(request.node.name.encode()))
+
+
+def op_names(fb):
+    return [op.name for op in fb.func.body.block.ops]
+
+
+def roundtrip(fb):
+    """Printed text parses back, verifies and prints identically."""
+    text = fb.mlir()
+    again = parse_fusion_module(text)
+    assert str(again) == text
+    return again
+
+
+def test_bias_gelu_example(rng):
+    with fuser.FusionBuilder("bias_gelu") as fb:
+        x = fb.input((64, 96), "bf16", name="x")
+        b = fb.input((96,), "bf16", name="b")
+        y = fuser.gelu(fuser.cast(x, "f32") + fuser.cast(b, "f32"))
+        fb.output(fuser.cast(y, "bf16"))
+    assert isinstance(fb.module, ModuleOp)
+    fb.module.verify()
+    assert fb.func.sym_name.data == "bias_gelu"
+    assert op_names(fb) == ["fusion.cast", "fusion.cast", "fusion.broadcast", "fusion.add", "fusion.gelu",
+                            "fusion.cast", "func.return"]
+    text = fb.mlir()
+    assert "func.func @bias_gelu(%x: tensor<64x96xbf16>, %b: tensor<96xbf16>) -> tensor<64x96xbf16>" in text
+    assert "fusion.broadcast %1 dims [0] : tensor<96xf32> to tensor<64x96xf32>" in text
+    roundtrip(fb)
+
+    xv = rng.standard_normal((64, 96)).astype(BF16)
+    bv = rng.standard_normal(96).astype(BF16)
+    (out,) = run_reference(fb.func, [xv, bv], "f64")
+    s = xv.astype(np.float64) + bv.astype(np.float64)
+    want = 0.5 * s * (1 + np.vectorize(__import__("math").erf)(s / np.sqrt(2)))
+    np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12)
+
+
+def test_finish_without_context_manager():
+    fb = fuser.FusionBuilder("f")
+    x = fb.input((4,), "f32")
+    fb.output(fuser.exp(x), x)
+    m = fb.finish()
+    assert fb.finish() is m and fb.module is m
+    assert "-> (tensor<4xf32>, tensor<4xf32>)" in fb.mlir()
+    with pytest.raises(RuntimeError, match="finished"):
+        fb.input((4,), "f32")
+    with pytest.raises(RuntimeError, match="finished"):
+        fuser.exp(x)
+
+
+def test_no_outputs():
+    fb = fuser.FusionBuilder("empty")
+    fb.input((4,), "f32")
+    with pytest.raises(ValueError, match="no outputs"):
+        fb.finish()
+
+
+def test_exception_in_with_block_does_not_finish():
+    with pytest.raises(ZeroDivisionError):
+        with fuser.FusionBuilder("f") as fb:
+            fb.input((4,), "f32")
+            1 / 0
+    assert fb._module is None
+
+
+@pytest.mark.parametrize("sa,sb,out", [
+    ((4, 5), (5,), (4, 5)),
+    ((4, 1, 5), (3, 1), (4, 3, 5)),
+    ((1,), (2, 3), (2, 3)),
+    ((6, 1), (1, 7), (6, 7)),
+    ((2, 3), (2, 3), (2, 3)),
+])
+def test_broadcasting_sugar(sa, sb, out, rng):
+    with fuser.FusionBuilder("bc") as fb:
+        a = fb.input(sa, "f32", name="a")
+        b = fb.input(sb, "f32", name="b")
+        c = a * b
+        assert c.shape == out and c.dtype == "f32"
+        fb.output(c)
+    roundtrip(fb)
+    names = op_names(fb)
+    if sa == sb:
+        assert names == ["fusion.mul", "func.return"]
+    else:
+        assert "fusion.broadcast" in names
+    av = rng.standard_normal(sa).astype(np.float32)
+    bv = rng.standard_normal(sb).astype(np.float32)
+    (cv,) = run_reference(fb.func, [av, bv])
+    np.testing.assert_array_equal(cv, av * bv)
+
+
+def test_broadcast_to_drops_size1_dims_with_reshape():
+    with fuser.FusionBuilder("bt") as fb:
+        x = fb.input((3, 1), "f16")
+        y = fuser.broadcast_to(x, (2, 3, 4))
+        fb.output(y)
+    text = fb.mlir()
+    assert ": tensor<3x1xf16> to tensor<3xf16>" in text  # the reshape dropping the size-1 dim
+    assert "dims [0, 2] : tensor<3xf16> to tensor<2x3x4xf16>" in text
+    xv = np.arange(3, dtype=np.float16).reshape(3, 1)
+    (yv,) = run_reference(fb.func, [xv])
+    np.testing.assert_array_equal(yv, np.broadcast_to(xv, (2, 3, 4)))
+
+
+def test_explicit_broadcast_and_errors():
+    with fuser.FusionBuilder("b") as fb:
+        x = fb.input((5,), "f32")
+        y = fuser.broadcast(x, (5, 2), [-1])
+        assert y.shape == (5, 2)
+        with pytest.raises(ValueError, match="do not broadcast"):
+            x + fb.input((4,), "f32")
+        with pytest.raises(ValueError, match="cannot broadcast"):
+            fuser.broadcast_to(y, (5,))
+        with pytest.raises(VerifyException, match="'fusion.broadcast' op"):
+            fuser.broadcast(x, (4, 2), [1])  # the verifier's own message comes through
+        fb.output(y)
+    # The rejected op did not stay in the function.
+    assert op_names(fb) == ["fusion.broadcast", "func.return"]
+
+
+def test_scalar_sugar(rng):
+    with fuser.FusionBuilder("scal") as fb:
+        x = fb.input((3, 4), "bf16", name="x")
+        y = (2.0 * x + 1) / 4 - 0.5
+        z = 1.0 - x
+        w = x ** 2
+        v = np.float32(3.0) * x  # numpy scalars on the left work too
+        fb.output(y, z, w, -v)
+    roundtrip(fb)
+    text = fb.mlir()
+    assert "fusion.full 2.0 : tensor<3x4xbf16>" in text
+    assert "fusion.full 4.0 : tensor<3x4xbf16>" in text
+    assert "fusion.neg" in text and "fusion.pow" in text
+    xv = rng.standard_normal((3, 4)).astype(BF16)
+    y, z, w, nv = run_reference(fb.func, [xv], "f64")
+    x64 = xv.astype(np.float64)
+    np.testing.assert_allclose(y, (2 * x64 + 1) / 4 - 0.5, rtol=1e-12)
+    np.testing.assert_allclose(z, 1 - x64, rtol=1e-12)
+    np.testing.assert_allclose(w, x64**2, rtol=1e-12)
+    np.testing.assert_allclose(nv, -3 * x64, rtol=1e-12)
+
+
+def test_dtype_mismatch_asks_for_cast():
+    with fuser.FusionBuilder("bad") as fb:
+        x = fb.input((4,), "bf16")
+        y = fb.input((4,), "f32")
+        with pytest.raises(TypeError, match=r"dtypes differ \(bf16 vs f32\).*cast"):
+            x + y
+        with pytest.raises(TypeError, match="dtypes differ"):
+            fuser.maximum(x, y)
+        with pytest.raises(TypeError, match="dtypes differ"):
+            fuser.matmul(fuser.reshape(x, (2, 2)), fuser.reshape(y, (2, 2)))
+        fb.output(fuser.cast(x, "f32") + y)
+    assert op_names(fb)[-3:] == ["fusion.cast", "fusion.add", "func.return"]
+
+
+def test_comparisons_and_where(rng):
+    with fuser.FusionBuilder("cmp") as fb:
+        a = fb.input((8,), "f32", name="a")
+        b = fb.input((8,), "f32", name="b")
+        masks = [a < b, a <= b, a > b, a >= b, a.eq(b), a.ne(b), a > 0.0]
+        assert all(m.dtype == "i1" for m in masks)
+        fb.output(*masks, fuser.where(a > b, a, 0.0))
+    text = fb.mlir()
+    for pred in ("lt", "le", "gt", "ge", "eq", "ne"):
+        assert f"fusion.cmp {pred}, " in text
+    roundtrip(fb)
+    av = rng.integers(-2, 3, 8).astype(np.float32)
+    bv = rng.integers(-2, 3, 8).astype(np.float32)
+    outs = run_reference(fb.func, [av, bv])
+    for got, want in zip(outs, [av < bv, av <= bv, av > bv, av >= bv, av == bv, av != bv, av > 0,
+                               np.where(av > bv, av, 0)]):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_tensor_identity_semantics():
+    with fuser.FusionBuilder("ids") as fb:
+        a = fb.input((2,), "f32")
+        b = fb.input((2,), "f32")
+        assert a == a and a != b  # identity, not elementwise
+        assert len({a, b, a}) == 2
+        with pytest.raises(TypeError, match="truth value"):
+            bool(a < b)
+        fb.output(a)
+
+
+def test_where_needs_a_mask():
+    with fuser.FusionBuilder("w") as fb:
+        a = fb.input((2,), "f32")
+        with pytest.raises(TypeError, match="i1"):
+            fuser.where(a, a, a)
+        fb.output(a)
+
+
+def test_unary_functions(rng):
+    fns = [fuser.exp, fuser.log, fuser.tanh, fuser.sqrt, fuser.rsqrt, fuser.relu, fuser.sigmoid, fuser.silu,
+           fuser.abs, fuser.neg, fuser.gelu, lambda t: fuser.gelu(t, approximate="tanh"), abs]
+    with fuser.FusionBuilder("un") as fb:
+        x = fb.input((3, 5), "f16")
+        fb.output(*[f(x) for f in fns])
+    roundtrip(fb)
+    text = fb.mlir()
+    assert text.count('{approximate = "tanh"}') == 1
+    assert text.count("fusion.abs") == 2
+    xv = (np.abs(rng.standard_normal((3, 5))) + 0.1).astype(np.float16)
+    outs = run_reference(fb.func, [xv])
+    x32 = xv.astype(np.float32)
+    np.testing.assert_allclose(outs[0].astype(np.float32), np.exp(x32), rtol=2e-3)
+    np.testing.assert_allclose(outs[4].astype(np.float32), 1 / np.sqrt(x32), rtol=2e-3)
+    with pytest.raises(ValueError, match="approximate"):
+        fuser.gelu(x, approximate="fast")
+
+
+def test_shape_functions(rng):
+    with fuser.FusionBuilder("shapes") as fb:
+        x = fb.input((2, 3, 4), "f32")
+        r = fuser.reshape(x, (6, -1))
+        p = fuser.permute(x, (2, 0, 1))
+        s = fuser.segment_set(p)
+        assert r.shape == (6, 4) and p.shape == (4, 2, 3) and s.shape == (4, 2, 3)
+        assert fuser.reshape(x, (2, 3, 4)) is x and fuser.cast(x, "f32") is x  # no-ops emit nothing
+        with pytest.raises(ValueError):
+            fuser.reshape(x, (5, -1))
+        with pytest.raises(ValueError):
+            fuser.permute(x, (0, 1))
+        fb.output(r, s)
+    roundtrip(fb)
+    xv = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    r, s = run_reference(fb.func, [xv])
+    np.testing.assert_array_equal(r, xv.reshape(6, 4))
+    np.testing.assert_array_equal(s, xv.transpose(2, 0, 1))
+
+
+def test_reductions(rng):
+    with fuser.FusionBuilder("red") as fb:
+        x = fb.input((4, 6, 5), "bf16", name="x")
+        s = fuser.sum(x, -1, dtype="f32")
+        mx = fuser.amax(x, (0, 2), keepdim=True)
+        mn = x.cast("f32").sum([1])
+        mi = fuser.amin(x, 1)
+        avg, m2, n = fuser.welford(x, [1, 2])
+        var, mean = fuser.var_mean(x, 1, correction=0, keepdim=True)
+        assert s.shape == (4, 6) and s.dtype == "f32"
+        assert mx.shape == (1, 6, 1) and mx.dtype == "bf16"
+        assert (avg.shape, m2.dtype, n.dtype) == ((4,), "f32", "i64")
+        assert var.shape == (4, 1, 5) and mean.dtype == "f32"
+        with pytest.raises(ValueError):
+            fuser.sum(x, 3)
+        with pytest.raises(ValueError):
+            fuser.sum(x, [0, -3])
+        fb.output(s, mx, mn, mi, avg, m2, n, var, mean)
+    roundtrip(fb)
+    text = fb.mlir()
+    assert "fusion.var_mean %x dims [1] correction 0 keepdim" in text
+    xv = rng.standard_normal((4, 6, 5)).astype(BF16)
+    x64 = xv.astype(np.float64)
+    got = run_reference(fb.func, [xv], "f64")
+    wants = [x64.sum(2), x64.max((0, 2), keepdims=True), x64.sum(1), x64.min(1), x64.mean((1, 2)),
+             ((x64 - x64.mean((1, 2), keepdims=True)) ** 2).sum((1, 2)), np.full(4, 30),
+             x64.var(1, keepdims=True), x64.mean(1, keepdims=True)]
+    for g, w in zip(got, wants):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+def test_matmul(rng):
+    with fuser.FusionBuilder("mm") as fb:
+        a = fb.input((32, 16), "bf16", name="a")
+        b = fb.input((24, 16), "bf16", name="b")
+        c = fuser.matmul(a, b, transpose_b=True)
+        d = fuser.matmul(a, a, transpose_a=True, dtype="bf16")
+        e = fuser.cast(a, "f32") @ fuser.cast(fuser.permute(b, (1, 0)), "f32")
+        assert c.shape == (32, 24) and c.dtype == "f32"
+        assert d.shape == (16, 16) and d.dtype == "bf16"
+        with pytest.raises(VerifyException, match="contraction extents differ"):
+            fuser.matmul(a, b)
+        fb.output(c, d, e)
+    roundtrip(fb)
+    text = fb.mlir()
+    assert "fusion.matmul %a, %b transpose_b : tensor<32x16xbf16>, tensor<24x16xbf16> -> tensor<32x24xf32>" in text
+    av = rng.standard_normal((32, 16)).astype(BF16)
+    bv = rng.standard_normal((24, 16)).astype(BF16)
+    c, d, e = run_reference(fb.func, [av, bv], "f64")
+    a64, b64 = av.astype(np.float64), bv.astype(np.float64)
+    np.testing.assert_allclose(c, a64 @ b64.T, rtol=1e-12)
+    np.testing.assert_allclose(d, a64.T @ a64, rtol=1e-12)
+    np.testing.assert_allclose(e, a64 @ b64.T, rtol=1e-12)
+
+
+def test_builders_do_not_mix():
+    fb1, fb2 = fuser.FusionBuilder("one"), fuser.FusionBuilder("two")
+    x, y = fb1.input((2,), "f32"), fb2.input((2,), "f32")
+    with pytest.raises(ValueError, match="different FusionBuilders"):
+        x + y
+    with pytest.raises(ValueError, match="another FusionBuilder"):
+        fb1.output(y)
+
+
+def test_bad_dtype_and_operands():
+    fb = fuser.FusionBuilder("x")
+    with pytest.raises(ValueError, match="unknown dtype"):
+        fb.input((2,), "float32")
+    x = fb.input((2,), "f32")
+    with pytest.raises(TypeError, match="Tensors or Python numbers"):
+        x + "1"
+    with pytest.raises(TypeError, match="fuser Tensor"):
+        fuser.exp(np.ones(2))
+
+
+def test_layernorm_with_small_epsilon_verifies():
+    # 1e-5 prints as the Python repr '1e-05'; see test_full_small_constant_roundtrip for the text form.
+    with fuser.FusionBuilder("layernorm") as fb:
+        x = fb.input((8, 32), "f32", name="x")
+        w = fb.input((32,), "f32", name="w")
+        var, mean = fuser.var_mean(x, 1, correction=0, keepdim=True)
+        y = (x - mean) * fuser.rsqrt(var + 1e-5) * w
+        fb.output(y)
+    fb.module.verify()
+    rng = np.random.default_rng(3)
+    xv = rng.standard_normal((8, 32)).astype(np.float32)
+    wv = rng.standard_normal(32).astype(np.float32)
+    (y,) = run_reference(fb.func, [xv, wv])
+    m, v = xv.mean(1, keepdims=True), xv.var(1, keepdims=True)
+    np.testing.assert_allclose(y, (xv - m) / np.sqrt(v + 1e-5) * wv, rtol=1e-4, atol=1e-5)
+
+
+def test_full_small_constant_roundtrip():
+    with fuser.FusionBuilder("eps") as fb:
+        x = fb.input((4,), "f32")
+        fb.output(x + 1e-5, fuser.maximum(x, float("-inf")))
+    roundtrip(fb)
+
+
+# ----------------------------------------------------------------------------- compile
+
+HAVE_COMPILE = importlib.util.find_spec("fuser.runtime.compile") is not None
+
+
+class _FakeResult:
+    def __init__(self, module, pipeline, arch, options):
+        self.module, self.pipeline, self.arch, self.options = module, pipeline, arch, options
+        self.program = object()
+        self.stages = {"fusion": "FUSION", "sched": "SCHED", "nvvm": "NVVM"}
+        self.llvm_ir = "; llvm"
+        self.ptx = ".target sm_90a"
+
+
+@pytest.fixture
+def fake_compile(monkeypatch):
+    """A stand-in for fuser.runtime.compile so compile()'s plumbing is tested on its own."""
+    calls = []
+    mod = types.ModuleType("fuser.runtime.compile")
+
+    def compile_fusion(module, pipeline, arch, options):
+        calls.append(_FakeResult(module, pipeline, arch, options))
+        return calls[-1]
+
+    mod.compile_fusion = compile_fusion
+    monkeypatch.setitem(sys.modules, "fuser.runtime.compile", mod)
+    return calls
+
+
+def _small_fusion():
+    fb = fuser.FusionBuilder("small")
+    x = fb.input((4,), "f32", name="x")
+    fb.output(fuser.relu(x) * 2.0)
+    return fb
+
+
+class _NopPass(ModulePass):
+    name = "nop"
+
+    def apply(self, ctx, op):
+        pass
+
+
+def test_compile_plumbing(fake_compile):
+    fb = _small_fusion()
+    cf = fuser.compile(fb, pipeline="fusion-segment,convert-fusion-to-sched{tile=64}", options={"k": 1})
+    (res,) = fake_compile
+    assert res.pipeline == "fusion-segment,convert-fusion-to-sched{tile=64}"
+    assert (res.arch, res.options) == ("sm_90a", {"k": 1})
+    assert res.module is not fb.module and str(res.module) == str(fb.module)  # compiled a clone
+    assert cf.ir("sched") == "SCHED" and cf.ir() == "FUSION" and cf.ptx == ".target sm_90a" and cf.llvm_ir == "; llvm"
+    with pytest.raises(KeyError, match="available"):
+        cf.ir("ptx-ish")
+    xv = np.array([-1, 0.5, 2, -3], np.float32)
+    np.testing.assert_array_equal(cf.reference(xv), [0, 1, 4, 0])
+    assert cf.name == "small"
+
+
+def test_compile_inputs_and_pipeline_forms(fake_compile):
+    fb = _small_fusion()
+    fuser.compile(fb.mlir())
+    fuser.compile(fb.module, pipeline=[_NopPass()])
+    fuser.compile(fb, pipeline=(_NopPass(),), arch="sm_100a")
+    assert fake_compile[0].pipeline == "default"
+    assert isinstance(fake_compile[1].pipeline, list) and isinstance(fake_compile[1].pipeline[0], _NopPass)
+    assert fake_compile[2].arch == "sm_100a"
+    with pytest.raises(TypeError, match="ModulePass"):
+        fuser.compile(fb, pipeline=["nop"])
+    with pytest.raises(TypeError, match="pipeline"):
+        fuser.compile(fb, pipeline=3)
+    with pytest.raises(TypeError, match="FusionBuilder"):
+        fuser.compile(42)
+
+
+@pytest.mark.skipif(not HAVE_COMPILE, reason="fuser.runtime.compile is not there yet")
+@pytest.mark.parametrize("pipeline", ["default", "list"])
+def test_compile_for_real(pipeline):
+    fb = _small_fusion()
+    if pipeline == "list":
+        from fuser.passes.pipeline import build_pipeline
+
+        pipeline = build_pipeline("default")
+    cf = fuser.compile(fb, pipeline=pipeline)
+    assert "fusion.relu" in cf.ir("fusion")
+    assert "sm_90a" in cf.ptx
+    assert isinstance(cf.llvm_ir, str) and cf.llvm_ir
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_COMPILE, reason="fuser.runtime.compile is not there yet")
+def test_compile_and_run_on_gpu(rng):
+    with fuser.FusionBuilder("bias_gelu") as fb:
+        x = fb.input((129, 200), "bf16", name="x")
+        b = fb.input((200,), "bf16", name="b")
+        fb.output(fuser.cast(fuser.gelu(fuser.cast(x, "f32") + fuser.cast(b, "f32")), "bf16"))
+    cf = fuser.compile(fb)
+    xv = rng.standard_normal((129, 200)).astype(BF16)
+    bv = rng.standard_normal(200).astype(BF16)
+    got = np.asarray(cf(xv, bv)).astype(np.float32)
+    want = cf.reference(xv, bv).astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2)
