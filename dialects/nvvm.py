@@ -1,0 +1,274 @@
+"""The subset of upstream MLIR's NVVM dialect that fuser emits.
+
+Op names, property names and custom assembly follow upstream MLIR exactly, so that our printed
+nvvm-level IR parses and verifies under upstream `mlir-opt` (checked against the MLIR carried by
+jaxlib 0.10.2, whose `register_dialects` registers nvvm; see test/python/test_nvvm_upstream.py):
+
+    %t = nvvm.read.ptx.sreg.tid.x : i32
+    nvvm.barrier
+    nvvm.barrier id = %id number_of_threads = %n
+    %r = nvvm.shfl.sync bfly %mask, %v, %offset, %clamp : f32 -> f32
+
+Notes on upstream facts:
+- `nvvm.barrier0` no longer exists upstream (jaxlib's MLIR rejects it); the plain `nvvm.barrier`
+  (operands `barrierId`, `numberOfThreads`, both optional, sized by `operandSegmentSizes`) replaces it.
+- The shuffle kind is the enum attribute `#nvvm<shfl_kind bfly>` (spaced opaque syntax; the
+  form `#nvvm.shfl_kind<bfly>` is rejected upstream), printed bare in the custom form.
+- The sreg ops' optional `range` (`#llvm.constant_range<...>`) is not modelled: we never emit it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    I32,
+    Float32Type,
+    IntegerType,
+    UnitAttr,
+    i32,
+)
+from xdsl.dialects.llvm import LLVMStructType
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import Attribute, Dialect, Operation, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import NoMemoryEffect
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+# --------------------------------------------------------------------------------------------
+# Special registers: `%r = nvvm.read.ptx.sreg.<reg> : i32`
+# --------------------------------------------------------------------------------------------
+
+
+class SpecialRegisterOp(IRDLOperation):
+    """Base of the `nvvm.read.ptx.sreg.*` ops (one i32 result, no operands)."""
+
+    res = result_def(I32)
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = "attr-dict `:` type($res)"
+
+    def __init__(self, result_type: Attribute = i32):
+        super().__init__(result_types=[result_type])
+
+    @classmethod
+    def register(cls) -> str:
+        """The PTX special register read, e.g. "tid.x"."""
+        return cls.name.removeprefix("nvvm.read.ptx.sreg.")
+
+
+def _sreg_op(sreg: str) -> type[SpecialRegisterOp]:
+    class_name = "ReadPtxSreg" + "".join(p.capitalize() for p in sreg.split(".")) + "Op"
+    cls = type(
+        class_name,
+        (SpecialRegisterOp,),
+        {"name": f"nvvm.read.ptx.sreg.{sreg}", "__module__": __name__},
+    )
+    return irdl_op_definition(cls)
+
+
+# tid/ntid/ctaid/nctaid x/y/z, then laneid and warpsize.
+SPECIAL_REGISTER_OPS: dict[str, type[SpecialRegisterOp]] = {
+    sreg: _sreg_op(sreg)
+    for sreg in [f"{r}.{d}" for r in ("tid", "ntid", "ctaid", "nctaid") for d in "xyz"]
+    + ["laneid", "warpsize"]
+}
+ThreadIdXOp = SPECIAL_REGISTER_OPS["tid.x"]
+ThreadIdYOp = SPECIAL_REGISTER_OPS["tid.y"]
+ThreadIdZOp = SPECIAL_REGISTER_OPS["tid.z"]
+BlockDimXOp = SPECIAL_REGISTER_OPS["ntid.x"]
+BlockDimYOp = SPECIAL_REGISTER_OPS["ntid.y"]
+BlockDimZOp = SPECIAL_REGISTER_OPS["ntid.z"]
+BlockIdXOp = SPECIAL_REGISTER_OPS["ctaid.x"]
+BlockIdYOp = SPECIAL_REGISTER_OPS["ctaid.y"]
+BlockIdZOp = SPECIAL_REGISTER_OPS["ctaid.z"]
+GridDimXOp = SPECIAL_REGISTER_OPS["nctaid.x"]
+GridDimYOp = SPECIAL_REGISTER_OPS["nctaid.y"]
+GridDimZOp = SPECIAL_REGISTER_OPS["nctaid.z"]
+LaneIdOp = SPECIAL_REGISTER_OPS["laneid"]
+WarpSizeOp = SPECIAL_REGISTER_OPS["warpsize"]
+
+
+# --------------------------------------------------------------------------------------------
+# nvvm.barrier  (bar.sync / barrier.sync.aligned)
+# --------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class BarrierOp(IRDLOperation):
+    """CTA barrier. With no operands it is `__syncthreads()` (barrier 0, all threads)."""
+
+    name = "nvvm.barrier"
+
+    barrierId = opt_operand_def(I32)
+    numberOfThreads = opt_operand_def(I32)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "(`id` `=` $barrierId^)? (`number_of_threads` `=` $numberOfThreads^)? attr-dict"
+    )
+
+    def __init__(
+        self,
+        barrier_id: SSAValue | Operation | None = None,
+        number_of_threads: SSAValue | Operation | None = None,
+    ):
+        super().__init__(
+            operands=[
+                [] if barrier_id is None else [barrier_id],
+                [] if number_of_threads is None else [number_of_threads],
+            ]
+        )
+
+    def verify_(self) -> None:
+        if self.numberOfThreads is not None and self.barrierId is None:
+            raise VerifyException("barrier id is missing, it should be set between 0 to 15")
+
+
+# --------------------------------------------------------------------------------------------
+# nvvm.shfl.sync
+# --------------------------------------------------------------------------------------------
+
+
+class ShflKind(StrEnum):
+    BFLY = "bfly"
+    UP = "up"
+    DOWN = "down"
+    IDX = "idx"
+
+
+@irdl_attr_definition
+class ShflKindAttr(EnumAttribute[ShflKind], SpacedOpaqueSyntaxAttribute):
+    """Prints as `#nvvm<shfl_kind bfly>`, exactly like upstream."""
+
+    name = "nvvm.shfl_kind"
+
+
+@irdl_op_definition
+class ShflOp(IRDLOperation):
+    """Warp shuffle: `%r = nvvm.shfl.sync <kind> %thread_mask, %val, %offset, %mask_and_clamp
+    [{return_value_and_is_valid}] : T -> (T | !llvm.struct<(T, i1)>)`, T in {i32, f32}."""
+
+    name = "nvvm.shfl.sync"
+
+    thread_mask = operand_def(I32)
+    val = operand_def(IntegerType | Float32Type)
+    offset = operand_def(I32)
+    mask_and_clamp = operand_def(I32)
+
+    kind = prop_def(ShflKindAttr)
+    return_value_and_is_valid = opt_prop_def(UnitAttr)
+
+    res = result_def()
+
+    traits = traits_def(NoMemoryEffect())
+
+    def __init__(
+        self,
+        kind: ShflKind | str,
+        thread_mask: SSAValue | Operation,
+        val: SSAValue | Operation,
+        offset: SSAValue | Operation,
+        mask_and_clamp: SSAValue | Operation,
+        return_value_and_is_valid: bool = False,
+    ):
+        val_type = SSAValue.get(val).type
+        props: dict[str, Attribute] = {"kind": ShflKindAttr(ShflKind(kind))}
+        result_type: Attribute = val_type
+        if return_value_and_is_valid:
+            props["return_value_and_is_valid"] = UnitAttr()
+            result_type = LLVMStructType.from_type_list([val_type, IntegerType(1)])
+        super().__init__(
+            operands=[thread_mask, val, offset, mask_and_clamp],
+            result_types=[result_type],
+            properties=props,
+        )
+
+    def verify_(self) -> None:
+        val_type = self.val.type
+        if isinstance(val_type, IntegerType) and val_type.width.data != 32:
+            raise VerifyException(f"'nvvm.shfl.sync' value must be i32 or f32, got {val_type}")
+        if self.return_value_and_is_valid is None:
+            if self.res.type != val_type:
+                raise VerifyException("'nvvm.shfl.sync' result type must match the value type")
+        else:
+            expected = LLVMStructType.from_type_list([val_type, IntegerType(1)])
+            if self.res.type != expected:
+                raise VerifyException(
+                    "'nvvm.shfl.sync' with return_value_and_is_valid must return "
+                    f"{expected}, got {self.res.type}"
+                )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.kind.data.value} ")
+        printer.print_list(
+            [self.thread_mask, self.val, self.offset, self.mask_and_clamp],
+            printer.print_ssa_value,
+        )
+        # Upstream prints the unit property inside the attribute dictionary.
+        attrs = dict(self.attributes)
+        if self.return_value_and_is_valid is not None:
+            attrs = {"return_value_and_is_valid": UnitAttr(), **attrs}
+        printer.print_op_attributes(attrs)
+        printer.print_string(" : ")
+        printer.print_attribute(self.val.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.res.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ShflOp:
+        kind = parser.parse_str_enum(ShflKind)
+        operands = parser.parse_comma_separated_list(
+            parser.Delimiter.NONE, parser.parse_unresolved_operand
+        )
+        if len(operands) != 4:
+            parser.raise_error("'nvvm.shfl.sync' expects 4 operands")
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        val_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        res_type = parser.parse_type()
+        mask, val, offset, clamp = parser.resolve_operands(
+            operands, [i32, val_type, i32, i32], parser.pos
+        )
+        props: dict[str, Attribute] = {"kind": ShflKindAttr(kind)}
+        if "return_value_and_is_valid" in attrs:
+            props["return_value_and_is_valid"] = attrs.pop("return_value_and_is_valid")
+        op = cls.create(
+            operands=[mask, val, offset, clamp],
+            result_types=[res_type],
+            properties=props,
+            attributes=attrs,
+        )
+        return op
+
+
+NVVM = Dialect(
+    "nvvm",
+    [*SPECIAL_REGISTER_OPS.values(), BarrierOp, ShflOp],
+    [ShflKindAttr],
+)
+
+__all__: Sequence[str] = [
+    "NVVM",
+    "SPECIAL_REGISTER_OPS",
+    "SpecialRegisterOp",
+    "BarrierOp",
+    "ShflOp",
+    "ShflKind",
+    "ShflKindAttr",
+]

@@ -1,0 +1,155 @@
+"""LLVM IR -> PTX (llvmlite's NVPTX backend) and PTX -> cubin (ptxas).
+
+- `llvm_ir_to_ptx` parses and verifies the IR, runs LLVM's O3 pipeline (new pass manager) and
+  emits PTX for sm_80 / sm_90 / sm_90a at PTX ISA 8.0 (`+ptx80`: the first version with sm_90a,
+  and what the CUDA 13.0 driver and ptxas accept).
+- A call to an unknown `llvm.*` intrinsic silently becomes an `.extern .func` in the PTX (then
+  fails in ptxas with an obscure message), so `llvm_ir_to_ptx` rejects that up front.
+- `assemble_ptx` runs ptxas from the `nvidia-cuda-nvcc` wheel (site-packages/nvidia/cu13/bin),
+  or from $PATH, and raises `PtxasError` with ptxas's message.
+
+Entry points for tools: `module_to_llvm_ir(module, arch)`, `module_to_ptx(module, arch)`,
+`gpu_modules_to_ptx(module, arch)` (a dict per gpu.module), `gpu_module_to_ptx(gpu_module_op, arch)`.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import llvmlite.binding as llvm
+
+from fuser.lowering import llvmir
+from fuser.lowering.llvmir import TRIPLE, gpu_modules_to_llvm_ir, translate_gpu_module
+
+SUPPORTED_ARCHS = ("sm_80", "sm_90", "sm_90a")
+PTX_FEATURES = "+ptx80"
+
+
+class PtxError(Exception):
+    """LLVM rejected the IR or produced unusable PTX."""
+
+
+class PtxasError(Exception):
+    """ptxas is missing or rejected the PTX (the message holds ptxas's output)."""
+
+
+@functools.cache
+def _init_llvm() -> None:
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+
+
+@functools.cache
+def _target_machine(arch: str, opt_level: int) -> llvm.TargetMachine:
+    _init_llvm()
+    target = llvm.Target.from_triple(TRIPLE)
+    return target.create_target_machine(cpu=arch, features=PTX_FEATURES, opt=opt_level)
+
+
+def _check_arch(arch: str) -> None:
+    if arch not in SUPPORTED_ARCHS:
+        raise ValueError(f"unsupported arch {arch!r}; expected one of {', '.join(SUPPORTED_ARCHS)}")
+
+
+def llvm_ir_to_ptx(llvm_ir: str, arch: str = "sm_90a", opt_level: int = 3) -> str:
+    """Compile LLVM IR text (triple nvptx64-nvidia-cuda) to PTX text."""
+    _check_arch(arch)
+    tm = _target_machine(arch, opt_level)
+    try:
+        mod = llvm.parse_assembly(llvm_ir)
+        mod.verify()
+    except RuntimeError as err:
+        raise PtxError(f"invalid LLVM IR: {err}") from err
+    mod.triple = TRIPLE
+    mod.data_layout = str(tm.target_data)
+    if opt_level > 0:
+        pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+    ptx = tm.emit_assembly(mod)
+    unresolved = re.findall(r"^\.extern \.func.*?\b(llvm\.[\w.]+)", ptx, re.MULTILINE)
+    if unresolved:
+        raise PtxError(f"unknown LLVM intrinsic(s) {sorted(set(unresolved))} (not selectable by NVPTX)")
+    return ptx
+
+
+def module_to_llvm_ir(module, arch: str = "sm_90a") -> str:
+    """LLVM IR of every gpu.module in `module` (what `fuser-opt -t llvm` prints). The IR does not
+    depend on `arch` (it is checked only); the arch is chosen when making PTX."""
+    _check_arch(arch)
+    return llvmir.module_to_llvm_ir(module)
+
+
+def gpu_module_to_ptx(gpu_module_op, arch: str = "sm_90a", opt_level: int = 3) -> str:
+    """PTX for one `gpu.module` op."""
+    return llvm_ir_to_ptx(translate_gpu_module(gpu_module_op), arch, opt_level)
+
+
+def gpu_modules_to_ptx(module, arch: str = "sm_90a", opt_level: int = 3) -> dict[str, str]:
+    """{gpu.module name: PTX} for every gpu.module in a builtin.module."""
+    return {
+        name: llvm_ir_to_ptx(ir, arch, opt_level)
+        for name, ir in gpu_modules_to_llvm_ir(module).items()
+    }
+
+
+def module_to_ptx(module, arch: str = "sm_90a", opt_level: int = 3) -> str:
+    """PTX of every gpu.module in `module`, one after another (what `fuser-opt -t ptx` prints)."""
+    return "\n".join(gpu_modules_to_ptx(module, arch, opt_level).values())
+
+
+def find_ptxas() -> str | None:
+    """Path of ptxas: $FUSER_PTXAS, the nvidia-cuda-nvcc wheel, then $PATH; None if absent."""
+    env = os.environ.get("FUSER_PTXAS")
+    if env and os.access(env, os.X_OK):
+        return env
+    try:
+        import nvidia  # namespace package of the NVIDIA wheels
+
+        for root in nvidia.__path__:
+            for sub in ("cu13", "cuda_nvcc", "cu12"):
+                cand = Path(root) / sub / "bin" / "ptxas"
+                if cand.is_file() and os.access(cand, os.X_OK):
+                    return str(cand)
+    except ImportError:
+        pass
+    return shutil.which("ptxas")
+
+
+def assemble_ptx(ptx: str, arch: str = "sm_90a", extra_args: list[str] | None = None) -> bytes:
+    """Assemble PTX into a cubin with ptxas; raise PtxasError with ptxas's message on failure."""
+    _check_arch(arch)
+    ptxas = find_ptxas()
+    if ptxas is None:
+        raise PtxasError(
+            "ptxas not found (install nvidia-cuda-nvcc, put ptxas on PATH or set FUSER_PTXAS)"
+        )
+    with tempfile.TemporaryDirectory(prefix="fuser-ptxas-") as tmp:
+        src, out = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
+        src.write_text(ptx)
+        cmd = [ptxas, f"-arch={arch}", "-O3", *(extra_args or []), str(src), "-o", str(out)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            msg = (proc.stderr + proc.stdout).strip().replace(str(src), "<ptx>")
+            raise PtxasError(f"ptxas failed (exit {proc.returncode}):\n{msg}")
+        return out.read_bytes()
+
+
+__all__ = [
+    "SUPPORTED_ARCHS",
+    "PtxError",
+    "PtxasError",
+    "llvm_ir_to_ptx",
+    "gpu_module_to_ptx",
+    "gpu_modules_to_ptx",
+    "module_to_ptx",
+    "module_to_llvm_ir",
+    "find_ptxas",
+    "assemble_ptx",
+]

@@ -1,0 +1,347 @@
+"""Kernel arguments: validation and conversion of user arrays, and output allocation.
+
+Accepted inputs: numpy arrays (copied to the device), torch tensors (CUDA: no copy;
+CPU: copied), objects with ``__cuda_array_interface__`` (cupy, numba, our
+DeviceArray) and DLPack producers (``__dlpack__``/``__dlpack_device__``), all
+without copies when on the device. Everything is validated before any GPU call, so
+argument errors are reported the same way on a machine without a GPU.
+
+Outputs come back in the kind of the first input: numpy -> numpy, torch -> torch
+(same device), cupy -> cupy, anything else -> :class:`DeviceArray`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import sys
+from typing import Any, Sequence
+
+import numpy as np
+
+from .plan import DTYPES, BufferSpec, tensor_type_str
+
+__all__ = ["ArgumentError", "DeviceArray", "numpy_dtype", "convert_arg", "check_count",
+           "describe", "allocate_outputs", "Converted"]
+
+
+class ArgumentError(ValueError):
+    """A call's arguments do not match the compiled signature."""
+
+
+# ------------------------------------------------------------------------- dtypes
+
+def _bf16() -> Any:
+    try:
+        import ml_dtypes  # optional: numpy has no bfloat16 of its own
+        return np.dtype(ml_dtypes.bfloat16)
+    except ImportError:
+        return None
+
+
+_NP: dict[str, Any] = {"f32": np.dtype(np.float32), "f16": np.dtype(np.float16),
+                       "i1": np.dtype(np.bool_), "i32": np.dtype(np.int32),
+                       "i64": np.dtype(np.int64), "bf16": _bf16()}
+
+# __cuda_array_interface__ typestrs; bf16 has no standard one, "<V2" is what
+# ml_dtypes' bfloat16 reports and what DeviceArray exports.
+_CAI_TYPESTR = {"f32": "<f4", "f16": "<f2", "i1": "|b1", "i32": "<i4", "i64": "<i8", "bf16": "<V2"}
+_CAI_DTYPE = {v: k for k, v in _CAI_TYPESTR.items()} | {"|V2": "bf16"}
+
+# DLPack (code, bits) -> dtype name. kDLInt=0 kDLUInt=1 kDLFloat=2 kDLBfloat=4 kDLBool=6
+_DL_DTYPE = {(2, 32): "f32", (2, 16): "f16", (4, 16): "bf16", (6, 8): "i1",
+             (0, 32): "i32", (0, 64): "i64"}
+_DL_CPU, _DL_CUDA, _DL_CUDA_MANAGED = 1, 2, 13
+
+
+def numpy_dtype(name: str) -> Any:
+    dt = _NP.get(name)
+    if dt is None:
+        if name == "bf16":
+            raise ArgumentError("bf16 on the host needs the 'ml_dtypes' package (pip install ml_dtypes)")
+        raise ArgumentError(f"unsupported dtype {name!r}; supported: {', '.join(DTYPES)}")
+    return dt
+
+
+_torch_dtypes: dict[str, Any] = {}
+
+
+def _torch_dtype(name: str) -> Any:
+    if not _torch_dtypes:
+        import torch
+        _torch_dtypes.update(f32=torch.float32, f16=torch.float16, bf16=torch.bfloat16,
+                             i1=torch.bool, i32=torch.int32, i64=torch.int64)
+    return _torch_dtypes[name]
+
+
+def _c_strides(shape: Sequence[int], itemsize: int) -> list[int]:
+    out, acc = [], itemsize
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= max(int(d), 1)
+    return out[::-1]
+
+
+def _is_c_contiguous(shape: Sequence[int], strides: Sequence[int] | None, itemsize: int) -> bool:
+    """Byte strides describe a dense row-major layout (size-1 dims may have any stride)."""
+    if strides is None or math.prod(shape) == 0:
+        return True
+    want = _c_strides(shape, itemsize)
+    return all(d == 1 or s == w for d, s, w in zip(shape, strides, want))
+
+
+# ------------------------------------------------------------------ description
+
+def _arg_label(index: int, spec: BufferSpec) -> str:
+    return f"argument {index} ('%{spec.name}')"
+
+
+def describe(x: Any) -> str:
+    """A short human description of what the user passed."""
+    if isinstance(x, np.ndarray):
+        return f"numpy {x.dtype} array of shape {tuple(x.shape)}"
+    if _is_torch(x):
+        return f"torch {str(x.dtype).removeprefix('torch.')} tensor of shape {tuple(x.shape)} on {x.device}"
+    cai = _safe_cai(x)
+    if cai is not None:
+        return (f"{type(x).__module__.split('.')[0]} {cai.get('typestr')} device array "
+                f"of shape {tuple(cai.get('shape', ()))}")
+    return f"{type(x).__name__}"
+
+
+def _safe_cai(x: Any) -> dict | None:
+    try:
+        return getattr(x, "__cuda_array_interface__", None)
+    except Exception:
+        return None
+
+
+def _mismatch(index: int, spec: BufferSpec, given: str, hint: str = "") -> ArgumentError:
+    return ArgumentError(f"{_arg_label(index, spec)}: expected {tensor_type_str(spec.shape, spec.dtype)}, "
+                         f"got {given}{hint}")
+
+
+def check_count(args: Sequence[Any], specs: Sequence[BufferSpec]) -> None:
+    if len(args) != len(specs):
+        names = ", ".join(s.name for s in specs)
+        raise ArgumentError(f"expected {len(specs)} arguments ({names}), got {len(args)}")
+
+
+# ------------------------------------------------------------------- conversion
+
+# What convert_arg returns, as a plain tuple for speed:
+#   (ptr, host, kind, ref)
+#   ptr:  device pointer (int) or None when ``host`` must be copied to the device
+#   host: the C-contiguous numpy array to upload, or None
+#   kind: "numpy" | "torch" | "torch_cpu" | "cupy" | "device": the family outputs follow
+#   ref:  the object that decides output placement/kind (and keeps data alive)
+Converted = tuple
+
+
+def _is_torch(x: Any) -> bool:
+    t = type(x)
+    return t.__module__.startswith("torch") and "torch" in sys.modules and \
+        isinstance(x, sys.modules["torch"].Tensor)
+
+
+def _from_numpy(x: np.ndarray, index: int, spec: BufferSpec, kind: str = "numpy", ref: Any = None) -> Converted:
+    want = _NP.get(spec.dtype)
+    if want is None or x.dtype != want or x.shape != spec.shape:
+        if spec.dtype == "bf16" and want is None:
+            raise _mismatch(index, spec, describe(x), " (bf16 host arrays need 'ml_dtypes')")
+        raise _mismatch(index, spec, describe(x))
+    if not x.flags.c_contiguous:
+        raise _mismatch(index, spec, "non-contiguous " + describe(x),
+                        " (pass a C-contiguous array, e.g. np.ascontiguousarray(x))")
+    return (None, x, kind, x if ref is None else ref)
+
+
+def _from_torch(x: Any, index: int, spec: BufferSpec) -> Converted:
+    if x.dtype is not _torch_dtype(spec.dtype) or x.shape != spec.shape:
+        raise _mismatch(index, spec, describe(x))
+    if not x.is_contiguous():
+        raise _mismatch(index, spec, "non-contiguous " + describe(x), " (call .contiguous() first)")
+    if not x.is_cuda:
+        if x.device.type != "cpu":
+            raise _mismatch(index, spec, describe(x), " (only CPU and CUDA tensors are supported)")
+        t = x.detach()
+        if spec.dtype == "bf16":  # numpy has no bf16: reinterpret the bits via ml_dtypes
+            import torch
+            host = t.view(torch.int16).numpy().view(numpy_dtype("bf16"))
+        else:
+            host = t.numpy()
+        return (None, host, "torch_cpu", x)
+    if x.device.index not in (0, None):
+        raise _mismatch(index, spec, describe(x), " (fuser runs on cuda:0)")
+    return (x.data_ptr(), None, "torch", x)
+
+
+def _from_cai(x: Any, cai: dict, index: int, spec: BufferSpec) -> Converted:
+    shape = tuple(int(d) for d in cai.get("shape", ()))
+    dtype = _CAI_DTYPE.get(cai.get("typestr"))
+    given = describe(x)
+    if dtype != spec.dtype or shape != spec.shape:
+        raise _mismatch(index, spec, given)
+    if cai.get("mask") is not None:
+        raise _mismatch(index, spec, "masked " + given)
+    strides = cai.get("strides")
+    if not _is_c_contiguous(shape, strides, DTYPES[dtype]):
+        raise _mismatch(index, spec, "non-contiguous " + given, f" (strides {tuple(strides)})")
+    ptr = int(cai["data"][0])
+    stream = cai.get("stream")
+    kind = "cupy" if type(x).__module__.startswith("cupy") else "device"
+    # 1 = legacy default stream and 2 = per-thread default stream both order with
+    # the legacy stream; any other producer stream is synchronized by the executor.
+    foreign = stream if isinstance(stream, int) and stream not in (0, 1, 2) else None
+    return (ptr, None, kind, (x, foreign))
+
+
+# ---- DLPack (unversioned capsule "dltensor")
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+_capsule_ptr = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_ptr.restype = ctypes.c_void_p
+_capsule_ptr.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def _from_dlpack(x: Any, index: int, spec: BufferSpec) -> Converted:
+    dev_type, dev_id = x.__dlpack_device__()
+    if dev_type == _DL_CPU:
+        try:
+            host = np.from_dlpack(x)
+        except Exception as e:
+            raise _mismatch(index, spec, f"host DLPack {type(x).__name__} that numpy cannot import ({e})")
+        return _from_numpy(host, index, spec, kind="numpy")
+    if dev_type not in (_DL_CUDA, _DL_CUDA_MANAGED) or dev_id != 0:
+        raise _mismatch(index, spec, f"{type(x).__name__} on DLPack device ({dev_type}, {dev_id})",
+                        " (fuser runs on CUDA device 0)")
+    try:
+        capsule = x.__dlpack__(stream=1)  # ask the producer to order with the legacy stream
+    except TypeError:
+        capsule = x.__dlpack__()
+    # Not consuming the capsule (no rename) leaves its destructor to release the tensor.
+    t = _DLTensor.from_address(_capsule_ptr(capsule, b"dltensor"))
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    dtype = _DL_DTYPE.get((t.dtype.code, t.dtype.bits)) if t.dtype.lanes == 1 else None
+    given = f"{type(x).__name__} DLPack tensor (code {t.dtype.code}, {t.dtype.bits} bits) of shape {shape}"
+    if dtype != spec.dtype or shape != spec.shape:
+        raise _mismatch(index, spec, given)
+    if t.strides:  # DLPack strides count elements, not bytes
+        elem = [t.strides[i] * DTYPES[dtype] for i in range(t.ndim)]
+        if not _is_c_contiguous(shape, elem, DTYPES[dtype]):
+            raise _mismatch(index, spec, "non-contiguous " + given)
+    kind = "cupy" if type(x).__module__.startswith("cupy") else "device"
+    return ((t.data or 0) + t.byte_offset, None, kind, (x, capsule))
+
+
+def convert_arg(x: Any, index: int, spec: BufferSpec) -> Converted:
+    """Validate one argument against its spec and say how to pass it to a kernel."""
+    if isinstance(x, np.ndarray):
+        return _from_numpy(x, index, spec)
+    if isinstance(x, np.generic):  # a numpy scalar is a 0-d array
+        return _from_numpy(np.asarray(x), index, spec)
+    if type(x) is DeviceArray:
+        if x.dtype != spec.dtype or x.shape != spec.shape:
+            raise _mismatch(index, spec, describe(x))
+        return (x.ptr, None, "device", x)
+    if _is_torch(x):
+        return _from_torch(x, index, spec)
+    cai = _safe_cai(x)
+    if cai is not None:
+        return _from_cai(x, cai, index, spec)
+    if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
+        return _from_dlpack(x, index, spec)
+    raise _mismatch(index, spec, describe(x))
+
+
+def foreign_stream(conv: Converted) -> int | None:
+    """A producer stream (CAI) the launch stream must wait for, if any."""
+    ref = conv[3]
+    if conv[2] in ("cupy", "device") and isinstance(ref, tuple) and isinstance(ref[1], int):
+        return ref[1]
+    return None
+
+
+# ---------------------------------------------------------------------- outputs
+
+class DeviceArray:
+    """A device tensor owned by fuser: ``__cuda_array_interface__`` and ``.numpy()``."""
+
+    def __init__(self, shape: tuple[int, ...], dtype: str, stream: int = 0):
+        from .driver import DeviceBuffer
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        # stream-ordered: freeing a dropped output does not stall the device
+        self.buffer = DeviceBuffer(math.prod(self.shape) * DTYPES[dtype], stream=stream)
+        self.ptr = self.buffer.ptr
+        self.stream = stream  # where the producing kernels were queued
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return {"shape": self.shape, "typestr": _CAI_TYPESTR[self.dtype], "strides": None,
+                "data": (self.ptr, False), "version": 3,
+                "stream": self.stream if self.stream not in (0, None) else 1}
+
+    def numpy(self) -> np.ndarray:
+        from . import driver
+        out = np.empty(self.shape, dtype=numpy_dtype(self.dtype))
+        if self.stream:  # the synchronous copy below only orders with the legacy stream
+            driver.check(driver._cu.cuStreamSynchronize(driver.stream_handle(self.stream)),
+                         "cuStreamSynchronize")
+        return self.buffer.copy_to_host(out)
+
+    def __repr__(self) -> str:
+        return f"DeviceArray({tensor_type_str(self.shape, self.dtype)}, ptr=0x{self.ptr:x})"
+
+
+def allocate_outputs(kind: str, ref: Any, specs: Sequence[BufferSpec], stream: int = 0) -> list:
+    """Allocate output storage of the given kind.
+
+    Returns ``[(ptr, obj), ...]``: ``obj`` is what the user gets back, except for the
+    host kinds, where it is a DeviceArray to copy back with :func:`finish_outputs`.
+    """
+    out = []
+    if kind == "torch":
+        for s in specs:  # new_empty: same device as ref, and cheaper than torch.empty
+            t = ref.new_empty(s.shape, dtype=_torch_dtype(s.dtype))
+            out.append((t.data_ptr(), t))
+        return out
+    if kind == "cupy" and all(s.dtype != "bf16" for s in specs):
+        import cupy
+        for s in specs:
+            a = cupy.empty(s.shape, dtype=numpy_dtype(s.dtype))
+            out.append((int(a.data.ptr), a))
+        return out
+    for s in specs:
+        a = DeviceArray(s.shape, s.dtype, stream)
+        out.append((a.ptr, a))
+    return out
+
+
+def finish_outputs(kind: str, outs: list) -> list:
+    """Turn allocated outputs into what the user gets (device->host copies for host kinds)."""
+    objs = [o for _, o in outs]
+    if kind == "numpy":
+        return [a.numpy() for a in objs]
+    if kind == "torch_cpu":
+        import torch
+        res = []
+        for a in objs:
+            h = a.numpy()
+            res.append(torch.from_numpy(h.view(np.int16)).view(torch.bfloat16)
+                       if a.dtype == "bf16" else torch.from_numpy(h))
+        return res
+    return objs

@@ -1,0 +1,249 @@
+"""Compiled-kernel cache: an in-memory dict in front of an on-disk directory.
+
+Keys are sha256 digests over (IR text, input signature, target arch, pipeline and
+options string, fuser version), so any change to one of them is a miss. An entry
+is a few named text payloads (PTX, ...) plus a small JSON of metadata.
+
+On disk (``$FUSER_CACHE_DIR``, default ``~/.cache/fuser``; ``FUSER_CACHE=0``
+turns the disk layer off) each entry is ``v1/<k[:2]>/<k>.<payload>.txt`` files and
+a ``v1/<k[:2]>/<k>.json`` written last that records each payload's sha256.
+Every file is written to a temporary name and ``os.replace``d into place, so a
+reader never sees half a file; a corrupt or inconsistent entry is treated as a
+miss (and rewritten by the next ``put``), never an exception.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import threading
+import warnings
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+__all__ = ["CacheEntry", "KernelCache", "make_key", "signature_string", "default_cache",
+           "put_program", "get_program"]
+
+_LAYOUT = "v1"
+_NAME_RE = re.compile(r"^[a-z0-9_]+$")
+
+
+def _fuser_version() -> str:
+    try:
+        from fuser import __version__
+        return __version__
+    except Exception:
+        return "unknown"
+
+
+def signature_string(signature: Any) -> str:
+    """Canonical text of an input signature: '4x5xf32,8xi32' (shape, dtype per input).
+
+    Accepts a string (used as is) or an iterable of BufferSpec / (shape, dtype)."""
+    if isinstance(signature, str):
+        return signature
+    parts = []
+    for s in signature:
+        shape, dtype = (s.shape, s.dtype) if hasattr(s, "shape") else s
+        parts.append("".join(f"{int(d)}x" for d in shape) + str(dtype))
+    return ",".join(parts)
+
+
+def make_key(ir_text: str, signature: Any, arch: str, options: str = "",
+             version: str | None = None) -> str:
+    """sha256 over length-prefixed components, so no two tuples share a key."""
+    h = hashlib.sha256()
+    for part in ("fuser-kernel-cache", ir_text, signature_string(signature), arch, options,
+                 _fuser_version() if version is None else version):
+        b = part.encode()
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    key: str
+    payloads: dict[str, str]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+class KernelCache:
+    """Memory + disk cache of compiled kernels. Thread-safe; never raises on bad disk state."""
+
+    def __init__(self, directory: str | os.PathLike | None = None, disk: bool | None = None,
+                 max_memory_entries: int = 1024):
+        if directory is None:
+            directory = os.environ.get("FUSER_CACHE_DIR") or Path.home() / ".cache" / "fuser"
+        if disk is None:
+            disk = os.environ.get("FUSER_CACHE", "1").strip().lower() not in ("0", "false", "off", "no")
+        self.directory = Path(directory)
+        self.disk = bool(disk)
+        self.max_memory_entries = max_memory_entries
+        self._mem: OrderedDict[str, CacheEntry] = OrderedDict()
+        self._lock = threading.Lock()
+        self._warned = False
+        self.stats = {"memory_hits": 0, "disk_hits": 0, "misses": 0, "corrupt": 0, "write_errors": 0}
+
+    # -- paths
+    def _meta_path(self, key: str) -> Path:
+        return self.directory / _LAYOUT / key[:2] / f"{key}.json"
+
+    def _payload_path(self, key: str, name: str) -> Path:
+        return self.directory / _LAYOUT / key[:2] / f"{key}.{name}.txt"
+
+    # -- public API
+    def get(self, key: str) -> CacheEntry | None:
+        with self._lock:
+            e = self._mem.get(key)
+            if e is not None:
+                self._mem.move_to_end(key)
+                self.stats["memory_hits"] += 1
+                return e
+        e = self._read_disk(key) if self.disk else None
+        with self._lock:
+            if e is None:
+                self.stats["misses"] += 1
+                return None
+            self.stats["disk_hits"] += 1
+            self._remember(e)
+        return e
+
+    def put(self, key: str, payloads: dict[str, str], meta: dict[str, Any] | None = None) -> CacheEntry:
+        for name in payloads:
+            if not _NAME_RE.match(name):
+                raise ValueError(f"cache payload name {name!r} must match {_NAME_RE.pattern}")
+        e = CacheEntry(key, dict(payloads), dict(meta or {}))
+        json.dumps(e.meta)  # fail early (TypeError) on metadata that is not JSON
+        with self._lock:
+            self._remember(e)
+        if self.disk:
+            self._write_disk(e)
+        return e
+
+    def get_or_create(self, key: str,
+                      build: Callable[[], tuple[dict[str, str], dict[str, Any]]]) -> CacheEntry:
+        """The entry for ``key``, calling ``build() -> (payloads, meta)`` on a miss."""
+        e = self.get(key)
+        if e is None:
+            payloads, meta = build()
+            e = self.put(key, payloads, meta)
+        return e
+
+    def clear_memory(self) -> None:
+        with self._lock:
+            self._mem.clear()
+
+    # -- internals
+    def _remember(self, e: CacheEntry) -> None:
+        self._mem[e.key] = e
+        self._mem.move_to_end(e.key)
+        while len(self._mem) > self.max_memory_entries:
+            self._mem.popitem(last=False)
+
+    def _read_disk(self, key: str) -> CacheEntry | None:
+        path = self._meta_path(key)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError):
+            self.stats["corrupt"] += 1
+            return None
+        try:
+            d = json.loads(text)
+            if d["layout"] != _LAYOUT or d["key"] != key:
+                raise ValueError("foreign entry")
+            payloads = {}
+            for name, digest in d["payloads"].items():
+                body = self._payload_path(key, name).read_text(encoding="utf-8")
+                if _sha(body) != digest:
+                    raise ValueError(f"payload {name} does not match its digest")
+                payloads[name] = body
+            meta = d["meta"]
+            if not isinstance(meta, dict):
+                raise ValueError("meta is not an object")
+            return CacheEntry(key, payloads, meta)
+        except Exception:  # truncated/garbled/inconsistent: a miss, rewritten by put()
+            self.stats["corrupt"] += 1
+            return None
+
+    def _write_disk(self, e: CacheEntry) -> None:
+        try:
+            for name, body in e.payloads.items():
+                _atomic_write(self._payload_path(e.key, name), body)
+            meta = {"layout": _LAYOUT, "key": e.key, "meta": e.meta,
+                    "payloads": {n: _sha(b) for n, b in e.payloads.items()}}
+            # the metadata goes last: it is the commit point of the entry
+            _atomic_write(self._meta_path(e.key), json.dumps(meta, sort_keys=True))
+        except OSError as err:
+            self.stats["write_errors"] += 1
+            if not self._warned:
+                self._warned = True
+                warnings.warn(f"fuser: kernel cache directory {self.directory} is not writable "
+                              f"({err}); caching in memory only", RuntimeWarning, stacklevel=3)
+
+    def keys_on_disk(self) -> Iterable[str]:
+        root = self.directory / _LAYOUT
+        if not root.is_dir():
+            return []
+        return sorted(p.name[:-5] for p in root.glob("*/*.json"))
+
+
+_default: KernelCache | None = None
+_default_lock = threading.Lock()
+
+
+def default_cache() -> KernelCache:
+    """The process-wide cache (environment read on first use)."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = KernelCache()
+    return _default
+
+
+# ------------------------------------------------------------ programs in the cache
+
+def put_program(cache: KernelCache, key: str, program: Any) -> CacheEntry:
+    """Store a runtime Program: its PTX as a payload, the rest as metadata."""
+    return cache.put(key, {"ptx": program.ptx},
+                     {"program": json.loads(program.to_json(include_ptx=False))})
+
+
+def get_program(cache: KernelCache, key: str) -> Any:
+    """The Program stored under ``key``, or None (also when the entry is unreadable)."""
+    from .plan import Program
+    e = cache.get(key)
+    if e is None:
+        return None
+    try:
+        return Program.from_json(json.dumps(e.meta["program"]), ptx=e.payloads["ptx"])
+    except Exception:
+        cache.stats["corrupt"] += 1
+        return None

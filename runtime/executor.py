@@ -1,0 +1,196 @@
+"""Run a :class:`~fuser.runtime.plan.Program`: validate arguments, allocate outputs and
+workspaces, and queue its kernel launches on a stream.
+
+Everything that does not depend on the call's arguments is computed once: the
+module is loaded once per process per PTX, kernels are resolved once, and each
+launch keeps a preallocated kernel-params block whose pointer slots are the only
+thing a call writes. The GPU is first touched on the first call, after the
+arguments have been validated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from typing import Any
+
+from . import driver
+from .arrays import allocate_outputs, check_count, convert_arg, finish_outputs, foreign_stream
+from .plan import Program
+
+__all__ = ["Executor", "load_module"]
+
+_modules: dict[str, driver.Module] = {}
+_kernels: dict[tuple[str, str], driver.Kernel] = {}
+_smem_optin: dict[tuple[str, str], int] = {}
+_load_lock = threading.Lock()
+
+
+def _ptx_key(ptx: str) -> str:
+    return hashlib.sha256(ptx.encode()).hexdigest()
+
+
+def load_module(ptx: str) -> driver.Module:
+    """The loaded module for this PTX text, loading it once per process."""
+    key = _ptx_key(ptx)
+    m = _modules.get(key)
+    if m is None:
+        with _load_lock:
+            m = _modules.get(key)
+            if m is None:
+                m = _modules[key] = driver.Module.load_ptx(ptx)
+    return m
+
+
+def _kernel(ptx_key: str, module: driver.Module, name: str, smem: int) -> driver.Kernel:
+    k = _kernels.get((ptx_key, name))
+    if k is None:
+        k = _kernels[(ptx_key, name)] = module.function(name)
+    # Dynamic smem above 48 KB needs an opt-in; raise it, never lower it (shared kernels).
+    if smem > 48 * 1024 and smem > _smem_optin.get((ptx_key, name), 0):
+        limit = driver.device().max_smem_per_block_optin
+        if smem > limit:
+            raise driver.CudaError(f"kernel '{name}' asks for {smem} bytes of dynamic shared memory; "
+                                   f"this GPU allows at most {limit} per block")
+        k.set_max_dynamic_smem(smem)
+        _smem_optin[(ptx_key, name)] = smem
+    return k
+
+
+def _stream_int(stream: Any) -> int:
+    if isinstance(stream, int):
+        return stream
+    for attr in ("cuda_stream", "ptr"):  # torch.cuda.Stream / cupy Stream
+        v = getattr(stream, attr, None)
+        if v is not None:
+            return int(v)
+    return int(stream)  # CUstream
+
+
+_torch_raw_stream: Any = None
+
+
+def _torch_current_stream(tensor: Any) -> int:
+    """torch's current stream on the tensor's device, as a raw handle (0 = legacy default)."""
+    global _torch_raw_stream
+    if _torch_raw_stream is None:
+        import torch
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        _torch_raw_stream = raw if raw is not None else (
+            lambda idx: torch.cuda.current_stream(idx).cuda_stream)
+    return _torch_raw_stream(tensor.device.index or 0)
+
+
+class _Step:
+    __slots__ = ("kernel", "grid", "block", "smem", "cluster", "params", "fill")
+
+
+class Executor:
+    """Callable runner of a Program: ``outputs = Executor(program)(*inputs)``."""
+
+    def __init__(self, program: Program):
+        self.program = program
+        self.inputs = list(program.inputs)
+        self.outputs = list(program.outputs)
+        n_in, n_out = len(self.inputs), len(self.outputs)
+        # Call-time pointers are laid out flat as [inputs, outputs, workspaces].
+        base = {"in": 0, "out": n_in, "ws": n_in + n_out}
+        self._plan = []
+        for step in program.launches:
+            fill, consts = [], []
+            for slot, ref in enumerate(step.args):
+                if ref[0] == "const":
+                    consts.append((slot, driver.pack_arg((ref[2], ref[1]))))
+                elif ref[0] in base:
+                    fill.append((slot, base[ref[0]] + int(ref[1])))
+                else:
+                    raise ValueError(f"launch of {step.kernel}: bad argument reference {ref!r}")
+            self._plan.append((step, tuple(fill), tuple(consts)))
+        self._zero_ws = tuple(i for i, w in enumerate(program.workspaces) if w.zero_init)
+        self._zero_out = tuple(program.zero_outputs)
+        self._steps: list[_Step] | None = None   # built on the first call (needs the GPU)
+        self._ws_pool: dict[int, list[driver.DeviceBuffer]] = {}
+        self._lock = threading.Lock()
+
+    # ---------------------------------------------------------------- GPU setup
+    def _load(self) -> list[_Step]:
+        driver.require_gpu()
+        ptx = self.program.ptx
+        key = _ptx_key(ptx)
+        module = load_module(ptx)
+        steps = []
+        for step, fill, consts in self._plan:
+            s = _Step()
+            s.kernel = _kernel(key, module, step.kernel, step.smem)
+            s.grid, s.block, s.smem = tuple(step.grid), tuple(step.block), int(step.smem)
+            s.cluster = None if step.cluster is None else tuple(step.cluster)
+            s.params = driver.ParamBlock(len(step.args))
+            for slot, value in consts:
+                s.params.values[slot] = value
+            s.fill = fill
+            steps.append(s)
+        self._steps = steps
+        return steps
+
+    def _workspaces(self, stream: int) -> list[driver.DeviceBuffer]:
+        # One set per stream: launches on one stream are ordered, so reuse is safe there.
+        ws = self._ws_pool.get(stream)
+        if ws is None:
+            ws = self._ws_pool[stream] = [driver.DeviceBuffer(w.nbytes) for w in self.program.workspaces]
+        return ws
+
+    # --------------------------------------------------------------------- call
+    def __call__(self, *args: Any, stream: Any = None) -> Any:
+        specs = self.inputs
+        check_count(args, specs)
+        convs = [convert_arg(x, i, s) for i, (x, s) in enumerate(zip(args, specs))]
+        kind, ref = (convs[0][2], convs[0][3]) if convs else ("device", None)
+
+        steps = self._steps or self._load()
+        if stream is None:
+            s = _torch_current_stream(ref) if kind == "torch" else 0
+        else:
+            s = _stream_int(stream)
+        hs = driver.stream_handle(s)
+
+        ptrs: list[int] = []
+        staging = []
+        for c, spec in zip(convs, specs):
+            if c[0] is None:  # host array: upload into a temporary buffer
+                buf = driver.DeviceBuffer(spec.nbytes)
+                buf.copy_from_host(c[1])
+                staging.append(buf)
+                ptrs.append(buf.ptr)
+            else:
+                ptrs.append(c[0])
+                f = foreign_stream(c)
+                if f is not None and f != s:
+                    driver.wait_on_foreign_stream(f, s)
+        outs = allocate_outputs(kind, ref, self.outputs, s)
+        ptrs.extend(p for p, _ in outs)
+        ws = self._workspaces(s) if self.program.workspaces else ()
+        ptrs.extend(b.ptr for b in ws)
+
+        for i in self._zero_ws:
+            ws[i].memset_zero(hs)
+        for i in self._zero_out:
+            if self.outputs[i].nbytes:
+                driver.check(driver._cu.cuMemsetD8Async(outs[i][0], 0, self.outputs[i].nbytes, hs),
+                             "cuMemsetD8Async")
+
+        with self._lock:  # the params blocks are shared by concurrent callers
+            for st in steps:
+                vals = st.params.values
+                for slot, j in st.fill:
+                    vals[slot] = ptrs[j]
+                st.kernel.launch_raw(st.grid, st.block, st.smem, hs, st.params.address, st.cluster)
+
+        results = finish_outputs(kind, outs)
+        if staging:
+            # uploads must outlive the kernels reading them
+            driver.check(driver._cu.cuStreamSynchronize(hs), "cuStreamSynchronize")
+            for b in staging:
+                b.free()
+        if len(results) == 1:
+            return results[0]
+        return tuple(results) if results else None

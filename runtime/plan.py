@@ -1,0 +1,343 @@
+"""The host program of a compiled fusion: buffers, workspaces and kernel launches.
+
+:func:`extract_program` reads the host ``func.func`` of an nvvm-level module (see
+docs/ir-levels.md) into a plain :class:`Program` the executor can run and the disk
+cache can store as JSON. It accepts exactly the ops documented for that level and
+names anything else in its error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+__all__ = ["DTYPES", "BufferSpec", "WorkspaceSpec", "LaunchStep", "Program", "ArgRef",
+           "ProgramError", "extract_program", "tensor_type_str"]
+
+# dtype name -> bytes per element (i1 is stored as one byte, like numpy's bool)
+DTYPES: dict[str, int] = {"f32": 4, "f16": 2, "bf16": 2, "i1": 1, "i32": 4, "i64": 8}
+
+
+class ProgramError(ValueError):
+    """The host function is not something the runtime can execute."""
+
+
+def tensor_type_str(shape: tuple[int, ...], dtype: str) -> str:
+    return "tensor<" + "".join(f"{d}x" for d in shape) + dtype + ">"
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * DTYPES[self.dtype]
+
+
+@dataclass(frozen=True)
+class WorkspaceSpec:
+    shape: tuple[int, ...]
+    dtype: str
+    zero_init: bool = False
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * DTYPES[self.dtype]
+
+
+# A kernel argument: ("in", i) | ("out", i) | ("ws", i) name a buffer;
+# ("const", dtype, value) is a by-value scalar taken from an arith.constant.
+ArgRef = Union[tuple[str, int], tuple[str, str, Any]]
+
+
+@dataclass(frozen=True)
+class LaunchStep:
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    smem: int
+    args: tuple[ArgRef, ...]
+    cluster: tuple[int, int, int] | None = None
+
+
+@dataclass
+class Program:
+    name: str
+    inputs: list[BufferSpec]
+    outputs: list[BufferSpec]
+    workspaces: list[WorkspaceSpec]
+    launches: list[LaunchStep]
+    ptx: str
+    arch: str
+    zero_outputs: tuple[int, ...] = field(default=())  # outputs a gpu.memset zeroes first
+
+    def to_json(self, include_ptx: bool = True) -> str:
+        d = {
+            "format": 1, "name": self.name, "arch": self.arch,
+            "inputs": [[b.name, list(b.shape), b.dtype] for b in self.inputs],
+            "outputs": [[b.name, list(b.shape), b.dtype] for b in self.outputs],
+            "workspaces": [[list(w.shape), w.dtype, w.zero_init] for w in self.workspaces],
+            "launches": [{"kernel": s.kernel, "grid": list(s.grid), "block": list(s.block),
+                          "smem": s.smem, "args": [list(a) for a in s.args],
+                          "cluster": None if s.cluster is None else list(s.cluster)}
+                         for s in self.launches],
+            "zero_outputs": list(self.zero_outputs),
+        }
+        if include_ptx:
+            d["ptx"] = self.ptx
+        return json.dumps(d, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str, ptx: str | None = None) -> "Program":
+        d = json.loads(text)
+        if d.get("format") != 1:
+            raise ProgramError(f"unknown program format {d.get('format')!r}")
+        if ptx is None:
+            ptx = d["ptx"]
+        return cls(
+            name=d["name"],
+            inputs=[BufferSpec(n, tuple(s), t) for n, s, t in d["inputs"]],
+            outputs=[BufferSpec(n, tuple(s), t) for n, s, t in d["outputs"]],
+            workspaces=[WorkspaceSpec(tuple(s), t, bool(z)) for s, t, z in d["workspaces"]],
+            launches=[LaunchStep(s["kernel"], tuple(s["grid"]), tuple(s["block"]), int(s["smem"]),
+                                 tuple(tuple(a) for a in s["args"]),
+                                 None if s.get("cluster") is None else tuple(s["cluster"]))
+                      for s in d["launches"]],
+            ptx=ptx, arch=d["arch"], zero_outputs=tuple(d.get("zero_outputs", ())))
+
+
+# --------------------------------------------------------------------- extraction
+
+def _dtype_of(t: Any) -> str | None:
+    from xdsl.dialects import builtin as b
+    if isinstance(t, b.Float32Type):
+        return "f32"
+    if isinstance(t, b.Float16Type):
+        return "f16"
+    if isinstance(t, b.BFloat16Type):
+        return "bf16"
+    if isinstance(t, b.IntegerType) and t.width.data in (1, 32, 64):
+        return f"i{t.width.data}"
+    return None
+
+
+def _memref_spec(t: Any, what: str) -> tuple[tuple[int, ...], str]:
+    from xdsl.dialects import builtin as b
+    if not isinstance(t, b.MemRefType):
+        raise ProgramError(f"{what}: expected a memref, got {t}")
+    dtype = _dtype_of(t.element_type)
+    if dtype is None:
+        raise ProgramError(f"{what}: unsupported element type {t.element_type} "
+                           f"(supported: {', '.join(DTYPES)})")
+    shape = tuple(int(d) for d in t.get_shape())
+    if any(d < 0 for d in shape):
+        raise ProgramError(f"{what}: dynamic shapes are not supported yet ({t})")
+    if not isinstance(t.layout, b.NoneAttr):
+        raise ProgramError(f"{what}: only identity-layout memrefs are supported ({t})")
+    if not isinstance(t.memory_space, b.NoneAttr):
+        raise ProgramError(f"{what}: only default-memory-space memrefs are supported ({t})")
+    return shape, dtype
+
+
+def _find_host(module: Any, name: str | None) -> Any:
+    from xdsl.dialects import func
+    cands = [op for op in module.body.block.ops if isinstance(op, func.FuncOp)
+             and (name is None or op.sym_name.data == name)]
+    tagged = [op for op in cands if "fuser.num_outputs" in op.attributes]
+    if len(tagged) == 1:
+        return tagged[0]
+    if not tagged:
+        what = f"named '{name}' " if name else ""
+        raise ProgramError(f"no host func.func {what}with a 'fuser.num_outputs' attribute in the module")
+    names = ", ".join(op.sym_name.data for op in tagged)
+    raise ProgramError(f"several host functions ({names}); pass name=")
+
+
+def _kernel_symbols(module: Any) -> dict[str, set[str]]:
+    """gpu.module name -> symbols defined in it."""
+    out: dict[str, set[str]] = {}
+    for op in module.body.block.ops:
+        if op.name == "gpu.module":
+            syms = set()
+            for inner in op.regions[0].block.ops if op.regions and op.regions[0].blocks else ():
+                s = inner.properties.get("sym_name") or inner.attributes.get("sym_name")
+                if s is not None:
+                    syms.add(s.data)
+            sym = op.properties.get("sym_name") or op.attributes.get("sym_name")
+            out[sym.data] = syms
+    return out
+
+
+def _const_value(op: Any) -> tuple[Any, Any]:
+    """(python value, type) of an arith.constant."""
+    from xdsl.dialects import builtin as b
+    attr = op.value
+    if isinstance(attr, b.IntegerAttr):
+        return attr.value.data, attr.type
+    if isinstance(attr, b.FloatAttr):
+        return attr.value.data, attr.type
+    raise ProgramError(f"arith.constant with an unsupported value {attr}")
+
+
+def _op_name(op: Any) -> str:
+    """The op's name, also for ops parsed unregistered (xDSL has no gpu.memset)."""
+    if op.name == "builtin.unregistered":
+        return op.op_name.data
+    return op.name
+
+
+def _is_plus_zero(v: Any) -> bool:
+    """A value whose bytes are all zero (so cuMemsetD8(0) produces it); -0.0 is not."""
+    return v == 0 and math.copysign(1.0, float(v)) > 0
+
+
+def _operand(op: Any, field_name: str) -> Any:
+    v = getattr(op, field_name, None)
+    if v is None and not hasattr(op, field_name):
+        raise ProgramError(f"cannot read operand '{field_name}' of {op.name} ({type(op).__name__})")
+    return v
+
+
+_ENTRY_RE = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)")
+
+
+def extract_program(module: Any, ptx: str, arch: str, name: str | None = None) -> Program:
+    """Read the host func.func of an nvvm-level module into a Program."""
+    host = _find_host(module, name)
+    fname = host.sym_name.data
+    nout_attr = host.attributes["fuser.num_outputs"]
+    n_out = int(getattr(getattr(nout_attr, "value", None), "data", -1))
+    args = host.body.blocks[0].args
+    if not 0 <= n_out <= len(args):
+        raise ProgramError(f"@{fname}: fuser.num_outputs = {nout_attr} but the function has {len(args)} arguments")
+    n_in = len(args) - n_out
+
+    refs: dict[Any, tuple] = {}
+    inputs: list[BufferSpec] = []
+    outputs: list[BufferSpec] = []
+    for i, a in enumerate(args):
+        nm = a.name_hint or f"arg{i}"
+        shape, dtype = _memref_spec(a.type, f"@{fname} argument {i} (%{nm})")
+        if i < n_in:
+            refs[a] = ("in", len(inputs))
+            inputs.append(BufferSpec(nm, shape, dtype))
+        else:
+            refs[a] = ("out", len(outputs))
+            outputs.append(BufferSpec(nm, shape, dtype))
+
+    consts: dict[Any, tuple[Any, Any]] = {}
+    workspaces: list[dict] = []
+    launches: list[LaunchStep] = []
+    zero_outputs: list[int] = []
+    used: set[tuple] = set()   # buffers some launch already read or wrote
+    kernels = _kernel_symbols(module)
+    entries = set(_ENTRY_RE.findall(ptx or ""))
+    returned = False
+
+    def const_int(v: Any, what: str, op: Any) -> int:
+        if v not in consts:
+            raise ProgramError(f"{op.name} @{fname}: {what} must come from an arith.constant")
+        val, _ = consts[v]
+        if not isinstance(val, int) or isinstance(val, bool):
+            raise ProgramError(f"{op.name} @{fname}: {what} must be an integer constant, got {val!r}")
+        return val
+
+    for op in host.body.blocks[0].ops:
+        opname = _op_name(op)
+        if returned:
+            raise ProgramError(f"@{fname}: op '{opname}' after func.return")
+        if opname == "arith.constant":
+            consts[op.results[0]] = _const_value(op)
+        elif opname == "gpu.alloc":
+            res = op.results[0]
+            if len(op.operands):
+                raise ProgramError(f"gpu.alloc in @{fname}: dynamic sizes and async dependencies are not supported")
+            shape, dtype = _memref_spec(res.type, f"gpu.alloc in @{fname}")
+            refs[res] = ("ws", len(workspaces))
+            workspaces.append({"shape": shape, "dtype": dtype, "zero": False})
+        elif opname == "gpu.memset":
+            if op.results:
+                raise ProgramError(f"gpu.memset in @{fname}: async memset is not supported")
+            # named operands when the op is registered, else (..., dst, value) like upstream
+            dst = getattr(op, "dst", None)
+            dst = op.operands[-2] if dst is None else dst
+            val = getattr(op, "value", None)
+            val = op.operands[-1] if val is None else val
+            if val not in consts or not _is_plus_zero(consts[val][0]):
+                raise ProgramError(f"gpu.memset in @{fname}: only a constant zero fill value is supported")
+            ref = refs.get(dst)
+            if ref is None or ref[0] == "in":
+                raise ProgramError(f"gpu.memset in @{fname}: target must be a workspace (gpu.alloc) or an output")
+            if ref in used:
+                raise ProgramError(f"gpu.memset in @{fname}: zeroing a buffer after a launch used it is not supported")
+            if ref[0] == "ws":
+                workspaces[ref[1]]["zero"] = True
+            elif ref[1] not in zero_outputs:
+                zero_outputs.append(ref[1])
+        elif opname == "gpu.launch_func":
+            launches.append(_launch_step(op, fname, refs, consts, const_int, kernels, entries, used))
+        elif opname == "gpu.dealloc":
+            if refs.get(op.operands[-1], ("",))[0] != "ws":
+                raise ProgramError(f"gpu.dealloc in @{fname}: operand is not a gpu.alloc workspace")
+        elif opname == "func.return":
+            if op.operands:
+                raise ProgramError(f"func.return in @{fname}: the host function returns nothing "
+                                   f"(outputs are arguments)")
+            returned = True
+        else:
+            raise ProgramError(f"unsupported op '{opname}' in host function @{fname} "
+                               f"(allowed: arith.constant, gpu.alloc, gpu.memset, gpu.launch_func, "
+                               f"gpu.dealloc, func.return)")
+
+    return Program(fname, inputs, outputs,
+                   [WorkspaceSpec(w["shape"], w["dtype"], w["zero"]) for w in workspaces],
+                   launches, ptx, arch, tuple(zero_outputs))
+
+
+def _launch_step(op: Any, fname: str, refs: dict, consts: dict, const_int: Any,
+                 kernels: dict[str, set[str]], entries: set[str], used: set) -> LaunchStep:
+    if op.results or len(_operand(op, "asyncDependencies")):
+        raise ProgramError(f"gpu.launch_func in @{fname}: async launches are not supported")
+    sym = op.kernel
+    root = sym.root_reference.data
+    nested = [r.data for r in sym.nested_references.data]
+    kernel = nested[-1] if nested else root
+    if nested and root in kernels and kernel not in kernels[root]:
+        raise ProgramError(f"gpu.launch_func in @{fname}: kernel @{kernel} is not defined in gpu.module @{root}")
+    if entries and kernel not in entries:
+        raise ProgramError(f"gpu.launch_func in @{fname}: kernel '{kernel}' is not an entry of the PTX "
+                           f"(entries: {', '.join(sorted(entries))})")
+    dims = {}
+    for part in ("grid", "block", "cluster"):
+        vals = [_operand(op, f"{part}Size{ax}") for ax in "XYZ"]
+        if part == "cluster" and all(v is None for v in vals):
+            dims[part] = None
+            continue
+        dims[part] = tuple(const_int(v, f"{part} size {ax}", op) for v, ax in zip(vals, "xyz"))
+    smem_v = _operand(op, "dynamicSharedMemorySize")
+    smem = 0 if smem_v is None else const_int(smem_v, "dynamic_shared_memory_size", op)
+
+    args = []
+    for k, v in enumerate(_operand(op, "kernelOperands")):
+        if v in refs:
+            args.append(refs[v])
+            used.add(refs[v])
+        elif v in consts:
+            val, t = consts[v]
+            from xdsl.dialects import builtin as b
+            dtype = "i64" if isinstance(t, b.IndexType) else _dtype_of(t)
+            if dtype is None:
+                raise ProgramError(f"gpu.launch_func @{kernel} in @{fname}: scalar operand {k} has "
+                                   f"unsupported type {t}")
+            args.append(("const", dtype, val))
+        else:
+            owner = getattr(getattr(v, "owner", None), "name", "a block argument")
+            raise ProgramError(f"gpu.launch_func @{kernel} in @{fname}: operand {k} comes from "
+                               f"'{owner}', expected a function argument, a gpu.alloc or a constant")
+    return LaunchStep(kernel, dims["grid"], dims["block"], smem, tuple(args), dims["cluster"])

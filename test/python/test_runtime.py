@@ -1,0 +1,485 @@
+"""Runtime tests that need no GPU: driver error reporting, argument handling, the
+kernel cache, and reading the nvvm-level host function into a Program."""
+
+import ctypes
+import json
+import struct
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from fuser.runtime import arrays, cache, driver, plan
+from fuser.runtime.arrays import ArgumentError, convert_arg
+from fuser.runtime.executor import Executor
+from fuser.runtime.plan import BufferSpec, LaunchStep, Program, ProgramError, WorkspaceSpec
+
+
+# ----------------------------------------------------------------------- driver
+
+@pytest.mark.skipif(driver.gpu_available(), reason="this machine has a GPU")
+def test_no_gpu_here_is_reported_plainly():
+    assert driver.gpu_available() is False
+    with pytest.raises(driver.NoGPUError) as e:
+        driver.require_gpu()
+    msg = str(e.value)
+    assert msg.startswith("no NVIDIA GPU/driver found: ")
+    assert "(cuInit: " in msg
+    assert "Traceback" not in msg
+
+
+class _FakeDriver(SimpleNamespace):
+    """Stands in for cuda.bindings.driver in the init tests."""
+    CUresult = driver._cu.CUresult
+
+    @staticmethod
+    def cuGetErrorString(err):
+        return (driver._cu.CUresult.CUDA_SUCCESS, b"described by the fake driver")
+
+
+def test_dynamic_lib_not_found_becomes_no_gpu_error(monkeypatch):
+    from cuda.pathfinder import DynamicLibNotFoundError
+
+    def cu_init(flags):
+        raise DynamicLibNotFoundError("libcuda.so.1 not found")
+
+    monkeypatch.setattr(driver, "_state", {})
+    monkeypatch.setattr(driver, "_cu", _FakeDriver(cuInit=cu_init))
+    assert driver.gpu_available() is False
+    with pytest.raises(driver.NoGPUError, match=r"no NVIDIA GPU/driver found: .*\(cuInit: libcuda.so.1 not found\)"):
+        driver.require_gpu()
+
+
+def test_cuinit_error_code_becomes_no_gpu_error(monkeypatch):
+    err = driver._cu.CUresult.CUDA_ERROR_NO_DEVICE
+    monkeypatch.setattr(driver, "_state", {})
+    monkeypatch.setattr(driver, "_cu", _FakeDriver(cuInit=lambda flags: (err,)))
+    with pytest.raises(driver.NoGPUError) as e:
+        driver.require_gpu()
+    assert "(cuInit: CUDA_ERROR_NO_DEVICE (100): described by the fake driver)" in str(e.value)
+
+
+def test_check_returns_outputs_and_raises_named_errors(monkeypatch):
+    ok = driver._cu.CUresult.CUDA_SUCCESS
+    assert driver.check((ok,), "cuX") is None
+    assert driver.check((ok, 7), "cuX") == 7
+    assert driver.check((ok, 1, 2), "cuX") == (1, 2)
+    bad = driver._cu.CUresult.CUDA_ERROR_INVALID_PTX
+    with pytest.raises(driver.CudaError) as e:
+        driver.check((bad, None), "cuModuleLoadData")
+    assert str(e.value).startswith("cuModuleLoadData failed: CUDA_ERROR_INVALID_PTX (218)")
+    assert e.value.call == "cuModuleLoadData" and e.value.result == 218
+    # with a driver present, the description from cuGetErrorString is appended
+    monkeypatch.setattr(driver, "_cu", _FakeDriver())
+    with pytest.raises(driver.CudaError,
+                       match=r"^cuModuleLoadData failed: CUDA_ERROR_INVALID_PTX \(218\): described by the fake driver$"):
+        driver.check((bad, None), "cuModuleLoadData")
+
+
+def test_pack_arg_slots():
+    assert driver.pack_arg(0x7F00_0000_1000) == 0x7F00_0000_1000
+    assert driver.pack_arg(driver.Scalar(1.5, "f32")) == struct.unpack("<I", struct.pack("<f", 1.5))[0]
+    assert driver.pack_arg((-1, "i32")) == 0xFFFFFFFF
+    assert driver.pack_arg((2.0, "f16")) == 0x4000
+    assert driver.pack_arg((1.0, "bf16")) == 0x3F80
+    assert driver.pack_arg((1.0 + 2 ** -8, "bf16")) == 0x3F80   # ties round to even
+    assert driver.pack_arg((float("nan"), "bf16")) == 0x7FC0
+    assert driver.pack_arg(SimpleNamespace(ptr=0x1234)) == 0x1234
+    with pytest.raises(TypeError, match="Scalar"):
+        driver.pack_arg(1.5)
+    with pytest.raises(TypeError, match="unknown scalar"):
+        driver.pack_arg((1, "u7"))
+
+
+def test_param_block_points_at_its_slots():
+    pb = driver.ParamBlock(3)
+    pb.values[1] = 42
+    ptrs = (ctypes.c_void_p * 3).from_address(pb.address)
+    assert ctypes.c_uint64.from_address(ptrs[1]).value == 42
+    assert driver.ParamBlock(0).address is None
+
+
+def test_empty_device_buffer_needs_no_gpu():
+    b = driver.DeviceBuffer(0)
+    assert b.ptr == 0 and b.size == 0
+    b.free()
+
+
+# ------------------------------------------------------------------------ cache
+
+def test_cache_key_changes_with_each_component():
+    base = dict(ir_text="module {}", signature=[((4, 5), "f32")], arch="sm_90a", options="p1", version="0.1")
+    k0 = cache.make_key(**base)
+    assert k0 == cache.make_key(**base) and len(k0) == 64
+    for field, other in [("ir_text", "module { }"), ("signature", [((5, 4), "f32")]),
+                         ("arch", "sm_90"), ("options", "p2"), ("version", "0.2")]:
+        assert cache.make_key(**{**base, field: other}) != k0, field
+    # components are length-prefixed: moving text between fields changes the key
+    assert cache.make_key("ab", "c", "x", "") != cache.make_key("a", "bc", "x", "")
+    assert cache.signature_string([BufferSpec("x", (4, 5), "f32"), ((), "i1")]) == "4x5xf32,i1"
+
+
+def test_cache_memory_and_disk(tmp_path):
+    c = cache.KernelCache(tmp_path, disk=True)
+    k = cache.make_key("ir", "4xf32", "sm_90a")
+    assert c.get(k) is None
+    c.put(k, {"ptx": ".version 8.0\n"}, {"kernels": ["k0"]})
+    assert c.get(k).payloads["ptx"] == ".version 8.0\n"
+    assert c.stats["memory_hits"] == 1
+    # a fresh cache (new process) finds it on disk
+    c2 = cache.KernelCache(tmp_path, disk=True)
+    e = c2.get(k)
+    assert e.payloads == {"ptx": ".version 8.0\n"} and e.meta == {"kernels": ["k0"]}
+    assert c2.stats["disk_hits"] == 1
+    assert list(c2.keys_on_disk()) == [k]
+    # no temporary files are left behind by the atomic writes
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_cache_env_defaults(tmp_path, monkeypatch):
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path / "cdir"))
+    monkeypatch.delenv("FUSER_CACHE", raising=False)
+    c = cache.KernelCache()
+    assert c.directory == tmp_path / "cdir" and c.disk
+    monkeypatch.setenv("FUSER_CACHE", "0")
+    c = cache.KernelCache()
+    assert not c.disk
+    c.put("ab" * 32, {"ptx": "x"})
+    assert c.get("ab" * 32) is not None          # memory layer still works
+    assert not (tmp_path / "cdir").exists()       # nothing written to disk
+    monkeypatch.delenv("FUSER_CACHE_DIR")
+    assert cache.KernelCache().directory == cache.Path.home() / ".cache" / "fuser"
+
+
+@pytest.mark.parametrize("damage", ["truncate_meta", "garbage_meta", "payload_changed",
+                                    "payload_missing", "meta_not_object", "binary_meta"])
+def test_cache_corrupt_entry_is_a_miss_and_is_rewritten(tmp_path, damage):
+    k = cache.make_key("ir", "", "sm_90a")
+    cache.KernelCache(tmp_path).put(k, {"ptx": "PTX TEXT"}, {"a": 1})
+    meta = next(tmp_path.rglob(f"{k}.json"))
+    payload = next(tmp_path.rglob(f"{k}.ptx.txt"))
+    if damage == "truncate_meta":
+        meta.write_text(meta.read_text()[:10])
+    elif damage == "garbage_meta":
+        meta.write_text("{not json")
+    elif damage == "payload_changed":
+        payload.write_text("PTX TEXT, edited")
+    elif damage == "payload_missing":
+        payload.unlink()
+    elif damage == "meta_not_object":
+        d = json.loads(meta.read_text())
+        d["meta"] = [1]
+        meta.write_text(json.dumps(d))
+    elif damage == "binary_meta":
+        meta.write_bytes(b"\xff\xfe\x00garbage")
+    c = cache.KernelCache(tmp_path)
+    assert c.get(k) is None
+    assert c.stats["corrupt"] == 1
+    c.put(k, {"ptx": "PTX TEXT"}, {"a": 1})
+    assert cache.KernelCache(tmp_path).get(k).payloads["ptx"] == "PTX TEXT"
+
+
+def test_cache_unwritable_dir_warns_and_keeps_memory(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    c = cache.KernelCache(blocker / "sub")
+    with pytest.warns(RuntimeWarning, match="not writable"):
+        c.put("cd" * 32, {"ptx": "x"})
+    assert c.get("cd" * 32).payloads["ptx"] == "x"
+    assert c.stats["write_errors"] == 1
+
+
+def test_cache_rejects_bad_payload_names(tmp_path):
+    with pytest.raises(ValueError):
+        cache.KernelCache(tmp_path).put("ef" * 32, {"../x": "y"})
+
+
+def test_cache_get_or_create_builds_once(tmp_path):
+    c = cache.KernelCache(tmp_path)
+    calls = []
+
+    def build():
+        calls.append(1)
+        return {"ptx": "P"}, {"m": 2}
+
+    for _ in range(3):
+        assert c.get_or_create("01" * 32, build).meta == {"m": 2}
+    assert len(calls) == 1
+
+
+# ------------------------------------------------------------- host function IR
+
+def _parse(text):
+    pytest.importorskip("xdsl")
+    from xdsl.context import Context
+    from xdsl.dialects import arith, builtin, func, gpu, llvm, memref
+    from xdsl.parser import Parser
+    # gpu.memset has no xDSL definition (0.74): it parses as an unregistered op.
+    ctx = Context(allow_unregistered=True)
+    for d in (builtin.Builtin, func.Func, arith.Arith, gpu.GPU, memref.MemRef, llvm.LLVM):
+        ctx.load_dialect(d)
+    return Parser(ctx, text).parse_module()
+
+
+# xDSL 0.74's gpu ops have no custom assembly, so the host function is written in
+# generic syntax; it is the nvvm-level IR of docs/ir-levels.md.
+
+
+def _host_ir(body, args="%x : memref<4x5xf32>, %y : memref<5xbf16>, %out : memref<4x5xf32>",
+             attrs="{fuser.num_outputs = 1 : i64}"):
+    return f"""
+builtin.module attributes {{gpu.container_module}} {{
+  func.func @f({args}) attributes {attrs} {{
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    %c128 = arith.constant 128 : index
+    %smem = arith.constant 65536 : i32
+    %zero = arith.constant 0.0 : f32
+{body}
+    func.return
+  }}
+  "gpu.module"() <{{sym_name = "f_kernels"}}> ({{
+    llvm.func @f_k0(%a : !llvm.ptr<1>, %b : !llvm.ptr<1>, %c : !llvm.ptr<1>) attributes {{nvvm.kernel}} {{
+      llvm.return
+    }}
+    llvm.func @f_k1(%a : !llvm.ptr<1>, %b : !llvm.ptr<1>) attributes {{nvvm.kernel}} {{
+      llvm.return
+    }}
+  }}) : () -> ()
+}}
+"""
+
+
+PTX = ".version 8.0\n.target sm_90a\n.visible .entry f_k0(\n)\n{ ret; }\n.visible .entry f_k1(\n)\n{ ret; }\n"
+
+GOOD_BODY = """
+    %ws = "gpu.alloc"() <{operandSegmentSizes = array<i32: 0, 0, 0>}> : () -> memref<8xi32>
+    %ws2 = "gpu.alloc"() <{operandSegmentSizes = array<i32: 0, 0, 0>}> : () -> memref<4x5xf32>
+    "gpu.memset"(%ws, %zero) : (memref<8xi32>, f32) -> ()
+    "gpu.launch_func"(%c4, %c1, %c1, %c128, %c1, %c1, %smem, %x, %y, %ws2) <{kernel = @f_kernels::@f_k0, operandSegmentSizes = array<i32: 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 3, 0>}> : (index, index, index, index, index, index, i32, memref<4x5xf32>, memref<5xbf16>, memref<4x5xf32>) -> ()
+    "gpu.launch_func"(%c2, %c2, %c1, %c128, %c1, %c1, %c2, %c1, %c1, %ws2, %out, %c4) <{kernel = @f_kernels::@f_k1, operandSegmentSizes = array<i32: 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 3, 0>}> : (index, index, index, index, index, index, index, index, index, memref<4x5xf32>, memref<4x5xf32>, index) -> ()
+    "gpu.dealloc"(%ws) {operandSegmentSizes = array<i32: 0, 1>} : (memref<8xi32>) -> ()
+    "gpu.dealloc"(%ws2) {operandSegmentSizes = array<i32: 0, 1>} : (memref<4x5xf32>) -> ()
+"""
+
+
+def test_extract_program_reads_the_host_function():
+    p = plan.extract_program(_parse(_host_ir(GOOD_BODY)), PTX, "sm_90a")
+    assert p.name == "f" and p.arch == "sm_90a" and p.ptx == PTX
+    assert p.inputs == [BufferSpec("x", (4, 5), "f32"), BufferSpec("y", (5,), "bf16")]
+    assert p.outputs == [BufferSpec("out", (4, 5), "f32")]
+    assert p.workspaces == [WorkspaceSpec((8,), "i32", True), WorkspaceSpec((4, 5), "f32", False)]
+    assert p.launches == [
+        LaunchStep("f_k0", (4, 1, 1), (128, 1, 1), 65536, (("in", 0), ("in", 1), ("ws", 1))),
+        LaunchStep("f_k1", (2, 2, 1), (128, 1, 1), 0, (("ws", 1), ("out", 0), ("const", "i64", 4)),
+                   cluster=(2, 1, 1)),
+    ]
+    assert p.zero_outputs == ()
+
+
+def test_extract_program_unnamed_args_and_zeroed_outputs():
+    body = """
+    "gpu.memset"(%1, %zero) : (memref<7xf32>, f32) -> ()
+    "gpu.launch_func"(%c1, %c1, %c1, %c128, %c1, %c1, %0, %1) <{kernel = @f_kernels::@f_k1, operandSegmentSizes = array<i32: 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2, 0>}> : (index, index, index, index, index, index, memref<7xi1>, memref<7xf32>) -> ()
+"""
+    text = _host_ir(body, args="%0 : memref<7xi1>, %1 : memref<7xf32>")
+    p = plan.extract_program(_parse(text), PTX, "sm_90a")
+    assert [b.name for b in p.inputs + p.outputs] == ["arg0", "arg1"]
+    assert p.inputs[0].dtype == "i1"
+    assert p.zero_outputs == (0,)
+
+
+def test_program_json_round_trip():
+    p = plan.extract_program(_parse(_host_ir(GOOD_BODY)), PTX, "sm_90a")
+    assert Program.from_json(p.to_json()) == p
+    no_ptx = p.to_json(include_ptx=False)
+    assert "ptx" not in json.loads(no_ptx)
+    assert Program.from_json(no_ptx, ptx=PTX) == p
+
+
+def test_program_in_the_cache(tmp_path):
+    p = plan.extract_program(_parse(_host_ir(GOOD_BODY)), PTX, "sm_90a")
+    c = cache.KernelCache(tmp_path)
+    cache.put_program(c, "aa" * 32, p)
+    assert cache.get_program(cache.KernelCache(tmp_path), "aa" * 32) == p
+    assert cache.get_program(c, "bb" * 32) is None
+
+
+LAUNCH_K1 = ('"gpu.launch_func"(%c1, %c1, %c1, %c128, %c1, %c1, {a}, %out) <{{kernel = @f_kernels::@{k}, '
+             'operandSegmentSizes = array<i32: 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2, 0>}}> : '
+             '(index, index, index, index, index, index, {t}, memref<4x5xf32>) -> ()')
+
+
+@pytest.mark.parametrize("body, attrs, message", [
+    ('%m = memref.alloc() : memref<4xf32>', None, "unsupported op 'memref.alloc' in host function @f"),
+    ('%nz = arith.constant 1.0 : f32\n"gpu.memset"(%out, %nz) : (memref<4x5xf32>, f32) -> ()', None,
+     "only a constant zero fill value"),
+    ('%nz = arith.constant -0.0 : f32\n"gpu.memset"(%out, %nz) : (memref<4x5xf32>, f32) -> ()', None,
+     "only a constant zero fill value"),
+    ('"gpu.memset"(%x, %zero) : (memref<4x5xf32>, f32) -> ()', None, "target must be a workspace"),
+    (LAUNCH_K1.format(a="%x", k="f_k1", t="memref<4x5xf32>") +
+     '\n"gpu.memset"(%out, %zero) : (memref<4x5xf32>, f32) -> ()', None, "after a launch used it"),
+    (LAUNCH_K1.format(a="%x", k="f_k9", t="memref<4x5xf32>"), None,
+     "kernel @f_k9 is not defined in gpu.module @f_kernels"),
+    ('%s = memref.subview %x[0, 0] [1, 5] [1, 1] : memref<4x5xf32> to memref<5xf32, strided<[1]>>\n' +
+     LAUNCH_K1.format(a="%s", k="f_k1", t="memref<5xf32, strided<[1]>>"), None,
+     "unsupported op 'memref.subview'"),
+    ('', "{}", "no host func.func with a 'fuser.num_outputs' attribute"),
+    ('', "{fuser.num_outputs = 5 : i64}", "fuser.num_outputs = 5"),
+])
+def test_extract_program_errors_name_the_problem(body, attrs, message):
+    text = _host_ir(body) if attrs is None else _host_ir(body, attrs=attrs)
+    with pytest.raises(ProgramError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        plan.extract_program(_parse(text), PTX, "sm_90a")
+
+
+def test_extract_program_checks_the_ptx_entries():
+    with pytest.raises(ProgramError, match="'f_k0' is not an entry of the PTX"):
+        plan.extract_program(_parse(_host_ir(GOOD_BODY)), ".entry other(\n)", "sm_90a")
+
+
+def test_extract_program_rejects_unsupported_types():
+    text = _host_ir("", args="%x : memref<4xf64>, %out : memref<4xf32>")
+    with pytest.raises(ProgramError, match=r"argument 0 \(%x\): unsupported element type f64"):
+        plan.extract_program(_parse(text), PTX, "sm_90a")
+    text = _host_ir("", args="%x : memref<?xf32>, %out : memref<4xf32>")
+    with pytest.raises(ProgramError, match="dynamic shapes"):
+        plan.extract_program(_parse(text), PTX, "sm_90a")
+
+
+def test_nonconstant_grid_is_rejected():
+    body = """
+    %n = "gpu.block_dim"() <{dimension = #gpu<dim x>}> : () -> index
+    "gpu.launch_func"(%n, %c1, %c1, %c128, %c1, %c1, %x, %out) <{kernel = @f_kernels::@f_k1, operandSegmentSizes = array<i32: 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2, 0>}> : (index, index, index, index, index, index, memref<4x5xf32>, memref<4x5xf32>) -> ()
+"""
+    with pytest.raises(ProgramError, match="unsupported op 'gpu.block_dim'"):
+        plan.extract_program(_parse(_host_ir(body)), PTX, "sm_90a")
+
+
+# ------------------------------------------------------------------- arguments
+
+def _program(inputs, outputs=(("out", (4, 5), "f32"),)):
+    return Program("f", [BufferSpec(*i) for i in inputs], [BufferSpec(*o) for o in outputs], [],
+                   [LaunchStep("k", (1, 1, 1), (32, 1, 1), 0, (("in", 0), ("out", 0)))], PTX, "sm_90a")
+
+
+XYZ = [("x", (4, 5), "f32"), ("y", (4, 5), "f32"), ("z", (5,), "i32")]
+
+
+def test_argument_count_message():
+    ex = Executor(_program(XYZ))
+    with pytest.raises(ArgumentError, match=r"^expected 3 arguments \(x, y, z\), got 2$"):
+        ex(np.zeros((4, 5), np.float32), np.zeros((4, 5), np.float32))
+
+
+@pytest.mark.parametrize("bad, index, got", [
+    (lambda: np.ones((4, 5), np.float16), 1, "got numpy float16 array of shape (4, 5)"),
+    (lambda: np.ones((5, 4), np.float32), 1, "got numpy float32 array of shape (5, 4)"),
+    (lambda: np.ones((5, 4), np.float32).T, 1, "got non-contiguous numpy float32 array of shape (4, 5)"),
+    (lambda: [[1.0] * 5] * 4, 1, "got list"),
+    (lambda: 3.0, 1, "got float"),
+])
+def test_argument_mismatch_messages(bad, index, got):
+    ex = Executor(_program(XYZ))
+    args = [np.ones((4, 5), np.float32), np.ones((4, 5), np.float32), np.ones(5, np.int32)]
+    args[index] = bad()
+    with pytest.raises(ArgumentError) as e:
+        ex(*args)
+    assert str(e.value).startswith(f"argument 1 ('%y'): expected tensor<4x5xf32>, {got}")
+
+
+def test_argument_messages_for_other_dtypes():
+    with pytest.raises(ArgumentError, match=r"argument 0 \('%m'\): expected tensor<3xi1>, got numpy int8"):
+        Executor(_program([("m", (3,), "i1")]))(np.zeros(3, np.int8))
+    with pytest.raises(ArgumentError, match=r"expected tensor<f32>, got numpy float64 array of shape \(\)"):
+        Executor(_program([("s", (), "f32")]))(np.ones((), np.float64))
+    # numpy scalars count as 0-d arrays
+    assert convert_arg(np.float32(2.0), 0, BufferSpec("s", (), "f32"))[1] == 2.0
+
+
+def test_accepted_host_arrays_are_marked_for_upload():
+    spec = BufferSpec("x", (2, 3), "f32")
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    ptr, host, kind, ref = convert_arg(x, 0, spec)
+    assert ptr is None and host is x and kind == "numpy"
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    b = np.ones((2, 3), ml_dtypes.bfloat16)
+    assert convert_arg(b, 0, BufferSpec("b", (2, 3), "bf16"))[1] is b
+    assert convert_arg(np.zeros(3, bool), 0, BufferSpec("m", (3,), "i1"))[1] is not None
+
+
+class _CAI:
+    def __init__(self, shape, typestr, strides=None, stream=1, ptr=0x7000_0000):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "strides": strides,
+                                         "data": (ptr, False), "version": 3, "stream": stream}
+
+
+def test_cuda_array_interface_inputs():
+    spec = BufferSpec("x", (4, 5), "f32")
+    ptr, host, kind, ref = convert_arg(_CAI((4, 5), "<f4"), 0, spec)
+    assert (ptr, host, kind) == (0x7000_0000, None, "device")
+    assert arrays.foreign_stream((ptr, host, kind, ref)) is None
+    assert arrays.foreign_stream(convert_arg(_CAI((4, 5), "<f4", stream=0xABC), 0, spec)) == 0xABC
+    assert convert_arg(_CAI((4, 5), "<f4", strides=(20, 4)), 0, spec)[0] == 0x7000_0000
+    assert convert_arg(_CAI((1, 5), "<f4", strides=(999, 4)), 0, BufferSpec("x", (1, 5), "f32"))[0]
+    assert convert_arg(_CAI((5,), "<V2"), 0, BufferSpec("b", (5,), "bf16"))[0]
+    with pytest.raises(ArgumentError, match=r"expected tensor<4x5xf32>, got non-contiguous .*strides \(4, 16\)"):
+        convert_arg(_CAI((4, 5), "<f4", strides=(4, 16)), 0, spec)
+    with pytest.raises(ArgumentError, match=r"expected tensor<4x5xf32>, got .* <f2 device array of shape \(4, 5\)"):
+        convert_arg(_CAI((4, 5), "<f2"), 0, spec)
+
+
+class _DLPackFrom:
+    """A DLPack producer that wraps a numpy array and claims a device."""
+
+    def __init__(self, arr, device):
+        self.arr, self.device = arr, device
+
+    def __dlpack__(self, stream=None):
+        return self.arr.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.device
+
+
+def test_dlpack_inputs():
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    spec = BufferSpec("x", (4, 5), "f32")
+    # a CUDA producer: the pointer, shape and dtype come from the DLPack capsule
+    ptr, host, kind, ref = convert_arg(_DLPackFrom(x, (2, 0)), 0, spec)
+    assert ptr == x.ctypes.data and host is None and kind == "device"
+    with pytest.raises(ArgumentError, match=r"expected tensor<4x5xf32>, got .*code 0, 32 bits"):
+        convert_arg(_DLPackFrom(x.astype(np.int32), (2, 0)), 0, spec)
+    with pytest.raises(ArgumentError, match="non-contiguous"):
+        convert_arg(_DLPackFrom(np.ones((5, 4), np.float32).T, (2, 0)), 0, spec)
+    with pytest.raises(ArgumentError, match="CUDA device 0"):
+        convert_arg(_DLPackFrom(x, (2, 1)), 0, spec)
+    # a host producer is uploaded like a numpy array
+    ptr, host, kind, _ = convert_arg(_DLPackFrom(x, (1, 0)), 0, spec)
+    assert ptr is None and kind == "numpy" and np.array_equal(host, x)
+
+
+def test_validation_happens_before_the_gpu_is_touched(monkeypatch):
+    def boom(*a, **k):
+        raise AssertionError("GPU touched before validation")
+
+    monkeypatch.setattr(driver, "require_gpu", boom)
+    ex = Executor(_program(XYZ))
+    with pytest.raises(ArgumentError):
+        ex(np.ones((4, 5), np.float32), np.ones((4, 5), np.float32), np.ones(5, np.int64))
+    assert ex._steps is None
+
+
+@pytest.mark.skipif(driver.gpu_available(), reason="this machine has a GPU")
+def test_valid_call_without_gpu_raises_no_gpu_error():
+    ex = Executor(_program([("x", (4, 5), "f32")]))
+    with pytest.raises(driver.NoGPUError):
+        ex(np.ones((4, 5), np.float32))
+
+
+def test_device_array_metadata_without_gpu():
+    a = arrays.DeviceArray((0, 3), "bf16")
+    cai = a.__cuda_array_interface__
+    assert cai["shape"] == (0, 3) and cai["typestr"] == "<V2" and cai["version"] == 3
+    assert repr(a).startswith("DeviceArray(tensor<0x3xbf16>")

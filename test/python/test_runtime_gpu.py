@@ -1,0 +1,378 @@
+"""Runtime tests on a real GPU (skipped when none is found).
+
+The kernels are hand-written PTX, so these tests exercise the driver wrapper and the
+executor independently of the compiler:
+
+- add_one(in, out, n):      out[i] = in[i] + 1.0f for i < n
+- sum_atomic(in, acc, n):   acc[0] += in[i] (red.global.add), i < n
+- copy_first(src, dst):     dst[0] = src[0]
+"""
+
+import time
+
+import numpy as np
+import pytest
+
+from fuser.runtime import driver
+from fuser.runtime.arrays import DeviceArray
+from fuser.runtime.executor import Executor
+from fuser.runtime.plan import BufferSpec, LaunchStep, Program, WorkspaceSpec
+
+pytestmark = pytest.mark.gpu
+
+PTX_HEADER = ".version 7.0\n.target sm_70\n.address_size 64\n"
+
+PTX_BODY = r"""
+.visible .entry add_one(
+    .param .u64 p_in,
+    .param .u64 p_out,
+    .param .u32 p_n
+)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<6>;
+    .reg .f32 %f<3>;
+    .reg .b64 %rd<8>;
+
+    ld.param.u64 %rd1, [p_in];
+    ld.param.u64 %rd2, [p_out];
+    ld.param.u32 %r1, [p_n];
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mad.lo.s32 %r5, %r2, %r3, %r4;
+    setp.ge.u32 %p1, %r5, %r1;
+    @%p1 bra DONE;
+    cvta.to.global.u64 %rd3, %rd1;
+    cvta.to.global.u64 %rd4, %rd2;
+    mul.wide.u32 %rd5, %r5, 4;
+    add.s64 %rd6, %rd3, %rd5;
+    add.s64 %rd7, %rd4, %rd5;
+    ld.global.f32 %f1, [%rd6];
+    add.f32 %f2, %f1, 0f3F800000;
+    st.global.f32 [%rd7], %f2;
+DONE:
+    ret;
+}
+
+.visible .entry sum_atomic(
+    .param .u64 p_in,
+    .param .u64 p_acc,
+    .param .u32 p_n
+)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<6>;
+    .reg .f32 %f<2>;
+    .reg .b64 %rd<6>;
+
+    ld.param.u64 %rd1, [p_in];
+    ld.param.u64 %rd2, [p_acc];
+    ld.param.u32 %r1, [p_n];
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mad.lo.s32 %r5, %r2, %r3, %r4;
+    setp.ge.u32 %p1, %r5, %r1;
+    @%p1 bra DONE;
+    cvta.to.global.u64 %rd3, %rd1;
+    cvta.to.global.u64 %rd4, %rd2;
+    mul.wide.u32 %rd5, %r5, 4;
+    add.s64 %rd5, %rd3, %rd5;
+    ld.global.f32 %f1, [%rd5];
+    red.global.add.f32 [%rd4], %f1;
+DONE:
+    ret;
+}
+
+.visible .entry copy_first(
+    .param .u64 p_src,
+    .param .u64 p_dst
+)
+{
+    .reg .f32 %f<2>;
+    .reg .b64 %rd<5>;
+
+    ld.param.u64 %rd1, [p_src];
+    ld.param.u64 %rd2, [p_dst];
+    cvta.to.global.u64 %rd3, %rd1;
+    cvta.to.global.u64 %rd4, %rd2;
+    ld.global.f32 %f1, [%rd3];
+    st.global.f32 [%rd4], %f1;
+    ret;
+}
+"""
+
+PTX = PTX_HEADER + PTX_BODY
+N = 1000  # not a multiple of the 256-thread block: the bounds check matters
+
+
+def _grid(n, block=256):
+    return ((n + block - 1) // block, 1, 1)
+
+
+def add_one_program(n=N):
+    return Program(
+        "add_one", [BufferSpec("x", (n,), "f32")], [BufferSpec("y", (n,), "f32")], [],
+        [LaunchStep("add_one", _grid(n), (256, 1, 1), 0, (("in", 0), ("out", 0), ("const", "i32", n)))],
+        PTX, "sm_70")
+
+
+def sum_program(n=N):
+    """sum(x) through a zero-initialized workspace accumulator, then copied out."""
+    return Program(
+        "sum", [BufferSpec("x", (n,), "f32")], [BufferSpec("s", (1,), "f32")],
+        [WorkspaceSpec((1,), "f32", zero_init=True)],
+        [LaunchStep("sum_atomic", _grid(n), (256, 1, 1), 0, (("in", 0), ("ws", 0), ("const", "i32", n))),
+         LaunchStep("copy_first", (1, 1, 1), (1, 1, 1), 0, (("ws", 0), ("out", 0)))],
+        PTX, "sm_70")
+
+
+def _rand(n=N, seed=None):
+    return np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+
+
+# ------------------------------------------------------------------------ driver
+
+def test_device_properties():
+    p = driver.device()
+    print(f"\n{p.name}: cc {p.cc}, {p.sm_count} SMs, L2 {p.l2_size >> 20} MiB, "
+          f"smem/block opt-in {p.max_smem_per_block_optin} B, arch {p.arch}")
+    assert p.sm_count > 0 and p.cc[0] >= 7 and p.max_smem_per_block_optin >= 48 * 1024
+
+
+def test_buffer_copy_and_memset():
+    x = _rand()
+    buf = driver.DeviceBuffer(x.nbytes)
+    buf.copy_from_host(x)
+    back = buf.copy_to_host(np.empty_like(x))
+    np.testing.assert_array_equal(back, x)
+    buf.memset_zero()
+    assert not buf.copy_to_host(np.empty_like(x)).any()
+    buf.free()
+
+
+def test_kernel_launch_with_scalar_arg():
+    x = _rand()
+    mod = driver.Module.load_ptx(PTX)
+    k = mod.function("add_one")
+    src, dst = driver.DeviceBuffer(x.nbytes), driver.DeviceBuffer(x.nbytes)
+    src.copy_from_host(x)
+    dst.memset_zero()
+    k.launch(_grid(N), 256, 0, [src.ptr, dst, driver.Scalar(N - 10, "i32")])
+    driver.synchronize()
+    y = dst.copy_to_host(np.empty_like(x))
+    np.testing.assert_array_equal(y[:N - 10], x[:N - 10] + np.float32(1))
+    assert not y[N - 10:].any()  # past n: untouched by the bounds-checked kernel
+
+
+def test_dynamic_smem_above_48k_needs_the_opt_in():
+    mod = driver.Module.load_ptx(PTX)  # a fresh module: its kernels have no opt-in yet
+    k = mod.function("add_one")
+    buf = driver.DeviceBuffer(4 * N)
+    buf.memset_zero()
+    smem = 64 * 1024
+    with pytest.raises(driver.CudaError, match="cuLaunchKernel failed"):
+        k.launch(_grid(N), 256, smem, [buf, buf, driver.Scalar(N, "i32")])
+    k.set_max_dynamic_smem(smem)
+    k.launch(_grid(N), 256, smem, [buf, buf, driver.Scalar(N, "i32")])
+    driver.synchronize()
+    assert (buf.copy_to_host(np.empty(N, np.float32)) == 1).all()
+
+
+def test_cluster_launch():
+    if driver.device().cc[0] < 9:
+        pytest.skip("thread-block clusters need sm_90")
+    mod = driver.Module.load_ptx(".version 7.8\n.target sm_90\n.address_size 64\n" + PTX_BODY)
+    k = mod.function("add_one")
+    x = _rand()
+    src, dst = driver.DeviceBuffer(x.nbytes), driver.DeviceBuffer(x.nbytes)
+    src.copy_from_host(x)
+    k.launch((4, 1, 1), 256, 0, [src, dst, driver.Scalar(N, "i32")], cluster=(2, 1, 1))
+    driver.synchronize()
+    np.testing.assert_array_equal(dst.copy_to_host(np.empty_like(x)), x + np.float32(1))
+
+
+def test_bad_ptx_reports_the_jit_log():
+    with pytest.raises(driver.CudaError) as e:
+        driver.Module.load_ptx(PTX_HEADER + ".visible .entry broken() { this is not ptx; }\n")
+    msg = str(e.value)
+    print("\n" + msg)
+    assert msg.startswith("cuModuleLoadDataEx failed: CUDA_ERROR_")
+    assert "JIT log:" in msg and "JIT log: (empty)" not in msg, msg
+
+
+def test_missing_kernel_is_named():
+    mod = driver.Module.load_ptx(PTX)
+    with pytest.raises(driver.CudaError, match=r"kernel 'nope' not found .*entries: add_one, sum_atomic, copy_first"):
+        mod.function("nope")
+
+
+def test_time_fn():
+    mod = driver.Module.load_ptx(PTX)
+    k = mod.function("add_one")
+    buf = driver.DeviceBuffer(4 * N)
+    buf.memset_zero()
+    times = driver.time_fn(lambda: k.launch(_grid(N), 256, 0, [buf, buf, driver.Scalar(N, "i32")]),
+                           warmup=2, reps=5)
+    assert len(times) == 5 and all(t > 0 for t in times)
+
+
+# ---------------------------------------------------------------------- executor
+
+def test_executor_numpy_in_numpy_out():
+    x = _rand()
+    y = Executor(add_one_program())(x)
+    assert isinstance(y, np.ndarray) and y.dtype == np.float32 and y.shape == (N,)
+    np.testing.assert_array_equal(y, x + np.float32(1))
+
+
+def test_executor_rezeroes_workspaces_every_call():
+    ex = Executor(sum_program())
+    for seed in range(3):
+        # small integers: the float sum is exact whatever order the atomics run in
+        x = np.random.default_rng(seed).integers(-8, 9, N).astype(np.float32)
+        s = ex(x)
+        assert s.shape == (1,) and s[0] == x.sum(dtype=np.float64), (seed, s, x.sum())
+
+
+def test_executor_device_arrays_chain_without_copies():
+    x = _rand()
+    a = DeviceArray((N,), "f32")
+    a.buffer.copy_from_host(x)
+    ex = Executor(add_one_program())
+    b = ex(a)
+    c = ex(b)  # an output feeds the next call directly
+    assert isinstance(c, DeviceArray) and c.__cuda_array_interface__["shape"] == (N,)
+    np.testing.assert_array_equal(c.numpy(), (x + np.float32(1)) + np.float32(1))
+
+
+def test_executor_torch_tensors():
+    torch = pytest.importorskip("torch")
+    x = torch.randn(N, device="cuda")
+    ex = Executor(add_one_program())
+    y = ex(x)
+    assert isinstance(y, torch.Tensor) and y.is_cuda and y.dtype == torch.float32
+    torch.testing.assert_close(y, x + 1, rtol=0, atol=0)
+    # on a side stream: the executor launches on torch's current stream
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        x2 = torch.randn(N, device="cuda")
+        y2 = ex(x2)
+    s.synchronize()
+    torch.testing.assert_close(y2, x2 + 1, rtol=0, atol=0)
+    # CPU tensors are uploaded and come back as CPU tensors
+    xc = torch.randn(N)
+    yc = ex(xc)
+    assert isinstance(yc, torch.Tensor) and yc.device.type == "cpu"
+    torch.testing.assert_close(yc, xc + 1, rtol=0, atol=0)
+
+
+def test_executor_torch_errors_name_the_argument():
+    torch = pytest.importorskip("torch")
+    from fuser.runtime.arrays import ArgumentError
+    ex = Executor(add_one_program())
+    with pytest.raises(ArgumentError, match=r"argument 0 \('%x'\): expected tensor<1000xf32>, got torch float16"):
+        ex(torch.randn(N, device="cuda", dtype=torch.float16))
+    with pytest.raises(ArgumentError, match="non-contiguous"):
+        ex(torch.randn(2 * N, device="cuda")[::2])
+
+
+def test_executor_dlpack_producer():
+    torch = pytest.importorskip("torch")
+
+    class Producer:  # only the DLPack protocol, so the generic DLPack path is used
+        def __init__(self, t):
+            self.t = t
+
+        def __dlpack__(self, stream=None):
+            return self.t.__dlpack__(stream=stream)
+
+        def __dlpack_device__(self):
+            return self.t.__dlpack_device__()
+
+    x = torch.randn(N, device="cuda")
+    y = Executor(add_one_program())(Producer(x))
+    assert isinstance(y, DeviceArray)
+    np.testing.assert_array_equal(y.numpy(), (x + 1).cpu().numpy())
+
+
+def test_executor_cupy_arrays():
+    cupy = pytest.importorskip("cupy")
+    x = cupy.random.standard_normal(N, dtype=cupy.float32)
+    y = Executor(add_one_program())(x)
+    assert isinstance(y, cupy.ndarray)
+    cupy.testing.assert_array_equal(y, x + 1)
+
+
+def test_cached_launch_host_overhead():
+    """Prints the host time of a cached launch (no assertion: timing is not a test)."""
+    ex = Executor(add_one_program())
+    try:
+        import torch
+        x = torch.randn(N, device="cuda")
+        label = "torch tensors"
+    except ImportError:
+        x = DeviceArray((N,), "f32")
+        x.buffer.memset_zero()
+        label = "DeviceArray"
+    for _ in range(50):
+        ex(x)
+    driver.synchronize()
+    reps = 2000
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        ex(x)
+    t1 = time.perf_counter()
+    driver.synchronize()
+    per_call = (t1 - t0) / reps * 1e6
+    # the raw launch alone, for comparison
+    k = ex._steps[0]
+    ptr = x.data_ptr() if label == "torch tensors" else x.ptr
+    k.params.values[0] = k.params.values[1] = ptr  # in place, on memory we own
+    t2 = time.perf_counter()
+    for _ in range(reps):
+        k.kernel.launch_raw(k.grid, k.block, k.smem, driver.stream_handle(0), k.params.address)
+    t3 = time.perf_counter()
+    driver.synchronize()
+    print(f"\ncached Executor call ({label}): {per_call:.1f} us host time; "
+          f"bare cuLaunchKernel: {(t3 - t2) / reps * 1e6:.1f} us")
+
+
+def test_torch_bf16_and_bool_are_accepted_directly_and_through_dlpack():
+    torch = pytest.importorskip("torch")
+    from fuser.runtime.arrays import convert_arg
+
+    class Producer:
+        def __init__(self, t):
+            self.t = t
+
+        def __dlpack__(self, stream=None):
+            return self.t.__dlpack__(stream=stream)
+
+        def __dlpack_device__(self):
+            return self.t.__dlpack_device__()
+
+    for tdt, name in [(torch.bfloat16, "bf16"), (torch.bool, "i1"), (torch.int64, "i64")]:
+        t = torch.zeros((3, 4), dtype=tdt, device="cuda")
+        spec = BufferSpec("t", (3, 4), name)
+        assert convert_arg(t, 0, spec)[0] == t.data_ptr()
+        assert convert_arg(Producer(t), 0, spec)[0] == t.data_ptr()
+
+
+def test_device_array_host_overhead():
+    """Prints the host time of a cached call on DeviceArray inputs (outputs are
+    stream-ordered allocations)."""
+    ex = Executor(add_one_program())
+    x = DeviceArray((N,), "f32")
+    x.buffer.memset_zero()
+    for _ in range(50):
+        ex(x)
+    driver.synchronize()
+    reps = 2000
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        ex(x)
+    t1 = time.perf_counter()
+    driver.synchronize()
+    print(f"\ncached Executor call (DeviceArray): {(t1 - t0) / reps * 1e6:.1f} us host time")
