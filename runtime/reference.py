@@ -291,7 +291,8 @@ def run_reference(func_op: FuncOp | ModuleOp, args: Sequence[np.ndarray], precis
     with np.errstate(all="ignore"):  # inf/NaN results are values here, not errors
         for op in func.body.block.ops:
             if isinstance(op, ReturnOp):
-                return [np.ascontiguousarray(env[v]) for v in op.arguments]
+                # (np.ascontiguousarray would turn a 0-d result into shape (1,))
+                return [np.asarray(env[v], order="C") for v in op.arguments]
             ins = [env[v] for v in op.operands]
             outs = _eval_op(it, op, ins)
             for r, x in zip(op.results, outs, strict=True):
