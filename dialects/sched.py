@@ -310,7 +310,7 @@ PARALLEL_BINDINGS = ("thread.x", "thread.y", "block.x", "block.y", "grid.x")
 class ForOp(IRDLOperation):
     """A loop whose iterations are spread over a parallel index.
 
-    `sched.for %i = %lb to %ub step %s bind(thread.x) iter_args(...) -> (...) { ... }`: the thread
+    `sched.for bind(thread.x) %i = %lb to %ub step %s iter_args(...) -> (...) { ... }`: the thread
     with index t runs iterations lb + t*step, lb + (t+P)*step, ... where P is the extent of the
     binding (block size for thread.x, grid size for block.x, all threads of the grid for grid.x).
     `iter_args` then accumulate per thread. Its terminator is `sched.yield`.

@@ -65,4 +65,8 @@ def make_context() -> Context:
     ctx = Context()
     for d in all_dialects():
         ctx.load_dialect(d)
+    # Upstream ops xDSL's own dialects lack, defined beside the pass that emits them.
+    from fuser.lowering.sched_to_nvvm import MemsetOp
+    if ctx.get_optional_op("gpu.memset") is None:
+        ctx.load_op(MemsetOp)
     return ctx
