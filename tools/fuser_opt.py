@@ -42,7 +42,7 @@ def make_arg_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="fuser-opt",
         description="Run fuser passes over MLIR and print MLIR, LLVM IR or PTX.",
-        epilog="Use --list-passes for every pass with its options.",
+        epilog=describe_passes(),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input_file", nargs="?", help="input .mlir file (default: stdin)")
     p.add_argument("-o", "--output-file", help="write the output here instead of stdout")
