@@ -47,6 +47,10 @@ UNSUPPORTED = {
 class ScheduleError(Exception):
     """A fusion no scheduler accepts; the message names the op and the reason."""
 
+    def __init__(self, message: str, op=None):
+        super().__init__(message)
+        self.op = op  # reported with its source location
+
 
 def shape_of(v: SSAValue) -> tuple[int, ...]:
     return tuple(v.type.get_shape())
@@ -318,9 +322,9 @@ def plan_fusion(fn: func.FuncOp) -> Plan:
     for op in body.ops:
         for cls, why in UNSUPPORTED.items():
             if isinstance(op, cls):
-                raise ScheduleError(f"'{op.name}' is not supported: {why}")
+                raise ScheduleError(f"'{op.name}' is not supported: {why}", op)
         if op is not ret and op.dialect_name() != "fusion":
-            raise ScheduleError(f"'{op.name}' is not a fusion op; convert-fusion-to-sched expects fusion IR")
+            raise ScheduleError(f"'{op.name}' is not a fusion op; convert-fusion-to-sched expects fusion IR", op)
     outputs = list(ret.operands)
     materialized: set[SSAValue] = set(o for o in outputs if o not in args)
     order = {op: i for i, op in enumerate(body.ops)}
@@ -460,7 +464,7 @@ class KernelEmitter:
             self._outer(task, materialized, args, in_shape, len(dims))
         else:
             raise ScheduleError(f"'fusion.reduce' over dims {dims} of a rank-{rank} tensor: only leading or trailing "
-                                "dimensions are supported; permute the input first")
+                                "dimensions are supported; permute the input first", op)
 
     def _finish(self, kb: KernelBuilder, task: Task, amap: dict, out_idx: list[SSAValue], value: SSAValue,
                 materialized: set, args: set) -> None:

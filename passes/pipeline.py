@@ -80,3 +80,27 @@ def build_pipeline(spec: str | Sequence[ModulePass]) -> list[ModulePass]:
 def pipeline_text(passes: Sequence[ModulePass]) -> str:
     """The canonical text of a pass list (used in cache keys and printed by tools)."""
     return ",".join(str(p.pipeline_pass_spec(include_default=True)) for p in passes)
+
+
+def run_passes(passes: Sequence[ModulePass], module, after=None) -> None:
+    """Apply passes in order, verifying after each; `after(pass, module)` runs after each one.
+
+    A pass that raises on valid input is reported as a diagnostic naming the pass, never as
+    a traceback: that is either an unsupported case (the message says which) or a compiler bug.
+    """
+    from fuser.passes.ir import FuserDiagnostic, first_line, location_of, verify_module
+    from fuser.passes.registry import make_context
+
+    ctx = make_context()
+    for p in passes:
+        try:
+            p.apply(ctx, module)
+        except FuserDiagnostic:
+            raise
+        except Exception as e:
+            op = getattr(e, "op", None)  # passes attach the op they could not handle
+            where = f"{location_of(op)}: " if op is not None else ""
+            raise FuserDiagnostic(f"{where}error: pass '{p.name}' failed: {first_line(e)}") from e
+        verify_module(module)
+        if after is not None:
+            after(p, module)

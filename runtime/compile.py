@@ -14,9 +14,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 import fuser
-from fuser.passes.ir import FuserDiagnostic, first_line, parse_module, print_module, verify_module
-from fuser.passes.pipeline import build_pipeline, pipeline_text
-from fuser.passes.registry import make_context
+from fuser.passes.ir import FuserDiagnostic, parse_module, print_module
+from fuser.passes.pipeline import build_pipeline, pipeline_text, run_passes
 
 # Which IR level a pass leaves behind; used to name the stages a CompileResult keeps.
 _STAGE_AFTER = {"convert-fusion-to-sched": "sched", "convert-sched-to-nvvm": "nvvm"}
@@ -55,17 +54,12 @@ def compile_fusion(module: ModuleOp | str, pipeline: str | Sequence[ModulePass] 
             pass  # an entry from another layout: rebuild it
     mod = parse_module(text, "<fusion>") if isinstance(module, str) else module.clone()
     stages = {"fusion": text}
-    ctx = make_context()
-    for p in passes:
-        try:
-            p.apply(ctx, mod)
-        except FuserDiagnostic:
-            raise
-        except Exception as e:
-            raise FuserDiagnostic(f"error: pass '{p.name}' failed: {type(e).__name__}: {first_line(e)}") from e
-        verify_module(mod)
+
+    def record(p: ModulePass, m: ModuleOp) -> None:
         if p.name in _STAGE_AFTER:
-            stages[_STAGE_AFTER[p.name]] = print_module(mod)
+            stages[_STAGE_AFTER[p.name]] = print_module(m)
+
+    run_passes(passes, mod, after=record)
     if "nvvm" not in stages:
         raise FuserDiagnostic("error: the pipeline did not reach the nvvm level (it must include convert-sched-to-nvvm)")
     llvm_ir = ptx_mod.module_to_llvm_ir(mod, arch)

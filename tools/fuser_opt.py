@@ -11,9 +11,9 @@ import argparse
 import dataclasses
 import sys
 
-from fuser.passes.ir import FuserDiagnostic, first_line, parse_module, print_module, verify_module
-from fuser.passes.pipeline import NAMED_PIPELINES, PipelineError, build_pipeline
-from fuser.passes.registry import available_passes, make_context
+from fuser.passes.ir import FuserDiagnostic, parse_module, print_module
+from fuser.passes.pipeline import NAMED_PIPELINES, PipelineError, build_pipeline, run_passes
+from fuser.passes.registry import available_passes
 
 TARGETS = ("mlir", "llvm", "ptx")
 ARCHES = ("sm_90a", "sm_90", "sm_80")
@@ -81,18 +81,16 @@ def _has_kernels(module) -> bool:
 def process_chunk(text: str, name: str, line_offset: int, args, out) -> None:
     module = parse_module(text, name, line_offset)
     passes = build_pipeline(args.passes)
-    ctx = make_context()
-    for p in passes:
-        try:
-            p.apply(ctx, module)
-        except FuserDiagnostic:
-            raise
-        except Exception as e:
-            # A pass failing on valid input is a compiler bug or an unsupported case: say which.
-            raise FuserDiagnostic(f"{name}: error: pass '{p.name}' failed: {type(e).__name__}: {first_line(e)}") from e
-        verify_module(module)
+
+    def dump(p, m) -> None:
         if args.print_after_all:
-            sys.stderr.write(f"// -----// IR Dump After {p.name} //----- //\n{print_module(module)}\n")
+            sys.stderr.write(f"// -----// IR Dump After {p.name} //----- //\n{print_module(m)}\n")
+
+    try:
+        run_passes(passes, module, after=dump)
+    except FuserDiagnostic as e:
+        text = str(e)
+        raise FuserDiagnostic(f"{name}: {text}" if text.startswith("error:") else text) from None  # name the file
     out.write(_emit(module, args))
 
 

@@ -1,13 +1,13 @@
 // RUN: fuser-opt %s --split-input-file --verify-diagnostics -p convert-fusion-to-sched | filecheck %s
 
-// CHECK: error: pass 'convert-fusion-to-sched' failed: ScheduleError: 'fusion.reduce' over dims [1] of a rank-3 tensor: only leading or trailing dimensions are supported
+// CHECK: errors.mlir:5:3: error: pass 'convert-fusion-to-sched' failed: 'fusion.reduce' over dims [1] of a rank-3 tensor: only leading or trailing dimensions are supported
 func.func @middle(%x: tensor<4x5x6xf32>) -> tensor<4x6xf32> {
   %s = fusion.reduce sum %x dims [1] : tensor<4x5x6xf32> to tensor<4x6xf32>
   func.return %s : tensor<4x6xf32>
 }
 
 // -----
-// CHECK: error: pass 'convert-fusion-to-sched' failed: ScheduleError: 'fusion.matmul' is not supported
+// CHECK: errors.mlir:12:3: error: pass 'convert-fusion-to-sched' failed: 'fusion.matmul' is not supported
 func.func @mm(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>) -> tensor<64x16xf32> {
   %c = fusion.matmul %a, %b : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xf32>
   func.return %c : tensor<64x16xf32>

@@ -7,7 +7,7 @@ sched.kernel @k(%x : memref<8xf32>) grid [1, 1, 1] block [32, 1, 1] smem 0 {
   %v = memref.load %x[%c0] : memref<8xf32>
   sched.return
 }
-// CHECK: error: pass 'convert-sched-to-nvvm' failed: SchedToNVVMError: cannot lower 'memref.load' at {{.*}}errors.mlir:7:3 in kernel @k
+// CHECK: error: pass 'convert-sched-to-nvvm' failed: cannot lower 'memref.load' at {{.*}}errors.mlir:7:3 in kernel @k
 
 // -----
 
@@ -16,7 +16,7 @@ sched.kernel @k(%x : memref<8xf32>) grid [1, 1, 1] block [32, 1, 1] smem 0 {
   %t = "gpu.thread_id"() <{dimension = #gpu<dim x>}> : () -> index
   sched.return
 }
-// CHECK: error: pass 'convert-sched-to-nvvm' failed: SchedToNVVMError: cannot lower 'gpu.thread_id' at {{.*}}errors.mlir:16:3 in kernel @k
+// CHECK: error: pass 'convert-sched-to-nvvm' failed: cannot lower 'gpu.thread_id' at {{.*}}errors.mlir:16:3 in kernel @k
 
 // -----
 
@@ -24,7 +24,7 @@ func.func @f(%x : memref<8xf32>) {
   sched.launch @missing(%x) : memref<8xf32>
   func.return
 }
-// CHECK: error: pass 'convert-sched-to-nvvm' failed: SchedToNVVMError: 'sched.launch' at {{.*}}errors.mlir:24:3 in @f: no sched.kernel @missing in this module
+// CHECK: error: pass 'convert-sched-to-nvvm' failed: 'sched.launch' at {{.*}}errors.mlir:24:3 in @f: no sched.kernel @missing in this module
 
 // -----
 
@@ -35,4 +35,4 @@ func.func @f(%x : memref<4xf32>) {
   sched.launch @k(%x) : memref<4xf32>
   func.return
 }
-// CHECK: error: pass 'convert-sched-to-nvvm' failed: SchedToNVVMError: 'sched.launch' at {{.*}}errors.mlir:35:3 in @f: arguments (memref<4xf32>) do not match @k's (memref<8xf32>)
+// CHECK: error: pass 'convert-sched-to-nvvm' failed: 'sched.launch' at {{.*}}errors.mlir:35:3 in @f: arguments (memref<4xf32>) do not match @k's (memref<8xf32>)
