@@ -14,3 +14,22 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="no NVIDIA GPU found")
     for item in gpu_items:
         item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def upstream():
+    """Parse-and-verify with upstream MLIR's own parser (jaxlib.mlir); skips when jaxlib is absent."""
+    jax_ir = pytest.importorskip("jaxlib.mlir.ir", reason="jaxlib (upstream MLIR) is not installed")
+    jax_ext = pytest.importorskip("jaxlib.mlir._mlir_libs._jax_mlir_ext")
+    ctx = jax_ir.Context()
+    registry = jax_ir.DialectRegistry()
+    jax_ext.register_dialects(registry)
+    ctx.append_dialect_registry(registry)
+    ctx.load_all_available_dialects()
+
+    def parse(text: str):
+        module = jax_ir.Module.parse(text, ctx)
+        assert module.operation.verify()
+        return module
+
+    return parse

@@ -20,26 +20,11 @@ from xdsl.printer import Printer
 from fuser.dialects import nvvm
 
 jax_ir = pytest.importorskip("jaxlib.mlir.ir", reason="jaxlib (upstream MLIR) is not installed")
-jax_ext = pytest.importorskip("jaxlib.mlir._mlir_libs._jax_mlir_ext")
 
 sys.path.insert(0, str(Path(__file__).parent))
 import test_nvvm_translation as kernels  # noqa: E402  (the hand-written nvvm-level kernels)
 
 
-@pytest.fixture(scope="module")
-def upstream():
-    ctx = jax_ir.Context()
-    registry = jax_ir.DialectRegistry()
-    jax_ext.register_dialects(registry)
-    ctx.append_dialect_registry(registry)
-    ctx.load_all_available_dialects()
-
-    def parse(text: str):
-        module = jax_ir.Module.parse(text, ctx)
-        assert module.operation.verify()
-        return module
-
-    return parse
 
 
 def _print(op, generic: bool = False) -> str:

@@ -82,22 +82,6 @@ def test_output_round_trips_in_xdsl(case):
 # ------------------------------------------------------------------ upstream MLIR
 
 
-@pytest.fixture(scope="module")
-def upstream():
-    jax_ir = pytest.importorskip("jaxlib.mlir.ir", reason="jaxlib (upstream MLIR) is not installed")
-    jax_ext = pytest.importorskip("jaxlib.mlir._mlir_libs._jax_mlir_ext")
-    ctx = jax_ir.Context()
-    registry = jax_ir.DialectRegistry()
-    jax_ext.register_dialects(registry)
-    ctx.append_dialect_registry(registry)
-    ctx.load_all_available_dialects()
-
-    def parse(text: str):
-        module = jax_ir.Module.parse(text, ctx)
-        assert module.operation.verify()
-        return module
-
-    return parse
 
 
 @pytest.mark.parametrize("case", CASES)
