@@ -618,12 +618,18 @@ def environment(torch: Any = None, timer: str = "") -> dict[str, Any]:
         "python": platform.python_version(), "host": platform.node(), "timer": timer,
     }
     versions: dict[str, str | None] = {}
-    for mod in ("fuser", "torch", "triton", "xdsl", "llvmlite", "cuda-python", "numpy"):
+    for mod in ("fuser", "torch", "triton", "xdsl", "llvmlite", "cuda-python", "cuda-bindings", "numpy"):
         try:
             from importlib.metadata import version
             versions[mod] = version(mod)
         except Exception:
             versions[mod] = None
+    if versions["fuser"] is None:  # run from a checkout that is not pip-installed
+        try:
+            import fuser
+            versions["fuser"] = getattr(fuser, "__version__", None)
+        except Exception:
+            pass
     env["versions"] = versions
     try:
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -677,7 +683,8 @@ def draw_png(path: str, rows: Sequence[RowResult], title: str, copy_gbps: float 
         if unit == "GB/s" and copy_gbps:
             ax.axhline(copy_gbps, color="black", linestyle="--", linewidth=0.8, label=f"copy {copy_gbps:.0f} GB/s")
         ax.set_xticks(list(xs))
-        ax.set_xticklabels([f"{r.workload.name}\n{fmt_shape(r.shape)}" for r in sel], rotation=60, ha="right", fontsize=7)
+        ax.set_xticklabels([r.workload.name if r.workload.name.endswith(fmt_shape(r.shape))
+                            else f"{r.workload.name}\n{fmt_shape(r.shape)}" for r in sel], rotation=60, ha="right", fontsize=7)
         ax.set_ylabel(unit)
         ax.legend(fontsize=8)
         ax.grid(axis="y", alpha=0.3)
