@@ -40,7 +40,6 @@ REDUCTION_OPS = (F.ReduceOp,)
 UNSUPPORTED = {
     F.WelfordOp: "fusion.welford needs the normalization scheduler; run fusion-translate-welford{mode=always} first",
     F.VarMeanOp: "fusion.var_mean needs the normalization scheduler; run fusion-translate-welford{mode=always} first",
-    F.MatmulOp: "fusion.matmul needs the matmul scheduler, which is not implemented yet",
 }
 
 
@@ -329,7 +328,7 @@ def plan_fusion(fn: func.FuncOp) -> Plan:
     materialized: set[SSAValue] = set(o for o in outputs if o not in args)
     order = {op: i for i, op in enumerate(body.ops)}
     for op in body.ops:
-        if isinstance(op, (F.ReduceOp, F.SegmentSetOp)):
+        if isinstance(op, (F.ReduceOp, F.SegmentSetOp, F.MatmulOp)):
             materialized |= set(op.results)
 
     level: dict[SSAValue, int] = {a: 0 for a in args}
@@ -338,8 +337,8 @@ def plan_fusion(fn: func.FuncOp) -> Plan:
         if v in level:
             return level[v]
         op = v.owner
-        if isinstance(op, (F.ReduceOp, F.SegmentSetOp)):
-            deps = _leaves(op.operands[0], materialized - set(op.results), args)
+        if isinstance(op, (F.ReduceOp, F.SegmentSetOp, F.MatmulOp)):
+            deps = set().union(*(_leaves(o, materialized - set(op.results), args) for o in op.operands))
             level[v] = 1 + max((lvl(d) for d in deps), default=0)
         else:
             deps = _leaves(v, materialized - {v}, args)
@@ -347,16 +346,18 @@ def plan_fusion(fn: func.FuncOp) -> Plan:
         return level[v]
 
     tasks: list[Task] = []
-    pointwise_outputs = [o for o in dict.fromkeys(outputs) if not isinstance(o.owner, (F.ReduceOp, F.SegmentSetOp))
-                         or o in args]
+    pointwise_outputs = [o for o in dict.fromkeys(outputs)
+                         if not isinstance(o.owner, (F.ReduceOp, F.SegmentSetOp, F.MatmulOp)) or o in args]
     for op in body.ops:
         if isinstance(op, F.ReduceOp):
             tasks.append(Task("reduction", order[op], lvl(op.result), op, [op.result]))
+        elif isinstance(op, F.MatmulOp):
+            tasks.append(Task("matmul", order[op], lvl(op.result), op, [op.result]))
         elif isinstance(op, F.SegmentSetOp):
             tasks.append(Task("segment", order[op], lvl(op.result), op, [op.result]))
-    # Epilogues: outputs of a reduction's shape, pointwise in its result.
+    # Epilogues: outputs of a reduction's (or matmul's) shape, pointwise in its result.
     for t in tasks:
-        if t.kind != "reduction":
+        if t.kind not in ("reduction", "matmul"):
             continue
         r = t.op.result
         for o in list(pointwise_outputs):
@@ -767,6 +768,8 @@ class ConvertFusionToSched(ModulePass):
         for t in plan.tasks:
             if t.kind == "reduction":
                 em.reduction(t, materialized, argset)
+            elif t.kind == "matmul":
+                emit_matmul(em, t, materialized, argset)
             elif t.kind == "segment":
                 em.pointwise([t.op.result], materialized, argset)
             else:
@@ -775,6 +778,12 @@ class ConvertFusionToSched(ModulePass):
             _copy_kernel(em, o, a, materialized, argset)
         host.emit(func.ReturnOp())
         module.body.block.erase_op(fn)
+
+
+def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> None:
+    # The matmul scheduler lives in its own module (it imports this one).
+    from fuser.lowering.matmul import emit_matmul as emit
+    emit(em, task, materialized, args)
 
 
 def _copy_kernel(em: KernelEmitter, src: SSAValue, dst: SSAValue, materialized, args) -> None:
