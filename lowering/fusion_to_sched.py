@@ -26,21 +26,19 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects import func, scf
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import Float32Type, FloatAttr, FunctionType, IntegerAttr, ModuleOp, TensorType, i1, i64
+from xdsl.dialects.builtin import (Float32Type, FloatAttr, FunctionType, IntegerAttr, ModuleOp, StringAttr, TensorType,
+                                   i1, i64)
 from xdsl.dialects import arith
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
-from fuser.lowering.kernel_builder import KernelBuilder, combine, f32, reduce_identity
+from fuser.lowering.combiners import finalize, is_welford, select_state, state_for
+from fuser.lowering.kernel_builder import KernelBuilder, f32
 
 SHAPE_OPS = (F.BroadcastOp, F.ReshapeOp, F.PermuteOp)
-REDUCTION_OPS = (F.ReduceOp,)
-UNSUPPORTED = {
-    F.WelfordOp: "fusion.welford needs the normalization scheduler; run fusion-translate-welford{mode=always} first",
-    F.VarMeanOp: "fusion.var_mean needs the normalization scheduler; run fusion-translate-welford{mode=always} first",
-}
+REDUCTION_OPS = (F.ReduceOp, F.WelfordOp, F.VarMeanOp)
 
 
 class ScheduleError(Exception):
@@ -177,6 +175,10 @@ class Evaluator:
         if isinstance(op, F.CastOp):
             xs = self(op.input, idx, lanes)
             t = F._elem(v)
+            if t == i64 and all(F.is_float(x.type) for x in xs):  # truncation toward zero
+                return [kb.v(arith.FPToSIOp(x, i64)) for x in xs]
+            if t == i1 and all(F.is_float(x.type) for x in xs):   # nonzero is true
+                return [kb.v(arith.CmpfOp(x, kb.cf(0.0), "une")) for x in xs]
             return [kb.round_to(x, t) for x in xs]
         if isinstance(op, F.UnaryOp):
             return [emit_unary(kb, op, x) for x in self(op.input, idx, lanes)]
@@ -272,11 +274,12 @@ def emit_binary(kb: KernelBuilder, op: F.BinaryOp, a: SSAValue, b: SSAValue) -> 
 class Task:
     """One kernel to emit (a reduction may emit two)."""
 
-    kind: str                     # "pointwise" | "reduction" | "segment"
+    kind: str                     # "pointwise" | "reduction" | "normalization" | "matmul" | "segment"
     order: int
     level: int
-    op: object = None             # the reduction or segment_set op
+    op: object = None             # the reduction, matmul or segment_set op
     outputs: list[SSAValue] = field(default_factory=list)  # values this kernel writes
+    group: object = None          # a normalization task's NormGroup
 
 
 def _leaves(v: SSAValue, materialized: set[SSAValue], args: set[SSAValue], seen=None) -> set[SSAValue]:
@@ -312,23 +315,21 @@ def _pointwise_path_only(v: SSAValue, targets: set[SSAValue], materialized, args
 class Plan:
     tasks: list[Task]
     materialized: list[SSAValue]
+    groups: list = field(default_factory=list)  # normalization groups considered, with decisions
 
 
-def plan_fusion(fn: func.FuncOp) -> Plan:
+def plan_fusion(fn: func.FuncOp, persistent: bool = True, block: int = 0) -> Plan:
     body = fn.body.block
     ret = body.last_op
     args = set(body.args)
     for op in body.ops:
-        for cls, why in UNSUPPORTED.items():
-            if isinstance(op, cls):
-                raise ScheduleError(f"'{op.name}' is not supported: {why}", op)
         if op is not ret and op.dialect_name() != "fusion":
             raise ScheduleError(f"'{op.name}' is not a fusion op; convert-fusion-to-sched expects fusion IR", op)
     outputs = list(ret.operands)
     materialized: set[SSAValue] = set(o for o in outputs if o not in args)
     order = {op: i for i, op in enumerate(body.ops)}
     for op in body.ops:
-        if isinstance(op, (F.ReduceOp, F.SegmentSetOp, F.MatmulOp)):
+        if isinstance(op, REDUCTION_OPS + (F.SegmentSetOp, F.MatmulOp)):
             materialized |= set(op.results)
 
     level: dict[SSAValue, int] = {a: 0 for a in args}
@@ -337,7 +338,7 @@ def plan_fusion(fn: func.FuncOp) -> Plan:
         if v in level:
             return level[v]
         op = v.owner
-        if isinstance(op, (F.ReduceOp, F.SegmentSetOp, F.MatmulOp)):
+        if isinstance(op, REDUCTION_OPS + (F.SegmentSetOp, F.MatmulOp)):
             deps = set().union(*(_leaves(o, materialized - set(op.results), args) for o in op.operands))
             level[v] = 1 + max((lvl(d) for d in deps), default=0)
         else:
@@ -347,10 +348,11 @@ def plan_fusion(fn: func.FuncOp) -> Plan:
 
     tasks: list[Task] = []
     pointwise_outputs = [o for o in dict.fromkeys(outputs)
-                         if not isinstance(o.owner, (F.ReduceOp, F.SegmentSetOp, F.MatmulOp)) or o in args]
+                         if not isinstance(o.owner, REDUCTION_OPS + (F.SegmentSetOp, F.MatmulOp)) or o in args]
     for op in body.ops:
-        if isinstance(op, F.ReduceOp):
-            tasks.append(Task("reduction", order[op], lvl(op.result), op, [op.result]))
+        if isinstance(op, REDUCTION_OPS):
+            # Every result is written: later kernels may read any of them.
+            tasks.append(Task("reduction", order[op], lvl(op.results[0]), op, list(op.results)))
         elif isinstance(op, F.MatmulOp):
             tasks.append(Task("matmul", order[op], lvl(op.result), op, [op.result]))
         elif isinstance(op, F.SegmentSetOp):
@@ -359,14 +361,15 @@ def plan_fusion(fn: func.FuncOp) -> Plan:
     for t in tasks:
         if t.kind not in ("reduction", "matmul"):
             continue
-        r = t.op.result
+        rs = set(t.op.results)
+        r = t.op.results[0]
         for o in list(pointwise_outputs):
             if o in args or shape_of(o) != shape_of(r):
                 continue
             deps = _leaves(o, materialized - {o}, args)
-            if r not in deps or any(lvl(d) >= t.level for d in deps if d is not r):
+            if not (rs & deps) or any(lvl(d) >= t.level for d in deps if d not in rs):
                 continue
-            if _pointwise_path_only(o, {r}, materialized - {o, r}, args):
+            if _pointwise_path_only(o, rs, materialized - {o} - rs, args):
                 t.outputs.append(o)
                 pointwise_outputs.remove(o)
     groups: dict[tuple, Task] = {}
@@ -378,8 +381,12 @@ def plan_fusion(fn: func.FuncOp) -> Plan:
             tasks.append(groups[key])
         groups[key].outputs.append(o)
     tasks.sort(key=lambda t: (t.level, t.kind == "pointwise", t.order))
+    groups = []
+    if persistent:
+        from fuser.lowering.normalization import form_groups  # it builds on this module
+        tasks, groups = form_groups(tasks, materialized, args, lvl, block)
     mat_list = [v for v in dict.fromkeys(list(outputs) + [r for t in tasks for r in t.outputs]) if v not in args]
-    return Plan(tasks, mat_list)
+    return Plan(tasks, mat_list, groups)
 
 
 # ------------------------------------------------------------------ kernels
@@ -398,10 +405,12 @@ class KernelEmitter:
         self.count = 0
 
     # A kernel over a fixed list of host buffers; `body(kb, args)` fills it.
-    def kernel(self, host_bufs: list[SSAValue], grid, block, body) -> None:
+    def kernel(self, host_bufs: list[SSAValue], grid, block, body, schedule: str = "") -> None:
         name = f"{self.name}_k{self.count}"
         self.count += 1
         k = sched.KernelOp(name, [b.type for b in host_bufs], list(grid), list(block))
+        if schedule:  # the scheduler's decision, readable in the IR
+            k.attributes["fuser.schedule"] = StringAttr(schedule)
         kb = KernelBuilder(k.body.block)
         body(kb, list(k.body.block.args))
         kb.emit(sched.ReturnOp())
@@ -455,7 +464,7 @@ class KernelEmitter:
 
     # ----------------------------------------------------------- reductions
     def reduction(self, task: Task, materialized: set, args: set) -> None:
-        op: F.ReduceOp = task.op
+        op = task.op
         in_shape = shape_of(op.input)
         dims = sorted(op.reduced_dims)
         rank = len(in_shape)
@@ -464,41 +473,42 @@ class KernelEmitter:
         elif dims == list(range(len(dims))):
             self._outer(task, materialized, args, in_shape, len(dims))
         else:
-            raise ScheduleError(f"'fusion.reduce' over dims {dims} of a rank-{rank} tensor: only leading or trailing "
+            raise ScheduleError(f"'{op.name}' over dims {dims} of a rank-{rank} tensor: only leading or trailing "
                                 "dimensions are supported; permute the input first", op)
 
-    def _finish(self, kb: KernelBuilder, task: Task, amap: dict, out_idx: list[SSAValue], value: SSAValue,
-                materialized: set, args: set) -> None:
-        """Store the reduction result and the epilogue outputs at `out_idx` (one element)."""
-        r = task.op.result
-        # Outputs are computed here, never read back from their own buffers.
-        ev = Evaluator(kb, {v: b for v, b in amap.items() if v not in task.outputs}, {r: value})
-        for o in task.outputs:
-            x = ev(o, out_idx, 1)[0]
+    def finish(self, kb: KernelBuilder, outputs: Sequence[SSAValue], amap: dict, row: SSAValue,
+               values: dict[SSAValue, SSAValue]) -> None:
+        """Store `outputs` (reduced-shape values) for the linear row `row`; `values` are the
+        reduction results already in registers. Outputs are computed here, never read back."""
+        ev = Evaluator(kb, {v: b for v, b in amap.items() if v not in outputs}, values)
+        for o in outputs:
+            x = ev(o, kb.delinearize(row, shape_of(o)), 1)[0]
             t = F._elem(o)
-            kb.store([kb.trunc(x, t) if F.is_float(t) else x], amap[o], out_idx)
-
-    def _out_index(self, kb: KernelBuilder, op: F.ReduceOp, kept_idx: list[SSAValue], inner: bool) -> list[SSAValue]:
-        out_rank = len(shape_of(op.result))
-        if op.keepdim is None:
-            return kept_idx
-        zeros = [kb.c(0)] * (out_rank - len(kept_idx))
-        return kept_idx + zeros if inner else zeros + kept_idx
+            kb.store([kb.trunc(x, t) if F.is_float(t) else x], amap[o], kb.delinearize(row, shape_of(o)))
 
     def _epilogue_reads(self, task: Task, materialized: set, args: set) -> list[SSAValue]:
-        r = task.op.result
+        results = set(task.op.results)
         leaves = set()
         for o in task.outputs:
-            leaves |= _leaves(o, (materialized | {r}) - {o}, args)
-        leaves.discard(r)
-        return sorted(leaves, key=lambda v: str(v.name_hint))
+            leaves |= _leaves(o, (materialized | results) - {o}, args)
+        return sorted(leaves - results, key=lambda v: str(v.name_hint))
+
+    def _input_reads(self, op, materialized: set, args: set) -> list[SSAValue]:
+        return sorted(_leaves(op.input, materialized - set(op.results), args), key=lambda v: str(v.name_hint))
+
+    def _partials(self, shape: Sequence[int], width: int) -> _WorkspaceValue:
+        """A workspace of `width` partial-state planes: [width, *shape] f32."""
+        ws = self.workspace([width, *shape])
+        part = _WorkspaceValue(ws)
+        self.buffers[part] = ws
+        return part
 
     def _inner(self, task: Task, materialized: set, args: set, in_shape: tuple[int, ...], k: int) -> None:
-        op: F.ReduceOp = task.op
-        kind = op.kind.data
+        op = task.op
+        st = state_for(op)
         row_shape, col_shape = in_shape[:k], in_shape[k:]
         rows, cols = math.prod(row_shape), math.prod(col_shape)
-        in_reads = sorted(_leaves(op.input, materialized - set(op.results), args), key=lambda v: str(v.name_hint))
+        in_reads = self._input_reads(op, materialized, args)
         max_bytes = max([elem_bytes(F._elem(v)) for v in in_reads] + [4 if not in_reads else 1])
         lanes = vector_lanes(col_shape[-1], max_bytes, self.opts.vector)
         row_vecs = cols // lanes
@@ -506,100 +516,97 @@ class KernelEmitter:
         if self.opts.split >= 1:
             chunks = self.opts.split
 
-        def load_row(kb, amap, row, vec, n_lanes):
+        shifted = is_welford(op)
+
+        def first_of_row(kb, amap, row, n_lanes=1):
+            # Welford's shift: the row's first element (see lowering/combiners.py).
+            idx = kb.delinearize(row, row_shape) + [kb.c(0)] * len(col_shape)
+            return [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, 1)]
+
+        def fold_elements(kb, amap, row, vec, n_lanes, states):
             idx = kb.delinearize(row, row_shape) + kb.delinearize(kb.mul(vec, n_lanes), col_shape)
-            return Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, n_lanes)
+            xs = [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, n_lanes)]
+            if shifted:
+                k = first_of_row(kb, amap, row)[0]
+                xs = [kb.fsub(x, k) for x in xs]
+            return [st.update(kb, s, x) for s, x in zip(states, xs)]
+
+        def store(kb, amap, row, state):
+            shift = first_of_row(kb, amap, row)[0] if shifted else None
+            self.finish(kb, task.outputs, amap, row, finalize(kb, op, state, shift))
 
         epi_reads = self._epilogue_reads(task, materialized, args)
         if chunks == 1:
-            host_bufs = self.kernel_buffers(list(task.outputs) + in_reads + epi_reads)
-
-            def store(kb, amap, row, value):
-                out_idx = self._out_index(kb, op, kb.delinearize(row, row_shape), True)
-                self._finish(kb, task, amap, out_idx, value, materialized, args)
-
-            self._row_reduce_kernel(host_bufs, list(task.outputs) + in_reads + epi_reads, rows, row_vecs, lanes, bx, by,
-                                    1, kind, load_row, store)
+            vals = list(task.outputs) + in_reads + epi_reads
+            self._row_reduce_kernel(self.kernel_buffers(vals), vals, rows, row_vecs, lanes, bx, by, 1, st,
+                                    fold_elements, store)
             return
-        # Two kernels: partials[row, chunk], then fold the chunks of each row.
-        ws = self.workspace([rows, chunks])
-        part = _WorkspaceValue(ws)
-        self.buffers[part] = ws
-        host1 = self.kernel_buffers(in_reads, [ws])
+        # Two kernels: partial states [*, row, chunk], then merge the chunks of each row.
+        part = self._partials([rows, chunks], st.width)
 
-        def store_partial(kb, amap, row, value, chunk=None):
-            kb.store([value], amap[part], [row, chunk])
+        def store_partial(kb, amap, row, state, chunk):
+            for c, x in enumerate(state):
+                kb.store([x], amap[part], [kb.c(c), row, chunk])
 
-        self._row_reduce_kernel(host1, in_reads + [part], rows, row_vecs, lanes, bx, by, chunks, kind, load_row,
-                                store_partial)
-        host2 = self.kernel_buffers(list(task.outputs) + epi_reads, [ws])
+        vals1 = in_reads + [part]
+        self._row_reduce_kernel(self.kernel_buffers(vals1), vals1, rows, row_vecs, lanes, bx, by, chunks, st,
+                                fold_elements, store_partial)
 
-        def load_part(kb, amap, row, vec, n_lanes):
-            return [kb.load(amap[part], [row, vec], 1)[0]]
+        def merge_partials(kb, amap, row, chunk, n_lanes, states):
+            got = [kb.load(amap[part], [kb.c(c), row, chunk], 1)[0] for c in range(st.width)]
+            return [st.merge(kb, states[0], got)]
 
-        def store(kb, amap, row, value):
-            out_idx = self._out_index(kb, op, kb.delinearize(row, row_shape), True)
-            self._finish(kb, task, amap, out_idx, value, materialized, args)
-
+        vals2 = list(dict.fromkeys(list(task.outputs) + epi_reads + (in_reads if shifted else []))) + [part]
         bx2 = min(1024, max(32, next_pow2(chunks)))
-        self._row_reduce_kernel(host2, list(task.outputs) + epi_reads + [part], rows, chunks, 1, bx2,
-                                max(1, 256 // bx2), 1, kind, load_part, store)
+        self._row_reduce_kernel(self.kernel_buffers(vals2), vals2, rows, chunks, 1, bx2, max(1, 256 // bx2), 1, st,
+                                merge_partials, store)
 
-    def _row_reduce_kernel(self, host_bufs, values, rows, row_vecs, lanes, bx, by, chunks, kind, load_row, store):
-        """Rows of `row_vecs` vectors; `bx` threads per row, `by` rows per block, `chunks` blocks per row."""
+    def _row_reduce_kernel(self, host_bufs, values, rows, row_vecs, lanes, bx, by, chunks, st, fold, store):
+        """Rows of `row_vecs` vectors; `bx` threads per row, `by` rows per block, `chunks` blocks per row.
+
+        `fold(kb, amap, row, vec, lanes, states)` folds one vector of the row into the per-lane
+        states; `store(kb, amap, row, state[, chunk])` runs in one thread per row at the end.
+        """
         vecs_per_chunk = math.ceil(row_vecs / chunks)
         nwarps = bx // 32
-        ident = reduce_identity(kind)
+        w = st.width
 
         def body(kb: KernelBuilder, kargs):
             amap = self.arg_map(host_bufs, kargs, values)
-            if any(isinstance(v, _WorkspaceValue) for v in values):
-                for v in values:
-                    if isinstance(v, _WorkspaceValue):
-                        amap[v] = kargs[host_bufs.index(self.buffers[v])]
             tx, ty = kb.tid("x"), kb.tid("y")
             row = kb.add(kb.mul(kb.bid("x"), by), ty)
             row_c = kb.v(arith.MinUIOp(row, kb.c(rows - 1)))  # clamp: tail rows compute row R-1, never store
             chunk = kb.bid("y") if chunks > 1 else None
             start = kb.mul(chunk, vecs_per_chunk) if chunk is not None else kb.c(0)
             end = kb.v(arith.MinUIOp(kb.add(start, vecs_per_chunk), kb.c(row_vecs))) if chunk is not None else kb.c(row_vecs)
-            init = kb.cf(ident)
-            loop = sched.ForOp(start, end, kb.c(1), [init] * lanes,
-                               Block(arg_types=[sched.IndexType()] + [f32] * lanes), bind="thread.x")
+            init = st.identity(kb) * lanes
+            loop = sched.ForOp(start, end, kb.c(1), init,
+                               Block(arg_types=[sched.IndexType()] + [f32] * (w * lanes)), bind="thread.x")
             kb.emit(loop)
             lb = kb.at(loop.body.block)
-            j, *accs = loop.body.block.args
-            xs = load_row(lb, amap, row_c, j, lanes)
-            lb.emit(sched.YieldOp(*[combine(lb, kind, a, lb.ext(x)) for a, x in zip(accs, xs)]))
-            acc = loop.results[0]
-            for r in loop.results[1:]:
-                acc = combine(kb, kind, acc, r)
-            acc = warp_reduce(kb, kind, acc)
-            if nwarps > 1:
-                smem = kb.v(sched.AllocOp(sched.memref([by * nwarps], f32, sched.SHARED)))
-                lane = kb.rem(tx, 32)
-                warp = kb.div(tx, 32)
-                slot = kb.add(kb.mul(ty, nwarps), warp)
-                _if(kb, kb.eq(lane, 0), lambda b: b.store([acc], smem, [slot]))
-                kb.emit(sched.BarrierOp())
-                got = kb.load(smem, [kb.add(kb.mul(ty, nwarps), kb.v(arith.MinUIOp(lane, kb.c(nwarps - 1))))], 1)[0]
-                acc = kb.v(arith.SelectOp(kb.lt(lane, nwarps), got, kb.cf(ident)))
-                acc = warp_reduce(kb, kind, acc)
+            j, *flat = loop.body.block.args
+            states = fold(lb, amap, row_c, j, lanes, [flat[l * w:(l + 1) * w] for l in range(lanes)])
+            lb.emit(sched.YieldOp(*[x for s in states for x in s]))
+            res = list(loop.results)
+            state = res[:w]
+            for l in range(1, lanes):
+                state = st.merge(kb, state, res[l * w:(l + 1) * w])
+            state = block_reduce(kb, st, state, tx, ty, bx, by)
             ok = kb.andi(kb.eq(tx, 0), kb.lt(row, rows))
             if chunk is not None:
-                _if(kb, ok, lambda b: store(b, amap, row, acc, chunk))
+                _if(kb, ok, lambda b: store(b, amap, row, state, chunk))
             else:
-                _if(kb, ok, lambda b: store(b, amap, row, acc))
+                _if(kb, ok, lambda b: store(b, amap, row, state))
 
         grid = (math.ceil(rows / by), chunks, 1)
         self.kernel(host_bufs, grid, (bx, by, 1), body)
 
     def _outer(self, task: Task, materialized: set, args: set, in_shape: tuple[int, ...], k: int) -> None:
-        op: F.ReduceOp = task.op
-        kind = op.kind.data
+        op = task.op
+        st = state_for(op)
         row_shape, col_shape = in_shape[:k], in_shape[k:]
         rows, cols = math.prod(row_shape), math.prod(col_shape)
-        in_reads = sorted(_leaves(op.input, materialized - set(op.results), args), key=lambda v: str(v.name_hint))
+        in_reads = self._input_reads(op, materialized, args)
         max_bytes = max([elem_bytes(F._elem(v)) for v in in_reads] + [4 if not in_reads else 1])
         lanes = vector_lanes(col_shape[-1], max_bytes, self.opts.vector) if col_shape else 1
         col_vecs = cols // lanes
@@ -608,88 +615,105 @@ class KernelEmitter:
             chunks = self.opts.split
         epi_reads = self._epilogue_reads(task, materialized, args)
 
-        def load_at(kb, amap, row, cvec, n_lanes):
-            idx = kb.delinearize(row, row_shape) + (kb.delinearize(kb.mul(cvec, n_lanes), col_shape) if col_shape else [])
-            return Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, n_lanes)
+        shifted = is_welford(op)
 
-        def store_out(kb, amap, col, value):
-            out_idx = self._out_index(kb, op, kb.delinearize(col, col_shape) if col_shape else [], False)
-            self._finish(kb, task, amap, out_idx, value, materialized, args)
+        def first_of_column(kb, amap, col_idx, n_lanes):
+            # Welford's shift: the column's first element (see lowering/combiners.py).
+            idx = [kb.c(0)] * len(row_shape) + col_idx
+            return [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, n_lanes)]
+
+        def fold_elements(kb, amap, row, cvec, n_lanes, states):
+            col_idx = kb.delinearize(kb.mul(cvec, n_lanes), col_shape) if col_shape else []
+            idx = kb.delinearize(row, row_shape) + col_idx
+            xs = [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, n_lanes)]
+            if shifted:
+                xs = [kb.fsub(x, k) for x, k in zip(xs, first_of_column(kb, amap, col_idx, n_lanes))]
+            return [st.update(kb, s, x) for s, x in zip(states, xs)]
+
+        def store_out(kb, amap, col, state):
+            col_idx = kb.delinearize(col, col_shape) if col_shape else []
+            shift = first_of_column(kb, amap, col_idx, 1)[0] if shifted else None
+            self.finish(kb, task.outputs, amap, col, finalize(kb, op, state, shift))
 
         if chunks == 1:
             vals = list(task.outputs) + in_reads + epi_reads
-            self._col_reduce_kernel(self.kernel_buffers(vals), vals, rows, col_vecs, lanes, bx, by, 1, kind, load_at,
-                                    store_out)
+            self._col_reduce_kernel(self.kernel_buffers(vals), vals, rows, col_vecs, lanes, bx, by, 1, st,
+                                    fold_elements, store_out)
             return
-        ws = self.workspace([chunks, cols])
-        part = _WorkspaceValue(ws)
-        self.buffers[part] = ws
+        part = self._partials([chunks, cols], st.width)
 
-        def store_partial(kb, amap, col, value, chunk=None):
-            kb.store([value], amap[part], [chunk, col])
+        def store_partial(kb, amap, col, state, chunk):
+            for c, x in enumerate(state):
+                kb.store([x], amap[part], [kb.c(c), chunk, col])
 
         vals1 = in_reads + [part]
-        self._col_reduce_kernel(self.kernel_buffers(in_reads, [ws]), vals1, rows, col_vecs, lanes, bx, by, chunks, kind,
-                                load_at, store_partial)
+        self._col_reduce_kernel(self.kernel_buffers(vals1), vals1, rows, col_vecs, lanes, bx, by, chunks, st,
+                                fold_elements, store_partial)
 
-        def load_part(kb, amap, row, cvec, n_lanes):
-            return kb.load(amap[part], [row, kb.mul(cvec, n_lanes)], n_lanes)
-
-        vals2 = list(task.outputs) + epi_reads + [part]
         lanes2 = vector_lanes(cols, 4)
-        bx2, by2, _ = outer_reduction_params(chunks, cols // lanes2, self.opts.sms)
-        self._col_reduce_kernel(self.kernel_buffers(vals2), vals2, chunks, cols // lanes2, lanes2, bx2, by2, 1, kind,
-                                load_part, store_out)
 
-    def _col_reduce_kernel(self, host_bufs, values, rows, col_vecs, lanes, bx, by, chunks, kind, load_at, store):
+        def merge_partials(kb, amap, chunk, cvec, n_lanes, states):
+            planes = [kb.load(amap[part], [kb.c(c), chunk, kb.mul(cvec, n_lanes)], n_lanes) for c in range(st.width)]
+            return [st.merge(kb, s, [p[l] for p in planes]) for l, s in enumerate(states)]
+
+        vals2 = list(dict.fromkeys(list(task.outputs) + epi_reads + (in_reads if shifted else []))) + [part]
+        bx2, by2, _ = outer_reduction_params(chunks, cols // lanes2, self.opts.sms)
+        self._col_reduce_kernel(self.kernel_buffers(vals2), vals2, chunks, cols // lanes2, lanes2, bx2, by2, 1, st,
+                                merge_partials, store_out)
+
+    def _col_reduce_kernel(self, host_bufs, values, rows, col_vecs, lanes, bx, by, chunks, st, fold, store):
+        """Columns in vectors of `lanes`: `bx` threads across column vectors, `by` threads (and
+        `chunks` blocks) down the rows; the `by` partial states of a column meet in shared memory."""
         rows_per_chunk = math.ceil(rows / chunks)
-        ident = reduce_identity(kind)
+        w = st.width
 
         def body(kb: KernelBuilder, kargs):
             amap = self.arg_map(host_bufs, kargs, values)
-            for v in values:
-                if isinstance(v, _WorkspaceValue):
-                    amap[v] = kargs[host_bufs.index(self.buffers[v])]
             tx, ty = kb.tid("x"), kb.tid("y")
             cvec = kb.add(kb.mul(kb.bid("x"), bx), tx)
             cvec_c = kb.v(arith.MinUIOp(cvec, kb.c(col_vecs - 1)))
             chunk = kb.bid("y") if chunks > 1 else None
             start = kb.mul(chunk, rows_per_chunk) if chunk is not None else kb.c(0)
             end = kb.v(arith.MinUIOp(kb.add(start, rows_per_chunk), kb.c(rows))) if chunk is not None else kb.c(rows)
-            loop = sched.ForOp(start, end, kb.c(1), [kb.cf(ident)] * lanes,
-                               Block(arg_types=[sched.IndexType()] + [f32] * lanes), bind="thread.y")
+            loop = sched.ForOp(start, end, kb.c(1), st.identity(kb) * lanes,
+                               Block(arg_types=[sched.IndexType()] + [f32] * (w * lanes)), bind="thread.y")
             kb.emit(loop)
             lb = kb.at(loop.body.block)
-            r, *accs = loop.body.block.args
-            xs = load_at(lb, amap, r, cvec_c, lanes)
-            lb.emit(sched.YieldOp(*[combine(lb, kind, a, lb.ext(x)) for a, x in zip(accs, xs)]))
-            accs = list(loop.results)
+            r, *flat = loop.body.block.args
+            states = fold(lb, amap, r, cvec_c, lanes, [flat[l * w:(l + 1) * w] for l in range(lanes)])
+            lb.emit(sched.YieldOp(*[x for s in states for x in s]))
+            res = list(loop.results)
+            states = [res[l * w:(l + 1) * w] for l in range(lanes)]
+
+            def emit_stores(b: KernelBuilder, states):
+                for l, s in enumerate(states):
+                    col = b.add(b.mul(cvec, lanes), l)
+                    if chunk is not None:
+                        store(b, amap, col, s, chunk)
+                    else:
+                        store(b, amap, col, s)
+
             if by > 1:
-                smem = kb.v(sched.AllocOp(sched.memref([by, bx * lanes], f32, sched.SHARED)))
-                for l, a in enumerate(accs):
-                    kb.store([a], smem, [ty, kb.add(kb.mul(tx, lanes), l)])
+                smem = kb.v(sched.AllocOp(sched.memref([by, bx * lanes * w], f32, sched.SHARED)))
+                for l, s in enumerate(states):
+                    for c, x in enumerate(s):
+                        kb.store([x], smem, [ty, kb.add(kb.mul(tx, lanes * w), l * w + c)])
                 kb.emit(sched.BarrierOp())
 
-                def fold(b: KernelBuilder):
+                def fold_rows(b: KernelBuilder):
+                    merged = []
                     for l in range(lanes):
-                        acc = b.load(smem, [b.c(0), b.add(b.mul(tx, lanes), l)], 1)[0]
+                        def at(yy, l=l):
+                            return [b.load(smem, [b.c(yy), b.add(b.mul(tx, lanes * w), l * w + c)], 1)[0]
+                                    for c in range(w)]
+                        s = at(0)
                         for yy in range(1, by):
-                            acc = combine(b, kind, acc, b.load(smem, [b.c(yy), b.add(b.mul(tx, lanes), l)], 1)[0])
-                        col = b.add(b.mul(cvec, lanes), l)
-                        if chunk is not None:
-                            store(b, amap, col, acc, chunk)
-                        else:
-                            store(b, amap, col, acc)
-                _if(kb, kb.andi(kb.eq(ty, 0), kb.lt(cvec, col_vecs)), fold)
+                            s = st.merge(b, s, at(yy))
+                        merged.append(s)
+                    emit_stores(b, merged)
+                _if(kb, kb.andi(kb.eq(ty, 0), kb.lt(cvec, col_vecs)), fold_rows)
             else:
-                def fold1(b: KernelBuilder):
-                    for l, a in enumerate(accs):
-                        col = b.add(b.mul(cvec, lanes), l)
-                        if chunk is not None:
-                            store(b, amap, col, a, chunk)
-                        else:
-                            store(b, amap, col, a)
-                _if(kb, kb.lt(cvec, col_vecs), fold1)
+                _if(kb, kb.lt(cvec, col_vecs), lambda b: emit_stores(b, states))
 
         grid = (math.ceil(col_vecs / bx), chunks, 1)
         self.kernel(host_bufs, grid, (bx, by, 1), body)
@@ -703,11 +727,31 @@ class _WorkspaceValue:
         self.name_hint = "workspace"
 
 
-def warp_reduce(kb: KernelBuilder, kind: str, x: SSAValue) -> SSAValue:
+def warp_reduce(kb: KernelBuilder, st, state: list[SSAValue]) -> list[SSAValue]:
+    """Butterfly over the 32 lanes of a warp: every lane ends with the warp's merged state."""
     for off in (16, 8, 4, 2, 1):
-        x = combine(kb, kind, x, kb.v(sched.ShflXorOp(x, off)))
-    return x
+        state = st.merge(kb, state, [kb.v(sched.ShflXorOp(x, off)) for x in state])
+    return state
 
+
+def block_reduce(kb: KernelBuilder, st, state: list[SSAValue], tx: SSAValue, ty: SSAValue, bx: int,
+                 by: int) -> list[SSAValue]:
+    """Merge the states of the `bx` threads of each row (thread.y) of a block; every thread of
+    the row gets the result: warp shuffles, then one shared-memory slot per warp."""
+    state = warp_reduce(kb, st, state)
+    nwarps = bx // 32
+    if nwarps <= 1:
+        return state
+    w = len(state)
+    smem = kb.v(sched.AllocOp(sched.memref([by * nwarps * w], f32, sched.SHARED)))
+    lane, warp = kb.rem(tx, 32), kb.div(tx, 32)
+    slot = kb.mul(kb.add(kb.mul(ty, nwarps), warp), w)
+    _if(kb, kb.eq(lane, 0), lambda b: [b.store([x], smem, [b.add(slot, c)]) for c, x in enumerate(state)])
+    kb.emit(sched.BarrierOp())
+    src = kb.mul(kb.add(kb.mul(ty, nwarps), kb.v(arith.MinUIOp(lane, kb.c(nwarps - 1)))), w)
+    got = [kb.load(smem, [kb.add(src, c)], 1)[0] for c in range(w)]
+    state = select_state(kb, kb.lt(lane, nwarps), got, st.identity(kb))
+    return warp_reduce(kb, st, state)
 
 def _if(kb: KernelBuilder, cond: SSAValue, then: Callable[[KernelBuilder], None]) -> None:
     blk = Block()
@@ -733,6 +777,8 @@ class ConvertFusionToSched(ModulePass):
     """Cap on elements per vector access (0 = widest 16-byte access that fits)."""
     split: int = 0
     """Force the number of chunks a reduction is split into (0 = heuristic, 1 = never split)."""
+    persistent: bool = True
+    """Let the normalization scheduler keep rows on chip (false: separate reduction and pointwise kernels)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in [o for o in op.body.block.ops if isinstance(o, func.FuncOp)]:
@@ -740,7 +786,7 @@ class ConvertFusionToSched(ModulePass):
                 self._convert(op, fn)
 
     def _convert(self, module: ModuleOp, fn: func.FuncOp) -> None:
-        plan = plan_fusion(fn)
+        plan = plan_fusion(fn, self.persistent, self.block)
         body = fn.body.block
         args = list(body.args)
         outputs = list(body.last_op.operands)
@@ -768,6 +814,9 @@ class ConvertFusionToSched(ModulePass):
         for t in plan.tasks:
             if t.kind == "reduction":
                 em.reduction(t, materialized, argset)
+            elif t.kind == "normalization":
+                from fuser.lowering.normalization import emit_persistent
+                emit_persistent(em, t, materialized, argset)
             elif t.kind == "matmul":
                 emit_matmul(em, t, materialized, argset)
             elif t.kind == "segment":

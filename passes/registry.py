@@ -14,6 +14,7 @@ from xdsl.passes import ModulePass
 
 # pipeline name -> "module:Class"
 _PASSES: dict[str, str] = {
+    "fusion-translate-welford": "fuser.passes.translate_welford:TranslateWelford",
     "convert-fusion-to-sched": "fuser.lowering.fusion_to_sched:ConvertFusionToSched",
     "convert-sched-to-nvvm": "fuser.lowering.sched_to_nvvm:ConvertSchedToNVVM",
     "canonicalize": "xdsl.transforms.canonicalize:CanonicalizePass",

@@ -18,6 +18,23 @@ The registry is a list of small `Workload` records built by one function per fam
 capability adds a family function (MLIR text + torch reference + bytes/FLOPs) and registers its
 shapes. torch, triton and matplotlib are imported lazily, so `--list` and the tests run on a
 machine that has none of them.
+
+Families (`--list` shows every row; `--filter` matches names and families):
+
+    copy              torch y.copy_(x): the bandwidth anchor (GB/s read + written)
+    pointwise         x*2, gelu_tanh(x*y + b)
+    row_sum, col_sum, sum_all       f32-accumulated sums over the last / first / only axis
+    var_mean          (var, mean), correction 1, last axis, f32 out; PERF.md's three shapes
+    var_mean_dim0     the same over the first axis at 32768x4096 (compare with col_sum)
+    layer_norm        (x - mean) * rsqrt(var + 1e-5) * w + b, last axis; bytes read + written
+    rms_norm          x * rsqrt(mean(x^2) + 1e-5) * w, last axis
+    matmul            bf16 A[M,K] @ B[K,N] -> bf16, f32 accumulation; shapes are MxNxK (TFLOP/s)
+    matmul_bias_relu, matmul_bias_gelu   the same with relu(c + bias) / gelu_tanh(c + bias)
+
+Rows never abort the run: a fusion the compiler rejects as not supported (yet) is reported as
+`unsupported` (its torch peers are still timed; it does not change the exit status), any other
+compile or launch error as ERROR, a wrong result as FAIL (exit status 1 for FAIL or ERROR).
+If a kernel fault loses the CUDA context, the rows after it are listed as not run.
 """
 
 from __future__ import annotations
@@ -73,6 +90,16 @@ class Workload:
     rtol: float = 1e-5
     compile_peer: bool = True      # False: torch.compile is not a meaningful peer (the copy anchor)
     note: str = ""
+    # Multipliers for the torch.randn inputs (one per input; None: all 1.0), e.g. 1/sqrt(K) for a
+    # matmul operand so that outputs stay O(1).
+    input_scales: Callable[[Shape], list[float]] | None = None
+
+    def scales_for(self, shape: Shape) -> list[float]:
+        n = len(self.inputs(shape, self.dtype))
+        scales = [1.0] * n if self.input_scales is None else list(self.input_scales(shape))
+        if len(scales) != n:
+            raise ValueError(f"{self.name}: {len(scales)} input scales for {n} inputs")
+        return scales
 
     def shape_for(self, quick: bool) -> Shape:
         return self.quick_shape if quick else self.shape
@@ -240,6 +267,223 @@ def reduction_sum(family: str, dims: list[int], shape: Shape, dtype: str, quick_
     )
 
 
+def _flit(v: float) -> str:
+    """A float as an MLIR literal (MLIR wants a '.' in it: 1.0e-05, not 1e-05)."""
+    text = repr(float(v))
+    if "." not in text and "inf" not in text and "nan" not in text:
+        text = text.replace("e", ".0e") if "e" in text else text + ".0"
+    return text
+
+
+def _to_f32(body: list[str], name: str, shape: Shape, dtype: str) -> str:
+    """`%<name>` as f32: itself for f32, else a `fusion.cast` appended to body (named %<name>_f)."""
+    if dtype == "f32":
+        return f"%{name}"
+    body.append(f"%{name}_f = fusion.cast %{name} : {ttype(shape, dtype)} to {ttype(shape, 'f32')}")
+    return f"%{name}_f"
+
+
+NORM_RTOL = {"f32": 1e-4, "bf16": 1e-2, "f16": 1e-2}
+MATMUL_RTOL = 2e-2   # norm-wise, against cuBLAS's bf16 output: a few bf16 ulps of the output scale
+
+
+def var_mean(dim: int, shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
+    """(var, mean) over one axis of a 2-D tensor, correction=1, both f32 (accumulated in f32).
+
+    family `var_mean` reduces the last axis (dims [1]) on PERF.md's three shapes; family
+    `var_mean_dim0` reduces the first axis (dims [0]) at 32768x4096, the same shape as the
+    col_sum row, so the two can be compared (PERF.md has no torch anchor for it). Bytes moved:
+    the input read plus the two small f32 outputs. Peer: torch.var_mean(x, dim, correction=1),
+    outputs cast to f32 (a no-op for f32 inputs).
+    """
+    family = "var_mean" if dim == 1 else "var_mean_dim0"
+
+    def mlir(s: Shape, d: str) -> str:
+        r = ttype(_reduced(s, [dim]), "f32")
+        return _func(f"{family}_{d}", [("x", ttype(s, d))], [r, r], [
+            f"%v, %m = fusion.var_mean %x dims [{dim}] correction 1 : {ttype(s, d)} to {r}, {r}",
+        ], ["v", "m"])
+
+    def ref(x):
+        import torch
+        v, m = torch.var_mean(x, dim=dim, correction=1)
+        return v.float(), m.float()
+
+    return Workload(
+        name=f"{family}_{dtype}_{fmt_shape(shape)}", family=family, shape=shape, dtype=dtype,
+        quick_shape=quick_shape,
+        inputs=lambda s, d: [(s, d)],
+        torch_fn=_torch_fn(family, ref),
+        bytes_moved=lambda s, d: nbytes(s, d) + 2 * nbytes(_reduced(s, [dim]), "f32"),
+        mlir=mlir, rtol=NORM_RTOL[dtype],
+        note="read bytes (+ the f32 outputs)",
+    )
+
+
+LN_EPS = 1e-5
+
+
+def layer_norm(shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
+    """y = (x - mean) * rsqrt(var + eps) * w + b over the last axis (var: correction 0, eps 1e-5).
+
+    Inputs x[R,C], w[C], b[C] in one dtype; statistics and arithmetic in f32, y rounded once to
+    the input dtype. Bytes: x read + y written (+ w and b). Peer: F.layer_norm(x, (C,), w, b).
+    """
+    def mlir(s: Shape, d: str) -> str:
+        r, c = s
+        t, f, r32 = ttype(s, d), ttype(s, "f32"), ttype((r,), "f32")
+        c32 = ttype((c,), "f32")
+        body = [f"%v, %m = fusion.var_mean %x dims [1] correction 0 : {t} to {r32}, {r32}"]
+        x = _to_f32(body, "x", s, d)
+        w = _to_f32(body, "w", (c,), d)
+        b = _to_f32(body, "b", (c,), d)
+        body += [
+            f"%eps = fusion.full {_flit(LN_EPS)} : {r32}",
+            f"%ve = fusion.add %v, %eps : {r32}",
+            f"%rstd = fusion.rsqrt %ve : {r32}",
+            f"%mb = fusion.broadcast %m dims [1] : {r32} to {f}",
+            f"%rb = fusion.broadcast %rstd dims [1] : {r32} to {f}",
+            f"%xc = fusion.sub {x}, %mb : {f}",
+            f"%xn = fusion.mul %xc, %rb : {f}",
+            f"%wb = fusion.broadcast {w} dims [0] : {c32} to {f}",
+            f"%bb = fusion.broadcast {b} dims [0] : {c32} to {f}",
+            f"%xw = fusion.mul %xn, %wb : {f}",
+            f"%y = fusion.add %xw, %bb : {f}",
+        ]
+        out = "y"
+        if d != "f32":
+            body.append(f"%o = fusion.cast %y : {f} to {t}")
+            out = "o"
+        return _func(f"layer_norm_{d}", [("x", t), ("w", ttype((c,), d)), ("b", ttype((c,), d))], [t], body, [out])
+
+    def ref(x, w, b):
+        import torch.nn.functional as F
+        return F.layer_norm(x, (x.shape[-1],), w, b, eps=LN_EPS)
+
+    return Workload(
+        name=f"layer_norm_{dtype}_{fmt_shape(shape)}", family="layer_norm", shape=shape, dtype=dtype,
+        quick_shape=quick_shape,
+        inputs=lambda s, d: [(s, d), ((s[1],), d), ((s[1],), d)],
+        torch_fn=_torch_fn("layer_norm", ref),
+        bytes_moved=lambda s, d: 2 * nbytes(s, d) + 2 * nbytes((s[1],), d),
+        mlir=mlir, rtol=NORM_RTOL[dtype],
+        note="bytes read + written",
+    )
+
+
+def rms_norm(shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
+    """y = x * rsqrt(mean(x^2, last axis) + eps) * w, eps 1e-5, in f32, y rounded to the input dtype.
+
+    Peer: F.rms_norm when torch has it, else the same formula computed in f32 and cast back.
+    Bytes: x read + y written (+ w).
+    """
+    def mlir(s: Shape, d: str) -> str:
+        r, c = s
+        t, f, r32 = ttype(s, d), ttype(s, "f32"), ttype((r,), "f32")
+        body: list[str] = []
+        x = _to_f32(body, "x", s, d)
+        w = _to_f32(body, "w", (c,), d)
+        body += [
+            f"%sq = fusion.mul {x}, {x} : {f}",
+            f"%ss = fusion.reduce sum %sq dims [1] : {f} to {r32}",
+            f"%n = fusion.full {_flit(c)} : {r32}",
+            f"%ms = fusion.div %ss, %n : {r32}",
+            f"%eps = fusion.full {_flit(LN_EPS)} : {r32}",
+            f"%mse = fusion.add %ms, %eps : {r32}",
+            f"%rr = fusion.rsqrt %mse : {r32}",
+            f"%rb = fusion.broadcast %rr dims [1] : {r32} to {f}",
+            f"%xn = fusion.mul {x}, %rb : {f}",
+            f"%wb = fusion.broadcast {w} dims [0] : {ttype((c,), 'f32')} to {f}",
+            f"%y = fusion.mul %xn, %wb : {f}",
+        ]
+        out = "y"
+        if d != "f32":
+            body.append(f"%o = fusion.cast %y : {f} to {t}")
+            out = "o"
+        return _func(f"rms_norm_{d}", [("x", t), ("w", ttype((c,), d))], [t], body, [out])
+
+    def ref(x, w):
+        import torch
+        import torch.nn.functional as F
+        if hasattr(F, "rms_norm"):
+            return F.rms_norm(x, (x.shape[-1],), w, eps=LN_EPS)
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + LN_EPS) * w.float()).to(x.dtype)
+
+    return Workload(
+        name=f"rms_norm_{dtype}_{fmt_shape(shape)}", family="rms_norm", shape=shape, dtype=dtype,
+        quick_shape=quick_shape,
+        inputs=lambda s, d: [(s, d), ((s[1],), d)],
+        torch_fn=_torch_fn("rms_norm", ref),
+        bytes_moved=lambda s, d: 2 * nbytes(s, d) + nbytes((s[1],), d),
+        mlir=mlir, rtol=NORM_RTOL[dtype],
+        note="bytes read + written",
+    )
+
+
+MATMUL_EPILOGUES = ("none", "bias_relu", "bias_gelu")
+
+
+def matmul(epilogue: str, shape: Shape, quick_shape: Shape, dtype: str = "bf16") -> Workload:
+    """C[M,N] = A[M,K] @ B[K,N], bf16 operands, f32 accumulation, bf16 output; shape is (M, N, K).
+
+    `epilogue` "bias_relu" / "bias_gelu" (tanh) adds bias[N] (broadcast along rows) and applies
+    the activation to the f32 accumulator before the single rounding to bf16 (family
+    `matmul_bias_relu` / `matmul_bias_gelu`). TFLOP/s rows: flops = 2*M*N*K (the epilogue is not
+    counted), ceiling the bf16 tensor-core peak. A is scaled by 1/sqrt(K) so that C is O(1).
+    Peers: eager `a @ b` (cuBLAS) plus a pointwise epilogue, and torch.compile of the same.
+    """
+    family = "matmul" if epilogue == "none" else f"matmul_{epilogue}"
+
+    def mlir(s: Shape, d: str) -> str:
+        m, n, k = s
+        ta, tb, tc = ttype((m, k), d), ttype((k, n), d), ttype((m, n), d)
+        args = [("a", ta), ("b", tb)]
+        if epilogue == "none":
+            return _func(f"{family}_{d}", args, [tc], [
+                f"%c = fusion.matmul %a, %b : {ta}, {tb} -> {tc}",
+            ], ["c"])
+        f, n32 = ttype((m, n), "f32"), ttype((n,), "f32")
+        args.append(("bias", ttype((n,), d)))
+        body = [f"%c = fusion.matmul %a, %b : {ta}, {tb} -> {f}"]
+        bias = _to_f32(body, "bias", (n,), d)
+        body += [f"%bb = fusion.broadcast {bias} dims [0] : {n32} to {f}",
+                 f"%s = fusion.add %c, %bb : {f}"]
+        body.append(f"%act = fusion.relu %s : {f}" if epilogue == "bias_relu"
+                    else f'%act = fusion.gelu %s {{approximate = "tanh"}} : {f}')
+        body.append(f"%o = fusion.cast %act : {f} to {tc}")
+        return _func(f"{family}_{d}", args, [tc], body, ["o"])
+
+    def ref(a, b, *bias):
+        import torch
+        import torch.nn.functional as F
+        c = a @ b
+        if epilogue == "none":
+            return c
+        if epilogue == "bias_relu":
+            return torch.relu(c + bias[0])
+        return F.gelu(c + bias[0], approximate="tanh")
+
+    def inputs(s: Shape, d: str) -> list[tuple[Shape, str]]:
+        m, n, k = s
+        ins = [((m, k), d), ((k, n), d)]
+        return ins if epilogue == "none" else ins + [((n,), d)]
+
+    def out_bytes(s: Shape, d: str) -> int:
+        m, n, k = s
+        return sum(nbytes(sh, dt) for sh, dt in inputs(s, d)) + nbytes((m, n), d)
+
+    return Workload(
+        name=f"{family}_{dtype}_{fmt_shape(shape)}", family=family, shape=shape, dtype=dtype,
+        quick_shape=quick_shape, inputs=inputs,
+        torch_fn=_torch_fn(family, ref),
+        bytes_moved=out_bytes,
+        mlir=mlir, flops=lambda s: 2 * s[0] * s[1] * s[2], rtol=MATMUL_RTOL,
+        input_scales=lambda s: [1.0 / math.sqrt(s[2]), 1.0] + ([] if epilogue == "none" else [1.0]),
+        note="shape is MxNxK; flops 2*M*N*K",
+    )
+
+
 # ------------------------------------------------------------------ the workloads
 
 # Full shapes follow PERF.md's anchors; quick shapes keep the aspect and stay small.
@@ -248,6 +492,15 @@ _QUICK_1D = (1 << 22,)
 REDUCTION_SHAPES = [((32768, 4096), (1024, 4096)),
                     ((8192, 16384), (256, 16384)),
                     ((262144, 1024), (8192, 1024))]
+# var_mean / layer_norm: the same full shapes (PERF.md's anchors), smaller quick ones.
+NORM_SHAPES = [((32768, 4096), (256, 4096)),
+               ((8192, 16384), (64, 16384)),
+               ((262144, 1024), (2048, 1024))]
+# matmul shapes are (M, N, K), as PERF.md writes them.
+MATMUL_SHAPES = [((8192, 8192, 8192), (512, 512, 512)),
+                 ((4096, 4096, 4096), (256, 256, 256)),
+                 ((2048, 2048, 8192), (256, 256, 1024)),
+                 ((16384, 16384, 1024), (512, 512, 128))]
 
 
 def _register_defaults() -> None:
@@ -262,6 +515,19 @@ def _register_defaults() -> None:
                 register(reduction_sum(family, dims, full, dt, quick))
     for dt in ("f32", "bf16"):
         register(reduction_sum("sum_all", [0], _BIG_1D, dt, _QUICK_1D))
+    for dt in ("f32", "bf16"):
+        for full, quick in NORM_SHAPES:
+            register(var_mean(1, full, dt, quick))
+        register(var_mean(0, (32768, 4096), dt, (1024, 4096)))
+    for dt in ("f32", "bf16"):
+        for full, quick in NORM_SHAPES:
+            register(layer_norm(full, dt, quick))
+    for dt in ("f32", "bf16"):
+        register(rms_norm((32768, 4096), dt, (256, 4096)))
+    for full, quick in MATMUL_SHAPES:
+        register(matmul("none", full, quick))
+    register(matmul("bias_relu", (8192, 8192, 8192), (512, 512, 512)))
+    register(matmul("bias_gelu", (4096, 4096, 4096), (256, 256, 256)))
 
 
 _register_defaults()
@@ -285,7 +551,9 @@ class PeerResult:
 class RowResult:
     workload: Workload
     shape: Shape
-    status: str = "ok"              # ok | FAIL (wrong result) | ERROR (fuser could not compile/run) | anchor
+    # ok | FAIL (wrong result) | ERROR (fuser could not compile/run) | unsupported (the compiler
+    # says it cannot handle this fusion yet: the peers are still timed) | anchor
+    status: str = "ok"
     fuser: PeerResult = field(default_factory=PeerResult)
     eager: PeerResult = field(default_factory=PeerResult)
     compile: PeerResult = field(default_factory=PeerResult)
@@ -322,6 +590,16 @@ def rate_of(w: Workload, shape: Shape, ms: float) -> float:
     if w.flops is not None:
         return w.flops(shape) / (ms * 1e-3) / 1e12
     return w.bytes_moved(shape, w.dtype) / (ms * 1e-3) / 1e9
+
+
+# Compile errors that mean "fuser cannot do this yet" rather than "fuser broke": such a row is
+# reported as `unsupported` (its peers are still timed) instead of ERROR.
+_UNSUPPORTED_RX = re.compile(r"not supported|unsupported|not implemented|NotImplementedError|unknown pass")
+BAD_STATUSES = ("FAIL", "ERROR")
+
+
+def is_unsupported(message: str) -> bool:
+    return bool(_UNSUPPORTED_RX.search(message or ""))
 
 
 def _short(e: BaseException, limit: int = 1000) -> str:
@@ -386,8 +664,10 @@ class Bench:
         torch = self.torch
         g = torch.Generator(device="cuda").manual_seed(seed)
         out = []
-        for s, d in w.inputs(shape, w.dtype):
+        for (s, d), k in zip(w.inputs(shape, w.dtype), w.scales_for(shape)):
             x = torch.randn(s, device="cuda", dtype=torch.float32, generator=g)
+            if k != 1.0:
+                x.mul_(k)
             out.append(x if d == "f32" else x.to({"bf16": torch.bfloat16, "f16": torch.float16}[d]))
         return out
 
@@ -467,13 +747,20 @@ class Bench:
                     row.compile.error = "skipped (--no-compile)"
                 else:
                     row.compile.error = "not a peer for this workload"
-        except Exception as e:  # inputs or the eager reference failed (out of memory, ...)
-            row.status = "ERROR"
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:  # inputs or the eager reference failed (out of memory, ...)
+            if row.status not in BAD_STATUSES:
+                row.status = "ERROR"
             row.fuser.error = row.fuser.error or "setup: " + _short(e)
         finally:
             del sets
-            torch.cuda.synchronize()
-            torch.cuda.empty_cache()
+            try:
+                torch.cuda.synchronize()
+                torch.cuda.empty_cache()
+            except Exception as e:  # a sticky fault (the caller sees it too): keep this row's story
+                row.status = "ERROR"
+                row.fuser.error = row.fuser.error or "CUDA: " + _short(e)
         self._ceiling(row)
         return row
 
@@ -483,14 +770,20 @@ class Bench:
         t0 = time.perf_counter()
         try:
             kernel = api.compile(w.mlir_text(self.quick))
-        except Exception as e:
-            row.status, row.fuser.error = "ERROR", "compile: " + _short(e)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:  # xDSL's ParseError and friends are not all Exceptions
+            msg = _short(e)
+            row.status = "unsupported" if is_unsupported(msg) else "ERROR"
+            row.fuser.error = "compile: " + msg
             return
         row.compile_seconds["fuser"] = time.perf_counter() - t0
         try:
             got = kernel(*sets[0])
             self.torch.cuda.synchronize()
-        except Exception as e:
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:
             row.status, row.fuser.error = "ERROR", "run: " + _short(e)
             return
         try:
@@ -563,7 +856,7 @@ def table_rows(rows: Sequence[RowResult]) -> list[list[str]]:
     out = []
     for r in rows:
         w = r.workload
-        if r.status in ("FAIL", "ERROR"):
+        if r.status in BAD_STATUSES or r.status == "unsupported":
             fuser = r.status
         elif r.status == "anchor":
             fuser = "-"
@@ -601,7 +894,7 @@ def notes(rows: Sequence[RowResult]) -> list[str]:
     """One line per FAIL/ERROR and per unavailable peer, for the text before the table."""
     out = []
     for r in rows:
-        if r.status in ("FAIL", "ERROR"):
+        if r.status in BAD_STATUSES or r.status == "unsupported":
             out.append(f"{r.workload.name}: fuser {r.status}: {_clip(r.fuser.error)}")
         for peer_name, peer in (("eager", r.eager), ("torch.compile", r.compile)):
             if peer.error and not peer.error.startswith(("skipped", "not a peer")):
@@ -678,7 +971,7 @@ def draw_png(path: str, rows: Sequence[RowResult], title: str, copy_gbps: float 
             vals = [getattr(r, attr).rate or 0.0 for r in sel]
             ax.bar([x + (k - 1) * width for x in xs], vals, width, label=label, color=color)
         for x, r in zip(xs, sel):
-            if r.status in ("FAIL", "ERROR"):
+            if r.status in BAD_STATUSES or r.status == "unsupported":
                 ax.text(x - width, 0, r.status, rotation=90, ha="center", va="bottom", fontsize=7, color="red")
         if unit == "GB/s" and copy_gbps:
             ax.axhline(copy_gbps, color="black", linestyle="--", linewidth=0.8, label=f"copy {copy_gbps:.0f} GB/s")
@@ -724,6 +1017,50 @@ def list_workloads(ws: Sequence[Workload]) -> str:
     return "\n".join("  ".join(v.ljust(wd) for v, wd in zip(r, widths)).rstrip() for r in [head] + cells)
 
 
+def cuda_context_problem(torch: Any) -> str | None:
+    """None while the CUDA context still works; else why not (a kernel fault is sticky)."""
+    try:
+        torch.cuda.synchronize()
+        return None
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:
+        return _short(e, 300)
+
+
+def run_all(bench: Any, todo: Sequence[Workload], anchor: Workload | None = None) -> list[RowResult]:
+    """Run every workload, never aborting: an unexpected harness error becomes that row's ERROR,
+    and once the CUDA context is lost (a kernel fault is sticky) the remaining rows are reported
+    as not run, with the row that lost it, instead of all failing the same way."""
+    rows: list[RowResult] = []
+    lost: str | None = None
+    quick = getattr(bench, "quick", False)
+    for i, w in enumerate(todo, 1):
+        shape = w.shape_for(quick)
+        if lost is not None:
+            rows.append(RowResult(w, shape, status="ERROR", fuser=PeerResult(error=f"not run: {lost}")))
+            continue
+        bench.log(f"[{i}/{len(todo)}] {w.name} {fmt_shape(shape)} ...")
+        t0 = time.perf_counter()
+        try:
+            row = bench.run(w)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:
+            row = RowResult(w, shape, status="ERROR", fuser=PeerResult(error="harness: " + _short(e)))
+        if w is anchor:
+            bench.copy_gbps = row.eager.rate
+            bench._ceiling(row)
+        rows.append(row)
+        bench.log(f"      {row.status}, {time.perf_counter() - t0:.1f} s")
+        problem = cuda_context_problem(bench.torch)
+        if problem is not None:
+            lost = (f"the CUDA context was lost during {w.name} ({problem}); "
+                    f"rerun the rest with --filter")
+            bench.log(f"      {lost}")
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
@@ -756,16 +1093,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The copy anchor runs first, always: every GB/s row is reported as a fraction of it.
     anchor = next(w for w in WORKLOADS if w.family == "copy")
     todo = [anchor] + [w for w in selected if w is not anchor]
-    rows: list[RowResult] = []
-    for i, w in enumerate(todo, 1):
-        bench.log(f"[{i}/{len(todo)}] {w.name} {fmt_shape(w.shape_for(args.quick))} ...")
-        t0 = time.perf_counter()
-        row = bench.run(w)
-        if w is anchor:
-            bench.copy_gbps = row.eager.rate
-            bench._ceiling(row)
-        rows.append(row)
-        bench.log(f"      {row.status}, {time.perf_counter() - t0:.1f} s")
+    rows = run_all(bench, todo, anchor)
 
     env = environment(torch, bench.timer)
     run_args = {"quick": args.quick, "filter": args.filter, "peers": list(peers), "rep_ms": args.rep_ms,
@@ -789,7 +1117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"# {line}")
     print(format_table(rows, markdown=args.markdown))
     sys.stdout.flush()
-    return 1 if any(r.status in ("FAIL", "ERROR") for r in rows) else 0
+    return 1 if any(r.status in BAD_STATUSES for r in rows) else 0
 
 
 if __name__ == "__main__":

@@ -33,12 +33,18 @@ def test_registry_is_consistent():
     names = [w.name for w in bench.WORKLOADS]
     assert len(names) == len(set(names))
     families = {w.family for w in bench.WORKLOADS}
-    assert {"copy", "pointwise", "row_sum", "col_sum", "sum_all"} <= families
+    assert {"copy", "pointwise", "row_sum", "col_sum", "sum_all", "var_mean", "var_mean_dim0", "layer_norm",
+            "rms_norm", "matmul", "matmul_bias_relu", "matmul_bias_gelu"} <= families
     assert sum(1 for w in bench.WORKLOADS if w.family == "copy") == 1
     for w in bench.WORKLOADS:
         assert w.dtype in bench.ELEM_BYTES
         assert bench.nbytes(w.quick_shape, w.dtype) <= bench.nbytes(w.shape, w.dtype)
-        assert w.rtol == (1e-2 if w.dtype == "bf16" else 1e-5 if w.family in ("pointwise", "copy") else 1e-4)
+        if w.family.startswith("matmul"):
+            assert w.rtol == 2e-2 and w.dtype == "bf16" and w.unit == "TFLOP/s"
+        else:
+            assert w.rtol == (1e-2 if w.dtype == "bf16" else 1e-5 if w.family in ("pointwise", "copy") else 1e-4)
+            assert w.unit == "GB/s"
+        assert len(w.scales_for(w.shape)) == len(w.inputs(w.shape, w.dtype))
         if w.family == "pointwise":  # PERF.md's pointwise target is stated at >= 256 MB of traffic
             assert w.bytes_moved(w.shape, w.dtype) >= 256 * 10**6
 
@@ -166,3 +172,208 @@ def test_png_without_matplotlib_says_so(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     why = bench.draw_png(str(tmp_path / "c.png"), _fake_rows(), "t", 4200.0)
     assert why is not None and "matplotlib" in why
+
+
+# ----------------------------------------------------------- the normalization and matmul families
+
+NEW_FAMILIES = ("var_mean", "var_mean_dim0", "layer_norm", "rms_norm", "matmul", "matmul_bias_relu",
+                "matmul_bias_gelu")
+
+
+def _by_name(name):
+    return next(w for w in bench.WORKLOADS if w.name == name)
+
+
+def test_new_families_cover_perf_shapes():
+    names = {w.name for w in bench.WORKLOADS}
+    for dt in ("f32", "bf16"):
+        for shape in ("32768x4096", "8192x16384", "262144x1024"):
+            assert f"var_mean_{dt}_{shape}" in names
+            assert f"layer_norm_{dt}_{shape}" in names
+        assert f"var_mean_dim0_{dt}_32768x4096" in names
+        assert f"rms_norm_{dt}_32768x4096" in names
+    for shape in ("8192x8192x8192", "4096x4096x4096", "2048x2048x8192", "16384x16384x1024"):
+        assert f"matmul_bf16_{shape}" in names
+    assert "matmul_bias_relu_bf16_8192x8192x8192" in names
+    assert "matmul_bias_gelu_bf16_4096x4096x4096" in names
+    for w in bench.WORKLOADS:
+        if w.family in NEW_FAMILIES:  # --quick stays small: a smoke run, and cheap for the interpreter
+            assert sum(bench.nbytes(s, d) for s, d in w.inputs(w.quick_shape, w.dtype)) <= 16 * 2**20
+
+
+def test_new_families_bytes_and_flops():
+    vm = _by_name("var_mean_bf16_32768x4096")
+    assert vm.bytes_moved(vm.shape, "bf16") == 32768 * 4096 * 2 + 2 * 32768 * 4
+    dim0 = _by_name("var_mean_dim0_f32_32768x4096")
+    assert dim0.bytes_moved(dim0.shape, "f32") == 32768 * 4096 * 4 + 2 * 4096 * 4
+    ln = _by_name("layer_norm_f32_262144x1024")
+    assert ln.bytes_moved(ln.shape, "f32") == 2 * 262144 * 1024 * 4 + 2 * 1024 * 4
+    rms = _by_name("rms_norm_bf16_32768x4096")
+    assert rms.bytes_moved(rms.shape, "bf16") == 2 * 32768 * 4096 * 2 + 4096 * 2
+    mm = _by_name("matmul_bf16_2048x2048x8192")
+    assert mm.flops(mm.shape) == 2 * 2048 * 2048 * 8192
+    assert mm.inputs(mm.shape, "bf16") == [((2048, 8192), "bf16"), ((8192, 2048), "bf16")]
+    assert mm.scales_for(mm.shape) == pytest.approx([1 / 8192 ** 0.5, 1.0])
+    assert bench.rate_of(mm, mm.shape, 1.0) == pytest.approx(2 * 2048 * 2048 * 8192 / 1e-3 / 1e12)
+    gelu = _by_name("matmul_bias_gelu_bf16_4096x4096x4096")
+    assert [s for s, _ in gelu.inputs(gelu.shape, "bf16")] == [(4096, 4096), (4096, 4096), (4096,)]
+
+
+def _np_dtype(dt):
+    import ml_dtypes
+    import numpy as np
+    return {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}[dt]
+
+
+def _numpy_peer(w, ins):
+    """The torch peer's math in float64 numpy, outputs rounded as torch returns them."""
+    import numpy as np
+
+    xs = [np.asarray(a, dtype=np.float64) for a in ins]
+    out_dt = _np_dtype(w.dtype)
+    eps = bench.LN_EPS
+    if w.family in ("var_mean", "var_mean_dim0"):
+        axis = 1 if w.family == "var_mean" else 0
+        return [np.var(xs[0], axis=axis, ddof=1).astype(np.float32), np.mean(xs[0], axis=axis).astype(np.float32)]
+    if w.family == "layer_norm":
+        x, wt, b = xs
+        m, v = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+        return [((x - m) / np.sqrt(v + eps) * wt + b).astype(out_dt)]
+    if w.family == "rms_norm":
+        x, wt = xs
+        return [(x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * wt).astype(out_dt)]
+    c = xs[0] @ xs[1]
+    if w.family == "matmul_bias_relu":
+        c = np.maximum(c + xs[2], 0)
+    elif w.family == "matmul_bias_gelu":
+        u = c + xs[2]
+        c = 0.5 * u * (1 + np.tanh(np.sqrt(2 / np.pi) * (u + 0.044715 * u ** 3)))
+    return [c.astype(out_dt)]
+
+
+@pytest.mark.parametrize("w", [w for w in bench.WORKLOADS if w.family in NEW_FAMILIES], ids=lambda w: w.name)
+def test_new_workload_reference_matches_numpy_peer(w):
+    """On the quick shape, the interpreter's answer for the workload's MLIR agrees with the torch
+    function (as numpy) within the tolerance the harness checks the GPU result with."""
+    import numpy as np
+    from fuser.runtime.reference import reference_from_text
+
+    rng = np.random.default_rng(7)
+    shape = w.quick_shape
+    ins = [(rng.standard_normal(s) * k).astype(np.float32).astype(_np_dtype(d))
+           for (s, d), k in zip(w.inputs(shape, w.dtype), w.scales_for(shape))]
+    got = reference_from_text(w.mlir_text(quick=True))(*ins)
+    want = _numpy_peer(w, ins)
+    assert len(got) == len(want)
+    for g, r in zip(got, want):
+        assert g.shape == r.shape and g.dtype == r.dtype
+        g64, r64 = g.astype(np.float64), r.astype(np.float64)
+        err = np.linalg.norm(g64 - r64) / np.linalg.norm(r64)
+        assert err <= w.rtol, f"relative error {err:.3g} > {w.rtol}"
+    if w.family.startswith("matmul"):  # the 1/sqrt(K) input scale keeps the output O(1)
+        assert 0.3 < float(np.std(want[0].astype(np.float64))) < 3
+
+
+def test_mlir_float_literals():
+    assert bench._flit(1e-5) == "1.0e-05" and bench._flit(4096) == "4096.0" and bench._flit(0.25) == "0.25"
+    text = _by_name("layer_norm_f32_32768x4096").mlir_text(quick=True)
+    assert "fusion.full 1.0e-05" in text and "correction 0" in text
+
+
+# ------------------------------------------------------------------ the harness never aborts
+
+
+class _FakeCuda:
+    def __init__(self):
+        self.broken = None
+
+    def synchronize(self):
+        if self.broken:
+            raise RuntimeError(self.broken)
+
+
+class _FakeBench:
+    """Stands in for Bench (which needs torch and a GPU) in run_all."""
+
+    def __init__(self, outcomes):
+        self.quick = True
+        self.outcomes = outcomes
+        self.copy_gbps = None
+        self.torch = type("T", (), {})()
+        self.torch.cuda = _FakeCuda()
+        self.logged = []
+
+    def log(self, msg):
+        self.logged.append(msg)
+
+    def _ceiling(self, row):
+        pass
+
+    def run(self, w):
+        what = self.outcomes.get(w.name, "ok")
+        if what == "raise":
+            raise ValueError("harness bug")
+        if what == "fault":
+            self.torch.cuda.broken = "CUDA error: an illegal memory access was encountered"
+            return bench.RowResult(w, w.quick_shape, status="ERROR", fuser=bench.PeerResult(error="run: fault"))
+        return bench.RowResult(w, w.quick_shape, status=what, eager=bench.PeerResult(ms=1.0, rate=100.0))
+
+
+def test_run_all_carries_on_after_errors():
+    ws = [_by_name(n) for n in ("copy_f32", "scale_f32", "var_mean_f32_32768x4096", "layer_norm_f32_32768x4096",
+                                "matmul_bf16_4096x4096x4096", "rms_norm_f32_32768x4096")]
+    fake = _FakeBench({"scale_f32": "raise", "var_mean_f32_32768x4096": "unsupported",
+                       "matmul_bf16_4096x4096x4096": "fault"})
+    rows = bench.run_all(fake, ws, anchor=ws[0])
+    assert [r.workload.name for r in rows] == [w.name for w in ws]
+    assert fake.copy_gbps == 100.0
+    st = {r.workload.name: r for r in rows}
+    assert st["scale_f32"].status == "ERROR" and "harness: ValueError: harness bug" in st["scale_f32"].fuser.error
+    assert st["var_mean_f32_32768x4096"].status == "unsupported"
+    assert st["layer_norm_f32_32768x4096"].status == "ok"
+    assert st["matmul_bf16_4096x4096x4096"].status == "ERROR"
+    lost = st["rms_norm_f32_32768x4096"]
+    assert lost.status == "ERROR"
+    assert "not run: the CUDA context was lost during matmul_bf16_4096x4096x4096" in lost.fuser.error
+    text = bench.format_table(rows)
+    assert "unsupported" in next(line for line in text.splitlines() if line.startswith("var_mean_f32"))
+    n = bench.notes(rows)
+    assert any(line.startswith("rms_norm_f32_32768x4096: fuser ERROR: not run") for line in n)
+
+
+def test_compile_error_becomes_a_row_not_a_traceback(monkeypatch):
+    import types
+
+    from fuser import api
+    from fuser.passes.ir import FuserDiagnostic
+
+    w = _by_name("var_mean_bf16_32768x4096")
+    fake_self = types.SimpleNamespace(quick=True)
+
+    def boom(text, *a, **k):
+        raise FuserDiagnostic("<unknown>: error: pass 'convert-fusion-to-sched' failed: 'fusion.var_mean' is not "
+                              "supported: fusion.var_mean needs the normalization scheduler")
+
+    monkeypatch.setattr(api, "compile", boom)
+    row = bench.RowResult(w, w.quick_shape)
+    bench.Bench._fuser(fake_self, w, row, [[]], None)
+    assert row.status == "unsupported" and "fusion.var_mean" in row.fuser.error
+    assert "fuser unsupported: compile:" in bench.notes([row])[0]
+
+    class ParseLike(BaseException):  # xDSL's parse errors are not Exceptions
+        pass
+
+    def bad(text, *a, **k):
+        raise ParseLike("<unknown>:2:21 Expected ':'")
+
+    monkeypatch.setattr(api, "compile", bad)
+    row = bench.RowResult(w, w.quick_shape)
+    bench.Bench._fuser(fake_self, w, row, [[]], None)
+    assert row.status == "ERROR" and row.fuser.error.startswith("compile: ParseLike")
+
+
+def test_exit_status_ignores_unsupported_rows():
+    assert bench.is_unsupported("'fusion.matmul' is not supported yet: the Hopper matmul scheduler is being built")
+    assert bench.is_unsupported("unknown pass 'fusion-translate-welford'; available passes: ...")
+    assert not bench.is_unsupported("relative error 0.5 > 0.0001")
+    assert "unsupported" not in bench.BAD_STATUSES

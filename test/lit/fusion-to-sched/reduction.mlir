@@ -28,12 +28,13 @@ func.func @short_rows(%x: tensor<262144x1024xf32>) -> tensor<262144xf32> {
 }
 
 // -----
-// One very long row: split into chunks; partials go to a workspace, a second kernel folds them.
+// One very long row: split into chunks; partial states go to a workspace [state, row, chunk],
+// a second kernel merges them.
 // CHECK-LABEL: sched.kernel @total_k0
 // CHECK-SAME:    grid [1, {{[0-9]+}}, 1]
 // CHECK:       sched.kernel @total_k1
 // CHECK:       func.func @total
-// CHECK:         %[[WS:.*]] = sched.workspace : memref<1x{{[0-9]+}}xf32>
+// CHECK:         %[[WS:.*]] = sched.workspace : memref<1x1x{{[0-9]+}}xf32>
 // CHECK:         sched.launch @total_k0(%{{.*}}, %[[WS]])
 // CHECK:         sched.launch @total_k1(%{{.*}}, %[[WS]])
 func.func @total(%x: tensor<16777216xf32>) -> tensor<f32> {
@@ -66,19 +67,4 @@ func.func @epilogue(%x: tensor<64x100xf32>) -> (tensor<64x1xf32>, tensor<64x1xf3
   %two = fusion.full 2.0 : tensor<64x1xf32>
   %y = fusion.mul %m, %two : tensor<64x1xf32>
   func.return %m, %y : tensor<64x1xf32>, tensor<64x1xf32>
-}
-
-// -----
-// A reduction result used at full shape by a later op is materialized in a workspace and
-// read back by a second kernel (softmax-style x - max(x)).
-// CHECK-LABEL: sched.kernel @centered_k0
-// CHECK:       sched.kernel @centered_k1
-// CHECK:       func.func @centered
-// CHECK:         sched.workspace : memref<8x1xf32>
-func.func @centered(%x: tensor<8x256xf32>) -> tensor<8x256xf32> {
-  %m = fusion.reduce max %x dims [1] keepdim : tensor<8x256xf32> to tensor<8x1xf32>
-  %r = fusion.reshape %m : tensor<8x1xf32> to tensor<8xf32>
-  %b = fusion.broadcast %r dims [1] : tensor<8xf32> to tensor<8x256xf32>
-  %y = fusion.sub %x, %b : tensor<8x256xf32>
-  func.return %y : tensor<8x256xf32>
 }

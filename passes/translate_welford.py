@@ -1,0 +1,135 @@
+"""fusion-translate-welford: Welford statistics -> a two-pass mean and variance, where that pays.
+
+A Welford reduction streams its input once but spends a division per element and merges
+three-value states. The two-pass form (mean = sum(x)/N, then the squared deviations from that
+mean) is cheaper arithmetic, but its second pass reads the row again: free when the row stays
+on chip (the normalization scheduler keeps it in registers), a second trip through global
+memory when it does not. So:
+
+- `mode=always` translates every `fusion.welford` / `fusion.var_mean`;
+- `mode=never` leaves them all;
+- `mode=auto` (default) translates a copy of the function, asks the normalization scheduler
+  (`convert-fusion-to-sched`'s planner, which changes nothing) whether the translated
+  reductions run as one persistent kernel for these shapes, and translates the original only
+  then.
+
+The decision is recorded in the IR: translated reductions carry `fuser.welford = "translated
+(...)"`, kept Welford ops carry `fuser.welford = "kept (...)"` with the scheduler's reason.
+
+The translated variance uses the corrected two-pass formula
+    M2 = sum((x - m)^2) - (sum(x - m))^2 / N
+whose second term cancels, to first order, the rounding error of the computed mean m; so data
+with a large mean and a small spread keeps its variance.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from fuser.dialects import fusion as F
+
+MODES = ("auto", "always", "never")
+WELFORD_OPS = (F.WelfordOp, F.VarMeanOp)
+
+
+class TranslateWelfordError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class TranslateWelford(ModulePass):
+    """Rewrite fusion.welford / fusion.var_mean into two-pass mean and variance where the
+    normalization scheduler keeps the row on chip."""
+
+    name = "fusion-translate-welford"
+
+    mode: str = "auto"
+    """auto: translate only where the result runs as one persistent kernel; always; never."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.mode not in MODES:
+            raise TranslateWelfordError(
+                f"fusion-translate-welford: mode must be one of {', '.join(MODES)}, got '{self.mode}'")
+        for fn in [o for o in op.body.block.ops if isinstance(o, func.FuncOp)]:
+            for w in [o for o in fn.walk() if isinstance(o, WELFORD_OPS)]:
+                if self.mode == "never":
+                    w.attributes["fuser.welford"] = StringAttr("kept (mode=never)")
+                elif self.mode == "always":
+                    translate(w, "translated (mode=always)")
+                else:
+                    ok, why = persistent_if_translated(fn, w)
+                    if ok:
+                        translate(w, f"translated ({why})")
+                    else:
+                        w.attributes["fuser.welford"] = StringAttr(f"kept ({why})")
+
+
+def persistent_if_translated(fn: func.FuncOp, w: Operation) -> tuple[bool, str]:
+    """Would the two-pass form of `w` run as one persistent kernel? Asks the planner about a
+    translated copy of the function; the original is untouched."""
+    from fuser.lowering.fusion_to_sched import ScheduleError, plan_fusion
+
+    copy = fn.clone()
+    position = list(fn.walk()).index(w)
+    new_ops = translate(list(copy.walk())[position], "")
+    try:
+        plan = plan_fusion(copy)
+    except ScheduleError as e:
+        return False, f"the translated fusion cannot be scheduled: {e}"
+    for g in plan.groups:
+        if all(r in g.ops for r in new_ops):
+            return g.decision.persistent, g.decision.reason
+    return False, "its reductions would not share one kernel; the second pass would read the input again"
+
+
+def translate(w: Operation, note: str) -> list[Operation]:
+    """Replace `w` by the two-pass form; returns the new reductions (tagged with `note`)."""
+    x = w.input
+    shape = tuple(x.type.get_shape())
+    dims = sorted(w.reduced_dims)
+    keep = w.keepdim is not None
+    kept = [e for i, e in enumerate(shape) if i not in dims]
+    n = math.prod(shape[d] for d in dims)
+    ops: list[Operation] = []
+
+    def add(o: Operation) -> SSAValue:
+        ops.append(o)
+        return o.results[0]
+
+    def full(v: float) -> SSAValue:
+        return add(F.FullOp(v, kept, "f32"))
+
+    xf = x if F.dtype_name(F._elem(x)) == "f32" else add(F.CastOp(x, "f32"))
+    s_op = F.ReduceOp("sum", x, dims, dtype="f32")
+    total = add(s_op)
+    count = full(float(n))
+    mean = add(F.DivOp(total, count))
+    d = add(F.SubOp(xf, add(F.BroadcastOp(mean, shape, dims))))
+    ssq_op = F.ReduceOp("sum", add(F.MulOp(d, d)), dims)
+    sd_op = F.ReduceOp("sum", d, dims)
+    ssq, sd = add(ssq_op), add(sd_op)
+    m2 = add(F.SubOp(ssq, add(F.DivOp(add(F.MulOp(sd, sd)), count))))
+    if isinstance(w, F.WelfordOp):
+        results = [mean, m2, add(F.CastOp(count, "i64"))]
+    else:
+        denom = max(n - w.correction.value.data, 0)
+        results = [add(F.DivOp(m2, full(float(denom)))), mean]
+    if keep:
+        results = [add(F.ReshapeOp.create(operands=[r], result_types=[old.type])) for r, old in zip(results, w.results)]
+    block = w.parent_block()
+    block.insert_ops_before(ops, w)
+    for old, new in zip(w.results, results):
+        old.replace_all_uses_with(new)
+    block.erase_op(w)
+    reductions = [s_op, ssq_op, sd_op]
+    if note:
+        for r in reductions:
+            r.attributes["fuser.welford"] = StringAttr(note)
+    return reductions

@@ -1,0 +1,117 @@
+// RUN: fuser-opt %s --split-input-file -p convert-fusion-to-sched | filecheck %s
+// RUN: fuser-opt %s --split-input-file -p 'convert-fusion-to-sched{persistent=false}' | filecheck %s --check-prefix=SPLIT
+
+// The normalization scheduler keeps a row in registers between a reduction and the outputs
+// computed from it at that row, so x - max(x) reads x once, in one kernel. Without it (or when
+// the row does not fit) the max is materialized and a second kernel reads x again.
+// CHECK-LABEL: sched.kernel @centered_k0
+// CHECK-SAME:    attributes {fuser.schedule = "persistent: 8 row(s)/block, 32 threads/row, 2 x 4-element vectors/thread in registers"}
+// CHECK-COUNT-2: sched.load %{{.*}} : memref<8x256xf32> -> vector<4xf32>
+// CHECK-NOT:     sched.load %{{.*}} : memref<8x256xf32>
+// CHECK:         arith.maximumf
+// CHECK:         sched.shfl_xor
+// CHECK-NOT:     sched.barrier
+// CHECK:         arith.subf
+// CHECK:         sched.store %{{.*}} : vector<4xf32>, memref<8x256xf32>
+// CHECK-NOT:   sched.kernel @centered_k1
+// SPLIT-LABEL: sched.kernel @centered_k0
+// SPLIT-NOT:     fuser.schedule
+// SPLIT:       sched.kernel @centered_k1
+// SPLIT:       sched.workspace : memref<8x1xf32>
+func.func @centered(%x: tensor<8x256xf32>) -> tensor<8x256xf32> {
+  %m = fusion.reduce max %x dims [1] keepdim : tensor<8x256xf32> to tensor<8x1xf32>
+  %r = fusion.reshape %m : tensor<8x1xf32> to tensor<8xf32>
+  %b = fusion.broadcast %r dims [1] : tensor<8xf32> to tensor<8x256xf32>
+  %y = fusion.sub %x, %b : tensor<8x256xf32>
+  func.return %y : tensor<8x256xf32>
+}
+
+// -----
+// Layer norm (bf16 in and out, f32 statistics, weight and bias): one kernel, 16-byte loads of
+// 8 bf16, the Welford state (avg, M2, n) merged across the row's threads with shuffles, the
+// mean and 1/std stored by one thread per row, the normalized row stored as bf16.
+// CHECK-LABEL: sched.kernel @layer_norm_k0
+// CHECK-SAME:    grid [512, 1, 1] block [32, 8, 1]
+// CHECK-SAME:    fuser.schedule = "persistent: 8 row(s)/block, 32 threads/row, 4 x 8-element vectors/thread in registers"
+// CHECK-COUNT-4: sched.load %{{.*}} : memref<4096x1024xbf16> -> vector<8xbf16>
+// CHECK:         arith.divf
+// CHECK-COUNT-3: sched.shfl_xor %{{.*}}, 16 : f32
+// CHECK:         scf.if
+// CHECK:           math.rsqrt
+// CHECK:           sched.store %{{.*}} : f32, memref<4096xf32>
+// CHECK:         sched.store %{{.*}} : vector<8xbf16>, memref<4096x1024xbf16>
+// CHECK-NOT:   sched.kernel @layer_norm_k1
+// CHECK:       func.func @layer_norm
+// CHECK-NEXT:    sched.workspace : memref<4096xf32>
+// CHECK-NEXT:    sched.launch @layer_norm_k0
+// CHECK-NEXT:    func.return
+// SPLIT-LABEL: sched.kernel @layer_norm_k0
+// SPLIT:       sched.kernel @layer_norm_k1
+func.func @layer_norm(%x: tensor<4096x1024xbf16>, %w: tensor<1024xf32>, %b: tensor<1024xf32>) -> (tensor<4096x1024xbf16>, tensor<4096xf32>, tensor<4096xf32>) {
+  %var, %mean = fusion.var_mean %x dims [1] correction 0 : tensor<4096x1024xbf16> to tensor<4096xf32>, tensor<4096xf32>
+  %eps = fusion.full 1.0e-05 : tensor<4096xf32>
+  %ve = fusion.add %var, %eps : tensor<4096xf32>
+  %rstd = fusion.rsqrt %ve : tensor<4096xf32>
+  %mb = fusion.broadcast %mean dims [1] : tensor<4096xf32> to tensor<4096x1024xf32>
+  %rb = fusion.broadcast %rstd dims [1] : tensor<4096xf32> to tensor<4096x1024xf32>
+  %xf = fusion.cast %x : tensor<4096x1024xbf16> to tensor<4096x1024xf32>
+  %d = fusion.sub %xf, %mb : tensor<4096x1024xf32>
+  %n = fusion.mul %d, %rb : tensor<4096x1024xf32>
+  %wb = fusion.broadcast %w dims [0] : tensor<1024xf32> to tensor<4096x1024xf32>
+  %bb = fusion.broadcast %b dims [0] : tensor<1024xf32> to tensor<4096x1024xf32>
+  %y0 = fusion.mul %n, %wb : tensor<4096x1024xf32>
+  %y1 = fusion.add %y0, %bb : tensor<4096x1024xf32>
+  %y = fusion.cast %y1 : tensor<4096x1024xf32> to tensor<4096x1024xbf16>
+  func.return %y, %mean, %rstd : tensor<4096x1024xbf16>, tensor<4096xf32>, tensor<4096xf32>
+}
+
+// -----
+// Softmax: the sum needs the max first, so the kernel runs two stages over the same registers
+// (two shuffle rounds), then divides and stores; x is loaded once.
+// CHECK-LABEL: sched.kernel @softmax_k0
+// CHECK-COUNT-4: sched.load %{{.*}} : memref<1000x4096xf32> -> vector<4xf32>
+// CHECK-NOT:     sched.load %{{.*}} : memref<1000x4096xf32>
+// CHECK:         arith.maximumf
+// CHECK:         sched.barrier
+// CHECK:         math.exp
+// CHECK:         sched.barrier
+// CHECK:         arith.divf
+// CHECK-NOT:   sched.kernel @softmax_k1
+func.func @softmax(%x: tensor<1000x4096xf32>) -> tensor<1000x4096xf32> {
+  %m = fusion.reduce max %x dims [1] : tensor<1000x4096xf32> to tensor<1000xf32>
+  %mb = fusion.broadcast %m dims [1] : tensor<1000xf32> to tensor<1000x4096xf32>
+  %d = fusion.sub %x, %mb : tensor<1000x4096xf32>
+  %e = fusion.exp %d : tensor<1000x4096xf32>
+  %s = fusion.reduce sum %e dims [1] : tensor<1000x4096xf32> to tensor<1000xf32>
+  %sb = fusion.broadcast %s dims [1] : tensor<1000xf32> to tensor<1000x4096xf32>
+  %y = fusion.div %e, %sb : tensor<1000x4096xf32>
+  func.return %y : tensor<1000x4096xf32>
+}
+
+// -----
+// A row of 65536 f32 needs more registers than a block of 1024 threads has to spare: no
+// persistent kernel; the Welford statistics kernel splits each row across blocks, then a
+// pointwise kernel reads x again.
+// CHECK-LABEL: sched.kernel @long_rows_k0
+// CHECK-NOT:     fuser.schedule
+// CHECK:       sched.kernel @long_rows_k1
+// CHECK:       sched.kernel @long_rows_k2
+func.func @long_rows(%x: tensor<64x65536xf32>) -> tensor<64x65536xf32> {
+  %var, %mean = fusion.var_mean %x dims [1] correction 0 : tensor<64x65536xf32> to tensor<64xf32>, tensor<64xf32>
+  %mb = fusion.broadcast %mean dims [1] : tensor<64xf32> to tensor<64x65536xf32>
+  %y = fusion.sub %x, %mb : tensor<64x65536xf32>
+  func.return %y : tensor<64x65536xf32>
+}
+
+// -----
+// The row statistic is read at another row (a transpose of the broadcast): not a row-local
+// use, so the scheduler does not group it.
+// CHECK-LABEL: sched.kernel @transposed_k0
+// CHECK-NOT:     fuser.schedule
+// CHECK:       sched.kernel @transposed_k1
+func.func @transposed(%x: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %m = fusion.reduce sum %x dims [1] : tensor<64x64xf32> to tensor<64xf32>
+  %mb = fusion.broadcast %m dims [0] : tensor<64xf32> to tensor<64x64xf32>
+  %y = fusion.sub %x, %mb : tensor<64x64xf32>
+  func.return %y : tensor<64x64xf32>
+}

@@ -1,0 +1,286 @@
+"""Normalizations on the GPU: var_mean, welford, layer norm and RMS norm against float64 numpy.
+
+Each fusion is built with fuser.api, compiled, run on random inputs and compared with numpy in
+float64 on the inputs as stored. Statistics are f32 whatever the input dtype, so they are held
+to f32 tolerances for f32, bf16 and f16 inputs alike; outputs in bf16/f16 to one unit of their
+last place. Shapes include extents that are not multiples of anything (7x33, 256x4097), a row
+too long for one block (64x65536), many short rows (100000x64) and few long columns (3x16384
+reduced over the first axis).
+
+The Welford-or-two-pass choice is the `fusion-translate-welford{mode=...}` pass: `never` keeps
+the Welford path, `always` rewrites to the two-pass form, `auto` lets the compiler choose; the
+main cases run under all three. The hard case x = 1e4 + N(0, 1e-2) (f32) runs through both.
+
+Skipped (by conftest.py) when no NVIDIA GPU is present.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import fuser.api as fz
+
+pytestmark = pytest.mark.gpu
+
+DTYPES = ["f32", "bf16", "f16"]
+MODES = ["never", "always", "auto"]
+NP = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
+EPS = 1e-5
+UNIT = {"f32": 2.0 ** -24, "bf16": 2.0 ** -9, "f16": 2.0 ** -11}   # half an ulp, relative
+TINY = {"f32": 2.0 ** -149, "bf16": 2.0 ** -133, "f16": 2.0 ** -24}  # subnormal spacing
+
+# f32 statistics: mean and rstd to ~1e-5 relative (plus 1e-5 of the data's rms for a mean near
+# 0), var / M2 to 1e-4 (plus 1e-5 of the mean square, for a variance near 0).
+MEAN_RTOL, VAR_RTOL, STAT_ATOL = 1e-5, 1e-4, 1e-5
+
+# The hard case 1e4 + N(0, 1e-2): the mean is 1e6 standard deviations from 0.
+#  * two-pass (mode=always): the second pass sums d = x - mean_f32, exact in f32 (Sterbenz), so
+#    sum(d^2) - sum(d)^2/N is good to ~1e-6. A two-pass that drops the sum(d)^2/N correction is
+#    off by (mean_f32 - mean)^2 / var, up to ~5e-3 here: that is a bug this test catches.
+#  * Welford (mode=never): merging f32 partial means that are rounded to ulp(1e4) = 2^-10 adds
+#    ~N*ulp^2 per tree level to M2; an f32 simulation of a pairwise Welford tree gives 0.8-2%
+#    relative error on var (torch's f32 Welford is in the same class). The bound only catches
+#    catastrophic cancellation (the one-pass E[x^2]-E[x]^2 formula gives 0 or garbage).
+HARD_VAR_RTOL = {"always": 1e-4, "never": 5e-2, "auto": 5e-2}
+HARD_MEAN_RTOL = 2e-6
+
+SHAPES = [(7, 33), (1000, 1000), (256, 4097), (3, 16384), (32768, 1024), (64, 65536), (100000, 64)]
+
+
+def _id(shape):
+    return "x".join(map(str, shape))
+
+
+def pipeline(mode: str | None) -> str:
+    """The default pipeline with fusion-translate-welford{mode=...} before the scheduler
+    (replacing any translate-welford already there); `None` gives the default as it is."""
+    from fuser.passes.pipeline import NAMED_PIPELINES
+
+    default = NAMED_PIPELINES["default"]
+    if mode is None:
+        return default
+    parts, depth, cur = [], 0, ""
+    for ch in default:  # split at top-level commas (options may hold commas inside {...})
+        depth += ch == "{"
+        depth -= ch == "}"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    parts = [p.strip() for p in parts if p.strip() and not p.strip().startswith("fusion-translate-welford")]
+    at = parts.index("convert-fusion-to-sched") if "convert-fusion-to-sched" in parts else 1
+    parts.insert(at, f"fusion-translate-welford{{mode={mode}}}")
+    return ",".join(parts)
+
+
+def test_pipeline_text():
+    text = pipeline("always")
+    assert "fusion-translate-welford{mode=always},convert-fusion-to-sched" in text
+    assert text.count("fusion-translate-welford") == 1
+
+
+def _compile(fb, mode):
+    return fz.compile(fb, pipeline(mode))
+
+
+def _outs(got):
+    return [np.asarray(g) for g in (got if isinstance(got, tuple) else (got,))]
+
+
+# ------------------------------------------------------------------------------ inputs
+
+_CACHE: dict = {}
+
+
+def _input(shape, dt, kind="normal", seed=0):
+    """Random input as stored (cached across modes: the big shapes are slow to draw)."""
+    key = (tuple(shape), dt, kind, seed)
+    if key not in _CACHE:
+        if len(_CACHE) > 8:
+            _CACHE.clear()
+        rng = np.random.default_rng(zlib.crc32(repr(key).encode()))  # the same inputs in every run
+        if kind == "hard":
+            x = (1e4 + rng.standard_normal(shape) * 1e-2).astype(np.float32)
+        else:
+            x = (0.5 + 2.0 * rng.standard_normal(shape)).astype(np.float32)
+        _CACHE[key] = x.astype(NP[dt])
+    return _CACHE[key]
+
+
+def _check_stat(got, want, what, rtol, atol):
+    got = np.asarray(got, dtype=np.float64)
+    assert got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}"
+    assert np.all(np.isfinite(got)), f"{what}: NaN/Inf (unwritten or wrong)"
+    err = np.abs(got - want)
+    bad = err > rtol * np.abs(want) + atol
+    if np.any(bad):
+        i = np.unravel_index(np.argmax(err - rtol * np.abs(want)), err.shape)
+        raise AssertionError(f"{what}: {int(bad.sum())} of {bad.size} out of tolerance (rtol {rtol:g}, atol "
+                             f"{np.max(atol):.3g}); worst at {i}: got {got[i]!r}, expected {want[i]!r}")
+
+
+def _check_out(got, want, dt, what, scale):
+    """An output rounded to dt: one ulp of dt, plus f32 arithmetic on terms of size `scale`."""
+    assert got.dtype == NP[dt], f"{what}: dtype {got.dtype}, expected {dt}"
+    atol = 1e-5 * scale + TINY[dt]  # cancellation (y ~ 0 from terms ~ 1) leaves the f32 error absolute
+    _check_stat(got, want, what, rtol=2 * UNIT[dt] + 1e-5, atol=atol)
+
+
+# ----------------------------------------------------------------------------- fusions
+
+
+def build_var_mean(shape, dt, dim, correction=1):
+    with fz.FusionBuilder("var_mean") as fb:
+        x = fb.input(shape, dt, name="x")
+        fb.output(*fz.var_mean(x, dim, correction=correction))
+    return fb
+
+
+def build_welford(shape, dt, dim):
+    with fz.FusionBuilder("welford") as fb:
+        x = fb.input(shape, dt, name="x")
+        fb.output(*fz.welford(x, dim))
+    return fb
+
+
+def build_layer_norm(shape, dt):
+    """(y, mean, rstd) like torch.native_layer_norm: y in dt, mean and rstd [R, 1] in f32."""
+    r, c = shape
+    with fz.FusionBuilder("layer_norm") as fb:
+        x = fb.input(shape, dt, name="x")
+        w = fb.input((c,), dt, name="w")
+        b = fb.input((c,), dt, name="b")
+        var, mean = fz.var_mean(x, 1, correction=0, keepdim=True)
+        rstd = fz.rsqrt(var + EPS)
+        y = (fz.cast(x, "f32") - mean) * rstd * fz.cast(w, "f32") + fz.cast(b, "f32")
+        fb.output(fz.cast(y, dt), mean, rstd)
+    return fb
+
+
+def build_rms_norm(shape, dt):
+    r, c = shape
+    with fz.FusionBuilder("rms_norm") as fb:
+        x = fb.input(shape, dt, name="x")
+        w = fb.input((c,), dt, name="w")
+        xf = fz.cast(x, "f32")
+        y = xf * fz.rsqrt(fz.sum(xf * xf, 1, keepdim=True) / float(c) + EPS) * fz.cast(w, "f32")
+        fb.output(fz.cast(y, dt))
+    return fb
+
+
+def _moments(x, dim):
+    x64 = np.asarray(x, dtype=np.float64)
+    mean = x64.mean(dim, keepdims=True)
+    m2 = ((x64 - mean) ** 2).sum(dim)
+    ms = (x64 * x64).mean(dim)  # the mean square, for absolute tolerances
+    return mean.squeeze(dim), m2, ms
+
+
+# ------------------------------------------------------------------------------- tests
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dim", [1, 0], ids=["last", "first"])
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES, ids=_id)
+def test_var_mean(shape, dt, dim, mode):
+    x = _input(shape, dt)
+    n = shape[dim]
+    k = _compile(build_var_mean(shape, dt, dim), mode)
+    var, mean = _outs(k(x))
+    emean, m2, ms = _moments(x, dim)
+    assert var.dtype == mean.dtype == np.float32
+    _check_stat(mean, emean, "mean", MEAN_RTOL, STAT_ATOL * np.sqrt(ms))
+    _check_stat(var, m2 / (n - 1), "var", VAR_RTOL, STAT_ATOL * ms)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dim", [1, 0], ids=["last", "first"])
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("shape", [(7, 33), (256, 4097), (64, 65536), (100000, 64)], ids=_id)
+def test_welford(shape, dt, dim, mode):
+    x = _input(shape, dt)
+    n = shape[dim]
+    k = _compile(build_welford(shape, dt, dim), mode)
+    avg, m2, cnt = _outs(k(x))
+    emean, em2, ms = _moments(x, dim)
+    assert avg.dtype == m2.dtype == np.float32 and cnt.dtype == np.int64
+    assert np.all(cnt == n), f"N: expected {n}, got {np.unique(cnt)[:5]}"
+    _check_stat(avg, emean, "avg", MEAN_RTOL, STAT_ATOL * np.sqrt(ms))
+    _check_stat(m2, em2, "M2", VAR_RTOL, STAT_ATOL * ms * n)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dim", [1, 0], ids=["last", "first"])
+@pytest.mark.parametrize("n_keep, n_red", [(64, 4096), (8, 65536), (1000, 1000), (3, 16384)],
+                         ids=["64x4096", "8x65536", "1000x1000", "3x16384"])
+def test_var_mean_hard_case(n_keep, n_red, dim, mode):
+    """1e4 + N(0, 1e-2) in f32 through the Welford (never) and the two-pass (always) paths."""
+    shape = (n_keep, n_red) if dim == 1 else (n_red, n_keep)
+    x = _input(shape, "f32", kind="hard")
+    k = _compile(build_var_mean(shape, "f32", dim), mode)
+    var, mean = _outs(k(x))
+    emean, m2, _ = _moments(x, dim)
+    _check_stat(mean, emean, f"mean ({mode})", HARD_MEAN_RTOL, 0.0)
+    _check_stat(var, m2 / (n_red - 1), f"var ({mode})", HARD_VAR_RTOL[mode], 0.0)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES, ids=_id)
+def test_layer_norm(shape, dt, mode):
+    r, c = shape
+    x = _input(shape, dt)
+    w, b = _input((c,), dt, seed=1), _input((c,), dt, seed=2)
+    k = _compile(build_layer_norm(shape, dt), mode)
+    y, mean, rstd = _outs(k(x, w, b))
+    x64, w64, b64 = (np.asarray(a, dtype=np.float64) for a in (x, w, b))
+    emean = x64.mean(1, keepdims=True)
+    evar = x64.var(1, keepdims=True)
+    erstd = 1.0 / np.sqrt(evar + EPS)
+    xn = (x64 - emean) * erstd
+    ey = xn * w64 + b64
+    assert mean.shape == rstd.shape == (r, 1) and mean.dtype == rstd.dtype == np.float32
+    _check_stat(mean, emean, "mean", MEAN_RTOL, STAT_ATOL * np.sqrt((x64 * x64).mean(1, keepdims=True)))
+    _check_stat(rstd, erstd, "rstd", MEAN_RTOL, 0.0)
+    _check_out(y, ey, dt, "y", scale=np.abs(xn * w64) + np.abs(b64))
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES, ids=_id)
+def test_rms_norm(shape, dt):
+    r, c = shape
+    x, w = _input(shape, dt), _input((c,), dt, seed=1)
+    y = _outs(_compile(build_rms_norm(shape, dt), None)(x, w))[0]
+    x64, w64 = np.asarray(x, dtype=np.float64), np.asarray(w, dtype=np.float64)
+    xn = x64 / np.sqrt((x64 * x64).mean(1, keepdims=True) + EPS)
+    _check_out(y, xn * w64, dt, "y", scale=np.abs(xn * w64))
+
+
+@pytest.mark.parametrize("mode", [None] + MODES)
+def test_unsupported_middle_dim_is_a_clear_error(mode):
+    """var_mean over the middle dim of a rank-3 tensor: either a clear error naming the op, or
+    (once supported) the right answer; never a wrong one."""
+    shape = (8, 33, 40)
+    t = "tensor<8x33x40xf32>"
+    text = f"""
+func.func @f(%x: {t}) -> (tensor<8x40xf32>, tensor<8x40xf32>) {{
+  %v, %m = fusion.var_mean %x dims [1] correction 1 : {t} to tensor<8x40xf32>, tensor<8x40xf32>
+  func.return %v, %m : tensor<8x40xf32>, tensor<8x40xf32>
+}}"""
+    try:
+        k = fz.compile(text, pipeline(mode))
+    except Exception as e:
+        assert "fusion.var_mean" in str(e), f"the error must name the op: {e}"
+        return
+    x = _input(shape, "f32")
+    var, mean = _outs(k(x))
+    emean, m2, ms = _moments(x, 1)
+    _check_stat(mean, emean, "mean", MEAN_RTOL, STAT_ATOL * np.sqrt(ms))
+    _check_stat(var, m2 / 32, "var", VAR_RTOL, STAT_ATOL * ms)
