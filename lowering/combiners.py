@@ -5,17 +5,18 @@ sum, a max and a Welford mean/variance share the loops, the warp shuffles and th
 and workspace steps; only the state and its two rules differ.
 
 - `Fold` (sum/max/min): the state is one f32.
-- `WelfordState`: the state is (avg, M2, n) in f32. One element updates it with Welford's
-  recurrence; two partial states merge with the parallel formula of Chan, Golub and LeVeque:
+- `WelfordState`: the state is (avg, M2, n) in f32. A thread folds its elements as shifted
+  sums and `settle`s them into a state; two partial states merge with the parallel formula of
+  Chan, Golub and LeVeque:
       n = na + nb,  delta = avg_b - avg_a,
       avg = avg_a + delta * nb / n,   M2 = M2_a + M2_b + delta^2 * na * nb / n
   which never forms a difference of two large sums, so a large mean with a small spread
   (1e4 + N(0, 1e-2)) keeps its variance.
 
-Welford alone is not enough in f32 when the mean dwarfs the spread: the running mean is only
-known to half an ulp of the mean (5e-4 at 1e4), a large error against deviations of 1e-2. So
-the kernels feed Welford *shifted* data, x - K with K the first element of the same reduction
-(exact in f32 when x and K are within a factor of two), and add K back to the mean at the end.
+A mean that dwarfs the spread is the hard case in f32: a mean is only known to half an ulp of
+itself (5e-4 at 1e4), a large error against deviations of 1e-2. So the kernels reduce *shifted*
+data, y = x - K with K the first element of the same reduction (exact in f32 when x and K are
+within a factor of two), and add K back to the mean at the end.
 """
 
 from __future__ import annotations
@@ -46,26 +47,37 @@ class Fold:
     def update(self, kb: KernelBuilder, s: State, x: SSAValue) -> State:
         return [combine(kb, self.kind, s[0], x)]
 
+    def settle(self, kb: KernelBuilder, s: State) -> State:
+        return s
+
     def merge(self, kb: KernelBuilder, a: State, b: State) -> State:
         return [combine(kb, self.kind, a[0], b[0])]
 
 
 class WelfordState:
-    """(avg, M2, n) with Welford updates and the parallel merge."""
+    """(avg, M2, n), merged with the parallel formula.
+
+    Within one thread, elements are folded as shifted sums (sum y, sum y^2, n) of y = x - K:
+    two multiply-adds per element instead of a division, and since y is of the order of the
+    spread, sum y^2 - (sum y)^2 / n does not cancel. `settle` turns those sums into the
+    (avg, M2, n) state that merges across lanes, threads, blocks and chunks.
+    """
 
     width = 3
 
     def identity(self, kb: KernelBuilder) -> State:
         z = kb.cf(0.0)
-        return [z, z, z]
+        return [z, z, z]   # both as sums and as a state: nothing seen
 
     def update(self, kb: KernelBuilder, s: State, x: SSAValue) -> State:
-        avg, m2, n = s
-        n1 = kb.fadd(n, kb.cf(1.0))
-        d = kb.fsub(x, avg)
-        avg1 = kb.fadd(avg, kb.fdiv(d, n1))
-        m2_1 = kb.fadd(m2, kb.fmul(d, kb.fsub(x, avg1)))
-        return [avg1, m2_1, n1]
+        s1, s2, n = s
+        return [kb.fadd(s1, x), kb.fadd(s2, kb.fmul(x, x)), kb.fadd(n, kb.cf(1.0))]
+
+    def settle(self, kb: KernelBuilder, s: State) -> State:
+        s1, s2, n = s
+        avg = kb.fdiv(s1, kb.fmax(n, kb.cf(1.0)))
+        m2 = kb.fmax(kb.fsub(s2, kb.fmul(s1, avg)), kb.cf(0.0))
+        return [avg, m2, n]
 
     def merge(self, kb: KernelBuilder, a: State, b: State) -> State:
         avg_a, m2_a, n_a = a

@@ -473,8 +473,10 @@ class KernelEmitter:
         elif dims == list(range(len(dims))):
             self._outer(task, materialized, args, in_shape, len(dims))
         else:
-            raise ScheduleError(f"'{op.name}' over dims {dims} of a rank-{rank} tensor: only leading or trailing "
-                                "dimensions are supported; permute the input first", op)
+            note = op.attributes.get("fuser.welford")
+            origin = f" ({note.data})" if note is not None else ""
+            raise ScheduleError(f"'{op.name}'{origin} over dims {dims} of a rank-{rank} tensor: only leading or "
+                                "trailing dimensions are supported; permute the input first", op)
 
     def finish(self, kb: KernelBuilder, outputs: Sequence[SSAValue], amap: dict, row: SSAValue,
                values: dict[SSAValue, SSAValue]) -> None:
@@ -559,9 +561,10 @@ class KernelEmitter:
         vals2 = list(dict.fromkeys(list(task.outputs) + epi_reads + (in_reads if shifted else []))) + [part]
         bx2 = min(1024, max(32, next_pow2(chunks)))
         self._row_reduce_kernel(self.kernel_buffers(vals2), vals2, rows, chunks, 1, bx2, max(1, 256 // bx2), 1, st,
-                                merge_partials, store)
+                                merge_partials, store, settle=False)
 
-    def _row_reduce_kernel(self, host_bufs, values, rows, row_vecs, lanes, bx, by, chunks, st, fold, store):
+    def _row_reduce_kernel(self, host_bufs, values, rows, row_vecs, lanes, bx, by, chunks, st, fold, store,
+                           settle=True):
         """Rows of `row_vecs` vectors; `bx` threads per row, `by` rows per block, `chunks` blocks per row.
 
         `fold(kb, amap, row, vec, lanes, states)` folds one vector of the row into the per-lane
@@ -588,9 +591,12 @@ class KernelEmitter:
             states = fold(lb, amap, row_c, j, lanes, [flat[l * w:(l + 1) * w] for l in range(lanes)])
             lb.emit(sched.YieldOp(*[x for s in states for x in s]))
             res = list(loop.results)
-            state = res[:w]
-            for l in range(1, lanes):
-                state = st.merge(kb, state, res[l * w:(l + 1) * w])
+            per_lane = [res[l * w:(l + 1) * w] for l in range(lanes)]
+            if settle:  # elements were folded as sums; partial states arrive settled
+                per_lane = [st.settle(kb, s) for s in per_lane]
+            state = per_lane[0]
+            for s in per_lane[1:]:
+                state = st.merge(kb, state, s)
             state = block_reduce(kb, st, state, tx, ty, bx, by)
             ok = kb.andi(kb.eq(tx, 0), kb.lt(row, rows))
             if chunk is not None:
@@ -659,9 +665,10 @@ class KernelEmitter:
         vals2 = list(dict.fromkeys(list(task.outputs) + epi_reads + (in_reads if shifted else []))) + [part]
         bx2, by2, _ = outer_reduction_params(chunks, cols // lanes2, self.opts.sms)
         self._col_reduce_kernel(self.kernel_buffers(vals2), vals2, chunks, cols // lanes2, lanes2, bx2, by2, 1, st,
-                                merge_partials, store_out)
+                                merge_partials, store_out, settle=False)
 
-    def _col_reduce_kernel(self, host_bufs, values, rows, col_vecs, lanes, bx, by, chunks, st, fold, store):
+    def _col_reduce_kernel(self, host_bufs, values, rows, col_vecs, lanes, bx, by, chunks, st, fold, store,
+                           settle=True):
         """Columns in vectors of `lanes`: `bx` threads across column vectors, `by` threads (and
         `chunks` blocks) down the rows; the `by` partial states of a column meet in shared memory."""
         rows_per_chunk = math.ceil(rows / chunks)
@@ -684,6 +691,8 @@ class KernelEmitter:
             lb.emit(sched.YieldOp(*[x for s in states for x in s]))
             res = list(loop.results)
             states = [res[l * w:(l + 1) * w] for l in range(lanes)]
+            if settle:  # elements were folded as sums; partial states arrive settled
+                states = [st.settle(kb, s) for s in states]
 
             def emit_stores(b: KernelBuilder, states):
                 for l, s in enumerate(states):
@@ -777,6 +786,10 @@ class ConvertFusionToSched(ModulePass):
     """Cap on elements per vector access (0 = widest 16-byte access that fits)."""
     split: int = 0
     """Force the number of chunks a reduction is split into (0 = heuristic, 1 = never split)."""
+    tile: str = ""
+    """Force the matmul CTA tile, e.g. "128x256" (128x128, 128x256 or 256x128; "" = heuristic)."""
+    stages: int = 0
+    """Force the matmul pipeline depth in shared-memory slots (0 = as many as fit, up to 8)."""
     persistent: bool = True
     """Let the normalization scheduler keep rows on chip (false: separate reduction and pointwise kernels)."""
 

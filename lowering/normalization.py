@@ -273,7 +273,7 @@ def emit_persistent(em: KernelEmitter, task: Task, materialized: set, args: set)
                         x = kb.ext(x)
                         new = st.update(kb, s_op, kb.fsub(x, shifts[op]) if op in shifts else x)
                         s_op = new if valid[s] is None else select_state(kb, valid[s], new, s_op)
-                state += s_op
+                state += st.settle(kb, s_op)
             state = block_reduce(kb, joint, state, tx, ty, p.bx, p.by)
             for op, s_op in zip(ops, joint.split(state)):
                 overrides.update(finalize(kb, op, s_op, shifts.get(op)))

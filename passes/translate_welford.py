@@ -14,7 +14,7 @@ memory when it does not. So:
   then.
 
 The decision is recorded in the IR: translated reductions carry `fuser.welford = "translated
-(...)"`, kept Welford ops carry `fuser.welford = "kept (...)"` with the scheduler's reason.
+from fusion.var_mean (...)"`, kept Welford ops carry `fuser.welford = "kept (...)"` with the scheduler's reason.
 
 The translated variance uses the corrected two-pass formula
     M2 = sum((x - m)^2) - (sum(x - m))^2 / N
@@ -62,11 +62,11 @@ class TranslateWelford(ModulePass):
                 if self.mode == "never":
                     w.attributes["fuser.welford"] = StringAttr("kept (mode=never)")
                 elif self.mode == "always":
-                    translate(w, "translated (mode=always)")
+                    translate(w, f"translated from {w.name} (mode=always)")
                 else:
                     ok, why = persistent_if_translated(fn, w)
                     if ok:
-                        translate(w, f"translated ({why})")
+                        translate(w, f"translated from {w.name} ({why})")
                     else:
                         w.attributes["fuser.welford"] = StringAttr(f"kept ({why})")
 
@@ -123,6 +123,8 @@ def translate(w: Operation, note: str) -> list[Operation]:
         results = [add(F.DivOp(m2, full(float(denom)))), mean]
     if keep:
         results = [add(F.ReshapeOp.create(operands=[r], result_types=[old.type])) for r, old in zip(results, w.results)]
+    for o in ops:  # diagnostics about the new ops point at the Welford op they replace
+        o.location = w.location
     block = w.parent_block()
     block.insert_ops_before(ops, w)
     for old, new in zip(w.results, results):

@@ -86,7 +86,7 @@ def test_every_use_keeps_its_value(case: str, mode: str):
     text = CASES[case]
     after = _translated(text, mode)
     if mode == "always":
-        assert "fusion.welford " not in after and "fusion.var_mean " not in after
+        assert "= fusion.welford " not in after and "= fusion.var_mean " not in after
     if mode == "never":
         assert 'fuser.welford = "kept (mode=never)"' in after
     args = _inputs(text, 0)
@@ -100,7 +100,7 @@ def test_every_use_keeps_its_value(case: str, mode: str):
 
 def test_auto_records_the_decision():
     after = _translated(LAYER_NORM, "auto")
-    assert after.count('fuser.welford = "translated (persistent:') == 3
+    assert after.count('fuser.welford = "translated from fusion.var_mean (persistent:') == 3
     after = _translated(FIRST_AXIS, "auto")
     assert 'fuser.welford = "kept (' in after
 

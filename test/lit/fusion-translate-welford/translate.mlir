@@ -7,8 +7,8 @@
 // (sum(d*d) - sum(d)^2/N) / (N - correction) with d = x - mean, and records why. Every use of
 // var and mean now reads the translated values.
 // AUTO-LABEL: func.func @layer_norm
-// AUTO-NOT:     fusion.var_mean
-// AUTO:         %[[S:.*]] = fusion.reduce sum %x dims [1] {fuser.welford = "translated (persistent: 8 row(s)/block, 32 threads/row, 4 x 8-element vectors/thread in registers)"} : tensor<4096x1024xbf16> to tensor<4096xf32>
+// AUTO-NOT:     = fusion.var_mean
+// AUTO:         %[[S:.*]] = fusion.reduce sum %x dims [1] {fuser.welford = "translated from fusion.var_mean (persistent: 8 row(s)/block, 32 threads/row, 4 x 8-element vectors/thread in registers)"} : tensor<4096x1024xbf16> to tensor<4096xf32>
 // AUTO:         %[[MEAN:.*]] = fusion.div %[[S]], %[[N:.*]] : tensor<4096xf32>
 // AUTO:         %[[MB:.*]] = fusion.broadcast %[[MEAN]] dims [1]
 // AUTO:         %[[D:.*]] = fusion.sub %{{.*}}, %[[MB]] : tensor<4096x1024xf32>
@@ -24,7 +24,7 @@
 // AUTO:         fusion.broadcast %[[MEAN]] dims [1]
 // AUTO:         func.return %y, %[[MEAN]], %rstd
 // ALWAYS-LABEL: func.func @layer_norm
-// ALWAYS:         fusion.reduce sum %x dims [1] {fuser.welford = "translated (mode=always)"}
+// ALWAYS:         fusion.reduce sum %x dims [1] {fuser.welford = "translated from fusion.var_mean (mode=always)"}
 // NEVER-LABEL: func.func @layer_norm
 // NEVER:         fusion.var_mean %x dims [1] correction 0 {fuser.welford = "kept (mode=never)"}
 func.func @layer_norm(%x: tensor<4096x1024xbf16>, %w: tensor<1024xf32>, %b: tensor<1024xf32>) -> (tensor<4096x1024xbf16>, tensor<4096xf32>, tensor<4096xf32>) {
@@ -51,8 +51,8 @@ func.func @layer_norm(%x: tensor<4096x1024xbf16>, %w: tensor<1024xf32>, %b: tens
 // AUTO-LABEL: func.func @long_rows
 // AUTO:         fusion.var_mean %x dims [1] correction 1 {fuser.welford = "kept (a row of 65536 elements from 1 input(s) needs 64 registers/thread at 1024 threads/block; the budget is 32)"}
 // ALWAYS-LABEL: func.func @long_rows
-// ALWAYS-NOT:     fusion.var_mean
-// ALWAYS:         fusion.reduce sum %x dims [1] {fuser.welford = "translated (mode=always)"}
+// ALWAYS-NOT:     = fusion.var_mean
+// ALWAYS:         fusion.reduce sum %x dims [1] {fuser.welford = "translated from fusion.var_mean (mode=always)"}
 func.func @long_rows(%x: tensor<64x65536xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
   %var, %mean = fusion.var_mean %x dims [1] correction 1 : tensor<64x65536xf32> to tensor<64xf32>, tensor<64xf32>
   func.return %var, %mean : tensor<64xf32>, tensor<64xf32>
