@@ -24,11 +24,12 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import (
     I32,
     Float32Type,
+    IntegerAttr,
     IntegerType,
     UnitAttr,
     i32,
 )
-from xdsl.dialects.llvm import LLVMStructType
+from xdsl.dialects.llvm import LLVMPointerType, LLVMStructType
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Dialect, Operation, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
@@ -257,9 +258,84 @@ class ShflOp(IRDLOperation):
         return op
 
 
+# --------------------------------------------------------------------------------------------
+# Hopper: wgmma group ops and mbarriers (the ones upstream translates to intrinsics; the rest
+# of the Hopper lowering is `llvm.inline_asm`, as upstream's NVVM-to-LLVM lowering does)
+# --------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class WgmmaFenceAlignedOp(IRDLOperation):
+    """`nvvm.wgmma.fence.aligned` (PTX `wgmma.fence.sync.aligned`)."""
+
+    name = "nvvm.wgmma.fence.aligned"
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class WgmmaGroupSyncAlignedOp(IRDLOperation):
+    """`nvvm.wgmma.commit.group.sync.aligned` (PTX `wgmma.commit_group.sync.aligned`)."""
+
+    name = "nvvm.wgmma.commit.group.sync.aligned"
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class WgmmaWaitGroupSyncOp(IRDLOperation):
+    """`nvvm.wgmma.wait.group.sync.aligned 0` (PTX `wgmma.wait_group.sync.aligned N`)."""
+
+    name = "nvvm.wgmma.wait.group.sync.aligned"
+    group = prop_def(IntegerAttr)
+
+    def __init__(self, group: int):
+        from xdsl.dialects.builtin import i64
+        super().__init__(properties={"group": IntegerAttr(group, i64)})
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.group.value.data}")
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        op = cls(parser.parse_integer())
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+
+@irdl_op_definition
+class MBarrierInitSharedOp(IRDLOperation):
+    """`nvvm.mbarrier.init.shared %addr, %count : !llvm.ptr<3>, i32`."""
+
+    name = "nvvm.mbarrier.init.shared"
+    addr = operand_def(LLVMPointerType)
+    count = operand_def(I32)
+    assembly_format = "$addr `,` $count attr-dict `:` type(operands)"
+
+    def __init__(self, addr: SSAValue | Operation, count: SSAValue | Operation):
+        super().__init__(operands=[addr, count])
+
+
+@irdl_op_definition
+class MBarrierArriveSharedOp(IRDLOperation):
+    """`%state = nvvm.mbarrier.arrive.shared %addr : !llvm.ptr<3> -> i64`."""
+
+    name = "nvvm.mbarrier.arrive.shared"
+    addr = operand_def(LLVMPointerType)
+    res = result_def(IntegerType)
+    assembly_format = "$addr attr-dict `:` type($addr) `->` type($res)"
+
+    def __init__(self, addr: SSAValue | Operation):
+        from xdsl.dialects.builtin import i64
+        super().__init__(operands=[addr], result_types=[i64])
+
+
+HOPPER_OPS = [WgmmaFenceAlignedOp, WgmmaGroupSyncAlignedOp, WgmmaWaitGroupSyncOp, MBarrierInitSharedOp,
+              MBarrierArriveSharedOp]
+
+
 NVVM = Dialect(
     "nvvm",
-    [*SPECIAL_REGISTER_OPS.values(), BarrierOp, ShflOp],
+    [*SPECIAL_REGISTER_OPS.values(), BarrierOp, ShflOp, *HOPPER_OPS],
     [ShflKindAttr],
 )
 

@@ -15,7 +15,21 @@ Inside a kernel:
   dimension) between a buffer and registers; compute is `arith` and `math`;
 - `sched.barrier` and `sched.shfl_xor` synchronise and exchange between threads.
 
-The Hopper machinery (TMA, mbarrier, wgmma, async groups) is added here as it is needed.
+Hopper machinery (sm_90a):
+- `!sched.tensor_map<memref<MxKxbf16>, box [r, c], swizzle 128>`: a TMA descriptor (CUtensorMap),
+  made on the host by `sched.tensor_map %buf` and passed to the kernel by value (a
+  `__grid_constant__` parameter);
+- `sched.tma.load` / `sched.tma.store`: `cp.async.bulk.tensor` between global memory (through a
+  tensor map; out-of-bounds boxes read as zero and are not written) and shared memory; loads
+  complete on an mbarrier, stores form bulk async-groups (`sched.bulk.commit_group` /
+  `sched.bulk.wait_group`);
+- mbarriers live in shared `i64` buffers: `sched.mbarrier.init`, `.arrive`, `.arrive_expect_tx`,
+  and `.wait` (spins on `try_wait.parity` with the phase's parity);
+- wgmma: `sched.wgmma.desc` builds a shared-memory matrix descriptor; `sched.wgmma.fence`,
+  `sched.wgmma.mma_async` (m64nNk16, bf16/f16 in, f32 accumulators held as `vector<N/2 x f32>`
+  per thread), `sched.wgmma.commit_group`, `sched.wgmma.wait_group N` (which threads the
+  accumulators it makes safe to read through itself, so nothing reads them before the wait);
+- `sched.setmaxnreg inc|dec N`, `sched.fence.proxy_async`.
 """
 
 from __future__ import annotations
@@ -34,12 +48,19 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolRefAttr,
     UnitAttr,
+    ArrayAttr,
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    IntAttr,
     VectorType,
     i64,
 )
-from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
+    irdl_attr_definition,
     irdl_op_definition,
     lazy_traits_def,
     operand_def,
@@ -164,8 +185,11 @@ class KernelOp(IRDLOperation):
         if [a.type for a in args] != list(self.function_type.inputs.data):
             raise VerifyException(f"'sched.kernel' op @{self.sym_name.data}: block arguments do not match the function type")
         for i, a in enumerate(args):
+            if isinstance(a.type, TensorMapType):
+                continue
             if not isinstance(a.type, MemRefType) or memory_space(a.type) != GLOBAL:
-                raise VerifyException(f"'sched.kernel' op @{self.sym_name.data}: argument #{i} must be a global memref, got {a.type}")
+                raise VerifyException(f"'sched.kernel' op @{self.sym_name.data}: argument #{i} must be a global memref, "
+                                      f"got {a.type} (or a !sched.tensor_map)")
         if not isinstance(self.body.block.last_op, ReturnOp):
             raise VerifyException(f"'sched.kernel' op @{self.sym_name.data}: body must end with sched.return")
 
@@ -233,11 +257,16 @@ class LaunchOp(IRDLOperation):
 
     name = "sched.launch"
     kernel = prop_def(SymbolRefAttr)
-    args = var_operand_def(MemRefType)
+    args = var_operand_def()
     assembly_format = "$kernel `(` $args `)` attr-dict `:` type($args)"
 
     def __init__(self, kernel: str, args: Sequence[SSAValue]):
         super().__init__(operands=[list(args)], properties={"kernel": SymbolRefAttr(kernel)})
+
+    def verify_(self) -> None:
+        for i, a in enumerate(self.args):
+            if not isinstance(a.type, MemRefType | TensorMapType):
+                raise VerifyException(f"'sched.launch' op operand #{i} must be a memref or a !sched.tensor_map, got {a.type}")
 
 
 # ----------------------------------------------------------- parallel indices
@@ -489,9 +518,757 @@ class ShflXorOp(IRDLOperation):
         printer.print_attribute(self.value.type)
 
 
+# ------------------------------------------------------------------ Hopper: TMA
+
+
+_TMA_ELEMS = {"bf16": 2, "f16": 2, "f32": 4}
+
+
+def _elem_name(t: Attribute) -> str | None:
+    if isinstance(t, BFloat16Type):
+        return "bf16"
+    if isinstance(t, Float16Type):
+        return "f16"
+    if isinstance(t, Float32Type):
+        return "f32"
+    return None
+
+
+@irdl_attr_definition
+class TensorMapType(ParametrizedAttribute, TypeAttribute):
+    """A TMA descriptor (CUtensorMap, 128 bytes) for a global buffer, tiled by `box`.
+
+    `!sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>`: `box` is in the
+    buffer's dimension order (outermost first); `swizzle` is 0, 32, 64 or 128 (bytes). With a
+    swizzle, the box's innermost extent spans at most that many bytes.
+    """
+
+    name = "sched.tensor_map"
+
+    tensor: MemRefType
+    box: ArrayAttr[IntAttr]
+    swizzle: IntAttr
+
+    def __init__(self, tensor: MemRefType, box: Sequence[int], swizzle: int = 128):
+        super().__init__(tensor, ArrayAttr([IntAttr(b) for b in box]), IntAttr(swizzle))
+
+    @property
+    def box_dims(self) -> list[int]:
+        return [b.data for b in self.box.data]
+
+    @property
+    def box_bytes(self) -> int:
+        n = _TMA_ELEMS.get(_elem_name(self.tensor.element_type) or "", 0)
+        for b in self.box_dims:
+            n *= b
+        return n
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<")
+        printer.print_attribute(self.tensor)
+        printer.print_string(", box ")
+        _print_list(printer, self.box_dims)
+        printer.print_string(f", swizzle {self.swizzle.data}>")
+
+    @classmethod
+    def parse_parameters(cls, parser) -> tuple:
+        parser.parse_punctuation("<")
+        t = parser.parse_type()
+        parser.parse_punctuation(",")
+        parser.parse_keyword("box")
+        box = _parse_list(parser)
+        parser.parse_punctuation(",")
+        parser.parse_keyword("swizzle")
+        sw = parser.parse_integer()
+        parser.parse_punctuation(">")
+        return (t, ArrayAttr([IntAttr(b) for b in box]), IntAttr(sw))
+
+    def verify(self) -> None:
+        t = self.tensor
+        if not isinstance(t, MemRefType) or memory_space(t) != GLOBAL:
+            raise VerifyException(f"!sched.tensor_map: tensor must be a global memref, got {t}")
+        en = _elem_name(t.element_type)
+        if en is None:
+            raise VerifyException(f"!sched.tensor_map: element type {t.element_type} is not bf16, f16 or f32")
+        box, shape = self.box_dims, list(t.get_shape())
+        if len(box) != len(shape) or not 1 <= len(box) <= 5:
+            raise VerifyException(f"!sched.tensor_map: box {box} must have one extent per dimension of {t} (1 to 5)")
+        if any(not 1 <= b <= 256 for b in box):
+            raise VerifyException(f"!sched.tensor_map: box extents must be 1..256, got {box}")
+        eb = _TMA_ELEMS[en]
+        if (box[-1] * eb) % 16:
+            raise VerifyException(f"!sched.tensor_map: the box's inner extent {box[-1]} x {eb} bytes is not a multiple of 16 bytes")
+        sw = self.swizzle.data
+        if sw not in (0, 32, 64, 128):
+            raise VerifyException(f"!sched.tensor_map: swizzle must be 0, 32, 64 or 128, got {sw}")
+        if sw and box[-1] * eb > sw:
+            raise VerifyException(f"!sched.tensor_map: the box's inner extent spans {box[-1] * eb} bytes, more than the {sw}-byte swizzle")
+        if len(shape) > 1 and (shape[-1] * eb) % 16:
+            raise VerifyException(f"!sched.tensor_map: rows of {t} are {shape[-1] * eb} bytes apart; TMA needs a multiple of 16 "
+                                  f"(the inner extent must be a multiple of {16 // eb} elements)")
+
+
+@irdl_op_definition
+class TensorMapOp(IRDLOperation):
+    """Host side: encode a TMA descriptor for a buffer (the runtime calls cuTensorMapEncodeTiled).
+
+    `%tm = sched.tensor_map %a : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>`
+    """
+
+    name = "sched.tensor_map"
+    source = operand_def(MemRefType)
+    result = result_def(TensorMapType)
+
+    def __init__(self, source: SSAValue, box: Sequence[int], swizzle: int = 128):
+        super().__init__(operands=[source], result_types=[TensorMapType(source.type, box, swizzle)])
+
+    def verify_(self) -> None:
+        if self.result.type.tensor != self.source.type:
+            raise VerifyException(f"'sched.tensor_map' op operand #0 has type {self.source.type}, but the result "
+                                  f"describes {self.result.type.tensor}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        src = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        if not isinstance(t, TensorMapType):
+            parser.raise_error(f"'sched.tensor_map' expects a !sched.tensor_map result type, got {t}")
+        op = cls.create(operands=[parser.resolve_operand(src, t.tensor)], result_types=[t])
+        op.attributes.update(attrs)
+        return op
+
+
+def _check_smem(op: IRDLOperation, what: str, buf: SSAValue, indices: Sequence[SSAValue]) -> MemRefType:
+    t = buf.type
+    if not isinstance(t, MemRefType) or memory_space(t) != SHARED:
+        raise VerifyException(f"'{op.name}' op {what} must be a shared-memory (space 3) memref, got {t}")
+    if len(indices) != t.get_num_dims():
+        raise VerifyException(f"'{op.name}' op {what} has {len(indices)} indices for the rank-{t.get_num_dims()} buffer {t}")
+    return t
+
+
+def _check_mbarrier(op: IRDLOperation, buf: SSAValue, index: SSAValue | None = None) -> None:
+    t = buf.type
+    if not isinstance(t, MemRefType) or memory_space(t) != SHARED or t.element_type != i64 or t.get_num_dims() != 1:
+        raise VerifyException(f"'{op.name}' op barrier operand must be a 1-D shared-memory i64 buffer "
+                              f"(memref<Nxi64, 3>), got {t}")
+
+
+class _BarrierAccess(IRDLOperation):
+    """Base of the mbarrier ops: `%bars[%i]` names barrier i of a shared i64 buffer."""
+
+    barriers = operand_def(MemRefType)
+    index = operand_def(IndexType)
+
+    def verify_(self) -> None:
+        _check_mbarrier(self, self.barriers)
+
+    def _print_bar(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.barriers)
+        printer.print_string("[")
+        printer.print_operand(self.index)
+        printer.print_string("]")
+
+    @staticmethod
+    def _parse_bar(parser: Parser):
+        bars = parser.parse_unresolved_operand()
+        parser.parse_punctuation("[")
+        idx = parser.parse_unresolved_operand()
+        parser.parse_punctuation("]")
+        return bars, idx
+
+    @staticmethod
+    def _resolve(parser: Parser, bars, idx, bt):
+        return parser.resolve_operand(bars, bt), parser.resolve_operand(idx, IndexType())
+
+
+@irdl_op_definition
+class MBarrierInitOp(_BarrierAccess):
+    """`sched.mbarrier.init %bars[%i], 1 : memref<4xi64, 3>`: expect `count` arrivals per phase."""
+
+    name = "sched.mbarrier.init"
+    count = prop_def(IntegerAttr)
+
+    def __init__(self, barriers: SSAValue, index: SSAValue, count: int):
+        super().__init__(operands=[barriers, index], properties={"count": IntegerAttr(count, i64)})
+
+    def verify_(self) -> None:
+        super().verify_()
+        c = self.count.value.data
+        if not 1 <= c < 2**20:
+            raise VerifyException(f"'sched.mbarrier.init' op count {c} must be in 1 .. 2^20-1")
+
+    def print(self, printer: Printer) -> None:
+        self._print_bar(printer)
+        printer.print_string(f", {self.count.value.data}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.barriers.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        bars, idx = cls._parse_bar(parser)
+        parser.parse_punctuation(",")
+        count = parser.parse_integer()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        bt = parser.parse_type()
+        op = cls(*cls._resolve(parser, bars, idx, bt), count)
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class MBarrierArriveOp(_BarrierAccess):
+    """`sched.mbarrier.arrive %bars[%i] : memref<4xi64, 3>`: one arrival on barrier i."""
+
+    name = "sched.mbarrier.arrive"
+
+    def __init__(self, barriers: SSAValue, index: SSAValue):
+        super().__init__(operands=[barriers, index])
+
+    def print(self, printer: Printer) -> None:
+        self._print_bar(printer)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.barriers.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        bars, idx = cls._parse_bar(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        bt = parser.parse_type()
+        op = cls(*cls._resolve(parser, bars, idx, bt))
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class MBarrierArriveExpectTxOp(_BarrierAccess):
+    """`sched.mbarrier.arrive_expect_tx %bars[%i], 32768 : memref<4xi64, 3>`: arrive, and make the
+    current phase also wait for `bytes` of asynchronous (TMA) transactions."""
+
+    name = "sched.mbarrier.arrive_expect_tx"
+    bytes = prop_def(IntegerAttr)
+
+    def __init__(self, barriers: SSAValue, index: SSAValue, nbytes: int):
+        super().__init__(operands=[barriers, index], properties={"bytes": IntegerAttr(nbytes, i64)})
+
+    def verify_(self) -> None:
+        super().verify_()
+        n = self.bytes.value.data
+        if not 0 <= n < 2**20:
+            raise VerifyException(f"'sched.mbarrier.arrive_expect_tx' op bytes {n} must be in 0 .. 2^20-1")
+
+    def print(self, printer: Printer) -> None:
+        self._print_bar(printer)
+        printer.print_string(f", {self.bytes.value.data}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.barriers.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        bars, idx = cls._parse_bar(parser)
+        parser.parse_punctuation(",")
+        n = parser.parse_integer()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        bt = parser.parse_type()
+        op = cls(*cls._resolve(parser, bars, idx, bt), n)
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class MBarrierWaitOp(_BarrierAccess):
+    """`sched.mbarrier.wait %bars[%i], %phase : memref<4xi64, 3>`: spin until the phase with the
+    parity of `%phase` (an index; only bit 0 matters) of barrier i has completed."""
+
+    name = "sched.mbarrier.wait"
+    barriers = operand_def(MemRefType)
+    index = operand_def(IndexType)
+    phase = operand_def(IndexType)
+
+    def __init__(self, barriers: SSAValue, index: SSAValue, phase: SSAValue):
+        super().__init__(operands=[barriers, index, phase])
+
+    def print(self, printer: Printer) -> None:
+        self._print_bar(printer)
+        printer.print_string(", ")
+        printer.print_operand(self.phase)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.barriers.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        bars, idx = cls._parse_bar(parser)
+        parser.parse_punctuation(",")
+        ph = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        bt = parser.parse_type()
+        b, i = cls._resolve(parser, bars, idx, bt)
+        op = cls(b, i, parser.resolve_operand(ph, IndexType()))
+        op.attributes.update(attrs)
+        return op
+
+
+def _parse_indexed(parser: Parser):
+    v = parser.parse_unresolved_operand()
+    idx = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
+    return v, idx
+
+
+def _print_indexed(printer: Printer, v: SSAValue, idx: Sequence[SSAValue]) -> None:
+    printer.print_operand(v)
+    printer.print_string("[")
+    printer.print_list(idx, printer.print_operand)
+    printer.print_string("]")
+
+
+@irdl_op_definition
+class TmaLoadOp(IRDLOperation):
+    """Bulk tensor copy global -> shared of one box, completing on an mbarrier.
+
+    `sched.tma.load %tm[%row, %col], %smem[%s, %c0, %c0], %bars[%s] : !sched.tensor_map<...>, memref<4x128x64xbf16, 3>, memref<4xi64, 3>`
+    Coordinates are element indices of the box's first element, in the tensor's dimension order;
+    the box lands contiguously (swizzled as the map says) at the shared-memory position.
+    """
+
+    name = "sched.tma.load"
+    tensor_map = operand_def(TensorMapType)
+    coords = var_operand_def(IndexType)
+    dst = operand_def(MemRefType)
+    dst_indices = var_operand_def(IndexType)
+    barriers = operand_def(MemRefType)
+    index = operand_def(IndexType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(self, tensor_map, coords, dst, dst_indices, barriers, index):
+        super().__init__(operands=[tensor_map, list(coords), dst, list(dst_indices), barriers, index])
+
+    def verify_(self) -> None:
+        tm = self.tensor_map.type
+        if len(self.coords) != len(tm.box_dims):
+            raise VerifyException(f"'sched.tma.load' op has {len(self.coords)} coordinates for the rank-{len(tm.box_dims)} tensor map")
+        t = _check_smem(self, "destination (operand 'dst')", self.dst, self.dst_indices)
+        if t.element_type != tm.tensor.element_type:
+            raise VerifyException(f"'sched.tma.load' op destination element type {t.element_type} differs from the tensor map's "
+                                  f"{tm.tensor.element_type}")
+        _check_mbarrier(self, self.barriers)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        _print_indexed(printer, self.tensor_map, self.coords)
+        printer.print_string(", ")
+        _print_indexed(printer, self.dst, self.dst_indices)
+        printer.print_string(", ")
+        _print_indexed(printer, self.barriers, [self.index])
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("operandSegmentSizes",))
+        printer.print_string(" : ")
+        printer.print_list([self.tensor_map.type, self.dst.type, self.barriers.type], printer.print_attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        tm, coords = _parse_indexed(parser)
+        parser.parse_punctuation(",")
+        dst, didx = _parse_indexed(parser)
+        parser.parse_punctuation(",")
+        bars, bidx = _parse_indexed(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        tmt = parser.parse_type()
+        parser.parse_punctuation(",")
+        dt = parser.parse_type()
+        parser.parse_punctuation(",")
+        bt = parser.parse_type()
+        ix = IndexType()
+        if len(bidx) != 1:
+            parser.raise_error("'sched.tma.load' expects one barrier index")
+        op = cls(parser.resolve_operand(tm, tmt), [parser.resolve_operand(c, ix) for c in coords],
+                 parser.resolve_operand(dst, dt), [parser.resolve_operand(c, ix) for c in didx],
+                 parser.resolve_operand(bars, bt), parser.resolve_operand(bidx[0], ix))
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class TmaStoreOp(IRDLOperation):
+    """Bulk tensor copy shared -> global of one box; out-of-bounds elements are not written.
+
+    `sched.tma.store %smem[%c0, %c0], %tm[%row, %col] : memref<128x64xbf16, 3>, !sched.tensor_map<...>`
+    The copy joins the thread's current bulk async-group (`sched.bulk.commit_group`). Shared
+    memory written by ordinary stores needs `sched.fence.proxy_async` (and a barrier) first.
+    """
+
+    name = "sched.tma.store"
+    src = operand_def(MemRefType)
+    src_indices = var_operand_def(IndexType)
+    tensor_map = operand_def(TensorMapType)
+    coords = var_operand_def(IndexType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(self, src, src_indices, tensor_map, coords):
+        super().__init__(operands=[src, list(src_indices), tensor_map, list(coords)])
+
+    def verify_(self) -> None:
+        tm = self.tensor_map.type
+        if len(self.coords) != len(tm.box_dims):
+            raise VerifyException(f"'sched.tma.store' op has {len(self.coords)} coordinates for the rank-{len(tm.box_dims)} tensor map")
+        t = _check_smem(self, "source (operand 'src')", self.src, self.src_indices)
+        if t.element_type != tm.tensor.element_type:
+            raise VerifyException(f"'sched.tma.store' op source element type {t.element_type} differs from the tensor map's "
+                                  f"{tm.tensor.element_type}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        _print_indexed(printer, self.src, self.src_indices)
+        printer.print_string(", ")
+        _print_indexed(printer, self.tensor_map, self.coords)
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("operandSegmentSizes",))
+        printer.print_string(" : ")
+        printer.print_list([self.src.type, self.tensor_map.type], printer.print_attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        src, sidx = _parse_indexed(parser)
+        parser.parse_punctuation(",")
+        tm, coords = _parse_indexed(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        st = parser.parse_type()
+        parser.parse_punctuation(",")
+        tmt = parser.parse_type()
+        ix = IndexType()
+        op = cls(parser.resolve_operand(src, st), [parser.resolve_operand(c, ix) for c in sidx],
+                 parser.resolve_operand(tm, tmt), [parser.resolve_operand(c, ix) for c in coords])
+        op.attributes.update(attrs)
+        return op
+
+
+class _NoOperandOp(IRDLOperation):
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+class _GroupCountOp(IRDLOperation):
+    """Base of the `wait_group N` ops."""
+
+    pending = prop_def(IntegerAttr)
+
+    def _check_pending(self) -> None:
+        n = self.pending.value.data
+        if not 0 <= n <= 7:
+            raise VerifyException(f"'{self.name}' op pending count {n} must be in 0..7")
+
+
+@irdl_op_definition
+class BulkCommitGroupOp(_NoOperandOp):
+    """Close the thread's current bulk async-group (TMA stores issued since the last commit)."""
+
+    name = "sched.bulk.commit_group"
+
+
+@irdl_op_definition
+class BulkWaitGroupOp(_GroupCountOp):
+    """`sched.bulk.wait_group 0` (add `read` to wait only until the sources may be overwritten)."""
+
+    name = "sched.bulk.wait_group"
+    read = opt_prop_def(UnitAttr)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.pending.value.data}" + (" read" if self.read is not None else ""))
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        n = parser.parse_integer()
+        read = parser.parse_optional_keyword("read") is not None
+        op = cls(n, read)
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+    def __init__(self, pending: int = 0, read: bool = False):
+        props = {"pending": IntegerAttr(pending, i64)}
+        if read:
+            props["read"] = UnitAttr()
+        super().__init__(properties=props)
+
+    def verify_(self) -> None:
+        self._check_pending()
+
+
+@irdl_op_definition
+class FenceProxyAsyncOp(_NoOperandOp):
+    """`fence.proxy.async.shared::cta`: order this thread's ordinary shared-memory accesses
+    before later async-proxy accesses (TMA stores, wgmma operand reads)."""
+
+    name = "sched.fence.proxy_async"
+
+
+@irdl_op_definition
+class SetMaxNRegOp(IRDLOperation):
+    """`sched.setmaxnreg inc 232` / `dec 40`: warpgroup-wide register reallocation (sm_90a)."""
+
+    name = "sched.setmaxnreg"
+    action = prop_def(StringAttr)
+    count = prop_def(IntegerAttr)
+
+    def __init__(self, action: str, count: int):
+        super().__init__(properties={"action": StringAttr(action), "count": IntegerAttr(count, i64)})
+
+    def verify_(self) -> None:
+        if self.action.data not in ("inc", "dec"):
+            raise VerifyException(f"'sched.setmaxnreg' op action must be inc or dec, got '{self.action.data}'")
+        n = self.count.value.data
+        if not 24 <= n <= 256 or n % 8:
+            raise VerifyException(f"'sched.setmaxnreg' op register count {n} must be a multiple of 8 in 24..256")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.action.data} {self.count.value.data}")
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        action = parser.parse_identifier()
+        n = parser.parse_integer()
+        op = cls(action, n)
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+
+# ---------------------------------------------------------------- Hopper: wgmma
+
+WGMMA_TYPES = ("bf16", "f16")
+
+
+@irdl_op_definition
+class WgmmaDescOp(IRDLOperation):
+    """A wgmma shared-memory matrix descriptor (64-bit) for the tile starting at a buffer position.
+
+    `%d = sched.wgmma.desc %smem[%s, %c0, %k] swizzle 128 lbo 16 sbo 1024 : memref<4x128x64xbf16, 3>`
+    `lbo`/`sbo` are the leading/stride dimension byte offsets of the PTX descriptor (multiples of
+    16); the buffer must be 1024-byte aligned for the 128-byte swizzle (the position need not be).
+    """
+
+    name = "sched.wgmma.desc"
+    buffer = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    swizzle = prop_def(IntegerAttr)
+    lbo = prop_def(IntegerAttr)
+    sbo = prop_def(IntegerAttr)
+    result = result_def(IntegerType)
+    traits = traits_def(Pure())
+
+    def __init__(self, buffer, indices, swizzle: int, lbo: int, sbo: int):
+        super().__init__(operands=[buffer, list(indices)], result_types=[i64],
+                         properties={"swizzle": IntegerAttr(swizzle, i64), "lbo": IntegerAttr(lbo, i64),
+                                     "sbo": IntegerAttr(sbo, i64)})
+
+    def verify_(self) -> None:
+        _check_smem(self, "operand #0 ('buffer')", self.buffer, self.indices)
+        if self.swizzle.value.data not in (0, 32, 64, 128):
+            raise VerifyException(f"'sched.wgmma.desc' op swizzle must be 0, 32, 64 or 128, got {self.swizzle.value.data}")
+        for what in ("lbo", "sbo"):
+            v = getattr(self, what).value.data
+            if v < 0 or v % 16 or v >= 16 << 14:
+                raise VerifyException(f"'sched.wgmma.desc' op {what} {v} must be a multiple of 16 below 2^18")
+        if self.result.type != i64:
+            raise VerifyException("'sched.wgmma.desc' op result must be i64")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        _print_indexed(printer, self.buffer, self.indices)
+        printer.print_string(f" swizzle {self.swizzle.value.data} lbo {self.lbo.value.data} sbo {self.sbo.value.data}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.buffer.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        buf, idx = _parse_indexed(parser)
+        vals = {}
+        for k in ("swizzle", "lbo", "sbo"):
+            parser.parse_keyword(k)
+            vals[k] = parser.parse_integer()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls(parser.resolve_operand(buf, t), [parser.resolve_operand(i, IndexType()) for i in idx],
+                 vals["swizzle"], vals["lbo"], vals["sbo"])
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class WgmmaFenceOp(_NoOperandOp):
+    """`wgmma.fence`: order earlier register accesses (of accumulators and A) before wgmma."""
+
+    name = "sched.wgmma.fence"
+
+
+@irdl_op_definition
+class WgmmaCommitGroupOp(_NoOperandOp):
+    """Close the warpgroup's current wgmma-group (the mma_async ops issued since the last commit)."""
+
+    name = "sched.wgmma.commit_group"
+
+
+def _check_acc(op: IRDLOperation, what: str, t: Attribute, n: int | None = None) -> None:
+    ok = isinstance(t, VectorType) and t.get_num_dims() == 1 and isinstance(t.element_type, Float32Type)
+    if ok and n is not None:
+        ok = t.get_shape()[0] == n // 2
+    if not ok:
+        want = f"vector<{n // 2}xf32>" if n is not None else "a 1-D f32 vector"
+        raise VerifyException(f"'{op.name}' op {what} must be {want}, got {t}")
+
+
+@irdl_op_definition
+class WgmmaMmaAsyncOp(IRDLOperation):
+    """Issue `D = A * B + D` for one m64nNk16 step on the warpgroup's tensor cores (asynchronous).
+
+    `%d1 = sched.wgmma.mma_async m64n128k16 bf16 %da, %db, %d0 trans_b : vector<64xf32>`
+    A (64x16) and B (16xN) are read from shared memory through descriptors (`sched.wgmma.desc`);
+    `trans_a`/`trans_b` select M-/N-major operands (K-major otherwise). The result must not be
+    read until a `sched.wgmma.wait_group` has passed it (see the sched-flush-wgmma pass).
+    """
+
+    name = "sched.wgmma.mma_async"
+    desc_a = operand_def(IntegerType)
+    desc_b = operand_def(IntegerType)
+    acc = operand_def(VectorType)
+    n = prop_def(IntegerAttr)
+    ab_type = prop_def(StringAttr)
+    trans_a = opt_prop_def(UnitAttr)
+    trans_b = opt_prop_def(UnitAttr)
+    result = result_def(VectorType)
+
+    def __init__(self, desc_a, desc_b, acc, n: int, ab_type: str = "bf16", trans_a: bool = False, trans_b: bool = False):
+        props: dict[str, Attribute] = {"n": IntegerAttr(n, i64), "ab_type": StringAttr(ab_type)}
+        if trans_a:
+            props["trans_a"] = UnitAttr()
+        if trans_b:
+            props["trans_b"] = UnitAttr()
+        super().__init__(operands=[desc_a, desc_b, acc], result_types=[SSAValue.get(acc).type], properties=props)
+
+    def verify_(self) -> None:
+        n = self.n.value.data
+        if not 8 <= n <= 256 or n % 8:
+            raise VerifyException(f"'sched.wgmma.mma_async' op N = {n} must be a multiple of 8 in 8..256")
+        if self.ab_type.data not in WGMMA_TYPES:
+            raise VerifyException(f"'sched.wgmma.mma_async' op operand type {self.ab_type.data} must be bf16 or f16")
+        for what, v in (("operand #0 ('desc_a')", self.desc_a), ("operand #1 ('desc_b')", self.desc_b)):
+            if v.type != i64:
+                raise VerifyException(f"'sched.wgmma.mma_async' op {what} must be an i64 descriptor, got {v.type}")
+        _check_acc(self, "operand #2 ('acc')", self.acc.type, n)
+        if self.result.type != self.acc.type:
+            raise VerifyException("'sched.wgmma.mma_async' op result type must equal the accumulator's")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" m64n{self.n.value.data}k16 {self.ab_type.data} ")
+        printer.print_list([self.desc_a, self.desc_b, self.acc], printer.print_operand)
+        if self.trans_a is not None:
+            printer.print_string(" trans_a")
+        if self.trans_b is not None:
+            printer.print_string(" trans_b")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.acc.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        shape = parser.parse_identifier()
+        import re
+        m = re.fullmatch(r"m64n(\d+)k16", shape)
+        if m is None:
+            parser.raise_error(f"'sched.wgmma.mma_async' expects a shape m64nNk16, got '{shape}'")
+        ab = parser.parse_identifier()
+        ops = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
+        if len(ops) != 3:
+            parser.raise_error("'sched.wgmma.mma_async' expects 3 operands (desc_a, desc_b, acc)")
+        ta = parser.parse_optional_keyword("trans_a") is not None
+        tb = parser.parse_optional_keyword("trans_b") is not None
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls(parser.resolve_operand(ops[0], i64), parser.resolve_operand(ops[1], i64),
+                 parser.resolve_operand(ops[2], t), int(m.group(1)), ab, ta, tb)
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class WgmmaWaitGroupOp(_GroupCountOp):
+    """Wait until at most `pending` wgmma-groups of the warpgroup are in flight.
+
+    `%r:2 = sched.wgmma.wait_group 0, %d, %e : vector<64xf32>, vector<64xf32>`: the accumulators
+    passed through are the ones safe to read afterwards; their uses read the results.
+    """
+
+    name = "sched.wgmma.wait_group"
+    values = var_operand_def()
+    outs = var_result_def()
+
+    def __init__(self, pending: int, values: Sequence[SSAValue] = ()):
+        super().__init__(operands=[list(values)], result_types=[[SSAValue.get(v).type for v in values]],
+                         properties={"pending": IntegerAttr(pending, i64)})
+
+    def verify_(self) -> None:
+        self._check_pending()
+        for i, v in enumerate(self.values):
+            _check_acc(self, f"operand #{i}", v.type)
+        if [r.type for r in self.outs] != [v.type for v in self.values]:
+            raise VerifyException("'sched.wgmma.wait_group' op result types must equal the operand types")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.pending.value.data}")
+        for v in self.values:
+            printer.print_string(", ")
+            printer.print_operand(v)
+        printer.print_op_attributes(self.attributes)
+        if self.values:
+            printer.print_string(" : ")
+            printer.print_list([v.type for v in self.values], printer.print_attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        n = parser.parse_integer()
+        ops = []
+        while parser.parse_optional_punctuation(",") is not None:
+            ops.append(parser.parse_unresolved_operand())
+        attrs = parser.parse_optional_attr_dict()
+        types = []
+        if ops:
+            parser.parse_punctuation(":")
+            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        op = cls(n, parser.resolve_operands(ops, types, parser.pos) if ops else [])
+        op.attributes.update(attrs)
+        return op
+
+
+HOPPER_OPS = [TensorMapOp, MBarrierInitOp, MBarrierArriveOp, MBarrierArriveExpectTxOp, MBarrierWaitOp, TmaLoadOp,
+              TmaStoreOp, BulkCommitGroupOp, BulkWaitGroupOp, FenceProxyAsyncOp, SetMaxNRegOp, WgmmaDescOp,
+              WgmmaFenceOp, WgmmaCommitGroupOp, WgmmaMmaAsyncOp, WgmmaWaitGroupOp]
+
+
 Sched = Dialect(
     "sched",
     [KernelOp, ReturnOp, WorkspaceOp, LaunchOp, ThreadIdxOp, BlockIdxOp, BlockDimOp, GridDimOp, ForOp, YieldOp,
-     AllocOp, LoadOp, StoreOp, BarrierOp, ShflXorOp],
-    [],
+     AllocOp, LoadOp, StoreOp, BarrierOp, ShflXorOp, *HOPPER_OPS],
+    [TensorMapType],
 )

@@ -380,6 +380,8 @@ def plan_fusion(fn: func.FuncOp, persistent: bool = True, block: int = 0) -> Pla
             groups[key] = Task("pointwise", order.get(first, -1), key[0])
             tasks.append(groups[key])
         groups[key].outputs.append(o)
+    from fuser.lowering.matmul import fuse_matmul_tasks  # horizontal matmul fusion, stored results
+    tasks = fuse_matmul_tasks(tasks, outputs, materialized, args)
     tasks.sort(key=lambda t: (t.level, t.kind == "pointwise", t.order))
     groups = []
     if persistent:
@@ -525,12 +527,15 @@ class KernelEmitter:
             idx = kb.delinearize(row, row_shape) + [kb.c(0)] * len(col_shape)
             return [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, 1)]
 
-        def fold_elements(kb, amap, row, vec, n_lanes, states):
+        def prepare(kb, amap, row, n_lanes):
+            # Loaded once before the loop: the shift of the row.
+            return first_of_row(kb, amap, row)[0] if shifted else None
+
+        def fold_elements(kb, amap, row, vec, n_lanes, states, shift=None):
             idx = kb.delinearize(row, row_shape) + kb.delinearize(kb.mul(vec, n_lanes), col_shape)
             xs = [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, n_lanes)]
-            if shifted:
-                k = first_of_row(kb, amap, row)[0]
-                xs = [kb.fsub(x, k) for x in xs]
+            if shift is not None:
+                xs = [kb.fsub(x, shift) for x in xs]
             return [st.update(kb, s, x) for s, x in zip(states, xs)]
 
         def store(kb, amap, row, state):
@@ -541,7 +546,7 @@ class KernelEmitter:
         if chunks == 1:
             vals = list(task.outputs) + in_reads + epi_reads
             self._row_reduce_kernel(self.kernel_buffers(vals), vals, rows, row_vecs, lanes, bx, by, 1, st,
-                                    fold_elements, store)
+                                    fold_elements, store, prepare=prepare)
             return
         # Two kernels: partial states [*, row, chunk], then merge the chunks of each row.
         part = self._partials([rows, chunks], st.width)
@@ -552,7 +557,7 @@ class KernelEmitter:
 
         vals1 = in_reads + [part]
         self._row_reduce_kernel(self.kernel_buffers(vals1), vals1, rows, row_vecs, lanes, bx, by, chunks, st,
-                                fold_elements, store_partial)
+                                fold_elements, store_partial, prepare=prepare)
 
         def merge_partials(kb, amap, row, chunk, n_lanes, states):
             got = [kb.load(amap[part], [kb.c(c), row, chunk], 1)[0] for c in range(st.width)]
@@ -564,7 +569,7 @@ class KernelEmitter:
                                 merge_partials, store, settle=False)
 
     def _row_reduce_kernel(self, host_bufs, values, rows, row_vecs, lanes, bx, by, chunks, st, fold, store,
-                           settle=True):
+                           settle=True, prepare=None):
         """Rows of `row_vecs` vectors; `bx` threads per row, `by` rows per block, `chunks` blocks per row.
 
         `fold(kb, amap, row, vec, lanes, states)` folds one vector of the row into the per-lane
@@ -582,13 +587,15 @@ class KernelEmitter:
             chunk = kb.bid("y") if chunks > 1 else None
             start = kb.mul(chunk, vecs_per_chunk) if chunk is not None else kb.c(0)
             end = kb.v(arith.MinUIOp(kb.add(start, vecs_per_chunk), kb.c(row_vecs))) if chunk is not None else kb.c(row_vecs)
+            pre = prepare(kb, amap, row_c, lanes) if prepare else None
             init = st.identity(kb) * lanes
             loop = sched.ForOp(start, end, kb.c(1), init,
                                Block(arg_types=[sched.IndexType()] + [f32] * (w * lanes)), bind="thread.x")
             kb.emit(loop)
             lb = kb.at(loop.body.block)
             j, *flat = loop.body.block.args
-            states = fold(lb, amap, row_c, j, lanes, [flat[l * w:(l + 1) * w] for l in range(lanes)])
+            states = fold(lb, amap, row_c, j, lanes, [flat[l * w:(l + 1) * w] for l in range(lanes)],
+                          *([pre] if prepare else []))
             lb.emit(sched.YieldOp(*[x for s in states for x in s]))
             res = list(loop.results)
             per_lane = [res[l * w:(l + 1) * w] for l in range(lanes)]
@@ -628,12 +635,17 @@ class KernelEmitter:
             idx = [kb.c(0)] * len(row_shape) + col_idx
             return [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, n_lanes)]
 
-        def fold_elements(kb, amap, row, cvec, n_lanes, states):
+        def prepare(kb, amap, cvec, n_lanes):
+            # Loaded once before the loop: the shift of each column of the vector.
+            col_idx = kb.delinearize(kb.mul(cvec, n_lanes), col_shape) if col_shape else []
+            return first_of_column(kb, amap, col_idx, n_lanes) if shifted else None
+
+        def fold_elements(kb, amap, row, cvec, n_lanes, states, shifts=None):
             col_idx = kb.delinearize(kb.mul(cvec, n_lanes), col_shape) if col_shape else []
             idx = kb.delinearize(row, row_shape) + col_idx
             xs = [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, n_lanes)]
-            if shifted:
-                xs = [kb.fsub(x, k) for x, k in zip(xs, first_of_column(kb, amap, col_idx, n_lanes))]
+            if shifts is not None:
+                xs = [kb.fsub(x, k) for x, k in zip(xs, shifts)]
             return [st.update(kb, s, x) for s, x in zip(states, xs)]
 
         def store_out(kb, amap, col, state):
@@ -644,7 +656,7 @@ class KernelEmitter:
         if chunks == 1:
             vals = list(task.outputs) + in_reads + epi_reads
             self._col_reduce_kernel(self.kernel_buffers(vals), vals, rows, col_vecs, lanes, bx, by, 1, st,
-                                    fold_elements, store_out)
+                                    fold_elements, store_out, prepare=prepare)
             return
         part = self._partials([chunks, cols], st.width)
 
@@ -654,7 +666,7 @@ class KernelEmitter:
 
         vals1 = in_reads + [part]
         self._col_reduce_kernel(self.kernel_buffers(vals1), vals1, rows, col_vecs, lanes, bx, by, chunks, st,
-                                fold_elements, store_partial)
+                                fold_elements, store_partial, prepare=prepare)
 
         lanes2 = vector_lanes(cols, 4)
 
@@ -668,7 +680,7 @@ class KernelEmitter:
                                 merge_partials, store_out, settle=False)
 
     def _col_reduce_kernel(self, host_bufs, values, rows, col_vecs, lanes, bx, by, chunks, st, fold, store,
-                           settle=True):
+                           settle=True, prepare=None):
         """Columns in vectors of `lanes`: `bx` threads across column vectors, `by` threads (and
         `chunks` blocks) down the rows; the `by` partial states of a column meet in shared memory."""
         rows_per_chunk = math.ceil(rows / chunks)
@@ -682,12 +694,14 @@ class KernelEmitter:
             chunk = kb.bid("y") if chunks > 1 else None
             start = kb.mul(chunk, rows_per_chunk) if chunk is not None else kb.c(0)
             end = kb.v(arith.MinUIOp(kb.add(start, rows_per_chunk), kb.c(rows))) if chunk is not None else kb.c(rows)
+            pre = prepare(kb, amap, cvec_c, lanes) if prepare else None
             loop = sched.ForOp(start, end, kb.c(1), st.identity(kb) * lanes,
                                Block(arg_types=[sched.IndexType()] + [f32] * (w * lanes)), bind="thread.y")
             kb.emit(loop)
             lb = kb.at(loop.body.block)
             r, *flat = loop.body.block.args
-            states = fold(lb, amap, r, cvec_c, lanes, [flat[l * w:(l + 1) * w] for l in range(lanes)])
+            states = fold(lb, amap, r, cvec_c, lanes, [flat[l * w:(l + 1) * w] for l in range(lanes)],
+                          *([pre] if prepare else []))
             lb.emit(sched.YieldOp(*[x for s in states for x in s]))
             res = list(loop.results)
             states = [res[l * w:(l + 1) * w] for l in range(lanes)]
@@ -709,14 +723,32 @@ class KernelEmitter:
                         kb.store([x], smem, [ty, kb.add(kb.mul(tx, lanes * w), l * w + c)])
                 kb.emit(sched.BarrierOp())
 
+                def slot(b: KernelBuilder, y, l, c):
+                    return [y, b.add(b.mul(tx, lanes * w), l * w + c)]
+
+                # Fold the `by` partial states of each column as a tree: every step halves the
+                # rows still holding a state, all threads of those rows merging in parallel.
+                half = by // 2
+                while half >= 1 and by & (by - 1) == 0:
+                    def merge_pair(b: KernelBuilder, half=half):
+                        other = b.add(ty, half)
+                        for l in range(lanes):
+                            mine = [b.load(smem, slot(b, ty, l, c), 1)[0] for c in range(w)]
+                            theirs = [b.load(smem, slot(b, other, l, c), 1)[0] for c in range(w)]
+                            for c, x in enumerate(st.merge(b, mine, theirs)):
+                                b.store([x], smem, slot(b, ty, l, c))
+                    _if(kb, kb.lt(ty, half), merge_pair)
+                    kb.emit(sched.BarrierOp())
+                    half //= 2
+                folded = 1 if by & (by - 1) == 0 else by
+
                 def fold_rows(b: KernelBuilder):
                     merged = []
                     for l in range(lanes):
                         def at(yy, l=l):
-                            return [b.load(smem, [b.c(yy), b.add(b.mul(tx, lanes * w), l * w + c)], 1)[0]
-                                    for c in range(w)]
+                            return [b.load(smem, slot(b, b.c(yy), l, c), 1)[0] for c in range(w)]
                         s = at(0)
-                        for yy in range(1, by):
+                        for yy in range(1, folded):
                             s = st.merge(b, s, at(yy))
                         merged.append(s)
                     emit_stores(b, merged)

@@ -919,7 +919,33 @@ class _FunctionTranslator:
         args = [("i32", self.v(mask)), (vty, self.v(val)), ("i32", self.v(offset)), ("i32", self.v(clamp))]
         self.set_result(op, self.e.call(ret, f"llvm.nvvm.shfl.sync.{kind}.{suffix}", args))
 
+    # Hopper: wgmma groups and mbarriers (the rest arrives as llvm.inline_asm)
+    def _wgmma_fence(self, op: Operation) -> None:
+        self.e.call("void", "llvm.nvvm.wgmma.fence.sync.aligned", [])
+
+    def _wgmma_commit(self, op: Operation) -> None:
+        self.e.call("void", "llvm.nvvm.wgmma.commit_group.sync.aligned", [])
+
+    def _wgmma_wait(self, op: Operation) -> None:
+        n = _int_prop(op, "group")
+        if n is None:
+            raise TranslationError("missing 'group'")
+        self.e.call("void", "llvm.nvvm.wgmma.wait_group.sync.aligned", [("i64", str(n))])
+
+    def _mbarrier_init(self, op: Operation) -> None:
+        addr, count = op.operands
+        self.e.call("void", "llvm.nvvm.mbarrier.init.shared", [(llvm_type(addr.type), self.v(addr)), ("i32", self.v(count))])
+
+    def _mbarrier_arrive(self, op: Operation) -> None:
+        (addr,) = op.operands
+        self.set_result(op, self.e.call("i64", "llvm.nvvm.mbarrier.arrive.shared", [(llvm_type(addr.type), self.v(addr))]))
+
     _HANDLERS: dict[str, Callable[[_FunctionTranslator, Operation], None]] = {
+        "nvvm.wgmma.fence.aligned": _wgmma_fence,
+        "nvvm.wgmma.commit.group.sync.aligned": _wgmma_commit,
+        "nvvm.wgmma.wait.group.sync.aligned": _wgmma_wait,
+        "nvvm.mbarrier.init.shared": _mbarrier_init,
+        "nvvm.mbarrier.arrive.shared": _mbarrier_arrive,
         "arith.constant": _constant,
         "llvm.mlir.constant": _constant,
         "arith.negf": _negf,
@@ -1102,6 +1128,12 @@ def _param_attrs(attrs: Attribute) -> str:
         return ""
     out = []
     for key, value in attrs.data.items():
+        if key == "nvvm.grid_constant":
+            out.append('"nvvm.grid_constant"')  # LLVM 22 NVPTX: param attribute
+            continue
+        if key == "llvm.byval":
+            out.append(f"byval({llvm_type(value)})")
+            continue
         if not key.startswith("llvm."):
             continue
         name = key.removeprefix("llvm.")

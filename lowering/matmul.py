@@ -2,12 +2,438 @@
 
 Called by convert-fusion-to-sched for each `fusion.matmul` task; `task.outputs` lists the matmul
 result (if it is materialized) and the pointwise epilogue outputs of its shape.
+
+The kernel (one CTA per output tile, `matmul_params` picks the tile and the pipeline depth):
+
+- 3 warpgroups (384 threads). Warpgroup 0 is the producer: it gives registers back
+  (`setmaxnreg dec 40`) and one thread streams K-slices of A and B into a circular buffer of
+  `stages` shared-memory slots with TMA (`cp.async.bulk.tensor`, 128-byte swizzle; boxes past
+  the tensor's edge read as zeros, so ragged M/N/K need no special code). Slot s is guarded by
+  two mbarriers: `full[s]` (the producer's `arrive.expect_tx` + the TMA bytes) and `empty[s]`
+  (one arrival per consumer warp once the wgmmas that read it have completed).
+- Warpgroups 1 and 2 are consumers (`setmaxnreg inc 232`), each owns BM/2 rows of the tile. Per
+  K-slice: wait on `full[s]`, `wgmma.fence`, 4 k16 steps of `wgmma.mma_async` (m64nBNk16) per
+  64 rows, `commit_group`, then `wait_group 1` (the previous slice's wgmmas are done) and
+  release the previous slot. Accumulators are loop-carried `vector<BN/2 x f32>` values.
+- After the main loop one `wgmma.wait_group 0` (inserted by sched-flush-wgmma before the first
+  read) makes the accumulators readable; the epilogue evaluates every output of the task at
+  each accumulator element (the fusion's pointwise ops, bias/residual loads, casts) with the
+  `Evaluator` and stores pairs of columns, guarded for ragged edges.
+- Operand layouts: A [M,K] is K-major, A^T (stored [K,M]) M-major; B [K,N] is N-major, B^T
+  (stored [N,K]) K-major. K-major tiles are one TMA box of (rows x 64) per slot; MN-major tiles
+  are 64-wide chunks (64 k-rows x 64) side by side; wgmma reads either through descriptors.
+- Tiles are rasterized in groups of `group_m` tile-rows so that CTAs running together share
+  A and B panels in L2.
+- Horizontal fusion (`fuse_matmul_tasks`): matmuls sharing A whose results only meet in
+  pointwise outputs (the gated MLP `silu(x @ W1) * (x @ W2)`) become one task: both wgmmas
+  run in one main loop over one A tile and the epilogue combines the accumulators.
 """
 
 from __future__ import annotations
 
-from fuser.lowering.fusion_to_sched import KernelEmitter, ScheduleError, Task
+import math
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IndexType, IntegerAttr, VectorType, i64
+from xdsl.ir import Block, Region, SSAValue
+
+from fuser.dialects import fusion as F
+from fuser.dialects import sched
+from fuser.lowering.fusion_to_sched import (
+    Evaluator,
+    KernelEmitter,
+    ScheduleError,
+    Task,
+    _leaves,
+    shape_of,
+)
+from fuser.lowering.kernel_builder import KernelBuilder, f32
+from fuser.passes.flush_wgmma import flush_wgmma
+
+BK = 64                 # K elements per pipeline slot: one 128-byte swizzle row of bf16/f16
+SMEM_BUDGET = 227 * 1024  # bytes of dynamic shared memory a Hopper CTA may use
+TILES = ((128, 128), (128, 256), (256, 128))
+
+
+@dataclass(frozen=True)
+class MatmulParams:
+    bm: int
+    bn: int
+    stages: int
+    group_m: int = 8
+    consumers: int = 2  # consumer warpgroups; each owns bm // consumers rows
+
+    @property
+    def threads(self) -> int:
+        return 128 * (1 + self.consumers)
+
+
+def stage_bytes(bm: int, bn: int, n_b: int = 1, elem: int = 2) -> int:
+    return (bm + n_b * bn) * BK * elem
+
+
+def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n_b: int = 1,
+                  tile: tuple[int, int] | None = None, stages: int = 0) -> MatmulParams:
+    """Tile and pipeline depth for an MxNxK matmul (`n_b` B operands share the A tile).
+
+    Larger tiles halve the operand traffic per FLOP (128x256 moves 3/4 of 128x128's bytes per
+    output), but only pay when there are enough tiles to fill the machine: prefer 128x256 (or
+    256x128 when M is the long side) when that still gives at least one wave, else 128x128.
+    Two accumulators (horizontal fusion) fit the registers only at 128x128.
+    """
+    if tile is None:
+        if n_b > 1:
+            tile = (128, 128)
+        else:
+            tiles = lambda bm, bn: math.ceil(m / bm) * math.ceil(n / bn)  # noqa: E731
+            # one wave that is ~full (128 tiles on 132 SMs) still beats 128x128's two waves
+            if n >= 256 and tiles(128, 256) >= 0.9 * sms:
+                tile = (128, 256)
+            elif m >= 256 and tiles(256, 128) >= 0.9 * sms:
+                tile = (256, 128)
+            else:
+                tile = (128, 128)
+    bm, bn = tile
+    if (bm, bn) not in TILES:
+        raise ValueError(f"tile {bm}x{bn} is not one of {', '.join(f'{a}x{b}' for a, b in TILES)}")
+    if n_b > 1 and (bm, bn) != (128, 128):
+        raise ValueError(f"a horizontally fused matmul needs the 128x128 tile, not {bm}x{bn}")
+    per = stage_bytes(bm, bn, n_b, elem_bytes)
+    fit = (SMEM_BUDGET - 1024) // per
+    ktiles = math.ceil(k / BK)
+    if stages <= 0:
+        stages = max(2, min(fit, 8, max(2, ktiles)))
+    if stages > fit:
+        raise ValueError(f"{stages} stages of {per} bytes exceed the {SMEM_BUDGET}-byte shared-memory budget")
+    return MatmulParams(bm, bn, stages)
+
+
+# ------------------------------------------------------------------ planning hook
+
+
+def fuse_matmul_tasks(tasks: list[Task], outputs, materialized: set, args: set) -> list[Task]:
+    """Merge matmul tasks that share A into one (horizontal fusion), and absorb pointwise tasks
+    whose outputs read only those matmuls' results (and arguments); then mark which matmul
+    results must be stored at all (function outputs, or read by another task)."""
+    mm = [t for t in tasks if t.kind == "matmul"]
+    removed: set[int] = set()
+    for i, t in enumerate(mm):
+        if id(t) in removed:
+            continue
+        for u in mm[i + 1:]:
+            if id(u) in removed or u.level != t.level:
+                continue
+            a, b = t.op, u.op
+            if a.a is not b.a or (a.transpose_a is None) != (b.transpose_a is None) or \
+                    (a.transpose_b is None) != (b.transpose_b is None) or \
+                    shape_of(a.b) != shape_of(b.b) or shape_of(a.result) != shape_of(b.result):
+                continue
+            results = {a.result, b.result}
+            absorbed = []
+            for p in tasks:
+                if p.kind != "pointwise" or not p.outputs:
+                    continue
+                if all(o not in args and shape_of(o) == shape_of(a.result) and
+                       _leaves(o, materialized - {o}, args) & results and
+                       all(d in results or d in args for d in _leaves(o, materialized - {o}, args))
+                       for o in p.outputs):
+                    absorbed.append(p)
+            if not absorbed:
+                continue
+            t.siblings = getattr(t, "siblings", []) + [b]
+            t.outputs += [o for o in u.outputs if o is not b.result] + [o for p in absorbed for o in p.outputs]
+            if b.result in u.outputs:
+                t.outputs.append(b.result)
+            removed.add(id(u))
+            removed |= {id(p) for p in absorbed}
+            break
+    tasks = [t for t in tasks if id(t) not in removed]
+    outs = set(outputs)
+    for t in tasks:
+        if t.kind != "matmul":
+            continue
+        results = [t.op.result] + [s.result for s in getattr(t, "siblings", [])]
+        readers = [o for u in tasks if u is not t for o in u.outputs] + \
+                  [u.op.input for u in tasks if u is not t and hasattr(u.op, "input")] + \
+                  [x for u in tasks if u is not t and u.kind == "matmul" for x in (u.op.a, u.op.b)]
+        needed = set()
+        for r in results:
+            if r in outs or any(r in _leaves(x, materialized - {x}, args) or x is r for x in readers):
+                needed.add(r)
+        t.store_results = needed
+    return tasks
+
+
+# ------------------------------------------------------------------ the scheduler
+
+
+def _check(op: F.MatmulOp, em: KernelEmitter) -> tuple[int, int, int, str]:
+    m, n, k = op.mnk()
+    et = F.dtype_name(F._elem(op.a))
+    if et not in ("bf16", "f16"):
+        raise ScheduleError(f"'fusion.matmul' operands are {et}; the Hopper matmul takes bf16 or f16 (cast them first)", op)
+    for what, v, inner in (("a", op.a, shape_of(op.a)[1]), ("b", op.b, shape_of(op.b)[1])):
+        if v not in em.buffers:
+            raise ScheduleError(f"'fusion.matmul' operand '{what}' must be a function argument or a materialized value "
+                                f"(TMA reads it from memory); put a fusion.segment_set on it", op)
+        if inner % 8:
+            raise ScheduleError(f"'fusion.matmul' operand '{what}' {v.type}: its rows are {inner * 2} bytes apart; TMA needs "
+                                f"a multiple of 16 bytes (inner extent a multiple of 8 elements)", op)
+    return m, n, k, et
+
+
+def _if_else(kb: KernelBuilder, cond: SSAValue, then, other) -> None:
+    tb, eb = Block(), Block()
+    then(kb.at(tb))
+    tb.add_op(scf.YieldOp())
+    other(kb.at(eb))
+    eb.add_op(scf.YieldOp())
+    kb.emit(scf.IfOp(cond, [], Region(tb), Region(eb)))
+
+
+def _if(kb: KernelBuilder, cond: SSAValue, then) -> None:
+    tb = Block()
+    then(kb.at(tb))
+    tb.add_op(scf.YieldOp())
+    kb.emit(scf.IfOp(cond, [], Region(tb)))
+
+
+def _for(kb: KernelBuilder, lb: SSAValue, ub: SSAValue, inits: list[SSAValue], body) -> list[SSAValue]:
+    """A serial scf.for; `body(kb, iv, iter_args)` returns the yielded values."""
+    blk = Block(arg_types=[IndexType()] + [v.type for v in inits])
+    inner = kb.at(blk)
+    ys = body(inner, blk.args[0], list(blk.args[1:]))
+    inner.emit(scf.YieldOp(*ys))
+    loop = scf.ForOp(lb, ub, kb.c(1), inits, Region(blk))
+    kb.emit(loop)
+    return list(loop.results)
 
 
 def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> None:
-    raise ScheduleError("'fusion.matmul' is not supported yet: the Hopper matmul scheduler is being built", task.op)
+    op: F.MatmulOp = task.op
+    mats = [op] + list(getattr(task, "siblings", []))
+    m, n, k, et = _check(op, em)
+    for s in mats[1:]:
+        _check(s, em)
+    opts = em.opts
+    tile = None
+    tile_opt = getattr(opts, "tile", "") or ""
+    if tile_opt:
+        try:
+            tile = tuple(int(x) for x in str(tile_opt).lower().split("x"))
+            assert len(tile) == 2
+        except (ValueError, AssertionError):
+            raise ScheduleError(f"convert-fusion-to-sched: tile={tile_opt!r} must read like 128x256", op) from None
+    try:
+        p = matmul_params(m, n, k, 2, opts.sms, len(mats), tile, getattr(opts, "stages", 0) or 0)
+    except ValueError as err:
+        raise ScheduleError(f"'fusion.matmul' {m}x{n}x{k}: {err}", op) from None
+
+    ta, tb = op.transpose_a is not None, op.transpose_b is not None
+    bm, bn, S = p.bm, p.bn, p.stages
+    nb = len(mats)
+    results = [x.result for x in mats]
+    store = getattr(task, "store_results", set(results))
+    outputs = [o for o in dict.fromkeys(task.outputs) if o not in results or o in store]
+    if not outputs:
+        return
+    # Epilogue reads: leaves of the outputs other than the matmul results.
+    reads: set[SSAValue] = set()
+    for o in outputs:
+        reads |= _leaves(o, (materialized | set(results)) - {o}, args)
+    reads -= set(results)
+    reads_l = sorted(reads, key=lambda v: str(v.name_hint))
+
+    # TMA boxes: K-major operands are one (rows x 64) box per slot, MN-major ones 64x64 chunks.
+    a_box = [BK, 64] if ta else [bm, BK]
+    b_box = [BK, 64] if not tb else [bn, BK]
+    host = em.host
+    tm_a = host.v(sched.TensorMapOp(em.buffers[op.a], a_box, 128))
+    tm_bs = [host.v(sched.TensorMapOp(em.buffers[x.b], b_box, 128)) for x in mats]
+    out_bufs = [em.buffers[o] for o in outputs]
+    read_bufs = [em.buffers[v] for v in reads_l]
+    host_bufs = list(dict.fromkeys([tm_a, *tm_bs, *out_bufs, *read_bufs]))
+
+    elem_t = F._elem(op.a)
+    a_elems, b_elems = bm * BK, bn * BK
+    a_off = 0
+    b_off = S * a_elems * 2
+    bar_off = b_off + nb * S * b_elems * 2
+    smem = bar_off + 2 * S * 8
+    tiles_m, tiles_n = math.ceil(m / bm), math.ceil(n / bn)
+    tx_bytes = (a_elems + nb * b_elems) * 2
+    ktiles = math.ceil(k / BK)
+    rows_per_wg = bm // p.consumers
+    msubs = rows_per_wg // 64
+    acc_t = VectorType(f32, [bn // 2])
+
+    name = f"{em.name}_k{em.count}"
+    em.count += 1
+    kop = sched.KernelOp(name, [b.type for b in host_bufs], [tiles_m * tiles_n, 1, 1], [p.threads, 1, 1], smem)
+    kop.attributes["nvvm.minctasm"] = IntegerAttr(1, i64)
+    kb = KernelBuilder(kop.body.block)
+    kargs = list(kop.body.block.args)
+    pos = {b: i for i, b in enumerate(host_bufs)}
+    karg = lambda hb: kargs[pos[hb]]  # noqa: E731
+    k_tma, k_tmbs = karg(tm_a), [karg(t) for t in tm_bs]
+    amap = {v: karg(em.buffers[v]) for v in list(outputs) + reads_l}
+
+    sa = kb.v(sched.AllocOp(sched.memref([S, a_elems], elem_t, sched.SHARED)))
+    sa.owner.properties["offset"] = IntegerAttr(a_off, i64)
+    sbs = []
+    for j in range(nb):
+        sb = kb.v(sched.AllocOp(sched.memref([S, b_elems], elem_t, sched.SHARED)))
+        sb.owner.properties["offset"] = IntegerAttr(b_off + j * S * b_elems * 2, i64)
+        sbs.append(sb)
+    full = kb.v(sched.AllocOp(sched.memref([S], i64, sched.SHARED)))
+    full.owner.properties["offset"] = IntegerAttr(bar_off, i64)
+    empty = kb.v(sched.AllocOp(sched.memref([S], i64, sched.SHARED)))
+    empty.owner.properties["offset"] = IntegerAttr(bar_off + S * 8, i64)
+
+    tid = kb.tid("x")
+    # tile coordinates: grouped rasterization (group_m tile-rows walk N together)
+    pid = kb.bid("x")
+    g = p.group_m
+    per_group = g * tiles_n
+    gid = kb.div(pid, per_group)
+    first_m = kb.mul(gid, g)
+    gsize = kb.v(arith.MinUIOp(kb.v(arith.SubiOp(kb.c(tiles_m), first_m)), kb.c(g)))
+    in_group = kb.rem(pid, per_group)
+    pid_m = kb.add(first_m, kb.v(arith.RemUIOp(in_group, gsize)))
+    pid_n = kb.v(arith.DivUIOp(in_group, gsize))
+    m0 = kb.mul(pid_m, bm)
+    n0 = kb.mul(pid_n, bn)
+
+    n_consumer_warps = 4 * p.consumers
+
+    def init(b: KernelBuilder):
+        for s in range(S):
+            b.emit(sched.MBarrierInitOp(full, b.c(s), 1))
+            b.emit(sched.MBarrierInitOp(empty, b.c(s), n_consumer_warps))
+    _if(kb, kb.eq(tid, 0), init)
+    kb.emit(sched.BarrierOp())
+
+    def producer(b: KernelBuilder):
+        b.emit(sched.SetMaxNRegOp("dec", 40))
+
+        def issue(c: KernelBuilder):
+            def step(lb: KernelBuilder, kt, _):
+                s = lb.rem(kt, S)
+                ph = lb.div(kt, S)
+                lb.emit(sched.MBarrierWaitOp(empty, s, lb.add(ph, 1)))
+                lb.emit(sched.MBarrierArriveExpectTxOp(full, s, tx_bytes))
+                k0 = lb.mul(kt, BK)
+                if ta:  # A stored [K, M]: 64-wide M chunks
+                    for c_ in range(bm // 64):
+                        lb.emit(sched.TmaLoadOp(k_tma, [k0, lb.add(m0, 64 * c_)], sa, [s, lb.c(c_ * 64 * BK)], full, s))
+                else:
+                    lb.emit(sched.TmaLoadOp(k_tma, [m0, k0], sa, [s, lb.c(0)], full, s))
+                for j in range(nb):
+                    if tb:  # B stored [N, K]: K-major
+                        lb.emit(sched.TmaLoadOp(k_tmbs[j], [n0, k0], sbs[j], [s, lb.c(0)], full, s))
+                    else:   # B stored [K, N]: 64-wide N chunks
+                        for c_ in range(bn // 64):
+                            lb.emit(sched.TmaLoadOp(k_tmbs[j], [k0, lb.add(n0, 64 * c_)], sbs[j],
+                                                    [s, lb.c(c_ * 64 * BK)], full, s))
+                return []
+            _for(c, c.c(0), c.c(ktiles), [], step)
+        _if(b, b.eq(tid, 0), issue)
+
+    def consumer(b: KernelBuilder):
+        b.emit(sched.SetMaxNRegOp("inc", 232))
+        wg = b.add(b.div(tid, 128), -1)
+        ltid = b.rem(tid, 128)
+        lane = b.rem(tid, 32)
+        warp = b.div(ltid, 32)
+        zero = b.v(arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(acc_t, [0.0] * (bn // 2))))
+        inits = [zero] * (nb * msubs)
+
+        def step(lb: KernelBuilder, kt, accs):
+            s = lb.rem(kt, S)
+            ph = lb.div(kt, S)
+            lb.emit(sched.MBarrierWaitOp(full, s, ph))
+            lb.emit(sched.WgmmaFenceOp())
+            accs = list(accs)
+            for kk in range(BK // 16):
+                for i in range(msubs):
+                    row = lb.add(lb.mul(wg, rows_per_wg), 64 * i)  # first row of this m64 in the tile
+                    if ta:  # M-major: chunk = row // 64, k rows of 64 elements
+                        a_idx = lb.add(lb.mul(lb.div(row, 64), 64 * BK), kk * 16 * 64)
+                        da = lb.v(sched.WgmmaDescOp(sa, [s, a_idx], 128, 64 * BK * 2, 1024))
+                    else:   # K-major: rows of 64 elements
+                        a_idx = lb.add(lb.mul(row, BK), kk * 16)
+                        da = lb.v(sched.WgmmaDescOp(sa, [s, a_idx], 128, 16, 1024))
+                    for j in range(nb):
+                        if tb:
+                            db = lb.v(sched.WgmmaDescOp(sbs[j], [s, lb.c(kk * 16)], 128, 16, 1024))
+                        else:
+                            db = lb.v(sched.WgmmaDescOp(sbs[j], [s, lb.c(kk * 16 * 64)], 128, 64 * BK * 2, 1024))
+                        x = j * msubs + i
+                        accs[x] = lb.v(sched.WgmmaMmaAsyncOp(da, db, accs[x], bn, et, ta, not tb))
+            lb.emit(sched.WgmmaCommitGroupOp())
+            lb.emit(sched.WgmmaWaitGroupOp(1))
+
+            def release(r: KernelBuilder):
+                _if(r, r.eq(lane, 0), lambda q: q.emit(sched.MBarrierArriveOp(empty, q.rem(q.add(kt, S - 1), S))))
+            _if(lb, lb.v(arith.CmpiOp(kt, lb.c(0), "ugt")), release)
+            return accs
+
+        accs = _for(b, b.c(0), b.c(ktiles), inits, step)
+        _epilogue(b, accs, mats, outputs, reads_l, amap, m, n, m0, n0, wg, warp, lane, rows_per_wg, msubs, bn)
+
+    _if_else(kb, kb.lt(tid, 128), producer, consumer)
+    kb.emit(sched.ReturnOp())
+    # The one wgmma.wait_group 0 between the main loop and the epilogue (sched-flush-wgmma's
+    # rule, applied here so the kernel is correct whatever pipeline follows; the pass is idempotent).
+    flush_wgmma(kop)
+    em.module_block.insert_op_before(kop, em._host_func_op())
+    host.emit(sched.LaunchOp(name, host_bufs))
+
+
+def _epilogue(b: KernelBuilder, accs, mats, outputs, reads, amap, m, n, m0, n0, wg, warp, lane, rows_per_wg,
+              msubs, bn) -> None:
+    """Evaluate and store every output at each accumulator element this thread holds.
+
+    Accumulator layout of wgmma m64nNk16 (f32): register j of thread (warp w, lane l) holds row
+    16w + l/4 + 8*((j%4)/2), column 8*(j/4) + 2*(l%4) + j%2 of the 64xN tile.
+    """
+    nb = len(mats)
+    results = [x.result for x in mats]
+    row_base = b.add(b.add(m0, b.mul(wg, rows_per_wg)), b.add(b.mul(warp, 16), b.div(lane, 4)))
+    col_base = b.add(n0, b.mul(b.rem(lane, 4), 2))
+    ev_bufs = {v: amap[v] for v in reads}
+    pair = n % 2 == 0
+    for i in range(msubs):
+        vals = [[b.extract(accs[j * msubs + i], e) for e in range(bn // 2)] for j in range(nb)]
+        for half in range(2):
+            row = b.add(row_base, 64 * i + 8 * half)
+            row_ok = b.lt(row, m)
+            for c8 in range(bn // 8):
+                col = b.add(col_base, 8 * c8)
+                e0 = 4 * c8 + 2 * half
+                lanes = []
+                for dx in range(2):
+                    ev = Evaluator(b, ev_bufs, {r: vals[j][e0 + dx] for j, r in enumerate(results)})
+                    cidx = b.add(col, dx)
+                    lanes.append([ev(o, [row, cidx], 1)[0] for o in outputs])
+                if pair:
+                    ok = b.andi(row_ok, b.lt(col, n))
+
+                    def st(q: KernelBuilder, lanes=lanes, row=row, col=col):
+                        for oi, o in enumerate(outputs):
+                            t = F._elem(o)
+                            q.store([q.trunc(lanes[0][oi], t), q.trunc(lanes[1][oi], t)], amap[o], [row, col])
+                    _if(b, ok, st)
+                else:
+                    for dx in range(2):
+                        cidx = b.add(col, dx)
+                        ok = b.andi(row_ok, b.lt(cidx, n))
+
+                        def st1(q: KernelBuilder, dx=dx, cidx=cidx, row=row):
+                            for oi, o in enumerate(outputs):
+                                q.store([q.trunc(lanes[dx][oi], F._elem(o))], amap[o], [row, cidx])
+                        _if(b, ok, st1)
+
+
+__all__ = ["MatmulParams", "matmul_params", "emit_matmul", "fuse_matmul_tasks", "stage_bytes"]

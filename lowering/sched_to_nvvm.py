@@ -18,6 +18,16 @@ function launches them with `gpu.launch_func`. Inside kernels:
   a generic alloca indexed by constants, and NVPTX's own lowering moves what is left to .local;
 - `sched.barrier` / `sched.shfl_xor` become `nvvm.barrier` / `nvvm.shfl.sync bfly`.
 
+- Hopper ops (docs in dialects/sched.py): a `!sched.tensor_map` kernel argument becomes an
+  `!llvm.ptr` parameter passed `byval` (128 bytes, align 64) and marked `nvvm.grid_constant`, so
+  the kernel reads the descriptor in parameter space; wgmma fence/commit/wait and mbarrier
+  init/arrive become the upstream `nvvm.*` ops; TMA copies, `mbarrier.arrive.expect_tx`, the
+  `try_wait.parity` spin loop, `wgmma.mma_async`, `setmaxnreg` and `fence.proxy.async` become
+  `llvm.inline_asm` (upstream lowers these through inline PTX too). Accumulators stay
+  `vector<N x f32>` values; around an asm they are unpacked to scalars, and a
+  `sched.wgmma.wait_group` re-defines the ones it passes through an empty asm tied to them, so no
+  read can be scheduled before the wait.
+
 Everything else of `arith`, `math`, `scf`, `vector`, `llvm` and `nvvm` passes through; any other
 op inside a kernel is an error that names the op and the kernel.
 """
@@ -28,7 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, gpu, llvm, scf
+from xdsl.dialects import arith, func, gpu, llvm, scf, vector
 from xdsl.dialects.builtin import (
     AnyFloat,
     DenseArrayBase,
@@ -39,6 +49,9 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
+    ArrayAttr,
+    DictionaryAttr,
+    Float32Type,
     StringAttr,
     SymbolRefAttr,
     UnitAttr,
@@ -60,6 +73,7 @@ from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
 
 from fuser.dialects import sched
+from fuser.dialects import nvvm
 from fuser.dialects.nvvm import SPECIAL_REGISTER_OPS, ShflKind, ShflOp
 from fuser.dialects.nvvm import BarrierOp as NVVMBarrierOp
 
@@ -252,8 +266,10 @@ class _KernelLowering:
         self.grid = kernel.grid_dims
         self.block_dims = kernel.block_dims
         self.offset_type = IntegerType(index_bitwidth)
-        n = len(kernel.body.block.args)
-        self.body = Block(arg_types=[_ptr(1)] * n)
+        self.arg_types = [_ptr(0) if isinstance(a.type, sched.TensorMapType) else _ptr(1)
+                          for a in kernel.body.block.args]
+        self.body = Block(arg_types=self.arg_types)
+        self.tensor_maps: dict[SSAValue, SSAValue] = {}
         self.b = _Builder(self.body)
         self.buffers: dict[SSAValue, _Buffer] = {}
         self.sregs: dict[str, SSAValue] = {}
@@ -270,9 +286,12 @@ class _KernelLowering:
     def run(self) -> tuple[llvm.FuncOp, list[llvm.GlobalOp]]:
         old = self.kernel.body.block
         for arg, ptr in zip(old.args, self.body.args):
+            ptr.name_hint = arg.name_hint
+            if isinstance(arg.type, sched.TensorMapType):
+                self.tensor_maps[arg] = ptr
+                continue
             assert isinstance(arg.type, MemRefType)
             self.buffers[arg] = _Buffer(ptr, arg.type)
-            ptr.name_hint = arg.name_hint
         ops = list(old.ops)
         for op in ops:
             op.detach()
@@ -293,6 +312,12 @@ class _KernelLowering:
             attrs.setdefault(k, v)
         fn = llvm.FuncOp(self.name, fn_type, linkage=llvm.LinkageAttr("external"), body=Region(self.body),
                          extra_attrs=attrs)
+        if self.tensor_maps:
+            tm_attrs = DictionaryAttr({"llvm.byval": llvm.LLVMArrayType(128, IntegerType(8)),
+                                       "llvm.align": IntegerAttr(64, i64), "nvvm.grid_constant": UnitAttr()})
+            fn.properties["arg_attrs"] = ArrayAttr([
+                tm_attrs if isinstance(a.type, sched.TensorMapType) else DictionaryAttr({})
+                for a in old.args])
         return fn, self.globals
 
     def lower_ops(self, ops: Iterable[Operation]) -> None:
@@ -317,6 +342,8 @@ class _KernelLowering:
             self.replace(op, [shfl])
         elif isinstance(op, sched.ReturnOp):
             self.replace(op, [llvm.ReturnOp()])
+        elif type(op) in _HOPPER_LOWERINGS:
+            _HOPPER_LOWERINGS[type(op)](self, op)
         elif isinstance(op, sched.YieldOp):
             raise self.error(op, "misplaced")  # handled by lower_for
         elif op.dialect_name() in _PASSTHROUGH_DIALECTS:
@@ -458,8 +485,8 @@ class _KernelLowering:
             self.buffers[op.result] = _Buffer(self.b.at_entry(alloca).results[0], t)
         else:
             raise self.error(op, f"cannot lower memory space {space} of")
-        if any(not isinstance(u.operation, sched.LoadOp | sched.StoreOp) for u in op.result.uses):
-            bad = next(u.operation for u in op.result.uses if not isinstance(u.operation, sched.LoadOp | sched.StoreOp))
+        if any(not isinstance(u.operation, _BUFFER_USERS) for u in op.result.uses):
+            bad = next(u.operation for u in op.result.uses if not isinstance(u.operation, _BUFFER_USERS))
             raise self.error(bad, "cannot lower buffer use by")
         self.dead_allocs.append(op)  # erased once its loads and stores are lowered
 
@@ -476,13 +503,16 @@ class _KernelLowering:
     def dynamic_smem_base(self) -> SSAValue:
         if self.dynamic_smem is None:
             sym = f"__dynamic_smem_{self.name}"
+            # 128-byte swizzled TMA/wgmma tiles need 1024-byte aligned shared memory
+            hopper = any(type(o) in _HOPPER_LOWERINGS for o in self.body.walk())
             self.globals.append(llvm.GlobalOp(llvm.LLVMArrayType(0, IntegerType(8)), sym, "external", addr_space=3,
-                                              alignment=16))
+                                              alignment=1024 if hopper else 16))
             self.dynamic_smem = self.b.at_entry(llvm.AddressOfOp(sym, _ptr(3))).results[0]
         return self.dynamic_smem
 
-    def lower_access(self, op: sched.LoadOp | sched.StoreOp) -> None:
-        buf = self.buffers.get(op.buffer)
+    def address(self, op: Operation, buffer: SSAValue, indices: Sequence[SSAValue]) -> tuple[SSAValue, _Buffer]:
+        """Pointer to buffer[indices] (row-major or static strided), inserted before `op`."""
+        buf = self.buffers.get(buffer)
         if buf is None:
             raise self.error(op, "cannot lower (buffer not a kernel argument or sched.alloc)")
         t = buf.type
@@ -490,7 +520,7 @@ class _KernelLowering:
         strides, offset = _row_major_strides(t, _where(op))
         # constant terms are summed apart so that they fold into one addend
         lin: int | SSAValue = 0
-        for idx, stride in zip(op.indices, strides):
+        for idx, stride in zip(indices, strides):
             term = self.b.mul(idx, stride, op)
             if isinstance(term, int):
                 offset += term
@@ -507,7 +537,11 @@ class _KernelLowering:
         else:
             off = self.b.before(op, arith.IndexCastOp(lin, self.offset_type))
             ptr = self.b.before(op, llvm.GEPOp(ptr, [_GEP_SSA], elem, ssa_indices=[off], result_type=ptr.type))
+        return ptr, buf
 
+    def lower_access(self, op: sched.LoadOp | sched.StoreOp) -> None:
+        ptr, buf = self.address(op, op.buffer, op.indices)
+        elem = buf.type.element_type
         vt = op.result.type if isinstance(op, sched.LoadOp) else op.value.type
         align = element_bytes(elem) * (vt.get_shape()[0] if isinstance(vt, VectorType) else 1)
         if buf.align_cap is not None:
@@ -516,6 +550,176 @@ class _KernelLowering:
             self.replace(op, [llvm.LoadOp(ptr, vt, alignment=align)])
         else:
             self.replace(op, [llvm.StoreOp(op.value, ptr, alignment=align)])
+
+    # ---- Hopper
+
+    def smem_u32(self, op: Operation, buffer: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
+        """The 32-bit shared-memory address of buffer[indices] (what PTX's shared operands take)."""
+        ptr, _ = self.address(op, buffer, indices)
+        return self.b.before(op, llvm.PtrToIntOp(ptr, i32))
+
+    def i32_of(self, op: Operation, v: SSAValue) -> SSAValue:
+        c = _const_index(v)
+        if c is not None:
+            return self.b.const(c, i32)
+        return self.b.before(op, arith.IndexCastOp(v, i32))
+
+    def asm(self, op: Operation, text: str, constraints: str, operands: Sequence[SSAValue],
+            result: Attribute | None = None) -> SSAValue | None:
+        a = llvm.InlineAsmOp(text, constraints, list(operands), [result] if result is not None else [],
+                             has_side_effects=True)
+        parent = op.parent_block()
+        assert parent is not None
+        parent.insert_op_before(a, op)
+        return a.results[0] if result is not None else None
+
+    def unpack(self, op: Operation, vec: SSAValue) -> list[SSAValue]:
+        n = vec.type.get_shape()[0]
+        return [self.b.before(op, vector.ExtractOp.create(
+            operands=[vec], result_types=[vec.type.element_type],
+            properties={"static_position": DenseArrayBase.from_list(i64, [k])})) for k in range(n)]
+
+    def pack(self, op: Operation, struct: SSAValue, start: int, vt: VectorType) -> SSAValue:
+        n = vt.get_shape()[0]
+        vec = self.b.before(op, llvm.UndefOp(vt))
+        for k in range(n):
+            x = self.b.before(op, llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [start + k]), struct,
+                                                      vt.element_type))
+            vec = self.b.before(op, vector.InsertOp.create(
+                operands=[x, vec], result_types=[vt],
+                properties={"static_position": DenseArrayBase.from_list(i64, [k])}))
+        return vec
+
+    def lower_mbarrier(self, op: Operation) -> None:
+        ptr, _ = self.address(op, op.barriers, [op.index])
+        if isinstance(op, sched.MBarrierInitOp):
+            self.replace(op, [nvvm.MBarrierInitSharedOp(ptr, self.b.const(op.count.value.data, i32))])
+        elif isinstance(op, sched.MBarrierArriveOp):
+            self.replace(op, [nvvm.MBarrierArriveSharedOp(ptr)])
+        elif isinstance(op, sched.MBarrierArriveExpectTxOp):
+            addr = self.b.before(op, llvm.PtrToIntOp(ptr, i32))
+            self.asm(op, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}",
+                     [addr, self.b.const(op.bytes.value.data, i32)])
+            _erase(op)
+        else:
+            assert isinstance(op, sched.MBarrierWaitOp)
+            addr = self.b.before(op, llvm.PtrToIntOp(ptr, i32))
+            phase = self.i32_of(op, op.phase)
+            parity = self.b.before(op, arith.AndIOp(phase, self.b.const(1, i32)))
+            self.asm(op, "{\n.reg .pred p;\nLAB_WAIT_${:uid}:\n"
+                         "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
+                         "@!p bra LAB_WAIT_${:uid};\n}", "r,r,~{memory}", [addr, parity])
+            _erase(op)
+
+    def lower_tma(self, op: Operation) -> None:
+        if isinstance(op, sched.TmaLoadOp):
+            tmap, rank = self.tensor_map(op), len(op.coords)
+            dst = self.smem_u32(op, op.dst, op.dst_indices)
+            bar = self.smem_u32(op, op.barriers, [op.index])
+            coords = [self.i32_of(op, c) for c in reversed(op.coords)]  # PTX: innermost first
+            cs = ", ".join(f"${i + 2}" for i in range(rank))
+            self.asm(op, f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                         f"[$0], [$1, {{{cs}}}], [${rank + 2}];",
+                     ",".join(["r", "l"] + ["r"] * rank + ["r", "~{memory}"]), [dst, tmap, *coords, bar])
+        else:
+            assert isinstance(op, sched.TmaStoreOp)
+            tmap, rank = self.tensor_map(op), len(op.coords)
+            src = self.smem_u32(op, op.src, op.src_indices)
+            coords = [self.i32_of(op, c) for c in reversed(op.coords)]
+            cs = ", ".join(f"${i + 1}" for i in range(rank))
+            self.asm(op, f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group [$0, {{{cs}}}], [${rank + 1}];",
+                     ",".join(["l"] + ["r"] * rank + ["r", "~{memory}"]), [tmap, *coords, src])
+        _erase(op)
+
+    def tensor_map(self, op: Operation) -> SSAValue:
+        tm = self.tensor_maps.get(op.tensor_map)
+        if tm is None:
+            raise self.error(op, "cannot lower (tensor map not a kernel argument)")
+        return tm
+
+    def lower_simple_asm(self, op: Operation) -> None:
+        if isinstance(op, sched.BulkCommitGroupOp):
+            text = "cp.async.bulk.commit_group;"
+        elif isinstance(op, sched.BulkWaitGroupOp):
+            text = f"cp.async.bulk.wait_group{'.read' if op.read is not None else ''} {op.pending.value.data};"
+        elif isinstance(op, sched.FenceProxyAsyncOp):
+            text = "fence.proxy.async.shared::cta;"
+        else:
+            assert isinstance(op, sched.SetMaxNRegOp)
+            text = f"setmaxnreg.{op.action.data}.sync.aligned.u32 {op.count.value.data};"
+        self.asm(op, text, "~{memory}", [])
+        _erase(op)
+
+    def lower_wgmma(self, op: Operation) -> None:
+        if isinstance(op, sched.WgmmaFenceOp):
+            self.replace(op, [nvvm.WgmmaFenceAlignedOp()])
+        elif isinstance(op, sched.WgmmaCommitGroupOp):
+            self.replace(op, [nvvm.WgmmaGroupSyncAlignedOp()])
+        elif isinstance(op, sched.WgmmaDescOp):
+            addr = self.smem_u32(op, op.buffer, op.indices)
+            a64 = self.b.before(op, arith.ExtUIOp(addr, i64))
+            lo = self.b.before(op, arith.ShRUIOp(self.b.before(op, arith.AndIOp(a64, self.b.const(0x3FFFF, i64))),
+                                                 self.b.const(4, i64)))
+            layout = {128: 1, 64: 2, 32: 3, 0: 0}[op.swizzle.value.data]
+            hi = ((op.lbo.value.data >> 4) << 16) | ((op.sbo.value.data >> 4) << 32) | (layout << 62)
+            if hi >= 1 << 63:
+                hi -= 1 << 64
+            self.replace(op, [arith.OrIOp(lo, self.b.const(hi, i64))])
+        elif isinstance(op, sched.WgmmaMmaAsyncOp):
+            n = op.n.value.data
+            nacc = n // 2
+            accs = self.unpack(op, op.acc)
+            ta = 1 if op.trans_a is not None else 0
+            tb = 1 if op.trans_b is not None else 0
+            regs = ", ".join(f"${i}" for i in range(nacc))
+            text = ("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                    f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{op.ab_type.data}.{op.ab_type.data} "
+                    f"{{{regs}}}, ${nacc}, ${nacc + 1}, p, 1, 1, {ta}, {tb};\n}}")
+            cons = ",".join(["=f"] * nacc + ["l", "l"] + [str(i) for i in range(nacc)])
+            st = llvm.LLVMStructType.from_type_list([Float32Type()] * nacc)
+            res = self.asm(op, text, cons, [op.desc_a, op.desc_b, *accs], st)
+            vec = self.pack(op, res, 0, op.acc.type)
+            op.result.replace_all_uses_with(vec)
+            _erase(op)
+        else:
+            assert isinstance(op, sched.WgmmaWaitGroupOp)
+            parent = op.parent_block()
+            parent.insert_op_before(nvvm.WgmmaWaitGroupSyncOp(op.pending.value.data), op)
+            if op.values:
+                scalars = [x for v in op.values for x in self.unpack(op, v)]
+                total = len(scalars)
+                st = llvm.LLVMStructType.from_type_list([Float32Type()] * total)
+                cons = ",".join(["=f"] * total + [str(i) for i in range(total)])
+                res = self.asm(op, "// wgmma.wait_group: accumulators ready", cons, scalars, st)
+                start = 0
+                for r, v in zip(op.outs, op.values):
+                    vec = self.pack(op, res, start, v.type)
+                    start += v.type.get_shape()[0]
+                    r.replace_all_uses_with(vec)
+            _erase(op)
+
+
+_BUFFER_USERS = (sched.LoadOp, sched.StoreOp, sched.MBarrierInitOp, sched.MBarrierArriveOp,
+                 sched.MBarrierArriveExpectTxOp, sched.MBarrierWaitOp, sched.TmaLoadOp, sched.TmaStoreOp,
+                 sched.WgmmaDescOp)
+
+_HOPPER_LOWERINGS = {
+    sched.MBarrierInitOp: _KernelLowering.lower_mbarrier,
+    sched.MBarrierArriveOp: _KernelLowering.lower_mbarrier,
+    sched.MBarrierArriveExpectTxOp: _KernelLowering.lower_mbarrier,
+    sched.MBarrierWaitOp: _KernelLowering.lower_mbarrier,
+    sched.TmaLoadOp: _KernelLowering.lower_tma,
+    sched.TmaStoreOp: _KernelLowering.lower_tma,
+    sched.BulkCommitGroupOp: _KernelLowering.lower_simple_asm,
+    sched.BulkWaitGroupOp: _KernelLowering.lower_simple_asm,
+    sched.FenceProxyAsyncOp: _KernelLowering.lower_simple_asm,
+    sched.SetMaxNRegOp: _KernelLowering.lower_simple_asm,
+    sched.WgmmaFenceOp: _KernelLowering.lower_wgmma,
+    sched.WgmmaCommitGroupOp: _KernelLowering.lower_wgmma,
+    sched.WgmmaDescOp: _KernelLowering.lower_wgmma,
+    sched.WgmmaMmaAsyncOp: _KernelLowering.lower_wgmma,
+    sched.WgmmaWaitGroupOp: _KernelLowering.lower_wgmma,
+}
 
 
 # ------------------------------------------------------------------------------------------
@@ -573,6 +777,8 @@ def _lower_host(fn: func.FuncOp, kernels: dict[str, sched.KernelOp], gpu_module:
                 dynamicSharedMemorySize=b.const(k.smem.value.data, i32),
             )
             _KernelLowering.replace(op, [launch])
+        elif isinstance(op, sched.TensorMapOp):
+            pass  # a host-side op the runtime executes (cuTensorMapEncodeTiled), kept as is
         elif op.dialect_name() == "sched":
             raise SchedToNVVMError(f"cannot lower '{op.name}'{_where(op)} in host function @{fname}")
     for ws, block in workspaces:

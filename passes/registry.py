@@ -17,6 +17,7 @@ _PASSES: dict[str, str] = {
     "fusion-translate-welford": "fuser.passes.translate_welford:TranslateWelford",
     "convert-fusion-to-sched": "fuser.lowering.fusion_to_sched:ConvertFusionToSched",
     "convert-sched-to-nvvm": "fuser.lowering.sched_to_nvvm:ConvertSchedToNVVM",
+    "sched-flush-wgmma": "fuser.passes.flush_wgmma:FlushWgmma",
     "canonicalize": "xdsl.transforms.canonicalize:CanonicalizePass",
     "cse": "xdsl.transforms.common_subexpression_elimination:CommonSubexpressionElimination",
     "dce": "xdsl.transforms.dead_code_elimination:DeadCodeElimination",

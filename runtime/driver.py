@@ -321,13 +321,63 @@ def pack_arg(a: Any) -> int:
 
 
 class ParamBlock:
-    """A reusable kernelParams array: ``n`` u64 slots and a void* array pointing at them."""
+    """A reusable kernelParams array: ``n`` u64 slots and a void* array pointing at them.
 
-    def __init__(self, n: int):
+    Slots listed in ``wide`` (slot -> bytes) point instead at their own 64-byte-aligned buffer of
+    that size (a CUtensorMap passed by value is 128 bytes); ``wide_address(slot)`` is where to
+    write it.
+    """
+
+    def __init__(self, n: int, wide: dict[int, int] | None = None):
         self.values = (ctypes.c_uint64 * max(n, 1))()
         base = ctypes.addressof(self.values)
-        self.ptrs = (ctypes.c_void_p * max(n, 1))(*[base + 8 * i for i in range(max(n, 1))])
+        addrs = [base + 8 * i for i in range(max(n, 1))]
+        self._wide: dict[int, Any] = {}
+        for slot, size in (wide or {}).items():
+            raw = (ctypes.c_uint8 * (size + 64))()
+            addr = (ctypes.addressof(raw) + 63) & ~63
+            self._wide[slot] = (raw, addr, size)
+            addrs[slot] = addr
+        self.ptrs = (ctypes.c_void_p * max(n, 1))(*addrs)
         self.address = ctypes.addressof(self.ptrs) if n else None
+
+    def wide_address(self, slot: int) -> int:
+        return self._wide[slot][1]
+
+
+_TMAP_DTYPES = {"bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", "f16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
+                "f32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"}
+_TMAP_SWIZZLE = {0: "CU_TENSOR_MAP_SWIZZLE_NONE", 32: "CU_TENSOR_MAP_SWIZZLE_32B",
+                 64: "CU_TENSOR_MAP_SWIZZLE_64B", 128: "CU_TENSOR_MAP_SWIZZLE_128B"}
+_TMAP_ELEM = {"bf16": 2, "f16": 2, "f32": 4}
+
+
+def encode_tensor_map(ptr: int, shape: Sequence[int], dtype: str, box: Sequence[int], swizzle: int) -> bytes:
+    """The 128 bytes of a tiled CUtensorMap (cuTensorMapEncodeTiled) for a dense row-major
+    buffer at device address ``ptr``; ``shape`` and ``box`` are outermost first. Out-of-bounds
+    elements of a box read as zero."""
+    context()
+    e = _TMAP_ELEM[dtype]
+    rank = len(shape)
+    dims = [int(d) for d in reversed(shape)]
+    strides, acc = [], e
+    for d in dims[:-1]:
+        acc *= d
+        strides.append(acc)
+    boxd = [int(b) for b in reversed(box)]
+    T = _cu
+    args = (getattr(T.CUtensorMapDataType, _TMAP_DTYPES[dtype]), rank, ptr,
+            [T.cuuint64_t(d) for d in dims], [T.cuuint64_t(s) for s in strides],
+            [T.cuuint32_t(b) for b in boxd], [T.cuuint32_t(1)] * rank,
+            T.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            getattr(T.CUtensorMapSwizzle, _TMAP_SWIZZLE[swizzle]),
+            T.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            T.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    tmap = check(T.cuTensorMapEncodeTiled(*args), "cuTensorMapEncodeTiled")
+    opaque = getattr(tmap, "opaque", None)
+    if opaque is not None:
+        return struct.pack("<16Q", *[int(x) for x in opaque])
+    return ctypes.string_at(int(tmap.getPtr()), 128)
 
 
 def _dim3(d: Any, what: str) -> tuple[int, int, int]:

@@ -10,6 +10,7 @@ arguments have been validated.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import threading
 from typing import Any
@@ -82,7 +83,7 @@ def _torch_current_stream(tensor: Any) -> int:
 
 
 class _Step:
-    __slots__ = ("kernel", "grid", "block", "smem", "cluster", "params", "fill")
+    __slots__ = ("kernel", "grid", "block", "smem", "cluster", "params", "fill", "tfill")
 
 
 class Executor:
@@ -96,16 +97,22 @@ class Executor:
         # Call-time pointers are laid out flat as [inputs, outputs, workspaces].
         base = {"in": 0, "out": n_in, "ws": n_in + n_out}
         self._plan = []
+        self._tmaps = list(program.tensor_maps)
+        # tensor map i reads the flat pointer slot of its source buffer
+        self._tmap_src = [base[t.source[0]] + int(t.source[1]) for t in self._tmaps]
+        self._tmap_cache: dict[tuple[int, int], bytes] = {}  # (map, pointer) -> encoded descriptor
         for step in program.launches:
-            fill, consts = [], []
+            fill, consts, tfill = [], [], []
             for slot, ref in enumerate(step.args):
                 if ref[0] == "const":
                     consts.append((slot, driver.pack_arg((ref[2], ref[1]))))
                 elif ref[0] in base:
                     fill.append((slot, base[ref[0]] + int(ref[1])))
+                elif ref[0] == "tmap":
+                    tfill.append((slot, int(ref[1])))
                 else:
                     raise ValueError(f"launch of {step.kernel}: bad argument reference {ref!r}")
-            self._plan.append((step, tuple(fill), tuple(consts)))
+            self._plan.append((step, tuple(fill), tuple(consts), tuple(tfill)))
         self._zero_ws = tuple(i for i, w in enumerate(program.workspaces) if w.zero_init)
         self._zero_out = tuple(program.zero_outputs)
         self._steps: list[_Step] | None = None   # built on the first call (needs the GPU)
@@ -119,18 +126,32 @@ class Executor:
         key = _ptx_key(ptx)
         module = load_module(ptx)
         steps = []
-        for step, fill, consts in self._plan:
+        for step, fill, consts, tfill in self._plan:
             s = _Step()
             s.kernel = _kernel(key, module, step.kernel, step.smem)
             s.grid, s.block, s.smem = tuple(step.grid), tuple(step.block), int(step.smem)
             s.cluster = None if step.cluster is None else tuple(step.cluster)
-            s.params = driver.ParamBlock(len(step.args))
+            s.params = driver.ParamBlock(len(step.args), {slot: 128 for slot, _ in tfill})
             for slot, value in consts:
                 s.params.values[slot] = value
             s.fill = fill
+            s.tfill = tfill
             steps.append(s)
         self._steps = steps
         return steps
+
+    def _tensor_map(self, i: int, ptr: int) -> bytes:
+        """The encoded CUtensorMap of map i over the buffer at `ptr` (cached per pointer)."""
+        key = (i, ptr)
+        tm = self._tmap_cache.get(key)
+        if tm is None:
+            t = self._tmaps[i]
+            if ptr % 16:
+                raise driver.CudaError(f"tensor map {i}: buffer address {ptr:#x} is not 16-byte aligned (TMA needs it)")
+            if len(self._tmap_cache) > 64:
+                self._tmap_cache.clear()
+            tm = self._tmap_cache[key] = driver.encode_tensor_map(ptr, t.shape, t.dtype, t.box, t.swizzle)
+        return tm
 
     def _workspaces(self, stream: int) -> list[driver.DeviceBuffer]:
         # One set per stream: launches on one stream are ordered, so reuse is safe there.
@@ -178,11 +199,14 @@ class Executor:
                 driver.check(driver._cu.cuMemsetD8Async(outs[i][0], 0, self.outputs[i].nbytes, hs),
                              "cuMemsetD8Async")
 
+        tmaps = [self._tensor_map(i, ptrs[j]) for i, j in enumerate(self._tmap_src)]
         with self._lock:  # the params blocks are shared by concurrent callers
             for st in steps:
                 vals = st.params.values
                 for slot, j in st.fill:
                     vals[slot] = ptrs[j]
+                for slot, i in st.tfill:
+                    ctypes.memmove(st.params.wide_address(slot), tmaps[i], 128)
                 st.kernel.launch_raw(st.grid, st.block, st.smem, hs, st.params.address, st.cluster)
 
         results = finish_outputs(kind, outs)

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-__all__ = ["DTYPES", "BufferSpec", "WorkspaceSpec", "LaunchStep", "Program", "ArgRef",
+__all__ = ["DTYPES", "BufferSpec", "WorkspaceSpec", "TensorMapSpec", "LaunchStep", "Program", "ArgRef",
            "ProgramError", "extract_program", "tensor_type_str"]
 
 # dtype name -> bytes per element (i1 is stored as one byte, like numpy's bool)
@@ -51,8 +51,21 @@ class WorkspaceSpec:
         return math.prod(self.shape) * DTYPES[self.dtype]
 
 
-# A kernel argument: ("in", i) | ("out", i) | ("ws", i) name a buffer;
-# ("const", dtype, value) is a by-value scalar taken from an arith.constant.
+@dataclass(frozen=True)
+class TensorMapSpec:
+    """A TMA descriptor (CUtensorMap) the executor encodes for a buffer at call time
+    (`sched.tensor_map` in the host function): `source` is ("in"|"out"|"ws", i); `box` is in
+    the buffer's dimension order (outermost first); `swizzle` is 0, 32, 64 or 128 bytes."""
+    source: tuple[str, int]
+    shape: tuple[int, ...]
+    dtype: str
+    box: tuple[int, ...]
+    swizzle: int
+
+
+# A kernel argument: ("in", i) | ("out", i) | ("ws", i) name a buffer; ("tmap", i) a tensor
+# map passed by value (128 bytes); ("const", dtype, value) is a by-value scalar taken from an
+# arith.constant.
 ArgRef = Union[tuple[str, int], tuple[str, str, Any]]
 
 
@@ -76,6 +89,7 @@ class Program:
     ptx: str
     arch: str
     zero_outputs: tuple[int, ...] = field(default=())  # outputs a gpu.memset zeroes first
+    tensor_maps: list[TensorMapSpec] = field(default_factory=list)
 
     def to_json(self, include_ptx: bool = True) -> str:
         d = {
@@ -88,6 +102,7 @@ class Program:
                           "cluster": None if s.cluster is None else list(s.cluster)}
                          for s in self.launches],
             "zero_outputs": list(self.zero_outputs),
+            "tensor_maps": [[list(t.source), list(t.shape), t.dtype, list(t.box), t.swizzle] for t in self.tensor_maps],
         }
         if include_ptx:
             d["ptx"] = self.ptx
@@ -109,7 +124,9 @@ class Program:
                                  tuple(tuple(a) for a in s["args"]),
                                  None if s.get("cluster") is None else tuple(s["cluster"]))
                       for s in d["launches"]],
-            ptx=ptx, arch=d["arch"], zero_outputs=tuple(d.get("zero_outputs", ())))
+            ptx=ptx, arch=d["arch"], zero_outputs=tuple(d.get("zero_outputs", ())),
+            tensor_maps=[TensorMapSpec((src[0], int(src[1])), tuple(sh), dt, tuple(bx), int(sw))
+                         for src, sh, dt, bx, sw in d.get("tensor_maps", [])])
 
 
 # --------------------------------------------------------------------- extraction
@@ -235,6 +252,7 @@ def extract_program(module: Any, ptx: str, arch: str, name: str | None = None) -
     workspaces: list[dict] = []
     launches: list[LaunchStep] = []
     zero_outputs: list[int] = []
+    tensor_maps: list[TensorMapSpec] = []
     used: set[tuple] = set()   # buffers some launch already read or wrote
     kernels = _kernel_symbols(module)
     entries = set(_ENTRY_RE.findall(ptx or ""))
@@ -280,6 +298,14 @@ def extract_program(module: Any, ptx: str, arch: str, name: str | None = None) -
                 workspaces[ref[1]]["zero"] = True
             elif ref[1] not in zero_outputs:
                 zero_outputs.append(ref[1])
+        elif opname == "sched.tensor_map":
+            src = refs.get(op.operands[0])
+            if src is None or src[0] not in ("in", "out", "ws"):
+                raise ProgramError(f"sched.tensor_map in @{fname}: operand must be an argument or a gpu.alloc buffer")
+            shape, dtype = _memref_spec(op.operands[0].type, f"sched.tensor_map in @{fname}")
+            t = op.results[0].type
+            refs[op.results[0]] = ("tmap", len(tensor_maps))
+            tensor_maps.append(TensorMapSpec(src, shape, dtype, tuple(t.box_dims), int(t.swizzle.data)))
         elif opname == "gpu.launch_func":
             launches.append(_launch_step(op, fname, refs, consts, const_int, kernels, entries, used))
         elif opname == "gpu.dealloc":
@@ -292,12 +318,12 @@ def extract_program(module: Any, ptx: str, arch: str, name: str | None = None) -
             returned = True
         else:
             raise ProgramError(f"unsupported op '{opname}' in host function @{fname} "
-                               f"(allowed: arith.constant, gpu.alloc, gpu.memset, gpu.launch_func, "
+                               f"(allowed: arith.constant, gpu.alloc, gpu.memset, sched.tensor_map, gpu.launch_func, "
                                f"gpu.dealloc, func.return)")
 
     return Program(fname, inputs, outputs,
                    [WorkspaceSpec(w["shape"], w["dtype"], w["zero"]) for w in workspaces],
-                   launches, ptx, arch, tuple(zero_outputs))
+                   launches, ptx, arch, tuple(zero_outputs), tensor_maps)
 
 
 def _launch_step(op: Any, fname: str, refs: dict, consts: dict, const_int: Any,

@@ -7,8 +7,8 @@ func.func @middle(%x: tensor<4x5x6xf32>) -> tensor<4x6xf32> {
 }
 
 // -----
-// CHECK: errors.mlir:12:3: error: pass 'convert-fusion-to-sched' failed: 'fusion.matmul' is not supported
-func.func @mm(%a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>) -> tensor<64x16xf32> {
-  %c = fusion.matmul %a, %b : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xf32>
+// CHECK: errors.mlir:12:3: error: pass 'convert-fusion-to-sched' failed: 'fusion.matmul' operands are f32; the Hopper matmul takes bf16 or f16
+func.func @mm(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) -> tensor<64x16xf32> {
+  %c = fusion.matmul %a, %b : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32>
   func.return %c : tensor<64x16xf32>
 }

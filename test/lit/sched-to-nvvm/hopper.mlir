@@ -1,0 +1,69 @@
+// RUN: fuser-opt %s -p convert-sched-to-nvvm | filecheck %s
+// RUN: fuser-opt %s -p convert-sched-to-nvvm -t ptx | filecheck %s --check-prefix=PTX
+
+// Hopper ops to the nvvm level: the tensor map becomes a byval grid_constant parameter, wgmma
+// groups and mbarrier init/arrive the upstream nvvm ops, the rest inline PTX; and on to PTX.
+
+// CHECK: sched.tensor_map %x
+// CHECK: "gpu.launch_func"
+// CHECK: llvm.mlir.global external @__dynamic_smem_hopper() {addr_space = 3 : i32, alignment = 1024 : i64}
+// CHECK: llvm.func @hopper(%tm: !llvm.ptr<0> {llvm.byval = !llvm.array<128 x i8>, llvm.align = 64 : i64, nvvm.grid_constant}, %out: !llvm.ptr<1>)
+// CHECK-SAME: nvvm.minctasm = 1 : i64
+// CHECK: nvvm.mbarrier.init.shared %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
+// CHECK: "fence.proxy.async.shared::cta;"
+// CHECK: "setmaxnreg.inc.sync.aligned.u32 232;"
+// CHECK: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;"
+// CHECK: "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];"
+// CHECK: mbarrier.try_wait.parity.shared::cta.b64
+// CHECK: nvvm.mbarrier.arrive.shared %{{.*}} : !llvm.ptr<3> -> i64
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [$0, {$1, $2}], [$3];"
+// CHECK: "cp.async.bulk.wait_group.read 0;"
+
+// PTX:      .extern .shared .align 1024 .b8 __dynamic_smem_hopper[];
+// PTX:      .param .align 64 .b8 hopper_param_0[128]
+// PTX:      .minnctapersm 1
+// PTX:      cvta.param.u64
+// PTX:      mbarrier.init.shared.b64
+// PTX:      cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// PTX:      mbarrier.try_wait.parity.shared::cta.b64
+// PTX:      wgmma.fence.sync.aligned;
+// PTX:      wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// PTX:      wgmma.commit_group.sync.aligned;
+// PTX:      wgmma.wait_group.sync.aligned 0;
+
+builtin.module {
+sched.kernel @hopper(%tm : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>, %out : memref<1000x1000xf32>) grid [1, 1, 1] block [384, 1, 1] smem 33792 attributes {nvvm.minctasm = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %a = sched.alloc offset 0 : i64 : memref<2x128x64xbf16, 3>
+  %bars = sched.alloc offset 32768 : i64 : memref<2xi64, 3>
+  sched.mbarrier.init %bars[%c0], 1 : memref<2xi64, 3>
+  sched.fence.proxy_async
+  sched.setmaxnreg inc 232
+  sched.mbarrier.arrive_expect_tx %bars[%c0], 16384 : memref<2xi64, 3>
+  sched.tma.load %tm[%c0, %c1], %a[%c0, %c0, %c0], %bars[%c0] : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>, memref<2x128x64xbf16, 3>, memref<2xi64, 3>
+  sched.mbarrier.wait %bars[%c0], %c0 : memref<2xi64, 3>
+  sched.mbarrier.arrive %bars[%c1] : memref<2xi64, 3>
+  %da = sched.wgmma.desc %a[%c0, %c0, %c0] swizzle 128 lbo 16 sbo 1024 : memref<2x128x64xbf16, 3>
+  %zero = arith.constant dense<0.0> : vector<64xf32>
+  sched.wgmma.fence
+  %d = sched.wgmma.mma_async m64n128k16 bf16 %da, %da, %zero trans_b : vector<64xf32>
+  sched.wgmma.commit_group
+  %r = sched.wgmma.wait_group 0, %d : vector<64xf32>
+  %x = vector.extract %r[5] : f32 from vector<64xf32>
+  sched.store %x, %out[%c0, %c1] : f32, memref<1000x1000xf32>
+  sched.tma.store %a[%c1, %c0, %c0], %tm[%c0, %c0] : memref<2x128x64xbf16, 3>, !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>
+  sched.bulk.commit_group
+  sched.bulk.wait_group 0 read
+  sched.return
+}
+func.func @host(%x : memref<1000x1000xbf16>, %y : memref<1000x1000xf32>) {
+  %tm = sched.tensor_map %x : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>
+  sched.launch @hopper(%tm, %y) : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>, memref<1000x1000xf32>
+  func.return
+}
+}

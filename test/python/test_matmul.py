@@ -1,0 +1,123 @@
+"""The Hopper matmul without a GPU: heuristics, schedules, PTX that ptxas accepts for sm_90a,
+the one wgmma.wait_group between the main loop and the epilogue, and scheduler errors."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from fuser.lowering.fusion_to_sched import ScheduleError
+from fuser.lowering.matmul import matmul_params
+from fuser.lowering.ptx import PtxasError, assemble_ptx, find_ptxas
+from fuser.passes.ir import parse_module
+from fuser.passes.pipeline import build_pipeline, run_passes
+
+
+def matmul_text(m, n, k, ta=False, tb=False, dt="bf16", out="f32", epilogue="", extra_args=""):
+    sa = f"{k}x{m}" if ta else f"{m}x{k}"
+    sb = f"{n}x{k}" if tb else f"{k}x{n}"
+    flags = (" transpose_a" if ta else "") + (" transpose_b" if tb else "")
+    t = f"tensor<{m}x{n}x{out}>"
+    body = epilogue or f"  func.return %c : {t}"
+    return f"""func.func @mm(%a: tensor<{sa}x{dt}>, %b: tensor<{sb}x{dt}>{extra_args}) -> {t} {{
+  %c = fusion.matmul %a, %b{flags} : tensor<{sa}x{dt}>, tensor<{sb}x{dt}> -> {t}
+{body}
+}}"""
+
+
+GATED = """func.func @mlp(%x: tensor<300x512xbf16>, %w1: tensor<512x384xbf16>, %w2: tensor<512x384xbf16>) -> tensor<300x384xbf16> {
+  %g = fusion.matmul %x, %w1 : tensor<300x512xbf16>, tensor<512x384xbf16> -> tensor<300x384xf32>
+  %u = fusion.matmul %x, %w2 : tensor<300x512xbf16>, tensor<512x384xbf16> -> tensor<300x384xf32>
+  %s = fusion.silu %g : tensor<300x384xf32>
+  %p = fusion.mul %s, %u : tensor<300x384xf32>
+  %o = fusion.cast %p : tensor<300x384xf32> to tensor<300x384xbf16>
+  func.return %o : tensor<300x384xbf16>
+}"""
+
+
+def lower(text, first="convert-fusion-to-sched", ptx=True):
+    """(sched-level IR after `first`, PTX or None)."""
+    from fuser.lowering.ptx import module_to_ptx
+    from fuser.passes.ir import print_module
+    mod = parse_module(text, "<test>")
+    run_passes(build_pipeline(first), mod)
+    sched_ir = print_module(mod)
+    if not ptx:
+        return sched_ir, None
+    run_passes(build_pipeline("cse,convert-sched-to-nvvm,cse"), mod)
+    return sched_ir, module_to_ptx(mod)
+
+
+def test_params_heuristic():
+    assert (matmul_params(8192, 8192, 8192).bm, matmul_params(8192, 8192, 8192).bn) == (128, 256)
+    p = matmul_params(1000, 1000, 1000)
+    assert (p.bm, p.bn) == (128, 128) and p.stages == 7
+    assert matmul_params(8192, 8192, 8192).stages == 4
+    assert matmul_params(4096, 128, 4096).bn == 128
+    assert (matmul_params(512, 512, 512, n_b=2).bm, matmul_params(512, 512, 512, n_b=2).stages) == (128, 4)
+    assert matmul_params(64, 64, 64, tile=(256, 128), stages=3).stages == 3
+    with pytest.raises(ValueError):
+        matmul_params(64, 64, 64, tile=(64, 64))
+    with pytest.raises(ValueError):
+        matmul_params(64, 64, 64, tile=(128, 256), stages=6)
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, False), (True, True)])
+@pytest.mark.parametrize("tile", ["128x128", "128x256", "256x128"])
+def test_layouts_assemble(ta, tb, tile):
+    if find_ptxas() is None:
+        pytest.skip("no ptxas")
+    sched_ir, ptx = lower(matmul_text(200, 264, 136, ta, tb),
+                          f"convert-fusion-to-sched{{tile=\"{tile}\"}}")
+    assert "wgmma.mma_async.sync.aligned.m64n%sk16.f32.bf16.bf16" % tile.split("x")[1] in ptx
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global" in ptx
+    assert "setmaxnreg.inc.sync.aligned.u32 232" in ptx
+    # one flush after the main loop
+    assert len(re.findall(r"wgmma\.wait_group\.sync\.aligned\s+0;", ptx)) == 1
+    assemble_ptx(ptx, "sm_90a")
+
+
+def test_gated_mlp_one_wait():
+    """silu(x @ W1) * (x @ W2): both wgmmas in one main loop, one wait before the epilogue."""
+    sched_ir, ptx = lower(GATED)
+    assert sched_ir.count("sched.kernel") == 1
+    assert sched_ir.count("sched.wgmma.mma_async") == 8  # 4 k-steps x 2 operands B
+    # the main loop ends with `wait_group 1` (slot release); after it, exactly one wait_group
+    body = ptx[ptx.index(".entry"):]
+    waits = [m.start() for m in re.finditer(r"wgmma\.wait_group\.sync\.aligned", body)]
+    last_mma = body.rindex("wgmma.mma_async")
+    after_loop = [w for w in waits if w > last_mma]
+    assert len(after_loop) == 2  # wait_group 1 in the loop, then the single flush
+    assert re.search(r"wgmma\.wait_group\.sync\.aligned\s+0;", body[after_loop[1]:after_loop[1] + 60])
+    if find_ptxas() is not None:
+        assemble_ptx(ptx, "sm_90a")
+
+
+def test_result_and_epilogue_outputs():
+    text = matmul_text(256, 256, 64, out="f32", extra_args=", %bias: tensor<256xf32>", epilogue="""\
+  %bb = fusion.broadcast %bias dims [0] : tensor<256xf32> to tensor<256x256xf32>
+  %d = fusion.add %c, %bb : tensor<256x256xf32>
+  %r = fusion.relu %d : tensor<256x256xf32>
+  %h = fusion.cast %r : tensor<256x256xf32> to tensor<256x256xf16>
+  func.return %c, %h : tensor<256x256xf32>, tensor<256x256xf16>""").replace(
+        "-> tensor<256x256xf32> {", "-> (tensor<256x256xf32>, tensor<256x256xf16>) {", 1)
+    sched_ir, _ = lower(text, ptx=False)
+    assert sched_ir.count("sched.kernel") == 1  # matmul + epilogue in one kernel
+    assert "vector<2xf16>" in sched_ir and "vector<2xf32>" in sched_ir
+
+
+@pytest.mark.parametrize("text,msg", [
+    (matmul_text(64, 64, 64, dt="f32"), "operands are f32; the Hopper matmul takes bf16 or f16"),
+    (matmul_text(64, 64, 60), "TMA needs a multiple of 16 bytes"),
+])
+def test_errors(text, msg):
+    with pytest.raises(Exception) as err:
+        lower(text, ptx=False)
+    assert msg in str(err.value)
+
+
+def test_bad_tile_option():
+    with pytest.raises(Exception) as err:
+        lower(matmul_text(64, 64, 64), 'convert-fusion-to-sched{tile="64x64"}', ptx=False)
+    assert "tile 64x64 is not one of" in str(err.value)

@@ -1,0 +1,173 @@
+"""The Hopper matmul on the GPU: fused epilogues, every operand layout, ragged shapes, the gated
+MLP, HGMMA in the SASS. Inputs are fresh random bf16/f16 torch tensors; the reference is torch in
+f32 on the same GPU (a float64 numpy product of 8192^3 would take minutes). Skipped without a GPU.
+
+`python test/python/test_matmul_gpu.py --bench` times fuser against torch (cuBLAS) instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fuser import api  # noqa: E402
+from test_matmul import GATED, matmul_text  # noqa: E402
+
+TOL = {"bf16": 1.6e-2, "f16": 4e-3, "f32": 3e-3}
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+def _rand(torch, shape, dt, scale=1.0):
+    td = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[dt]
+    return (torch.randn(shape, device="cuda") * scale).to(td)
+
+
+def _rel(got, ref):
+    got, ref = got.float(), ref.float()
+    assert torch_isfinite(got), "output has NaN/Inf (unwritten or wrong)"
+    return float((got - ref).norm() / ref.norm().clamp_min(1e-30))
+
+
+def torch_isfinite(x):
+    import torch
+    return bool(torch.isfinite(x).all())
+
+
+def _operands(torch, m, n, k, ta, tb, dt):
+    a = _rand(torch, (k, m) if ta else (m, k), dt)
+    b = _rand(torch, (n, k) if tb else (k, n), dt)
+    af = a.float().T if ta else a.float()
+    bf = b.float().T if tb else b.float()
+    return a, b, af @ bf
+
+
+@pytest.mark.parametrize("m,n,k", [(128, 128, 64), (1000, 1000, 1000), (4096, 4096, 4096), (8192, 8192, 8192),
+                                   (1, 512, 256), (256, 256, 16), (333, 136, 72)])
+def test_shapes(m, n, k):
+    torch = _torch()
+    a, b, ref = _operands(torch, m, n, k, False, False, "bf16")
+    out = api.compile(matmul_text(m, n, k))(a, b)
+    assert _rel(out, ref) < 5e-3
+
+
+@pytest.mark.parametrize("dt", ["bf16", "f16"])
+@pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, False), (True, True)])
+def test_layouts(ta, tb, dt):
+    torch = _torch()
+    a, b, ref = _operands(torch, 1000, 1000, 1000, ta, tb, dt)
+    out = api.compile(matmul_text(1000, 1000, 1000, ta, tb, dt=dt))(a, b)
+    assert _rel(out, ref) < 5e-3
+
+
+@pytest.mark.parametrize("tile", ["128x128", "128x256", "256x128"])
+def test_forced_tiles(tile):
+    torch = _torch()
+    a, b, ref = _operands(torch, 700, 900, 520, False, True, "bf16")
+    out = api.compile(matmul_text(700, 900, 520, tb=True),
+                      pipeline=f'canonicalize,convert-fusion-to-sched{{tile="{tile}" stages=3}},cse,convert-sched-to-nvvm,cse')(a, b)
+    assert _rel(out, ref) < 5e-3
+
+
+EPILOGUES = {
+    "bias": ("%bb = fusion.broadcast %bias dims [0] : tensor<{n}xf32> to {t}\n  %r = fusion.add %c, %bb : {t}",
+             lambda c, bias, res: c + bias),
+    "relu": ("%r = fusion.relu %c : {t}", lambda c, bias, res: torch_mod().relu(c)),
+    "gelu": ("%r = fusion.gelu %c : {t}", lambda c, bias, res: torch_mod().nn.functional.gelu(c)),
+    "silu": ("%r = fusion.silu %c : {t}", lambda c, bias, res: torch_mod().nn.functional.silu(c)),
+    "residual": ("%r = fusion.add %c, %res : {t}", lambda c, bias, res: c + res),
+    "scale": ("%s = fusion.full 0.125 : {t}\n  %r = fusion.mul %c, %s : {t}", lambda c, bias, res: c * 0.125),
+}
+
+
+def torch_mod():
+    import torch
+    return torch
+
+
+@pytest.mark.parametrize("out", ["f32", "bf16", "f16"])
+@pytest.mark.parametrize("epi", sorted(EPILOGUES))
+def test_epilogues(epi, out):
+    torch = _torch()
+    m, n, k = 777, 1000, 520
+    t = f"tensor<{m}x{n}xf32>"
+    to = f"tensor<{m}x{n}x{out}>"
+    body, fn = EPILOGUES[epi]
+    body = body.format(n=n, t=t)
+    cast = f"  %o = fusion.cast %r : {t} to {to}\n" if out != "f32" else ""
+    ret = "%o" if out != "f32" else "%r"
+    text = matmul_text(m, n, k, extra_args=f", %bias: tensor<{n}xf32>, %res: {t}", epilogue=f"  {body}\n{cast}  func.return {ret} : {to}")
+    text = text.replace(f"-> tensor<{m}x{n}xf32> {{", f"-> {to} {{", 1)
+    a, b, ref = _operands(torch, m, n, k, False, False, "bf16")
+    bias, res = _rand(torch, (n,), "f32"), _rand(torch, (m, n), "f32")
+    got = api.compile(text)(a, b, bias, res)
+    want = fn(ref, bias, res)
+    assert _rel(got, want) < TOL[out] + 5e-3
+
+
+def test_gated_mlp():
+    torch = _torch()
+    x, w1, w2 = _rand(torch, (300, 512), "bf16"), _rand(torch, (512, 384), "bf16", 0.05), _rand(torch, (512, 384), "bf16", 0.05)
+    got = api.compile(GATED)(x, w1, w2)
+    g, u = x.float() @ w1.float(), x.float() @ w2.float()
+    assert _rel(got, torch.nn.functional.silu(g) * u) < 2e-2
+
+
+def test_sass_has_hgmma():
+    from fuser.lowering.ptx import assemble_ptx, find_ptxas
+    tool = shutil.which("cuobjdump") or shutil.which("nvdisasm")
+    if tool is None or find_ptxas() is None:
+        pytest.skip("no cuobjdump/nvdisasm or ptxas")
+    from fuser.runtime.compile import compile_fusion
+    ptx = compile_fusion(matmul_text(512, 512, 512)).ptx
+    cubin = assemble_ptx(ptx, "sm_90a")
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "k.cubin")
+        open(path, "wb").write(cubin)
+        cmd = [tool, "-sass", path] if tool.endswith("cuobjdump") else [tool, path]
+        sass = subprocess.run(cmd, capture_output=True, text=True).stdout
+    assert "HGMMA" in sass, sass[:2000]
+    assert "UTMALDG" in sass
+
+
+# ------------------------------------------------------------------------- timing
+
+
+def bench() -> None:
+    import torch
+    from triton.testing import do_bench
+
+    from fuser.runtime.compile import compile_fusion
+    rows = []
+    shapes = [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 8192), (16384, 16384, 1024)]
+    for m, n, k in shapes:
+        a, b = _rand(torch, (m, k), "bf16"), _rand(torch, (k, n), "bf16")
+        for tile in ([""] + (sys.argv[2].split(",") if len(sys.argv) > 2 else [])):
+            opt = f'{{tile="{tile}"}}' if tile else ""
+            pipe = f"canonicalize,convert-fusion-to-sched{opt},cse,convert-sched-to-nvvm,cse"
+            text = matmul_text(m, n, k, out="bf16")
+            k_ = api.compile(text, pipeline=pipe)
+            out = k_(a, b)
+            ref = (a @ b)
+            err = _rel(out, ref.float())
+            t_f = do_bench(lambda: k_(a, b), warmup=50, rep=300, return_mode="median")
+            t_t = do_bench(lambda: a @ b, warmup=50, rep=300, return_mode="median")
+            fl = 2 * m * n * k
+            rows.append((f"{m}x{n}x{k}", tile or "auto", fl / t_f / 1e9, fl / t_t / 1e9, t_t / t_f, err))
+    print(f"{'shape':>18} {'tile':>8} {'fuser TF/s':>11} {'cuBLAS TF/s':>12} {'ratio':>6} {'relerr':>8}")
+    for r in rows:
+        print(f"{r[0]:>18} {r[1]:>8} {r[2]:11.1f} {r[3]:12.1f} {r[4]:6.3f} {r[5]:8.1e}")
+
+
+if __name__ == "__main__" and "--bench" in sys.argv:
+    bench()
