@@ -117,10 +117,11 @@ class Evaluator:
     """
 
     def __init__(self, kb: KernelBuilder, buffers: dict[SSAValue, SSAValue],
-                 overrides: dict[SSAValue, SSAValue] | None = None):
+                 overrides: dict[SSAValue, SSAValue] | None = None, index_maps: dict | None = None):
         self.kb = kb
-        self.buffers = buffers          # fusion value -> kernel memref argument
-        self.overrides = overrides or {}  # fusion value -> f32 scalar already in registers
+        self.buffers = buffers          # fusion value -> kernel memref argument (or a shared-memory copy)
+        self.overrides = overrides if overrides is not None else {}  # fusion value -> f32 scalar in registers
+        self.index_maps = index_maps or {}  # fusion value -> f(index) -> index into its buffer
         self.memo: dict = {}
 
     def __call__(self, v: SSAValue, idx: Sequence[SSAValue], lanes: int = 1) -> list[SSAValue]:
@@ -142,6 +143,8 @@ class Evaluator:
             return [self.overrides[v]] * lanes
         if v in self.buffers:
             buf = self.buffers[v]
+            if v in self.index_maps:
+                idx = self.index_maps[v](idx)
             if not idx:  # rank-0 tensor
                 return [kb.ext(kb.load(buf, [], 1)[0])] * lanes
             vals = kb.load(buf, idx, lanes)
@@ -407,10 +410,11 @@ class KernelEmitter:
         self.count = 0
 
     # A kernel over a fixed list of host buffers; `body(kb, args)` fills it.
-    def kernel(self, host_bufs: list[SSAValue], grid, block, body, schedule: str = "") -> None:
+    def kernel(self, host_bufs: list[SSAValue], grid, block, body, schedule: str = "", smem: int = 0) -> None:
+        """`smem`: bytes of dynamic shared memory (buffers placed there with an `offset`)."""
         name = f"{self.name}_k{self.count}"
         self.count += 1
-        k = sched.KernelOp(name, [b.type for b in host_bufs], list(grid), list(block))
+        k = sched.KernelOp(name, [b.type for b in host_bufs], list(grid), list(block), smem)
         if schedule:  # the scheduler's decision, readable in the IR
             k.attributes["fuser.schedule"] = StringAttr(schedule)
         kb = KernelBuilder(k.body.block)

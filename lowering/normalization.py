@@ -22,8 +22,10 @@ import math
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith
+from xdsl.dialects.builtin import IntegerAttr, i64
 from xdsl.ir import SSAValue
 
+from fuser.dialects import sched
 from fuser.dialects import fusion as F
 from fuser.lowering.combiners import Joint, finalize, is_welford, select_state, state_for
 from fuser.lowering.fusion_to_sched import (
@@ -35,18 +37,22 @@ TARGET_VECTORS_PER_THREAD = 4
 ROW_THREADS_MAX = 1024
 REGISTER_FILE = 65536          # 32-bit registers per SM on Hopper
 CACHE_REGISTER_CAP = 64        # at most this many registers of a thread hold the cached row
+SHARED_CACHE_BYTES = 200 * 1024  # of the 227 KB a Hopper block may have; the rest is for reductions
+MAX_SLOTS = 64                 # vectors per thread the kernel unrolls over
 
 
 @dataclass(frozen=True)
 class NormParams:
     bx: int          # threads per row
     by: int          # rows per block
-    slots: int       # vectors of the row each thread keeps
+    slots: int       # vectors of the row each thread handles
     lanes: int       # elements per vector (16-byte accesses)
+    smem: int = 0    # bytes of shared memory holding the rows (0: the rows stay in registers)
 
     def describe(self) -> str:
+        where = f"in {self.smem} bytes of shared memory" if self.smem else "in registers"
         return (f"persistent: {self.by} row(s)/block, {self.bx} threads/row, "
-                f"{self.slots} x {self.lanes}-element vectors/thread in registers")
+                f"{self.slots} x {self.lanes}-element vectors/thread {where}")
 
 
 @dataclass(frozen=True)
@@ -59,22 +65,32 @@ class NormDecision:
         return self.params is not None
 
 
-def normalization_params(rows: int, cols: int, lanes: int, cached_inputs: int, block: int = 0) -> NormDecision:
-    """Geometry for keeping rows of `cols` elements (read from `cached_inputs` full-size tensors)
-    in registers, or why that is not possible. `block` caps the threads per row."""
+def normalization_params(rows: int, cols: int, lanes: int, cached_bytes: list[int], block: int = 0) -> NormDecision:
+    """Geometry for keeping rows of `cols` elements on chip, or why that is not possible.
+
+    `cached_bytes` lists the element size of each full-size input the rows are read from. Rows
+    stay in registers when they fit in the register budget; longer rows are copied once into
+    shared memory (one row per block, 1024 threads) when that fits; otherwise the caller falls
+    back to a non-persistent plan. `block` caps the threads per row."""
     row_vecs = cols // lanes
+    n_cached = max(1, len(cached_bytes))
     cap = min(block or ROW_THREADS_MAX, ROW_THREADS_MAX)
     bx = min(cap, max(32, next_pow2(math.ceil(row_vecs / TARGET_VECTORS_PER_THREAD))))
     slots = math.ceil(row_vecs / bx)
     by = max(1, min(256 // bx, next_pow2(rows)))
     threads = bx * by
     budget = min(CACHE_REGISTER_CAP, REGISTER_FILE // threads // 2)
-    need = slots * lanes * max(1, cached_inputs)
-    if need > budget:
-        return NormDecision(None, f"a row of {cols} elements from {max(1, cached_inputs)} input(s) needs {need} "
-                                  f"registers/thread at {threads} threads/block; the budget is {budget}")
-    p = NormParams(bx, by, slots, lanes)
-    return NormDecision(p, p.describe())
+    need = slots * lanes * n_cached
+    if need <= budget:
+        p = NormParams(bx, by, slots, lanes)
+        return NormDecision(p, p.describe())
+    row_bytes = cols * sum(cached_bytes or [4])
+    if row_bytes <= SHARED_CACHE_BYTES and slots <= MAX_SLOTS:
+        p = NormParams(bx, 1, slots, lanes, row_bytes)
+        return NormDecision(p, p.describe())
+    return NormDecision(None, f"a row of {cols} elements from {n_cached} input(s) needs {need} registers/thread "
+                              f"at {threads} threads/block (budget {budget}) or {row_bytes} bytes of shared "
+                              f"memory (budget {SHARED_CACHE_BYTES})")
 
 
 # ------------------------------------------------------------------ grouping
@@ -184,7 +200,8 @@ def form_groups(tasks: list[Task], materialized: set, args: set, lvl,
         cached = _cached_inputs(g, mat, args)
         max_bytes = max([elem_bytes(F._elem(v)) for v in cached + g.full_outputs] or [4])
         lanes = vector_lanes(g.in_shape[-1], max_bytes)
-        g.decision = normalization_params(rows, math.prod(g.in_shape[g.k:]), lanes, len(cached), block)
+        g.decision = normalization_params(rows, math.prod(g.in_shape[g.k:]), lanes,
+                                          [elem_bytes(F._elem(v)) for v in cached], block)
         groups.append(g)
         if not g.decision.persistent:
             continue
@@ -229,7 +246,8 @@ def emit_persistent(em: KernelEmitter, task: Task, materialized: set, args: set)
     p = g.decision.params
     row_shape, col_shape = g.in_shape[:g.k], g.in_shape[g.k:]
     rows = math.prod(row_shape)
-    row_vecs = math.prod(col_shape) // p.lanes
+    cols = math.prod(col_shape)
+    row_vecs = cols // p.lanes
     results = g.results
     outputs = list(task.outputs)
     reads: set[SSAValue] = set()
@@ -255,11 +273,34 @@ def emit_persistent(em: KernelEmitter, task: Task, materialized: set, args: set)
             else:
                 valid.append(None)
             idx.append(row_idx + kb.delinearize(kb.mul(j, p.lanes), col_shape))
-        # One Evaluator for the whole kernel: a value loaded or computed at a slot is reused by
-        # every later stage and output (its memo is the register cache).
-        ev = Evaluator(kb, {v: amap[v] for v in reads})
-        overrides = ev.overrides   # reduction results, filled stage by stage
+        overrides: dict[SSAValue, SSAValue] = {}   # reduction results, filled stage by stage
+        if not p.smem:
+            # One Evaluator for the whole kernel: a value loaded or computed at a slot is reused
+            # by every later stage and output (its memo is the register cache).
+            ev = Evaluator(kb, {v: amap[v] for v in reads}, overrides)
+
+            def evaluator():
+                return ev
+        else:
+            # Copy the rows into shared memory once; every stage and the outputs read them there
+            # with a fresh Evaluator, so nothing stays live in registers between stages.
+            cached = _cached_inputs(g, g.materialized, args)
+            copies, offset = {}, 0
+            for v in cached:
+                buf = kb.v(sched.AllocOp(sched.memref([p.by, cols], F._elem(v), sched.SHARED)))
+                buf.owner.properties["offset"] = IntegerAttr(offset, i64)
+                offset += p.by * cols * elem_bytes(F._elem(v))
+                copies[v] = buf
+                for s in range(p.slots):
+                    col = kb.linearize(idx[s][g.k:], col_shape)
+                    kb.store(kb.load(amap[v], idx[s], p.lanes), buf, [ty, col])
+            kb.emit(sched.BarrierOp())
+            to_smem = {v: (lambda ix: [ty, kb.linearize(ix[g.k:], col_shape)]) for v in copies}
+
+            def evaluator():
+                return Evaluator(kb, {**{v: amap[v] for v in reads}, **copies}, overrides, to_smem)
         for ops in stages:
+            ev = evaluator()
             parts = [state_for(op) for op in ops]
             joint = Joint(parts)
             state = []
@@ -281,6 +322,7 @@ def emit_persistent(em: KernelEmitter, task: Task, materialized: set, args: set)
         row_outs = [o for o in outputs if o in results or o in g.row_outputs]
         _if(kb, kb.andi(kb.eq(tx, 0), ok_row),
             lambda b: em.finish(b, row_outs, amap, row, dict(overrides)))
+        ev = evaluator()
         for o in g.full_outputs:
             t = F._elem(o)
             for s in range(p.slots):
@@ -288,4 +330,4 @@ def emit_persistent(em: KernelEmitter, task: Task, materialized: set, args: set)
                 cond = ok_row if valid[s] is None else kb.andi(ok_row, valid[s])
                 _if(kb, cond, lambda b, xs=xs, s=s: b.store(xs, amap[o], idx[s]))
 
-    em.kernel(host_bufs, (math.ceil(rows / p.by), 1, 1), (p.bx, p.by, 1), body, schedule=p.describe())
+    em.kernel(host_bufs, (math.ceil(rows / p.by), 1, 1), (p.bx, p.by, 1), body, schedule=p.describe(), smem=p.smem)

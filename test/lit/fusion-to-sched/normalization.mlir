@@ -89,8 +89,30 @@ func.func @softmax(%x: tensor<1000x4096xf32>) -> tensor<1000x4096xf32> {
 }
 
 // -----
-// A row of 65536 f32 needs more registers than a block of 1024 threads has to spare: no
-// persistent kernel; the Welford statistics kernel splits each row across blocks, then a
+// Rows of 65536 bf16 (128 KB) are too long for registers: each block copies its row into
+// dynamic shared memory once (16-byte vectors), then the statistics and the normalized output
+// read it there. Still one read of x from global memory and one write of y.
+// CHECK-LABEL: sched.kernel @smem_rows_k0
+// CHECK-SAME:    grid [8, 1, 1] block [1024, 1, 1] smem 131072
+// CHECK-SAME:    fuser.schedule = "persistent: 1 row(s)/block, 1024 threads/row, 8 x 8-element vectors/thread in 131072 bytes of shared memory"
+// CHECK:         %[[ROW:.*]] = sched.alloc offset 0 : i64 : memref<1x65536xbf16, 3 : i64>
+// CHECK-COUNT-8: sched.store %{{.*}}, %[[ROW]][%{{.*}}, %{{.*}}] : vector<8xbf16>, memref<1x65536xbf16, 3 : i64>
+// CHECK:         sched.barrier
+// CHECK:         sched.load %[[ROW]]
+// CHECK-NOT:     sched.load %{{.*}} : memref<8x65536xbf16> ->
+// CHECK:         sched.store %{{.*}} : vector<8xbf16>, memref<8x65536xbf16>
+// CHECK-NOT:   sched.kernel @smem_rows_k1
+func.func @smem_rows(%x: tensor<8x65536xbf16>) -> tensor<8x65536xbf16> {
+  %var, %mean = fusion.var_mean %x dims [1] correction 0 : tensor<8x65536xbf16> to tensor<8xf32>, tensor<8xf32>
+  %mb = fusion.broadcast %mean dims [1] : tensor<8xf32> to tensor<8x65536xf32>
+  %xf = fusion.cast %x : tensor<8x65536xbf16> to tensor<8x65536xf32>
+  %d = fusion.sub %xf, %mb : tensor<8x65536xf32>
+  %y = fusion.cast %d : tensor<8x65536xf32> to tensor<8x65536xbf16>
+  func.return %y : tensor<8x65536xbf16>
+}
+
+// -----
+// A row of 65536 f32 fits neither in registers nor in shared memory: no persistent kernel; the Welford statistics kernel splits each row across blocks, then a
 // pointwise kernel reads x again.
 // CHECK-LABEL: sched.kernel @long_rows_k0
 // CHECK-NOT:     fuser.schedule

@@ -46,16 +46,26 @@ func.func @layer_norm(%x: tensor<4096x1024xbf16>, %w: tensor<1024xf32>, %b: tens
 }
 
 // -----
-// Rows of 65536 f32 do not fit in registers: auto keeps the one-pass Welford reduction (the
-// two-pass form would read x twice) and says why; always translates anyway.
+// Rows of 65536 f32 fit neither in registers nor in shared memory: auto keeps the one-pass
+// Welford reduction (the two-pass form would read x twice) and says why; always translates anyway.
 // AUTO-LABEL: func.func @long_rows
-// AUTO:         fusion.var_mean %x dims [1] correction 1 {fuser.welford = "kept (a row of 65536 elements from 1 input(s) needs 64 registers/thread at 1024 threads/block; the budget is 32)"}
+// AUTO:         fusion.var_mean %x dims [1] correction 1 {fuser.welford = "kept (a row of 65536 elements from 1 input(s) needs 64 registers/thread at 1024 threads/block (budget 32) or 262144 bytes of shared memory (budget 204800))"}
 // ALWAYS-LABEL: func.func @long_rows
 // ALWAYS-NOT:     = fusion.var_mean
 // ALWAYS:         fusion.reduce sum %x dims [1] {fuser.welford = "translated from fusion.var_mean (mode=always)"}
 func.func @long_rows(%x: tensor<64x65536xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
   %var, %mean = fusion.var_mean %x dims [1] correction 1 : tensor<64x65536xf32> to tensor<64xf32>, tensor<64xf32>
   func.return %var, %mean : tensor<64xf32>, tensor<64xf32>
+}
+
+// -----
+// Rows of 49152 f32 (192 KB) are too long for registers but fit in shared memory: still one
+// read, so auto translates.
+// AUTO-LABEL: func.func @smem_rows
+// AUTO:         fusion.reduce sum %x dims [1] {fuser.welford = "translated from fusion.var_mean (persistent: 1 row(s)/block, 1024 threads/row, 12 x 4-element vectors/thread in 196608 bytes of shared memory)"}
+func.func @smem_rows(%x: tensor<16x49152xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
+  %var, %mean = fusion.var_mean %x dims [1] correction 1 : tensor<16x49152xf32> to tensor<16xf32>, tensor<16xf32>
+  func.return %var, %mean : tensor<16xf32>, tensor<16xf32>
 }
 
 // -----
