@@ -23,13 +23,13 @@ import numpy as np
 import pytest
 
 import fuser.api as fz
+from norm_fusions import EPS, build_layer_norm, build_rms_norm, build_var_mean, build_welford
 
 pytestmark = pytest.mark.gpu
 
 DTYPES = ["f32", "bf16", "f16"]
 MODES = ["never", "always", "auto"]
 NP = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
-EPS = 1e-5
 UNIT = {"f32": 2.0 ** -24, "bf16": 2.0 ** -9, "f16": 2.0 ** -11}   # half an ulp, relative
 TINY = {"f32": 2.0 ** -149, "bf16": 2.0 ** -133, "f16": 2.0 ** -24}  # subnormal spacing
 
@@ -134,45 +134,6 @@ def _check_out(got, want, dt, what, scale):
 
 
 # ----------------------------------------------------------------------------- fusions
-
-
-def build_var_mean(shape, dt, dim, correction=1):
-    with fz.FusionBuilder("var_mean") as fb:
-        x = fb.input(shape, dt, name="x")
-        fb.output(*fz.var_mean(x, dim, correction=correction))
-    return fb
-
-
-def build_welford(shape, dt, dim):
-    with fz.FusionBuilder("welford") as fb:
-        x = fb.input(shape, dt, name="x")
-        fb.output(*fz.welford(x, dim))
-    return fb
-
-
-def build_layer_norm(shape, dt):
-    """(y, mean, rstd) like torch.native_layer_norm: y in dt, mean and rstd [R, 1] in f32."""
-    r, c = shape
-    with fz.FusionBuilder("layer_norm") as fb:
-        x = fb.input(shape, dt, name="x")
-        w = fb.input((c,), dt, name="w")
-        b = fb.input((c,), dt, name="b")
-        var, mean = fz.var_mean(x, 1, correction=0, keepdim=True)
-        rstd = fz.rsqrt(var + EPS)
-        y = (fz.cast(x, "f32") - mean) * rstd * fz.cast(w, "f32") + fz.cast(b, "f32")
-        fb.output(fz.cast(y, dt), mean, rstd)
-    return fb
-
-
-def build_rms_norm(shape, dt):
-    r, c = shape
-    with fz.FusionBuilder("rms_norm") as fb:
-        x = fb.input(shape, dt, name="x")
-        w = fb.input((c,), dt, name="w")
-        xf = fz.cast(x, "f32")
-        y = xf * fz.rsqrt(fz.sum(xf * xf, 1, keepdim=True) / float(c) + EPS) * fz.cast(w, "f32")
-        fb.output(fz.cast(y, dt))
-    return fb
 
 
 def _moments(x, dim):
