@@ -826,6 +826,8 @@ class ConvertFusionToSched(ModulePass):
     """Force the matmul CTA tile, e.g. "128x256" (128x128, 128x256 or 256x128; "" = heuristic)."""
     stages: int = 0
     """Force the matmul pipeline depth in shared-memory slots (0 = as many as fit, up to 8)."""
+    matmul_persistent: int = -1
+    """Matmul grid: 1 = persistent (min(sms, tiles) CTAs loop over the tiles), 0 = one CTA per tile, -1 = heuristic."""
     persistent: bool = True
     """Let the normalization scheduler keep rows on chip (false: separate reduction and pointwise kernels)."""
 

@@ -24,6 +24,14 @@ The kernel (one CTA per output tile, `matmul_params` picks the tile and the pipe
   are 64-wide chunks (64 k-rows x 64) side by side; wgmma reads either through descriptors.
 - Tiles are rasterized in groups of `group_m` tile-rows so that CTAs running together share
   A and B panels in L2.
+- Persistent grid (`matmul_params(...).persistent`, forced by convert-fusion-to-sched's
+  `matmul_persistent=0|1`): min(SMs, tiles) CTAs, CTA i takes tiles i, i + grid, ... in the same
+  grouped order. Producer and consumers run the same tile loop around their K loop; the slot
+  and phase come from a K-slice counter that runs on across tiles (tile j of a CTA starts at
+  j * ktiles), so the producer streams the next tile's first `stages` slices while the
+  consumers are in the epilogue. Per tile the consumers issue one `wgmma.wait_group 0` after the
+  K loop, hand the last slot back at once, then run the epilogue. The kernel carries a
+  `fuser.matmul` attribute naming the tile, stages, grid and whether it is persistent.
 - Horizontal fusion (`fuse_matmul_tasks`): matmuls sharing A whose results only meet in
   pointwise outputs (the gated MLP `silu(x @ W1) * (x @ W2)`) become one task: both wgmmas
   run in one main loop over one A tile and the epilogue combines the accumulators.
@@ -35,7 +43,7 @@ import math
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IndexType, IntegerAttr, VectorType, i64
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IndexType, IntegerAttr, StringAttr, VectorType, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from fuser.dialects import fusion as F
@@ -63,6 +71,8 @@ class MatmulParams:
     stages: int
     group_m: int = 8
     consumers: int = 2  # consumer warpgroups; each owns bm // consumers rows
+    persistent: bool = False  # grid = min(SMs, tiles); each CTA loops over tiles (see module doc)
+    grid: int = 0  # CTAs launched (tiles when not persistent)
 
     @property
     def threads(self) -> int:
@@ -74,13 +84,18 @@ def stage_bytes(bm: int, bn: int, n_b: int = 1, elem: int = 2) -> int:
 
 
 def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n_b: int = 1,
-                  tile: tuple[int, int] | None = None, stages: int = 0) -> MatmulParams:
+                  tile: tuple[int, int] | None = None, stages: int = 0, persistent: int = -1) -> MatmulParams:
     """Tile and pipeline depth for an MxNxK matmul (`n_b` B operands share the A tile).
 
     Larger tiles halve the operand traffic per FLOP (128x256 moves 3/4 of 128x128's bytes per
     output), but only pay when there are enough tiles to fill the machine: prefer 128x256 (or
     256x128 when M is the long side) when that still gives at least one wave, else 128x128.
     Two accumulators (horizontal fusion) fit the registers only at 128x128.
+
+    `persistent` (-1 = heuristic, 0 = one CTA per tile, 1 = a persistent grid): with more tiles
+    than SMs a persistent grid of `sms` CTAs walks the tiles in the same grouped order, and the
+    producer loads the next tile's first K-slices while the consumers run the epilogue; with
+    one wave or less the two are the same kernel, so the heuristic keeps one CTA per tile.
     """
     if tile is None:
         if n_b > 1:
@@ -106,7 +121,10 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
         stages = max(2, min(fit, 8, max(2, ktiles)))
     if stages > fit:
         raise ValueError(f"{stages} stages of {per} bytes exceed the {SMEM_BUDGET}-byte shared-memory budget")
-    return MatmulParams(bm, bn, stages)
+    n_tiles = math.ceil(m / bm) * math.ceil(n / bn)
+    persist = n_tiles > sms if persistent < 0 else bool(persistent)
+    grid = min(sms, n_tiles) if persist else n_tiles
+    return MatmulParams(bm, bn, stages, persistent=persist, grid=grid)
 
 
 # ------------------------------------------------------------------ planning hook
@@ -226,7 +244,8 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
         except (ValueError, AssertionError):
             raise ScheduleError(f"convert-fusion-to-sched: tile={tile_opt!r} must read like 128x256", op) from None
     try:
-        p = matmul_params(m, n, k, 2, opts.sms, len(mats), tile, getattr(opts, "stages", 0) or 0)
+        p = matmul_params(m, n, k, 2, opts.sms, len(mats), tile, getattr(opts, "stages", 0) or 0,
+                          getattr(opts, "matmul_persistent", -1))
     except ValueError as err:
         raise ScheduleError(f"'fusion.matmul' {m}x{n}x{k}: {err}", op) from None
 
@@ -270,7 +289,10 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
 
     name = f"{em.name}_k{em.count}"
     em.count += 1
-    kop = sched.KernelOp(name, [b.type for b in host_bufs], [tiles_m * tiles_n, 1, 1], [p.threads, 1, 1], smem)
+    n_tiles = tiles_m * tiles_n
+    kop = sched.KernelOp(name, [b.type for b in host_bufs], [p.grid, 1, 1], [p.threads, 1, 1], smem)
+    kop.attributes["fuser.matmul"] = StringAttr(
+        f"tile={bm}x{bn} stages={S} persistent={int(p.persistent)} grid={p.grid} tiles={n_tiles}")
     kop.attributes["nvvm.minctasm"] = IntegerAttr(1, i64)
     kb = KernelBuilder(kop.body.block)
     kargs = list(kop.body.block.args)
@@ -292,18 +314,38 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     empty.owner.properties["offset"] = IntegerAttr(bar_off + S * 8, i64)
 
     tid = kb.tid("x")
-    # tile coordinates: grouped rasterization (group_m tile-rows walk N together)
     pid = kb.bid("x")
-    g = p.group_m
-    per_group = g * tiles_n
-    gid = kb.div(pid, per_group)
-    first_m = kb.mul(gid, g)
-    gsize = kb.v(arith.MinUIOp(kb.v(arith.SubiOp(kb.c(tiles_m), first_m)), kb.c(g)))
-    in_group = kb.rem(pid, per_group)
-    pid_m = kb.add(first_m, kb.v(arith.RemUIOp(in_group, gsize)))
-    pid_n = kb.v(arith.DivUIOp(in_group, gsize))
-    m0 = kb.mul(pid_m, bm)
-    n0 = kb.mul(pid_n, bn)
+    g_m = p.group_m
+    per_group = g_m * tiles_n
+
+    def coords(b: KernelBuilder, t: SSAValue) -> tuple[SSAValue, SSAValue]:
+        """(m0, n0) of tile t: grouped rasterization (group_m tile-rows walk N together)."""
+        gid = b.div(t, per_group)
+        first_m = b.mul(gid, g_m)
+        gsize = b.v(arith.MinUIOp(b.v(arith.SubiOp(b.c(tiles_m), first_m)), b.c(g_m)))
+        in_group = b.rem(t, per_group)
+        pid_m = b.add(first_m, b.v(arith.RemUIOp(in_group, gsize)))
+        pid_n = b.v(arith.DivUIOp(in_group, gsize))
+        return b.mul(pid_m, bm), b.mul(pid_n, bn)
+
+    def tiles_loop(b: KernelBuilder, body) -> None:
+        """body(b, base, m0, n0) for each tile of this CTA; `base` counts the K-slices that went
+        through the circular buffer before this tile (None: the first and only tile)."""
+        if not p.persistent:
+            m0, n0 = coords(b, pid)
+            body(b, None, m0, n0)
+            return
+        # tiles pid, pid + grid, ... (the grid never exceeds the tile count)
+        mine = b.add(b.div(b.v(arith.SubiOp(b.c(n_tiles - 1), pid)), p.grid), 1)
+
+        def one(lb: KernelBuilder, i, _):
+            m0, n0 = coords(lb, lb.add(pid, lb.mul(i, p.grid)))
+            body(lb, lb.mul(i, ktiles), m0, n0)
+            return []
+        _for(b, b.c(0), mine, [], one)
+
+    def slot(b: KernelBuilder, base, kt) -> SSAValue:
+        return kt if base is None else b.add(base, kt)
 
     n_consumer_warps = 4 * p.consumers
 
@@ -317,10 +359,11 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     def producer(b: KernelBuilder):
         b.emit(sched.SetMaxNRegOp("dec", 40))
 
-        def issue(c: KernelBuilder):
+        def tile(c: KernelBuilder, base, m0, n0):
             def step(lb: KernelBuilder, kt, _):
-                s = lb.rem(kt, S)
-                ph = lb.div(kt, S)
+                g = slot(lb, base, kt)
+                s = lb.rem(g, S)
+                ph = lb.div(g, S)
                 lb.emit(sched.MBarrierWaitOp(empty, s, lb.add(ph, 1)))
                 lb.emit(sched.MBarrierArriveExpectTxOp(full, s, tx_bytes))
                 k0 = lb.mul(kt, BK)
@@ -338,7 +381,7 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
                                                     [s, lb.c(c_ * 64 * BK)], full, s))
                 return []
             _for(c, c.c(0), c.c(ktiles), [], step)
-        _if(b, b.eq(tid, 0), issue)
+        _if(b, b.eq(tid, 0), lambda c: tiles_loop(c, tile))
 
     def consumer(b: KernelBuilder):
         b.emit(sched.SetMaxNRegOp("inc", 232))
@@ -349,38 +392,46 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
         zero = b.v(arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(acc_t, [0.0] * (bn // 2))))
         inits = [zero] * (nb * msubs)
 
-        def step(lb: KernelBuilder, kt, accs):
-            s = lb.rem(kt, S)
-            ph = lb.div(kt, S)
-            lb.emit(sched.MBarrierWaitOp(full, s, ph))
-            lb.emit(sched.WgmmaFenceOp())
-            accs = list(accs)
-            for kk in range(BK // 16):
-                for i in range(msubs):
-                    row = lb.add(lb.mul(wg, rows_per_wg), 64 * i)  # first row of this m64 in the tile
-                    if ta:  # M-major: chunk = row // 64, k rows of 64 elements
-                        a_idx = lb.add(lb.mul(lb.div(row, 64), 64 * BK), kk * 16 * 64)
-                        da = lb.v(sched.WgmmaDescOp(sa, [s, a_idx], 128, 64 * BK * 2, 1024))
-                    else:   # K-major: rows of 64 elements
-                        a_idx = lb.add(lb.mul(row, BK), kk * 16)
-                        da = lb.v(sched.WgmmaDescOp(sa, [s, a_idx], 128, 16, 1024))
-                    for j in range(nb):
-                        if tb:
-                            db = lb.v(sched.WgmmaDescOp(sbs[j], [s, lb.c(kk * 16)], 128, 16, 1024))
-                        else:
-                            db = lb.v(sched.WgmmaDescOp(sbs[j], [s, lb.c(kk * 16 * 64)], 128, 64 * BK * 2, 1024))
-                        x = j * msubs + i
-                        accs[x] = lb.v(sched.WgmmaMmaAsyncOp(da, db, accs[x], bn, et, ta, not tb))
-            lb.emit(sched.WgmmaCommitGroupOp())
-            lb.emit(sched.WgmmaWaitGroupOp(1))
+        def tile(tk: KernelBuilder, base, m0, n0):
+            def step(lb: KernelBuilder, kt, accs):
+              g = slot(lb, base, kt)
+              s = lb.rem(g, S)
+              ph = lb.div(g, S)
+              lb.emit(sched.MBarrierWaitOp(full, s, ph))
+              lb.emit(sched.WgmmaFenceOp())
+              accs = list(accs)
+              for kk in range(BK // 16):
+                  for i in range(msubs):
+                      row = lb.add(lb.mul(wg, rows_per_wg), 64 * i)  # first row of this m64 in the tile
+                      if ta:  # M-major: chunk = row // 64, k rows of 64 elements
+                          a_idx = lb.add(lb.mul(lb.div(row, 64), 64 * BK), kk * 16 * 64)
+                          da = lb.v(sched.WgmmaDescOp(sa, [s, a_idx], 128, 64 * BK * 2, 1024))
+                      else:   # K-major: rows of 64 elements
+                          a_idx = lb.add(lb.mul(row, BK), kk * 16)
+                          da = lb.v(sched.WgmmaDescOp(sa, [s, a_idx], 128, 16, 1024))
+                      for j in range(nb):
+                          if tb:
+                              db = lb.v(sched.WgmmaDescOp(sbs[j], [s, lb.c(kk * 16)], 128, 16, 1024))
+                          else:
+                              db = lb.v(sched.WgmmaDescOp(sbs[j], [s, lb.c(kk * 16 * 64)], 128, 64 * BK * 2, 1024))
+                          x = j * msubs + i
+                          accs[x] = lb.v(sched.WgmmaMmaAsyncOp(da, db, accs[x], bn, et, ta, not tb))
+              lb.emit(sched.WgmmaCommitGroupOp())
+              lb.emit(sched.WgmmaWaitGroupOp(1))
 
-            def release(r: KernelBuilder):
-                _if(r, r.eq(lane, 0), lambda q: q.emit(sched.MBarrierArriveOp(empty, q.rem(q.add(kt, S - 1), S))))
-            _if(lb, lb.v(arith.CmpiOp(kt, lb.c(0), "ugt")), release)
-            return accs
+              def release(r: KernelBuilder):
+                  _if(r, r.eq(lane, 0), lambda q: q.emit(sched.MBarrierArriveOp(empty, q.rem(q.add(g, S - 1), S))))
+              _if(lb, lb.v(arith.CmpiOp(kt, lb.c(0), "ugt")), release)
+              return accs
 
-        accs = _for(b, b.c(0), b.c(ktiles), inits, step)
-        _epilogue(b, accs, mats, outputs, reads_l, amap, m, n, m0, n0, wg, warp, lane, rows_per_wg, msubs, bn)
+            accs = _for(tk, tk.c(0), tk.c(ktiles), inits, step)
+            # the one wgmma.wait_group 0 of the tile: the accumulators are readable, and the
+            # last slot is handed back before the epilogue so the producer can refill it
+            accs = list(tk.emit(sched.WgmmaWaitGroupOp(0, accs)).outs)
+            last = slot(tk, base, tk.c(ktiles - 1))
+            _if(tk, tk.eq(lane, 0), lambda q: q.emit(sched.MBarrierArriveOp(empty, q.rem(last, S))))
+            _epilogue(tk, accs, mats, outputs, reads_l, amap, m, n, m0, n0, wg, warp, lane, rows_per_wg, msubs, bn)
+        tiles_loop(b, tile)
 
     _if_else(kb, kb.lt(tid, 128), producer, consumer)
     kb.emit(sched.ReturnOp())

@@ -1,7 +1,8 @@
 """Compiled-kernel cache: an in-memory dict in front of an on-disk directory.
 
 Keys are sha256 digests over (IR text, input signature, target arch, pipeline and
-options string, fuser version), so any change to one of them is a miss. An entry
+options string, fuser version and a digest of the compiler's source), so any change to one
+of them is a miss. An entry
 is a few named text payloads (PTX, ...) plus a small JSON of metadata.
 
 On disk (``$FUSER_CACHE_DIR``, default ``~/.cache/fuser``; ``FUSER_CACHE=0``
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 __all__ = ["CacheEntry", "KernelCache", "make_key", "signature_string", "default_cache",
-           "put_program", "get_program"]
+           "put_program", "get_program", "compiler_fingerprint"]
 
 _LAYOUT = "v1"
 _NAME_RE = re.compile(r"^[a-z0-9_]+$")
@@ -39,6 +40,28 @@ def _fuser_version() -> str:
         return __version__
     except Exception:
         return "unknown"
+
+
+_COMPILER_DIRS = ("dialects", "passes", "lowering")
+_fingerprint: str | None = None
+
+
+def compiler_fingerprint() -> str:
+    """fuser's version plus a digest of the compiler's own source (dialects, passes, lowering).
+
+    Part of every compile key, so a kernel cached by one build of the schedulers is never
+    served to another, even at the same version number (a checkout being edited, an upgrade
+    that forgot to bump the version)."""
+    global _fingerprint
+    if _fingerprint is None:
+        root = Path(__file__).resolve().parent.parent
+        h = hashlib.sha256()
+        for sub in _COMPILER_DIRS:
+            for f in sorted((root / sub).glob("*.py")):
+                h.update(f"{sub}/{f.name}\0".encode())
+                h.update(f.read_bytes())
+        _fingerprint = f"{_fuser_version()}+{h.hexdigest()[:16]}"
+    return _fingerprint
 
 
 def signature_string(signature: Any) -> str:

@@ -1,7 +1,8 @@
 """The compile driver: fusion IR -> pass pipeline -> LLVM IR -> PTX -> a launchable Program.
 
 Results are cached in memory and on disk (runtime/cache.py) keyed by the IR text, the
-pipeline, the target and fuser's version, so a second compile of the same fusion is a lookup.
+pipeline, the target, and fuser's version with a digest of the compiler's source, so a second
+compile of the same fusion is a lookup.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-import fuser
 from fuser.passes.ir import FuserDiagnostic, parse_module, print_module
 from fuser.passes.pipeline import build_pipeline, pipeline_text, run_passes
 
@@ -42,7 +42,8 @@ def compile_fusion(module: ModuleOp | str, pipeline: str | Sequence[ModulePass] 
     text = module if isinstance(module, str) else print_module(module)
     passes = build_pipeline(pipeline)
     ptext = pipeline_text(passes)
-    key = cache.make_key(text, "", arch, ptext + repr(sorted((options or {}).items())), fuser.__version__)
+    key = cache.make_key(text, "", arch, ptext + repr(sorted((options or {}).items())),
+                         cache.compiler_fingerprint())
     hit = cache.default_cache().get(key)
     if hit is not None:
         try:

@@ -121,3 +121,39 @@ def test_bad_tile_option():
     with pytest.raises(Exception) as err:
         lower(matmul_text(64, 64, 64), 'convert-fusion-to-sched{tile="64x64"}', ptx=False)
     assert "tile 64x64 is not one of" in str(err.value)
+
+
+def test_params_persistent():
+    p = matmul_params(8192, 8192, 8192)
+    assert p.persistent and p.grid == 132  # 2048 tiles: a persistent grid of one CTA per SM
+    p = matmul_params(2048, 2048, 8192)
+    assert not p.persistent and p.grid == 128  # one wave: one CTA per tile
+    assert matmul_params(16384, 16384, 1024, persistent=0).grid == 8192
+    p = matmul_params(256, 256, 64, persistent=1)
+    assert p.persistent and p.grid == 4  # 2x2 tiles of 128x128: never more CTAs than tiles
+    assert matmul_params(8192, 8192, 8192, sms=100).grid == 100
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, False), (True, True)])
+@pytest.mark.parametrize("persistent", [0, 1])
+def test_layout_descriptors(ta, tb, persistent):
+    """The wgmma transpose flags follow the operand layouts on both grids (an N-major B, the
+    default [K, N] layout, is `trans_b`; an M-major A, stored [K, M], is `trans_a`)."""
+    sched_ir, _ = lower(matmul_text(200, 264, 136, ta, tb),
+                        f"convert-fusion-to-sched{{matmul_persistent={persistent} sms=2}}", ptx=False)
+    mmas = [ln for ln in sched_ir.splitlines() if "sched.wgmma.mma_async" in ln]
+    assert mmas and all(("trans_b" in ln) == (not tb) and ("trans_a" in ln) == ta for ln in mmas)
+    assert f"persistent={persistent}" in sched_ir
+
+
+@pytest.mark.parametrize("text", [matmul_text(696, 904, 520, out="bf16"), GATED.replace("300x", "600x")])
+def test_persistent_one_wait_per_tile(text):
+    """Forced persistent grid: the tile loop holds the K loop, exactly one wait_group 0 (per
+    tile, inside the tile loop) after the last mma, and ptxas accepts it with no spills."""
+    sched_ir, ptx = lower(text, "convert-fusion-to-sched{matmul_persistent=1 sms=3}")
+    assert "persistent=1 grid=3" in sched_ir and "grid [3, 1, 1]" in sched_ir
+    body = ptx[ptx.index(".entry"):]
+    zero = [m.start() for m in re.finditer(r"wgmma\.wait_group\.sync\.aligned\s+0;", body)]
+    assert len(zero) == 1 and zero[0] > body.rindex("wgmma.mma_async")
+    if find_ptxas() is not None:
+        assemble_ptx(ptx, "sm_90a")

@@ -79,6 +79,41 @@ def test_forced_tiles(tile):
     assert _rel(out, ref) < 5e-3
 
 
+@pytest.mark.parametrize("opts", ["matmul_persistent=1 sms=4", 'matmul_persistent=1 sms=3 tile="128x128" stages=2',
+                                  'matmul_persistent=1 sms=5 tile="256x128"', "matmul_persistent=0 sms=4"])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, True)])
+def test_persistent(opts, ta, tb):
+    """A persistent grid much smaller than the tile count: every CTA walks several tiles, the
+    circular buffer's phases run on across tiles, the last CTA gets fewer tiles (ragged too)."""
+    torch = _torch()
+    m, n, k = 696, 904, 520  # ragged against every tile; TMA needs rows of 16-byte multiples
+    a, b, ref = _operands(torch, m, n, k, ta, tb, "bf16")
+    out = api.compile(matmul_text(m, n, k, ta, tb),
+                      pipeline=f"canonicalize,convert-fusion-to-sched{{{opts}}},cse,convert-sched-to-nvvm,cse")(a, b)
+    assert _rel(out, ref) < 5e-3
+
+
+def test_persistent_gated_mlp_and_gelu():
+    torch = _torch()
+    x, w1, w2 = _rand(torch, (600, 512), "bf16"), _rand(torch, (512, 384), "bf16", 0.05), _rand(torch, (512, 384), "bf16", 0.05)
+    pipe = "canonicalize,convert-fusion-to-sched{matmul_persistent=1 sms=2},cse,convert-sched-to-nvvm,cse"
+    got = api.compile(GATED.replace("300x", "600x"), pipeline=pipe)(x, w1, w2)
+    g, u = x.float() @ w1.float(), x.float() @ w2.float()
+    assert _rel(got, torch.nn.functional.silu(g) * u) < 2e-2
+    m, n, k = 1000, 1000, 200
+    t = f"tensor<{m}x{n}xf32>"
+    text = matmul_text(m, n, k, extra_args=f", %bias: tensor<{n}xf32>", epilogue=f"""\
+  %bb = fusion.broadcast %bias dims [0] : tensor<{n}xf32> to {t}
+  %d = fusion.add %c, %bb : {t}
+  %r = fusion.gelu %d : {t}
+  %o = fusion.cast %r : {t} to tensor<{m}x{n}xbf16>
+  func.return %o : tensor<{m}x{n}xbf16>""").replace(f"-> {t} {{", f"-> tensor<{m}x{n}xbf16> {{", 1)
+    a, b, ref = _operands(torch, m, n, k, False, False, "bf16")
+    bias = _rand(torch, (n,), "f32")
+    got = api.compile(text, pipeline=pipe.replace("sms=2", "sms=7"))(a, b, bias)
+    assert _rel(got, torch.nn.functional.gelu(ref + bias)) < TOL["bf16"] + 5e-3
+
+
 EPILOGUES = {
     "bias": ("%bb = fusion.broadcast %bias dims [0] : tensor<{n}xf32> to {t}\n  %r = fusion.add %c, %bb : {t}",
              lambda c, bias, res: c + bias),
@@ -144,29 +179,43 @@ def test_sass_has_hgmma():
 
 
 def bench() -> None:
+    """`--bench [VARIANTS]`: the four large shapes and the two fused epilogues of fuser-bench, each
+    compiled with the heuristic and with every comma-separated variant (a tile like 128x128, or
+    convert-fusion-to-sched options like `matmul_persistent=0`), timed against torch eager."""
     import torch
+    import torch.nn.functional as tF
     from triton.testing import do_bench
 
-    from fuser.runtime.compile import compile_fusion
+    from fuser.tools.bench import matmul as workload
+    variants = [""] + (sys.argv[sys.argv.index("--bench") + 1].split(",")
+                       if len(sys.argv) > sys.argv.index("--bench") + 1 else [])
     rows = []
-    shapes = [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 8192), (16384, 16384, 1024)]
-    for m, n, k in shapes:
-        a, b = _rand(torch, (m, k), "bf16"), _rand(torch, (k, n), "bf16")
-        for tile in ([""] + (sys.argv[2].split(",") if len(sys.argv) > 2 else [])):
-            opt = f'{{tile="{tile}"}}' if tile else ""
+    cases = [("none", (8192, 8192, 8192)), ("none", (4096, 4096, 4096)), ("none", (2048, 2048, 8192)),
+             ("none", (16384, 16384, 1024)), ("bias_relu", (8192, 8192, 8192)), ("bias_gelu", (4096, 4096, 4096))]
+    for epi, (m, n, k) in cases:
+        text = workload(epi, (m, n, k), (m, n, k)).mlir((m, n, k), "bf16")
+        a = _rand(torch, (m, k), "bf16", 1 / k ** 0.5)
+        b = _rand(torch, (k, n), "bf16")
+        args = [a, b] + ([] if epi == "none" else [_rand(torch, (n,), "bf16")])
+
+        def eager(a, b, *bias):
+            c = a @ b
+            if epi == "none":
+                return c
+            return torch.relu(c + bias[0]) if epi == "bias_relu" else tF.gelu(c + bias[0], approximate="tanh")
+        ref = eager(*[x.float() for x in args])
+        t_t = do_bench(lambda: eager(*args), warmup=50, rep=300, return_mode="median")
+        fl = 2 * m * n * k
+        for v in variants:
+            opt = "" if not v else (f"{{{v}}}" if "=" in v else f'{{tile="{v}"}}')
             pipe = f"canonicalize,convert-fusion-to-sched{opt},cse,convert-sched-to-nvvm,cse"
-            text = matmul_text(m, n, k, out="bf16")
             k_ = api.compile(text, pipeline=pipe)
-            out = k_(a, b)
-            ref = (a @ b)
-            err = _rel(out, ref.float())
-            t_f = do_bench(lambda: k_(a, b), warmup=50, rep=300, return_mode="median")
-            t_t = do_bench(lambda: a @ b, warmup=50, rep=300, return_mode="median")
-            fl = 2 * m * n * k
-            rows.append((f"{m}x{n}x{k}", tile or "auto", fl / t_f / 1e9, fl / t_t / 1e9, t_t / t_f, err))
-    print(f"{'shape':>18} {'tile':>8} {'fuser TF/s':>11} {'cuBLAS TF/s':>12} {'ratio':>6} {'relerr':>8}")
+            err = _rel(k_(*args), ref)
+            t_f = do_bench(lambda: k_(*args), warmup=50, rep=300, return_mode="median")
+            rows.append((f"{epi} {m}x{n}x{k}", v or "auto", fl / t_f / 1e9, fl / t_t / 1e9, t_t / t_f, err))
+    print(f"{'workload':>24} {'variant':>20} {'fuser TF/s':>11} {'eager TF/s':>11} {'ratio':>6} {'relerr':>8}")
     for r in rows:
-        print(f"{r[0]:>18} {r[1]:>8} {r[2]:11.1f} {r[3]:12.1f} {r[4]:6.3f} {r[5]:8.1e}")
+        print(f"{r[0]:>24} {r[1]:>20} {r[2]:11.1f} {r[3]:11.1f} {r[4]:6.3f} {r[5]:8.1e}")
 
 
 if __name__ == "__main__" and "--bench" in sys.argv:

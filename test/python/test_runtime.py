@@ -483,3 +483,29 @@ def test_device_array_metadata_without_gpu():
     cai = a.__cuda_array_interface__
     assert cai["shape"] == (0, 3) and cai["typestr"] == "<V2" and cai["version"] == 3
     assert repr(a).startswith("DeviceArray(tensor<0x3xbf16>")
+
+
+def test_compiler_fingerprint_tracks_the_compiler_source(tmp_path, monkeypatch):
+    """A kernel cached by one build of the schedulers is never served to another: the compile
+    key covers a digest of dialects/, passes/ and lowering/, not only the version string."""
+    import shutil
+    from pathlib import Path
+
+    from fuser.runtime import cache
+
+    fp = cache.compiler_fingerprint()
+    assert fp.startswith(cache._fuser_version() + "+") and fp == cache.compiler_fingerprint()
+    # Recompute over a copy of the tree with one scheduler byte changed.
+    root = Path(cache.__file__).resolve().parent.parent
+    for sub in cache._COMPILER_DIRS:
+        shutil.copytree(root / sub, tmp_path / sub, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "runtime").mkdir()
+    fake = tmp_path / "runtime" / "cache.py"
+    fake.write_text("")
+    monkeypatch.setattr(cache, "__file__", str(fake))
+    monkeypatch.setattr(cache, "_fingerprint", None)
+    assert cache.compiler_fingerprint() == fp
+    monkeypatch.setattr(cache, "_fingerprint", None)
+    with open(tmp_path / "lowering" / "normalization.py", "a") as f:
+        f.write("\n# edited\n")
+    assert cache.compiler_fingerprint() != fp

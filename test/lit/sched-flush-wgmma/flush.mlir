@@ -104,3 +104,42 @@ sched.kernel @already(%out : memref<4xf32>) grid [1, 1, 1] block [128, 1, 1] sme
   %x = vector.extract %r[0] : f32 from vector<64xf32>
   sched.return
 }
+
+// -----
+
+// (5) A persistent matmul: a tile loop around the K loop, accumulators reset per tile. Without
+// a wait the pass flushes once per tile, inside the tile loop, right before the epilogue read
+// (not before the next tile's K loop, whose mmas start from fresh zeros).
+
+// CHECK-LABEL: sched.kernel @tiles
+// CHECK:       scf.for %t
+// CHECK:         %k, %k_1 = scf.for %kt
+// CHECK:           sched.wgmma.wait_group 1
+// CHECK-NEXT:      scf.yield %d1, %d2
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %k_ready, %k_ready_1 = sched.wgmma.wait_group 0, %k, %k_1 : vector<64xf32>, vector<64xf32>
+// CHECK-NEXT:    %x = vector.extract %k_ready[0]
+// CHECK-NEXT:    %y = vector.extract %k_ready_1[0]
+// CHECK-NEXT:  }
+// CHECK-NOT:   sched.wgmma.wait_group 0
+sched.kernel @tiles(%out : memref<4xf32>) grid [132, 1, 1] block [128, 1, 1] smem 0 {
+  %da = arith.constant 0 : i64
+  %z0 = arith.constant dense<0.0> : vector<64xf32>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  scf.for %t = %c0 to %c8 step %c1 {
+    %k:2 = scf.for %kt = %c0 to %c8 step %c1 iter_args(%a1 = %z0, %a2 = %z0) -> (vector<64xf32>, vector<64xf32>) {
+      sched.wgmma.fence
+      %d1 = sched.wgmma.mma_async m64n128k16 bf16 %da, %da, %a1 : vector<64xf32>
+      %d2 = sched.wgmma.mma_async m64n128k16 bf16 %da, %da, %a2 : vector<64xf32>
+      sched.wgmma.commit_group
+      sched.wgmma.wait_group 1
+      scf.yield %d1, %d2 : vector<64xf32>, vector<64xf32>
+    }
+    %x = vector.extract %k#0[0] : f32 from vector<64xf32>
+    %y = vector.extract %k#1[0] : f32 from vector<64xf32>
+    scf.yield
+  }
+  sched.return
+}
