@@ -82,8 +82,10 @@ def pipeline_text(passes: Sequence[ModulePass]) -> str:
     return ",".join(str(p.pipeline_pass_spec(include_default=True)) for p in passes)
 
 
-def run_passes(passes: Sequence[ModulePass], module, after=None) -> None:
-    """Apply passes in order, verifying after each; `after(pass, module)` runs after each one.
+def run_passes(passes: Sequence[ModulePass], module, after=None, verify_each: bool = True) -> None:
+    """Apply passes in order; `after(pass, module)` runs after each one. With `verify_each` the
+    module is verified after every pass (fuser-opt's behaviour, which names the pass that broke
+    it); without, once at the end (the compile driver: verification is most of a compile's time).
 
     A pass that raises on valid input is reported as a diagnostic naming the pass, never as
     a traceback: that is either an unsupported case (the message says which) or a compiler bug.
@@ -101,6 +103,9 @@ def run_passes(passes: Sequence[ModulePass], module, after=None) -> None:
             op = getattr(e, "op", None)  # passes attach the op they could not handle
             where = f"{location_of(op)}: " if op is not None else ""
             raise FuserDiagnostic(f"{where}error: pass '{p.name}' failed: {first_line(e)}") from e
-        verify_module(module)
+        if verify_each:
+            verify_module(module)
         if after is not None:
             after(p, module)
+    if not verify_each:
+        verify_module(module)

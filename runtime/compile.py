@@ -7,6 +7,7 @@ compile of the same fusion is a lookup.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -60,7 +61,8 @@ def compile_fusion(module: ModuleOp | str, pipeline: str | Sequence[ModulePass] 
         if p.name in _STAGE_AFTER:
             stages[_STAGE_AFTER[p.name]] = print_module(m)
 
-    run_passes(passes, mod, after=record)
+    # FUSER_VERIFY_EACH=1 verifies after every pass, to find which one produced invalid IR.
+    run_passes(passes, mod, after=record, verify_each=os.environ.get("FUSER_VERIFY_EACH", "0") == "1")
     if "nvvm" not in stages:
         raise FuserDiagnostic("error: the pipeline did not reach the nvvm level (it must include convert-sched-to-nvvm)")
     llvm_ir = ptx_mod.module_to_llvm_ir(mod, arch)

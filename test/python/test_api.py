@@ -455,3 +455,31 @@ def test_compile_and_run_on_gpu(rng):
     got = np.asarray(cf(xv, bv)).astype(np.float32)
     want = cf.reference(xv, bv).astype(np.float32)
     np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("verify_each", [True, False])
+def test_a_pass_that_breaks_the_ir_is_caught_either_way(verify_each):
+    """The compile driver verifies once at the end (FUSER_VERIFY_EACH=1: after every pass);
+    either way IR a pass broke is an error, never a kernel."""
+    from dataclasses import dataclass
+
+    from xdsl.dialects.builtin import TensorType, f16
+
+    from fuser.passes.ir import FuserDiagnostic, parse_module
+    from fuser.passes.pipeline import run_passes
+
+    @dataclass(frozen=True)
+    class BreakTypes(ModulePass):
+        name = "break-types"
+
+        def apply(self, ctx, op):
+            add = next(o for o in op.walk() if o.name == "fusion.add")
+            add.results[0]._type = TensorType(f16, [4])  # operands stay f32: invalid
+
+    m = parse_module("""
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = fusion.add %x, %x : tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}""")
+    with pytest.raises(FuserDiagnostic, match="fusion.add"):
+        run_passes([BreakTypes()], m, verify_each=verify_each)
