@@ -35,6 +35,7 @@ Hopper machinery (sm_90a):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import (
@@ -664,32 +665,63 @@ def _check_mbarrier(op: IRDLOperation, buf: SSAValue, index: SSAValue | None = N
 
 
 class _BarrierAccess(IRDLOperation):
-    """Base of the mbarrier ops: `%bars[%i]` names barrier i of a shared i64 buffer."""
+    """Base of the mbarrier ops: `%bars[%i]` names barrier i of a shared i64 buffer.
+
+    The assembly is `%bars[%i][, TAIL] attr-dict : type(%bars)`; a subclass names its TAIL with
+    `INT_PROP` (an integer property, checked against `INT_MIN` .. 2^20-1) or `TAIL_OPERAND`
+    (one more index operand), and its constructor takes (barriers, index[, tail]).
+    """
 
     barriers = operand_def(MemRefType)
     index = operand_def(IndexType)
 
+    INT_PROP: ClassVar[str | None] = None
+    INT_MIN: ClassVar[int] = 0
+    TAIL_OPERAND: ClassVar[str | None] = None
+
     def verify_(self) -> None:
         _check_mbarrier(self, self.barriers)
+        if self.INT_PROP is not None:
+            v = getattr(self, self.INT_PROP).value.data
+            if not self.INT_MIN <= v < 2**20:
+                raise VerifyException(f"'{self.name}' op {self.INT_PROP} {v} must be in {self.INT_MIN} .. 2^20-1")
 
-    def _print_bar(self, printer: Printer) -> None:
+    def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_operand(self.barriers)
         printer.print_string("[")
         printer.print_operand(self.index)
         printer.print_string("]")
+        if self.INT_PROP is not None:
+            printer.print_string(f", {getattr(self, self.INT_PROP).value.data}")
+        elif self.TAIL_OPERAND is not None:
+            printer.print_string(", ")
+            printer.print_operand(getattr(self, self.TAIL_OPERAND))
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.barriers.type)
 
-    @staticmethod
-    def _parse_bar(parser: Parser):
+    @classmethod
+    def parse(cls, parser: Parser):
         bars = parser.parse_unresolved_operand()
         parser.parse_punctuation("[")
         idx = parser.parse_unresolved_operand()
         parser.parse_punctuation("]")
-        return bars, idx
-
-    @staticmethod
-    def _resolve(parser: Parser, bars, idx, bt):
-        return parser.resolve_operand(bars, bt), parser.resolve_operand(idx, IndexType())
+        tail = []
+        if cls.INT_PROP is not None:
+            parser.parse_punctuation(",")
+            tail = [parser.parse_integer()]
+        elif cls.TAIL_OPERAND is not None:
+            parser.parse_punctuation(",")
+            tail = [parser.parse_unresolved_operand()]
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        bt = parser.parse_type()
+        if cls.TAIL_OPERAND is not None:
+            tail = [parser.resolve_operand(tail[0], IndexType())]
+        op = cls(parser.resolve_operand(bars, bt), parser.resolve_operand(idx, IndexType()), *tail)
+        op.attributes.update(attrs)
+        return op
 
 
 @irdl_op_definition
@@ -698,34 +730,11 @@ class MBarrierInitOp(_BarrierAccess):
 
     name = "sched.mbarrier.init"
     count = prop_def(IntegerAttr)
+    INT_PROP: ClassVar[str | None] = "count"
+    INT_MIN: ClassVar[int] = 1
 
     def __init__(self, barriers: SSAValue, index: SSAValue, count: int):
         super().__init__(operands=[barriers, index], properties={"count": IntegerAttr(count, i64)})
-
-    def verify_(self) -> None:
-        super().verify_()
-        c = self.count.value.data
-        if not 1 <= c < 2**20:
-            raise VerifyException(f"'sched.mbarrier.init' op count {c} must be in 1 .. 2^20-1")
-
-    def print(self, printer: Printer) -> None:
-        self._print_bar(printer)
-        printer.print_string(f", {self.count.value.data}")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.barriers.type)
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        bars, idx = cls._parse_bar(parser)
-        parser.parse_punctuation(",")
-        count = parser.parse_integer()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        bt = parser.parse_type()
-        op = cls(*cls._resolve(parser, bars, idx, bt), count)
-        op.attributes.update(attrs)
-        return op
 
 
 @irdl_op_definition
@@ -737,22 +746,6 @@ class MBarrierArriveOp(_BarrierAccess):
     def __init__(self, barriers: SSAValue, index: SSAValue):
         super().__init__(operands=[barriers, index])
 
-    def print(self, printer: Printer) -> None:
-        self._print_bar(printer)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.barriers.type)
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        bars, idx = cls._parse_bar(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        bt = parser.parse_type()
-        op = cls(*cls._resolve(parser, bars, idx, bt))
-        op.attributes.update(attrs)
-        return op
-
 
 @irdl_op_definition
 class MBarrierArriveExpectTxOp(_BarrierAccess):
@@ -761,34 +754,10 @@ class MBarrierArriveExpectTxOp(_BarrierAccess):
 
     name = "sched.mbarrier.arrive_expect_tx"
     bytes = prop_def(IntegerAttr)
+    INT_PROP: ClassVar[str | None] = "bytes"
 
     def __init__(self, barriers: SSAValue, index: SSAValue, nbytes: int):
         super().__init__(operands=[barriers, index], properties={"bytes": IntegerAttr(nbytes, i64)})
-
-    def verify_(self) -> None:
-        super().verify_()
-        n = self.bytes.value.data
-        if not 0 <= n < 2**20:
-            raise VerifyException(f"'sched.mbarrier.arrive_expect_tx' op bytes {n} must be in 0 .. 2^20-1")
-
-    def print(self, printer: Printer) -> None:
-        self._print_bar(printer)
-        printer.print_string(f", {self.bytes.value.data}")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.barriers.type)
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        bars, idx = cls._parse_bar(parser)
-        parser.parse_punctuation(",")
-        n = parser.parse_integer()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        bt = parser.parse_type()
-        op = cls(*cls._resolve(parser, bars, idx, bt), n)
-        op.attributes.update(attrs)
-        return op
 
 
 @irdl_op_definition
@@ -800,30 +769,10 @@ class MBarrierWaitOp(_BarrierAccess):
     barriers = operand_def(MemRefType)
     index = operand_def(IndexType)
     phase = operand_def(IndexType)
+    TAIL_OPERAND: ClassVar[str | None] = "phase"
 
     def __init__(self, barriers: SSAValue, index: SSAValue, phase: SSAValue):
         super().__init__(operands=[barriers, index, phase])
-
-    def print(self, printer: Printer) -> None:
-        self._print_bar(printer)
-        printer.print_string(", ")
-        printer.print_operand(self.phase)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.barriers.type)
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        bars, idx = cls._parse_bar(parser)
-        parser.parse_punctuation(",")
-        ph = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        bt = parser.parse_type()
-        b, i = cls._resolve(parser, bars, idx, bt)
-        op = cls(b, i, parser.resolve_operand(ph, IndexType()))
-        op.attributes.update(attrs)
-        return op
 
 
 def _parse_indexed(parser: Parser):
@@ -1052,6 +1001,45 @@ class SetMaxNRegOp(IRDLOperation):
         return op
 
 
+@irdl_op_definition
+class NamedBarrierOp(IRDLOperation):
+    """`sched.named_barrier sync 1, 256` / `arrive 1, 256`: hardware barrier `id` (1..15; 0 is
+    `sched.barrier`) for `count` threads (a multiple of 32). `sync` waits until `count` threads
+    have reached it (with `sync` or `arrive`); `arrive` counts this warp and goes on."""
+
+    name = "sched.named_barrier"
+    action = prop_def(StringAttr)
+    id = prop_def(IntegerAttr)
+    count = prop_def(IntegerAttr)
+
+    def __init__(self, action: str, id: int, count: int):
+        super().__init__(properties={"action": StringAttr(action), "id": IntegerAttr(id, i64),
+                                     "count": IntegerAttr(count, i64)})
+
+    def verify_(self) -> None:
+        if self.action.data not in ("sync", "arrive"):
+            raise VerifyException(f"'sched.named_barrier' op action must be sync or arrive, got '{self.action.data}'")
+        if not 1 <= self.id.value.data <= 15:
+            raise VerifyException(f"'sched.named_barrier' op id {self.id.value.data} must be in 1..15")
+        c = self.count.value.data
+        if c <= 0 or c % 32 or c > 1024:
+            raise VerifyException(f"'sched.named_barrier' op thread count {c} must be a positive multiple of 32 up to 1024")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.action.data} {self.id.value.data}, {self.count.value.data}")
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        action = parser.parse_identifier()
+        i = parser.parse_integer()
+        parser.parse_punctuation(",")
+        n = parser.parse_integer()
+        op = cls(action, i, n)
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+
 # ---------------------------------------------------------------- Hopper: wgmma
 
 WGMMA_TYPES = ("bf16", "f16")
@@ -1262,7 +1250,7 @@ class WgmmaWaitGroupOp(_GroupCountOp):
 
 
 HOPPER_OPS = [TensorMapOp, MBarrierInitOp, MBarrierArriveOp, MBarrierArriveExpectTxOp, MBarrierWaitOp, TmaLoadOp,
-              TmaStoreOp, BulkCommitGroupOp, BulkWaitGroupOp, FenceProxyAsyncOp, SetMaxNRegOp, WgmmaDescOp,
+              TmaStoreOp, BulkCommitGroupOp, BulkWaitGroupOp, FenceProxyAsyncOp, SetMaxNRegOp, NamedBarrierOp, WgmmaDescOp,
               WgmmaFenceOp, WgmmaCommitGroupOp, WgmmaMmaAsyncOp, WgmmaWaitGroupOp]
 
 

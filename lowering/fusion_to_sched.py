@@ -828,6 +828,8 @@ class ConvertFusionToSched(ModulePass):
     """Force the matmul pipeline depth in shared-memory slots (0 = as many as fit, up to 8)."""
     matmul_persistent: int = -1
     """Matmul grid: 1 = persistent (min(sms, tiles) CTAs loop over the tiles), 0 = one CTA per tile, -1 = heuristic."""
+    matmul_pingpong: int = -1
+    """Matmul consumers: 1 = ping-pong (alternate whole tiles, persistent grid), 0 = cooperative, -1 = heuristic."""
     persistent: bool = True
     """Let the normalization scheduler keep rows on chip (false: separate reduction and pointwise kernels)."""
 

@@ -32,6 +32,15 @@ The kernel (one CTA per output tile, `matmul_params` picks the tile and the pipe
   consumers are in the epilogue. Per tile the consumers issue one `wgmma.wait_group 0` after the
   K loop, hand the last slot back at once, then run the epilogue. The kernel carries a
   `fuser.matmul` attribute naming the tile, stages, grid and whether it is persistent.
+- Ping-pong consumers (`matmul_params(...).pingpong`, forced by `matmul_pingpong=1`; the
+  heuristic never picks it, it measured slower): on a persistent grid each consumer warpgroup
+  owns whole tiles (64x256, 128x128, or 64x128 with two B operands), warpgroup w taking the
+  CTA's tiles w, w + 2, ...; the producer still loads every tile in order, so each slot is read
+  by one warpgroup (its `empty` barrier expects 4 warps). Named barriers 1 and 2
+  (`sched.named_barrier`) pass the main-loop turn: a warpgroup syncs on its own before its K
+  loop and, once the loop has issued its last wgmma, arrives at the other's (only if the other
+  has a next tile), then drains (one `wait_group 0`) and runs its epilogue while the other
+  warpgroup's MMAs run. Warpgroup 1 opens warpgroup 0's first turn.
 - Horizontal fusion (`fuse_matmul_tasks`): matmuls sharing A whose results only meet in
   pointwise outputs (the gated MLP `silu(x @ W1) * (x @ W2)`) become one task: both wgmmas
   run in one main loop over one A tile and the epilogue combines the accumulators.
@@ -62,6 +71,9 @@ from fuser.passes.flush_wgmma import flush_wgmma
 BK = 64                 # K elements per pipeline slot: one 128-byte swizzle row of bf16/f16
 SMEM_BUDGET = 227 * 1024  # bytes of dynamic shared memory a Hopper CTA may use
 TILES = ((128, 128), (128, 256), (256, 128))
+# ping-pong tiles belong to one consumer warpgroup: 64x256 and 128x128 hold 128 f32 accumulators
+# per thread (one m64n256 or two m64n128 wgmmas per k16 step); two B operands take 64x128
+PINGPONG_TILES = ((64, 256), (128, 128), (64, 128))
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,7 @@ class MatmulParams:
     consumers: int = 2  # consumer warpgroups; each owns bm // consumers rows
     persistent: bool = False  # grid = min(SMs, tiles); each CTA loops over tiles (see module doc)
     grid: int = 0  # CTAs launched (tiles when not persistent)
+    pingpong: bool = False  # each consumer warpgroup owns whole tiles, alternating (see module doc)
 
     @property
     def threads(self) -> int:
@@ -84,7 +97,8 @@ def stage_bytes(bm: int, bn: int, n_b: int = 1, elem: int = 2) -> int:
 
 
 def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n_b: int = 1,
-                  tile: tuple[int, int] | None = None, stages: int = 0, persistent: int = -1) -> MatmulParams:
+                  tile: tuple[int, int] | None = None, stages: int = 0, persistent: int = -1,
+                  pingpong: int = -1) -> MatmulParams:
     """Tile and pipeline depth for an MxNxK matmul (`n_b` B operands share the A tile).
 
     Larger tiles halve the operand traffic per FLOP (128x256 moves 3/4 of 128x128's bytes per
@@ -96,7 +110,14 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
     than SMs a persistent grid of `sms` CTAs walks the tiles in the same grouped order, and the
     producer loads the next tile's first K-slices while the consumers run the epilogue; with
     one wave or less the two are the same kernel, so the heuristic keeps one CTA per tile.
+
+    `pingpong` (-1 = heuristic, 0 = cooperative, 1 = ping-pong): the two consumer warpgroups
+    take alternate tiles of a persistent grid (the tile is one warpgroup's: 64x256, 128x128, or
+    64x128 for two B operands), so one's epilogue runs under the other's MMAs.
     """
+    pp = _pingpong_heuristic(m, n, k, n_b, sms, tile) if pingpong < 0 else bool(pingpong)
+    if pp:
+        return _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages)
     if tile is None:
         if n_b > 1:
             tile = (128, 128)
@@ -125,6 +146,29 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
     persist = n_tiles > sms if persistent < 0 else bool(persistent)
     grid = min(sms, n_tiles) if persist else n_tiles
     return MatmulParams(bm, bn, stages, persistent=persist, grid=grid)
+
+
+def _pingpong_heuristic(m: int, n: int, k: int, n_b: int, sms: int, tile) -> bool:
+    """Ping-pong where it measured faster than the cooperative kernel (docs/matmul-notes.md)."""
+    return False
+
+
+def _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages) -> MatmulParams:
+    if tile is None:
+        tile = (64, 128) if n_b > 1 else (128, 128)
+    bm, bn = tile
+    if (bm, bn) not in PINGPONG_TILES:
+        raise ValueError(f"ping-pong tile {bm}x{bn} is not one of {', '.join(f'{a}x{b}' for a, b in PINGPONG_TILES)}")
+    if n_b > 1 and (bm, bn) != (64, 128):
+        raise ValueError(f"a horizontally fused ping-pong matmul needs the 64x128 tile, not {bm}x{bn}")
+    per = stage_bytes(bm, bn, n_b, elem_bytes)
+    fit = (SMEM_BUDGET - 1024) // per
+    if stages <= 0:
+        stages = max(2, min(fit, 8, max(2, math.ceil(k / BK))))
+    if stages > fit:
+        raise ValueError(f"{stages} stages of {per} bytes exceed the {SMEM_BUDGET}-byte shared-memory budget")
+    n_tiles = math.ceil(m / bm) * math.ceil(n / bn)
+    return MatmulParams(bm, bn, stages, persistent=True, grid=min(sms, n_tiles), pingpong=True)
 
 
 # ------------------------------------------------------------------ planning hook
@@ -245,7 +289,7 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
             raise ScheduleError(f"convert-fusion-to-sched: tile={tile_opt!r} must read like 128x256", op) from None
     try:
         p = matmul_params(m, n, k, 2, opts.sms, len(mats), tile, getattr(opts, "stages", 0) or 0,
-                          getattr(opts, "matmul_persistent", -1))
+                          getattr(opts, "matmul_persistent", -1), getattr(opts, "matmul_pingpong", -1))
     except ValueError as err:
         raise ScheduleError(f"'fusion.matmul' {m}x{n}x{k}: {err}", op) from None
 
@@ -283,7 +327,7 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     tiles_m, tiles_n = math.ceil(m / bm), math.ceil(n / bn)
     tx_bytes = (a_elems + nb * b_elems) * 2
     ktiles = math.ceil(k / BK)
-    rows_per_wg = bm // p.consumers
+    rows_per_wg = bm if p.pingpong else bm // p.consumers
     msubs = rows_per_wg // 64
     acc_t = VectorType(f32, [bn // 2])
 
@@ -292,7 +336,8 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     n_tiles = tiles_m * tiles_n
     kop = sched.KernelOp(name, [b.type for b in host_bufs], [p.grid, 1, 1], [p.threads, 1, 1], smem)
     kop.attributes["fuser.matmul"] = StringAttr(
-        f"tile={bm}x{bn} stages={S} persistent={int(p.persistent)} grid={p.grid} tiles={n_tiles}")
+        f"tile={bm}x{bn} stages={S} persistent={int(p.persistent)} grid={p.grid} tiles={n_tiles}"
+        + (" pingpong=1" if p.pingpong else ""))
     kop.attributes["nvvm.minctasm"] = IntegerAttr(1, i64)
     kb = KernelBuilder(kop.body.block)
     kargs = list(kop.body.block.args)
@@ -347,7 +392,7 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     def slot(b: KernelBuilder, base, kt) -> SSAValue:
         return kt if base is None else b.add(base, kt)
 
-    n_consumer_warps = 4 * p.consumers
+    n_consumer_warps = 4 if p.pingpong else 4 * p.consumers  # the warps that read one slot
 
     def init(b: KernelBuilder):
         for s in range(S):
@@ -391,8 +436,9 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
         warp = b.div(ltid, 32)
         zero = b.v(arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(acc_t, [0.0] * (bn // 2))))
         inits = [zero] * (nb * msubs)
+        wg_row = b.c(0) if p.pingpong else b.mul(wg, rows_per_wg)  # this warpgroup's first tile row
 
-        def tile(tk: KernelBuilder, base, m0, n0):
+        def tile(tk: KernelBuilder, base, m0, n0, after_mainloop=None):
             def step(lb: KernelBuilder, kt, accs):
               g = slot(lb, base, kt)
               s = lb.rem(g, S)
@@ -402,7 +448,7 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
               accs = list(accs)
               for kk in range(BK // 16):
                   for i in range(msubs):
-                      row = lb.add(lb.mul(wg, rows_per_wg), 64 * i)  # first row of this m64 in the tile
+                      row = lb.add(wg_row, 64 * i)  # first row of this m64 in the tile
                       if ta:  # M-major: chunk = row // 64, k rows of 64 elements
                           a_idx = lb.add(lb.mul(lb.div(row, 64), 64 * BK), kk * 16 * 64)
                           da = lb.v(sched.WgmmaDescOp(sa, [s, a_idx], 128, 64 * BK * 2, 1024))
@@ -425,13 +471,47 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
               return accs
 
             accs = _for(tk, tk.c(0), tk.c(ktiles), inits, step)
+            if after_mainloop is not None:
+                after_mainloop(tk)
             # the one wgmma.wait_group 0 of the tile: the accumulators are readable, and the
             # last slot is handed back before the epilogue so the producer can refill it
             accs = list(tk.emit(sched.WgmmaWaitGroupOp(0, accs)).outs)
             last = slot(tk, base, tk.c(ktiles - 1))
             _if(tk, tk.eq(lane, 0), lambda q: q.emit(sched.MBarrierArriveOp(empty, q.rem(last, S))))
-            _epilogue(tk, accs, mats, outputs, reads_l, amap, m, n, m0, n0, wg, warp, lane, rows_per_wg, msubs, bn)
-        tiles_loop(b, tile)
+            _epilogue(tk, accs, mats, outputs, reads_l, amap, m, n, m0, n0, wg_row, warp, lane, msubs, bn)
+
+        if not p.pingpong:
+            tiles_loop(b, tile)
+            return
+        # Ping-pong: warpgroup w takes this CTA's tiles w, w + 2, ...; named barrier 1 + w says
+        # "w may start its main loop". Each warpgroup, once its K loop has issued every wgmma,
+        # lets the other start the next tile's main loop, then drains, stores, and waits for its
+        # turn again: one's epilogue runs while the other's MMAs do. Warpgroup 1 opens the first
+        # turn for warpgroup 0; an arrival is made only when the other has a next tile, so no
+        # barrier is left half-arrived at exit.
+        mine = b.add(b.div(b.v(arith.SubiOp(b.c(n_tiles - 1), pid)), p.grid), 1)
+        first = b.eq(wg, 0)
+
+        def turn(q: KernelBuilder, action: str, mine_: bool):
+            """sync on (mine_) or arrive at (not mine_) the barrier of warpgroup wg / the other one."""
+            ids = (1, 2) if mine_ else (2, 1)
+            _if_else(q, first, lambda r: r.emit(sched.NamedBarrierOp(action, ids[0], 256)),
+                     lambda r: r.emit(sched.NamedBarrierOp(action, ids[1], 256)))
+        _if(b, b.eq(wg, 1), lambda q: q.emit(sched.NamedBarrierOp("arrive", 1, 256)))
+
+        def one(lb: KernelBuilder, i, _):
+            m0, n0 = coords(lb, lb.add(pid, lb.mul(i, p.grid)))
+            turn(lb, "sync", True)
+
+            def handoff(q: KernelBuilder):
+                _if(q, q.lt(q.add(i, 1), mine), lambda r: turn(r, "arrive", False))
+            tile(lb, lb.mul(i, ktiles), m0, n0, handoff)
+            return []
+        loop_blk = Block(arg_types=[IndexType()])
+        inner = b.at(loop_blk)
+        one(inner, loop_blk.args[0], [])
+        inner.emit(scf.YieldOp())
+        b.emit(scf.ForOp(wg, mine, b.c(2), [], Region(loop_blk)))
 
     _if_else(kb, kb.lt(tid, 128), producer, consumer)
     kb.emit(sched.ReturnOp())
@@ -442,8 +522,8 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     host.emit(sched.LaunchOp(name, host_bufs))
 
 
-def _epilogue(b: KernelBuilder, accs, mats, outputs, reads, amap, m, n, m0, n0, wg, warp, lane, rows_per_wg,
-              msubs, bn) -> None:
+def _epilogue(b: KernelBuilder, accs, mats, outputs, reads, amap, m, n, m0, n0, wg_row, warp, lane, msubs,
+              bn) -> None:
     """Evaluate and store every output at each accumulator element this thread holds.
 
     Accumulator layout of wgmma m64nNk16 (f32): register j of thread (warp w, lane l) holds row
@@ -451,7 +531,7 @@ def _epilogue(b: KernelBuilder, accs, mats, outputs, reads, amap, m, n, m0, n0, 
     """
     nb = len(mats)
     results = [x.result for x in mats]
-    row_base = b.add(b.add(m0, b.mul(wg, rows_per_wg)), b.add(b.mul(warp, 16), b.div(lane, 4)))
+    row_base = b.add(b.add(m0, wg_row), b.add(b.mul(warp, 16), b.div(lane, 4)))
     col_base = b.add(n0, b.mul(b.rem(lane, 4), 2))
     ev_bufs = {v: amap[v] for v in reads}
     pair = n % 2 == 0

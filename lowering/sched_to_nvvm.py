@@ -644,6 +644,8 @@ class _KernelLowering:
             text = f"cp.async.bulk.wait_group{'.read' if op.read is not None else ''} {op.pending.value.data};"
         elif isinstance(op, sched.FenceProxyAsyncOp):
             text = "fence.proxy.async.shared::cta;"
+        elif isinstance(op, sched.NamedBarrierOp):
+            text = f"bar.{op.action.data} {op.id.value.data}, {op.count.value.data};"
         else:
             assert isinstance(op, sched.SetMaxNRegOp)
             text = f"setmaxnreg.{op.action.data}.sync.aligned.u32 {op.count.value.data};"
@@ -714,6 +716,7 @@ _HOPPER_LOWERINGS = {
     sched.BulkWaitGroupOp: _KernelLowering.lower_simple_asm,
     sched.FenceProxyAsyncOp: _KernelLowering.lower_simple_asm,
     sched.SetMaxNRegOp: _KernelLowering.lower_simple_asm,
+    sched.NamedBarrierOp: _KernelLowering.lower_simple_asm,
     sched.WgmmaFenceOp: _KernelLowering.lower_wgmma,
     sched.WgmmaCommitGroupOp: _KernelLowering.lower_wgmma,
     sched.WgmmaDescOp: _KernelLowering.lower_wgmma,

@@ -157,3 +157,47 @@ def test_persistent_one_wait_per_tile(text):
     assert len(zero) == 1 and zero[0] > body.rindex("wgmma.mma_async")
     if find_ptxas() is not None:
         assemble_ptx(ptx, "sm_90a")
+
+
+def test_params_pingpong():
+    p = matmul_params(8192, 8192, 8192)
+    assert not p.pingpong  # the heuristic keeps the cooperative kernel (measured faster)
+    p = matmul_params(8192, 8192, 8192, pingpong=1)
+    assert p.pingpong and p.persistent and (p.bm, p.bn) == (128, 128) and p.grid == 132
+    assert matmul_params(696, 904, 520, tile=(64, 256), pingpong=1).stages == 5
+    assert (matmul_params(512, 512, 512, n_b=2, pingpong=1).bm, matmul_params(512, 512, 512, n_b=2, pingpong=1).bn) == (64, 128)
+    with pytest.raises(ValueError):
+        matmul_params(512, 512, 512, tile=(128, 256), pingpong=1)  # 256 accumulators a thread
+    with pytest.raises(ValueError):
+        matmul_params(512, 512, 512, n_b=2, tile=(128, 128), pingpong=1)
+
+
+def _ptxas_info(ptx):
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        open(f"{d}/k.ptx", "w").write(ptx)
+        r = subprocess.run([find_ptxas(), "-arch=sm_90a", "-O3", "-v", f"{d}/k.ptx", "-o", f"{d}/k.cubin"],
+                           capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return r.stderr + r.stdout
+
+
+@pytest.mark.parametrize("text,opts", [
+    (matmul_text(696, 904, 520, out="bf16"), "matmul_pingpong=1 sms=3"),
+    (matmul_text(696, 904, 520, True, True, out="bf16"), 'matmul_pingpong=1 sms=3 tile="64x256"'),
+    (GATED.replace("300x", "600x"), "matmul_pingpong=1 sms=2"),
+])
+def test_pingpong_assembles(text, opts):
+    """Ping-pong: the turn barriers are in the PTX, exactly one wait_group 0 (after the last mma),
+    and ptxas takes it with no spills (setmaxnreg: producer 40, consumers 232)."""
+    sched_ir, ptx = lower(text, f"convert-fusion-to-sched{{{opts}}}")
+    assert "pingpong=1" in sched_ir
+    body = ptx[ptx.index(".entry"):]
+    zero = [m.start() for m in re.finditer(r"wgmma\.wait_group\.sync\.aligned\s+0;", body)]
+    assert len(zero) == 1 and zero[0] > body.rindex("wgmma.mma_async")
+    assert "bar.sync 1, 256;" in body and "bar.sync 2, 256;" in body and "bar.arrive 1, 256;" in body
+    assert "setmaxnreg.dec.sync.aligned.u32 40" in body and "setmaxnreg.inc.sync.aligned.u32 232" in body
+    if find_ptxas() is not None:
+        info = _ptxas_info(ptx)
+        assert "0 bytes spill stores, 0 bytes spill loads" in info, info

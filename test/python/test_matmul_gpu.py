@@ -114,6 +114,43 @@ def test_persistent_gated_mlp_and_gelu():
     assert _rel(got, torch.nn.functional.gelu(ref + bias)) < TOL["bf16"] + 5e-3
 
 
+@pytest.mark.parametrize("opts", ["matmul_pingpong=1 sms=4", 'matmul_pingpong=1 sms=3 tile="64x256" stages=2',
+                                  'matmul_pingpong=1 sms=1 tile="128x128"', "matmul_pingpong=1 sms=500"])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, True)])
+def test_pingpong(opts, ta, tb):
+    """Ping-pong consumers: the warpgroups alternate whole tiles of a persistent grid, odd and
+    even tile counts per CTA, one CTA walking every tile (sms=1), one tile per CTA (sms=500:
+    warpgroup 1 has none), ragged against every tile."""
+    torch = _torch()
+    m, n, k = 696, 904, 520
+    a, b, ref = _operands(torch, m, n, k, ta, tb, "bf16")
+    out = api.compile(matmul_text(m, n, k, ta, tb),
+                      pipeline=f"canonicalize,convert-fusion-to-sched{{{opts}}},cse,convert-sched-to-nvvm,cse")(a, b)
+    assert _rel(out, ref) < 5e-3
+
+
+def test_pingpong_gated_mlp_and_gelu():
+    torch = _torch()
+    x, w1, w2 = _rand(torch, (600, 512), "bf16"), _rand(torch, (512, 384), "bf16", 0.05), _rand(torch, (512, 384), "bf16", 0.05)
+    pipe = "canonicalize,convert-fusion-to-sched{matmul_pingpong=1 sms=3},cse,convert-sched-to-nvvm,cse"
+    got = api.compile(GATED.replace("300x", "600x"), pipeline=pipe)(x, w1, w2)
+    g, u = x.float() @ w1.float(), x.float() @ w2.float()
+    assert _rel(got, torch.nn.functional.silu(g) * u) < 2e-2
+    m, n, k = 1000, 1000, 200
+    t = f"tensor<{m}x{n}xf32>"
+    text = matmul_text(m, n, k, extra_args=f", %bias: tensor<{n}xf32>", epilogue=f"""\
+  %bb = fusion.broadcast %bias dims [0] : tensor<{n}xf32> to {t}
+  %d = fusion.add %c, %bb : {t}
+  %r = fusion.gelu %d : {t}
+  %o = fusion.cast %r : {t} to tensor<{m}x{n}xbf16>
+  func.return %o : tensor<{m}x{n}xbf16>""").replace(f"-> {t} {{", f"-> tensor<{m}x{n}xbf16> {{", 1)
+    a, b, ref = _operands(torch, m, n, k, False, False, "bf16")
+    bias = _rand(torch, (n,), "f32")
+    for tile in ("128x128", "64x256"):
+        got = api.compile(text, pipeline=pipe.replace("sms=3", f'sms=7 tile="{tile}"'))(a, b, bias)
+        assert _rel(got, torch.nn.functional.gelu(ref + bias)) < TOL["bf16"] + 5e-3
+
+
 EPILOGUES = {
     "bias": ("%bb = fusion.broadcast %bias dims [0] : tensor<{n}xf32> to {t}\n  %r = fusion.add %c, %bb : {t}",
              lambda c, bias, res: c + bias),
