@@ -828,6 +828,8 @@ class ConvertFusionToSched(ModulePass):
     """Force the matmul pipeline depth in shared-memory slots (0 = as many as fit, up to 8)."""
     matmul_persistent: int = -1
     """Matmul grid: 1 = persistent (min(sms, tiles) CTAs loop over the tiles), 0 = one CTA per tile, -1 = heuristic."""
+    matmul_cluster: int = 0
+    """Matmul thread-block clusters: 2 = 2-CTA clusters along M sharing (multicasting) the B tile, 1 = off, 0 = heuristic."""
     persistent: bool = True
     """Let the normalization scheduler keep rows on chip (false: separate reduction and pointwise kernels)."""
 

@@ -114,6 +114,46 @@ def test_persistent_gated_mlp_and_gelu():
     assert _rel(got, torch.nn.functional.gelu(ref + bias)) < TOL["bf16"] + 5e-3
 
 
+CLUSTER = "canonicalize,convert-fusion-to-sched{{matmul_cluster=2 {}}},cse,convert-sched-to-nvvm,cse"
+
+
+@pytest.mark.parametrize("m,n,k,opts", [(1000, 1000, 1000, ""), (333, 136, 72, ""), (4096, 4096, 4096, ""),
+                                        (696, 904, 520, "matmul_persistent=1 sms=5"),
+                                        (333, 904, 520, 'matmul_persistent=0 tile="128x256"'),
+                                        (700, 900, 520, 'matmul_persistent=1 sms=7 tile="256x128" stages=3')])
+def test_cluster_shapes(m, n, k, opts):
+    """2-CTA clusters along M with B multicast: ragged shapes (333 rows: an odd tile-row count,
+    so a padding row of CTAs that only multicast), persistent and one-CTA-per-tile grids."""
+    torch = _torch()
+    a, b, ref = _operands(torch, m, n, k, False, False, "bf16")
+    out = api.compile(matmul_text(m, n, k), pipeline=CLUSTER.format(opts))(a, b)
+    assert _rel(out, ref) < 5e-3
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, False), (True, True)])
+def test_cluster_layouts(ta, tb):
+    torch = _torch()
+    a, b, ref = _operands(torch, 1000, 1000, 1000, ta, tb, "bf16")
+    out = api.compile(matmul_text(1000, 1000, 1000, ta, tb), pipeline=CLUSTER.format("tile=\"128x256\" sms=3"))(a, b)
+    assert _rel(out, ref) < 5e-3
+
+
+def test_cluster_bias_gelu():
+    torch = _torch()
+    m, n, k = 1000, 1000, 200
+    t = f"tensor<{m}x{n}xf32>"
+    text = matmul_text(m, n, k, extra_args=f", %bias: tensor<{n}xf32>", epilogue=f"""\
+  %bb = fusion.broadcast %bias dims [0] : tensor<{n}xf32> to {t}
+  %d = fusion.add %c, %bb : {t}
+  %r = fusion.gelu %d : {t}
+  %o = fusion.cast %r : {t} to tensor<{m}x{n}xbf16>
+  func.return %o : tensor<{m}x{n}xbf16>""").replace(f"-> {t} {{", f"-> tensor<{m}x{n}xbf16> {{", 1)
+    a, b, ref = _operands(torch, m, n, k, False, False, "bf16")
+    bias = _rand(torch, (n,), "f32")
+    got = api.compile(text, pipeline=CLUSTER.format("sms=6"))(a, b, bias)
+    assert _rel(got, torch.nn.functional.gelu(ref + bias)) < TOL["bf16"] + 5e-3
+
+
 EPILOGUES = {
     "bias": ("%bb = fusion.broadcast %bias dims [0] : tensor<{n}xf32> to {t}\n  %r = fusion.add %c, %bb : {t}",
              lambda c, bias, res: c + bias),
