@@ -653,7 +653,7 @@ class _KernelLowering:
             assert isinstance(op, sched.MBarrierArriveClusterOp)
             addr = self.smem_u32(op, op.barriers, [op.index])
             self.asm(op, "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, $0, $1;\n"
-                         "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}",
+                         "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}",
                      "r,r,~{memory}", [addr, self.i32_of(op, op.cta)])
         _erase(op)
 

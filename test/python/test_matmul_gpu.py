@@ -120,7 +120,7 @@ CLUSTER = "canonicalize,convert-fusion-to-sched{{matmul_cluster=2 {}}},cse,conve
 @pytest.mark.parametrize("m,n,k,opts", [(1000, 1000, 1000, ""), (333, 136, 72, ""), (4096, 4096, 4096, ""),
                                         (696, 904, 520, "matmul_persistent=1 sms=5"),
                                         (333, 904, 520, 'matmul_persistent=0 tile="128x256"'),
-                                        (700, 900, 520, 'matmul_persistent=1 sms=7 tile="256x128" stages=3')])
+                                        (700, 904, 520, 'matmul_persistent=1 sms=7 tile="256x128" stages=3')])
 def test_cluster_shapes(m, n, k, opts):
     """2-CTA clusters along M with B multicast: ragged shapes (333 rows: an odd tile-row count,
     so a padding row of CTAs that only multicast), persistent and one-CTA-per-tile grids."""

@@ -33,5 +33,5 @@ sched.kernel @pair(%tm : !sched.tensor_map<memref<1000x1000xbf16>, box [64, 64],
 // PTX: mov.b16 mask, 3;
 // PTX-NEXT: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{{%r[0-9]+}}], [{{%rd[0-9]+}}, {{{%r[0-9]+}}, {{%r[0-9]+}}}], [{{%r[0-9]+}}], mask;
 // PTX: mapa.shared::cluster.u32 remote, {{%r[0-9]+}}, {{%r[0-9]+}};
-// PTX-NEXT: mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];
+// PTX-NEXT: mbarrier.arrive.shared::cluster.b64 _, [remote];
 // PTX: barrier.cluster.arrive.release;
