@@ -830,6 +830,8 @@ class ConvertFusionToSched(ModulePass):
     """Matmul grid: 1 = persistent (min(sms, tiles) CTAs loop over the tiles), 0 = one CTA per tile, -1 = heuristic."""
     matmul_pingpong: int = -1
     """Matmul consumers: 1 = ping-pong (alternate whole tiles, persistent grid), 0 = cooperative, -1 = heuristic."""
+    matmul_cluster: int = 0
+    """Matmul thread-block clusters: 2 = 2-CTA clusters along M sharing (multicasting) the B tile, 1 = off, 0 = heuristic."""
     persistent: bool = True
     """Let the normalization scheduler keep rows on chip (false: separate reduction and pointwise kernels)."""
 

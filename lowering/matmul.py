@@ -52,7 +52,7 @@ import math
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IndexType, IntegerAttr, StringAttr, VectorType, i64
+from xdsl.dialects.builtin import DenseArrayBase, DenseIntOrFPElementsAttr, IndexType, IntegerAttr, StringAttr, VectorType, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from fuser.dialects import fusion as F
@@ -86,6 +86,7 @@ class MatmulParams:
     persistent: bool = False  # grid = min(SMs, tiles); each CTA loops over tiles (see module doc)
     grid: int = 0  # CTAs launched (tiles when not persistent)
     pingpong: bool = False  # each consumer warpgroup owns whole tiles, alternating (see module doc)
+    cluster: int = 1  # CTAs per cluster along M (2: the pair shares and multicasts the B tile)
 
     @property
     def threads(self) -> int:
@@ -98,7 +99,7 @@ def stage_bytes(bm: int, bn: int, n_b: int = 1, elem: int = 2) -> int:
 
 def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n_b: int = 1,
                   tile: tuple[int, int] | None = None, stages: int = 0, persistent: int = -1,
-                  pingpong: int = -1) -> MatmulParams:
+                  pingpong: int = -1, cluster: int = 0) -> MatmulParams:
     """Tile and pipeline depth for an MxNxK matmul (`n_b` B operands share the A tile).
 
     Larger tiles halve the operand traffic per FLOP (128x256 moves 3/4 of 128x128's bytes per
@@ -114,9 +115,14 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
     `pingpong` (-1 = heuristic, 0 = cooperative, 1 = ping-pong): the two consumer warpgroups
     take alternate tiles of a persistent grid (the tile is one warpgroup's: 64x256, 128x128, or
     64x128 for two B operands), so one's epilogue runs under the other's MMAs.
+
+    `cluster` (0 = heuristic, 1 = off, 2 = 2-CTA clusters along M; see `cluster_choice`); not
+    combined with ping-pong.
     """
     pp = _pingpong_heuristic(m, n, k, n_b, sms, tile) if pingpong < 0 else bool(pingpong)
     if pp:
+        if cluster == 2:
+            raise ValueError("ping-pong consumers and 2-CTA clusters are not combined; force one of them")
         return _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages)
     if tile is None:
         if n_b > 1:
@@ -145,6 +151,9 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
     n_tiles = math.ceil(m / bm) * math.ceil(n / bn)
     persist = n_tiles > sms if persistent < 0 else bool(persistent)
     grid = min(sms, n_tiles) if persist else n_tiles
+    cl = cluster_choice(m, n, k, bm, bn, cluster)
+    if cl > 1:
+        return _cluster_params(m, n, bm, bn, stages, persist, sms, cl)
     return MatmulParams(bm, bn, stages, persistent=persist, grid=grid)
 
 
@@ -169,6 +178,25 @@ def _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages) -> MatmulParam
         raise ValueError(f"{stages} stages of {per} bytes exceed the {SMEM_BUDGET}-byte shared-memory budget")
     n_tiles = math.ceil(m / bm) * math.ceil(n / bn)
     return MatmulParams(bm, bn, stages, persistent=True, grid=min(sms, n_tiles), pingpong=True)
+
+
+def cluster_choice(m: int, n: int, k: int, bm: int, bn: int, cluster: int = 0) -> int:
+    """2-CTA clusters along M (the two CTAs of a cluster compute vertically adjacent tiles, each
+    loads half of their common B tile and multicasts it to both): 1 = off, 2 = on. The
+    heuristic (0) keeps them off: on the H100 they did not measure faster (docs/matmul-notes.md)."""
+    if cluster not in (0, 1, 2):
+        raise ValueError(f"cluster={cluster}: must be 0 (heuristic), 1 (off) or 2 (2-CTA clusters along M)")
+    return 1 if cluster == 0 else cluster
+
+
+def _cluster_params(m: int, n: int, bm: int, bn: int, stages: int, persist: bool, sms: int, cl: int) -> MatmulParams:
+    """Tile rows are padded to an even count so tiles 2i and 2i+1 of the grouped order are always
+    the M-neighbours of one cluster (group_m is even); a persistent grid is even, so CTAs 2c and
+    2c+1 walk tiles t and t+1 in lockstep (the same tile count, the same K-slice sequence)."""
+    tiles_m = math.ceil(m / bm)
+    n_tiles = (tiles_m + tiles_m % cl) * math.ceil(n / bn)
+    grid = max(cl, min(sms, n_tiles) // cl * cl) if persist else n_tiles
+    return MatmulParams(bm, bn, stages, persistent=persist, grid=grid, cluster=cl)
 
 
 # ------------------------------------------------------------------ planning hook
@@ -289,7 +317,8 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
             raise ScheduleError(f"convert-fusion-to-sched: tile={tile_opt!r} must read like 128x256", op) from None
     try:
         p = matmul_params(m, n, k, 2, opts.sms, len(mats), tile, getattr(opts, "stages", 0) or 0,
-                          getattr(opts, "matmul_persistent", -1), getattr(opts, "matmul_pingpong", -1))
+                          getattr(opts, "matmul_persistent", -1), getattr(opts, "matmul_pingpong", -1),
+                          getattr(opts, "matmul_cluster", 0))
     except ValueError as err:
         raise ScheduleError(f"'fusion.matmul' {m}x{n}x{k}: {err}", op) from None
 
@@ -311,6 +340,9 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     # TMA boxes: K-major operands are one (rows x 64) box per slot, MN-major ones 64x64 chunks.
     a_box = [BK, 64] if ta else [bm, BK]
     b_box = [BK, 64] if not tb else [bn, BK]
+    cl = p.cluster > 1
+    if cl and tb:  # each CTA of the pair loads (and multicasts) half of the B rows
+        b_box = [bn // 2, BK]
     host = em.host
     tm_a = host.v(sched.TensorMapOp(em.buffers[op.a], a_box, 128))
     tm_bs = [host.v(sched.TensorMapOp(em.buffers[x.b], b_box, 128)) for x in mats]
@@ -325,6 +357,9 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     bar_off = b_off + nb * S * b_elems * 2
     smem = bar_off + 2 * S * 8
     tiles_m, tiles_n = math.ceil(m / bm), math.ceil(n / bn)
+    last_m0 = (tiles_m - 1) * bm if cl and tiles_m % 2 else None
+    if cl:  # an even number of tile rows (the padding row's CTAs load real A rows, store nothing)
+        tiles_m += tiles_m % 2
     tx_bytes = (a_elems + nb * b_elems) * 2
     ktiles = math.ceil(k / BK)
     rows_per_wg = bm if p.pingpong else bm // p.consumers
@@ -339,6 +374,9 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
         f"tile={bm}x{bn} stages={S} persistent={int(p.persistent)} grid={p.grid} tiles={n_tiles}"
         + (" pingpong=1" if p.pingpong else ""))
     kop.attributes["nvvm.minctasm"] = IntegerAttr(1, i64)
+    if cl:
+        kop.properties["cluster"] = DenseArrayBase.from_list(i64, [p.cluster, 1, 1])
+        kop.attributes["fuser.matmul"] = StringAttr(kop.attributes["fuser.matmul"].data + f" cluster={p.cluster}")
     kb = KernelBuilder(kop.body.block)
     kargs = list(kop.body.block.args)
     pos = {b: i for i, b in enumerate(host_bufs)}
@@ -397,9 +435,13 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     def init(b: KernelBuilder):
         for s in range(S):
             b.emit(sched.MBarrierInitOp(full, b.c(s), 1))
-            b.emit(sched.MBarrierInitOp(empty, b.c(s), n_consumer_warps))
+            b.emit(sched.MBarrierInitOp(empty, b.c(s), n_consumer_warps * p.cluster))
+        if cl:
+            b.emit(sched.FenceMBarrierInitOp())
     _if(kb, kb.eq(tid, 0), init)
     kb.emit(sched.BarrierOp())
+    if cl:  # the peer arrives on and multicasts into this CTA's barriers only once they exist
+        kb.emit(sched.ClusterBarrierOp())
 
     def producer(b: KernelBuilder):
         b.emit(sched.SetMaxNRegOp("dec", 40))
@@ -418,6 +460,9 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
                 else:
                     lb.emit(sched.TmaLoadOp(k_tma, [m0, k0], sa, [s, lb.c(0)], full, s))
                 for j in range(nb):
+                    if cl:
+                        _load_b_multicast(lb, k_tmbs[j], sbs[j], full, s, k0, n0, lb.rem(pid, 2), bn, tb)
+                        continue
                     if tb:  # B stored [N, K]: K-major
                         lb.emit(sched.TmaLoadOp(k_tmbs[j], [n0, k0], sbs[j], [s, lb.c(0)], full, s))
                     else:   # B stored [K, N]: 64-wide N chunks
@@ -426,7 +471,7 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
                                                     [s, lb.c(c_ * 64 * BK)], full, s))
                 return []
             _for(c, c.c(0), c.c(ktiles), [], step)
-        _if(b, b.eq(tid, 0), lambda c: tiles_loop(c, tile))
+        _if(b, b.eq(tid, 0), lambda c: tiles_loop(c, _clamp_m0(tile, last_m0)))
 
     def consumer(b: KernelBuilder):
         b.emit(sched.SetMaxNRegOp("inc", 232))
@@ -435,6 +480,7 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
         lane = b.rem(tid, 32)
         warp = b.div(ltid, 32)
         zero = b.v(arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(acc_t, [0.0] * (bn // 2))))
+        peer = b.v(arith.XOrIOp(b.rem(pid, 2), b.c(1))) if cl else None
         inits = [zero] * (nb * msubs)
         wg_row = b.c(0) if p.pingpong else b.mul(wg, rows_per_wg)  # this warpgroup's first tile row
 
@@ -466,7 +512,7 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
               lb.emit(sched.WgmmaWaitGroupOp(1))
 
               def release(r: KernelBuilder):
-                  _if(r, r.eq(lane, 0), lambda q: q.emit(sched.MBarrierArriveOp(empty, q.rem(q.add(g, S - 1), S))))
+                  _if(r, r.eq(lane, 0), lambda q: _release(q, empty, q.rem(q.add(g, S - 1), S), peer))
               _if(lb, lb.v(arith.CmpiOp(kt, lb.c(0), "ugt")), release)
               return accs
 
@@ -477,7 +523,7 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
             # last slot is handed back before the epilogue so the producer can refill it
             accs = list(tk.emit(sched.WgmmaWaitGroupOp(0, accs)).outs)
             last = slot(tk, base, tk.c(ktiles - 1))
-            _if(tk, tk.eq(lane, 0), lambda q: q.emit(sched.MBarrierArriveOp(empty, q.rem(last, S))))
+            _if(tk, tk.eq(lane, 0), lambda q: _release(q, empty, q.rem(last, S), peer))
             _epilogue(tk, accs, mats, outputs, reads_l, amap, m, n, m0, n0, wg_row, warp, lane, msubs, bn)
 
         if not p.pingpong:
@@ -514,12 +560,45 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
         b.emit(scf.ForOp(wg, mine, b.c(2), [], Region(loop_blk)))
 
     _if_else(kb, kb.lt(tid, 128), producer, consumer)
+    if cl:  # no CTA exits while its peer may still arrive on its barriers
+        kb.emit(sched.ClusterBarrierOp())
     kb.emit(sched.ReturnOp())
     # The one wgmma.wait_group 0 between the main loop and the epilogue (sched-flush-wgmma's
     # rule, applied here so the kernel is correct whatever pipeline follows; the pass is idempotent).
     flush_wgmma(kop)
     em.module_block.insert_op_before(kop, em._host_func_op())
     host.emit(sched.LaunchOp(name, host_bufs))
+
+
+def _load_b_multicast(b: KernelBuilder, tmb, sb, full, s, k0, n0, rank, bn: int, tb: bool) -> None:
+    """This CTA's half of the pair's common B tile, multicast into both CTAs' slot s (same
+    offset), completing on each CTA's full[s]: a K-major B is a half-height box (rows
+    rank*bn/2 ..), an N-major B is half of the 64-wide chunks."""
+    both = 0b11
+    if tb:
+        half = bn // 2
+        b.emit(sched.TmaLoadOp(tmb, [b.add(n0, b.mul(rank, half)), k0], sb, [s, b.mul(rank, half * BK)], full, s, both))
+        return
+    per = bn // 64 // 2
+    for c_ in range(per):
+        chunk = b.add(b.mul(rank, per), c_)
+        b.emit(sched.TmaLoadOp(tmb, [k0, b.add(n0, b.mul(chunk, 64))], sb, [s, b.mul(chunk, 64 * BK)], full, s, both))
+
+
+def _clamp_m0(tile, last_m0):
+    """The producer's tile body with m0 clamped to the last real tile row (None: no padding row),
+    so the padding row's CTAs (there only to multicast B to their peers) load in-bounds A."""
+    if last_m0 is None:
+        return tile
+    return lambda b, base, m0, n0: tile(b, base, b.v(arith.MinUIOp(m0, b.c(last_m0))), n0)
+
+
+def _release(b: KernelBuilder, empty, idx, peer) -> None:
+    """Hand slot idx back: to this CTA's producer and, in a 2-CTA cluster, to the peer's, whose
+    multicast writes into this CTA's slot too (both CTAs' empty barriers count both CTAs' warps)."""
+    b.emit(sched.MBarrierArriveOp(empty, idx))
+    if peer is not None:
+        b.emit(sched.MBarrierArriveClusterOp(empty, idx, peer))
 
 
 def _epilogue(b: KernelBuilder, accs, mats, outputs, reads, amap, m, n, m0, n0, wg_row, warp, lane, msubs,

@@ -618,6 +618,9 @@ class _KernelLowering:
             bar = self.smem_u32(op, op.barriers, [op.index])
             coords = [self.i32_of(op, c) for c in reversed(op.coords)]  # PTX: innermost first
             cs = ", ".join(f"${i + 2}" for i in range(rank))
+            if op.multicast is not None:
+                self.lower_tma_multicast(op, rank, cs, [dst, tmap, *coords, bar])
+                return
             self.asm(op, f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
                          f"[$0], [$1, {{{cs}}}], [${rank + 2}];",
                      ",".join(["r", "l"] + ["r"] * rank + ["r", "~{memory}"]), [dst, tmap, *coords, bar])
@@ -629,6 +632,29 @@ class _KernelLowering:
             cs = ", ".join(f"${i + 1}" for i in range(rank))
             self.asm(op, f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group [$0, {{{cs}}}], [${rank + 1}];",
                      ",".join(["l"] + ["r"] * rank + ["r", "~{memory}"]), [tmap, *coords, src])
+        _erase(op)
+
+    def lower_tma_multicast(self, op: sched.TmaLoadOp, rank: int, cs: str, operands: list[SSAValue]) -> None:
+        """The box lands at the same CTA-relative offset in every CTA of the mask, and each of
+        them gets the complete_tx bytes on its barrier at the same offset as `bar`."""
+        self.asm(op, "{\n.reg .b16 mask;\n"
+                     f"mov.b16 mask, {op.multicast.value.data};\n"
+                     f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                     f".multicast::cluster [$0], [$1, {{{cs}}}], [${rank + 2}], mask;\n}}",
+                 ",".join(["r", "l"] + ["r"] * rank + ["r", "~{memory}"]), operands)
+        _erase(op)
+
+    def lower_cluster(self, op: Operation) -> None:
+        if isinstance(op, sched.ClusterBarrierOp):
+            self.asm(op, "barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;", "~{memory}", [])
+        elif isinstance(op, sched.FenceMBarrierInitOp):
+            self.asm(op, "fence.mbarrier_init.release.cluster;", "~{memory}", [])
+        else:
+            assert isinstance(op, sched.MBarrierArriveClusterOp)
+            addr = self.smem_u32(op, op.barriers, [op.index])
+            self.asm(op, "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, $0, $1;\n"
+                         "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}",
+                     "r,r,~{memory}", [addr, self.i32_of(op, op.cta)])
         _erase(op)
 
     def tensor_map(self, op: Operation) -> SSAValue:
@@ -703,7 +729,7 @@ class _KernelLowering:
 
 _BUFFER_USERS = (sched.LoadOp, sched.StoreOp, sched.MBarrierInitOp, sched.MBarrierArriveOp,
                  sched.MBarrierArriveExpectTxOp, sched.MBarrierWaitOp, sched.TmaLoadOp, sched.TmaStoreOp,
-                 sched.WgmmaDescOp)
+                 sched.WgmmaDescOp, sched.MBarrierArriveClusterOp)
 
 _HOPPER_LOWERINGS = {
     sched.MBarrierInitOp: _KernelLowering.lower_mbarrier,
@@ -722,6 +748,9 @@ _HOPPER_LOWERINGS = {
     sched.WgmmaDescOp: _KernelLowering.lower_wgmma,
     sched.WgmmaMmaAsyncOp: _KernelLowering.lower_wgmma,
     sched.WgmmaWaitGroupOp: _KernelLowering.lower_wgmma,
+    sched.ClusterBarrierOp: _KernelLowering.lower_cluster,
+    sched.FenceMBarrierInitOp: _KernelLowering.lower_cluster,
+    sched.MBarrierArriveClusterOp: _KernelLowering.lower_cluster,
 }
 
 

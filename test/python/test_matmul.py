@@ -201,3 +201,35 @@ def test_pingpong_assembles(text, opts):
     if find_ptxas() is not None:
         info = _ptxas_info(ptx)
         assert "0 bytes spill stores, 0 bytes spill loads" in info, info
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, False), (True, True)])
+@pytest.mark.parametrize("tile", ["128x128", "128x256", "256x128"])
+@pytest.mark.parametrize("persistent", [0, 1])
+def test_cluster_assembles(ta, tb, tile, persistent):
+    """2-CTA clusters with B multicast (matmul_cluster=2): ptxas accepts the kernel for every
+    layout and tile; 328 rows are 3 tile rows at 128 (one padding row) and 2 at 256."""
+    if find_ptxas() is None:
+        pytest.skip("no ptxas")
+    sched_ir, ptx = lower(matmul_text(328, 264, 136, ta, tb),
+                          f'convert-fusion-to-sched{{tile="{tile}" matmul_cluster=2 matmul_persistent={persistent} sms=5}}')
+    assert "cluster=2" in sched_ir and "cluster [2, 1, 1]" in sched_ir
+    assert ".reqnctapercluster 2, 1, 1" in ptx
+    assert "bytes.multicast::cluster" in ptx and "mapa.shared::cluster.u32" in ptx
+    assert "mbarrier.arrive.shared::cluster.b64 _, [remote];" in ptx
+    assert ptx.count("barrier.cluster.arrive.release;") == 2 and "fence.mbarrier_init.release.cluster;" in ptx
+    assemble_ptx(ptx, "sm_90a")
+
+
+def test_cluster_params():
+    from fuser.lowering.matmul import cluster_choice
+    assert matmul_params(8192, 8192, 8192).cluster == 1  # heuristic: off
+    p = matmul_params(8192, 8192, 8192, cluster=2)
+    assert (p.cluster, p.grid, p.persistent) == (2, 132, True)
+    p = matmul_params(696, 904, 520, sms=5, tile=(128, 256), persistent=1, cluster=2)
+    assert p.grid == 4  # even
+    p = matmul_params(333, 136, 72, cluster=2, persistent=0)
+    assert p.grid == 8 and (p.bm, p.bn) == (128, 128)  # 3 tile rows padded to 4, 2 columns
+    assert cluster_choice(1, 1, 1, 128, 128, 1) == 1
+    with pytest.raises(ValueError):
+        matmul_params(64, 64, 64, cluster=4)

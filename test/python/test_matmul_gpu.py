@@ -136,7 +136,14 @@ def test_pingpong_gated_mlp_and_gelu():
     got = api.compile(GATED.replace("300x", "600x"), pipeline=pipe)(x, w1, w2)
     g, u = x.float() @ w1.float(), x.float() @ w2.float()
     assert _rel(got, torch.nn.functional.silu(g) * u) < 2e-2
-    m, n, k = 1000, 1000, 200
+    text, a, b, bias, ref = _bias_gelu_case(torch)
+    for tile in ("128x128", "64x256"):
+        got = api.compile(text, pipeline=pipe.replace("sms=3", f'sms=7 tile="{tile}"'))(a, b, bias)
+        assert _rel(got, torch.nn.functional.gelu(ref + bias)) < TOL["bf16"] + 5e-3
+
+
+def _bias_gelu_case(torch, m=1000, n=1000, k=200):
+    """matmul + bias + gelu with a bf16 result, its operands and the f32 matmul reference."""
     t = f"tensor<{m}x{n}xf32>"
     text = matmul_text(m, n, k, extra_args=f", %bias: tensor<{n}xf32>", epilogue=f"""\
   %bb = fusion.broadcast %bias dims [0] : tensor<{n}xf32> to {t}
@@ -145,10 +152,38 @@ def test_pingpong_gated_mlp_and_gelu():
   %o = fusion.cast %r : {t} to tensor<{m}x{n}xbf16>
   func.return %o : tensor<{m}x{n}xbf16>""").replace(f"-> {t} {{", f"-> tensor<{m}x{n}xbf16> {{", 1)
     a, b, ref = _operands(torch, m, n, k, False, False, "bf16")
-    bias = _rand(torch, (n,), "f32")
-    for tile in ("128x128", "64x256"):
-        got = api.compile(text, pipeline=pipe.replace("sms=3", f'sms=7 tile="{tile}"'))(a, b, bias)
-        assert _rel(got, torch.nn.functional.gelu(ref + bias)) < TOL["bf16"] + 5e-3
+    return text, a, b, _rand(torch, (n,), "f32"), ref
+
+
+CLUSTER = "canonicalize,convert-fusion-to-sched{{matmul_cluster=2 {}}},cse,convert-sched-to-nvvm,cse"
+
+
+@pytest.mark.parametrize("m,n,k,opts", [(1000, 1000, 1000, ""), (333, 136, 72, ""), (4096, 4096, 4096, ""),
+                                        (696, 904, 520, "matmul_persistent=1 sms=5"),
+                                        (333, 904, 520, 'matmul_persistent=0 tile="128x256"'),
+                                        (700, 904, 520, 'matmul_persistent=1 sms=7 tile="256x128" stages=3')])
+def test_cluster_shapes(m, n, k, opts):
+    """2-CTA clusters along M with B multicast: ragged shapes (333 rows: an odd tile-row count,
+    so a padding row of CTAs that only multicast), persistent and one-CTA-per-tile grids."""
+    torch = _torch()
+    a, b, ref = _operands(torch, m, n, k, False, False, "bf16")
+    out = api.compile(matmul_text(m, n, k), pipeline=CLUSTER.format(opts))(a, b)
+    assert _rel(out, ref) < 5e-3
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, False), (True, True)])
+def test_cluster_layouts(ta, tb):
+    torch = _torch()
+    a, b, ref = _operands(torch, 1000, 1000, 1000, ta, tb, "bf16")
+    out = api.compile(matmul_text(1000, 1000, 1000, ta, tb), pipeline=CLUSTER.format("tile=\"128x256\" sms=3"))(a, b)
+    assert _rel(out, ref) < 5e-3
+
+
+def test_cluster_bias_gelu():
+    torch = _torch()
+    text, a, b, bias, ref = _bias_gelu_case(torch)
+    got = api.compile(text, pipeline=CLUSTER.format("sms=6"))(a, b, bias)
+    assert _rel(got, torch.nn.functional.gelu(ref + bias)) < TOL["bf16"] + 5e-3
 
 
 EPILOGUES = {
