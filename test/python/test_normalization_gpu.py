@@ -57,27 +57,13 @@ def _id(shape):
 
 
 def pipeline(mode: str | None) -> str:
-    """The default pipeline with fusion-translate-welford{mode=...} before the scheduler
-    (replacing any translate-welford already there); `None` gives the default as it is."""
+    """The default pipeline with its fusion-translate-welford given `mode` (None: as it is)."""
     from fuser.passes.pipeline import NAMED_PIPELINES
 
     default = NAMED_PIPELINES["default"]
-    if mode is None:
-        return default
-    parts, depth, cur = [], 0, ""
-    for ch in default:  # split at top-level commas (options may hold commas inside {...})
-        depth += ch == "{"
-        depth -= ch == "}"
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    parts.append(cur)
-    parts = [p.strip() for p in parts if p.strip() and not p.strip().startswith("fusion-translate-welford")]
-    at = parts.index("convert-fusion-to-sched") if "convert-fusion-to-sched" in parts else 1
-    parts.insert(at, f"fusion-translate-welford{{mode={mode}}}")
-    return ",".join(parts)
+    assert "fusion-translate-welford," in default
+    return default if mode is None else default.replace("fusion-translate-welford,",
+                                                        f"fusion-translate-welford{{mode={mode}}},")
 
 
 def test_pipeline_text():
