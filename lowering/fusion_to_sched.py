@@ -490,9 +490,10 @@ class KernelEmitter:
         reduction results already in registers. Outputs are computed here, never read back."""
         ev = Evaluator(kb, {v: b for v, b in amap.items() if v not in outputs}, values)
         for o in outputs:
-            x = ev(o, kb.delinearize(row, shape_of(o)), 1)[0]
+            idx = kb.delinearize(row, shape_of(o))
+            x = ev(o, idx, 1)[0]
             t = F._elem(o)
-            kb.store([kb.trunc(x, t) if F.is_float(t) else x], amap[o], kb.delinearize(row, shape_of(o)))
+            kb.store([kb.trunc(x, t) if F.is_float(t) else x], amap[o], idx)
 
     def _epilogue_reads(self, task: Task, materialized: set, args: set) -> list[SSAValue]:
         results = set(task.op.results)
@@ -526,16 +527,16 @@ class KernelEmitter:
 
         shifted = is_welford(op)
 
-        def first_of_row(kb, amap, row, n_lanes=1):
+        def first_of_row(kb, amap, row):
             # Welford's shift: the row's first element (see lowering/combiners.py).
             idx = kb.delinearize(row, row_shape) + [kb.c(0)] * len(col_shape)
-            return [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, 1)]
+            return kb.ext(Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, 1)[0])
 
         def prepare(kb, amap, row, n_lanes):
             # Loaded once before the loop: the shift of the row.
-            return first_of_row(kb, amap, row)[0] if shifted else None
+            return first_of_row(kb, amap, row) if shifted else None
 
-        def fold_elements(kb, amap, row, vec, n_lanes, states, shift=None):
+        def fold_elements(kb, amap, row, vec, n_lanes, states, shift):
             idx = kb.delinearize(row, row_shape) + kb.delinearize(kb.mul(vec, n_lanes), col_shape)
             xs = [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, n_lanes)]
             if shift is not None:
@@ -543,7 +544,7 @@ class KernelEmitter:
             return [st.update(kb, s, x) for s, x in zip(states, xs)]
 
         def store(kb, amap, row, state):
-            shift = first_of_row(kb, amap, row)[0] if shifted else None
+            shift = first_of_row(kb, amap, row) if shifted else None
             self.finish(kb, task.outputs, amap, row, finalize(kb, op, state, shift))
 
         epi_reads = self._epilogue_reads(task, materialized, args)
@@ -563,7 +564,7 @@ class KernelEmitter:
         self._row_reduce_kernel(self.kernel_buffers(vals1), vals1, rows, row_vecs, lanes, bx, by, chunks, st,
                                 fold_elements, store_partial, prepare=prepare)
 
-        def merge_partials(kb, amap, row, chunk, n_lanes, states):
+        def merge_partials(kb, amap, row, chunk, n_lanes, states, _pre):
             got = [kb.load(amap[part], [kb.c(c), row, chunk], 1)[0] for c in range(st.width)]
             return [st.merge(kb, states[0], got)]
 
@@ -576,11 +577,11 @@ class KernelEmitter:
                            settle=True, prepare=None):
         """Rows of `row_vecs` vectors; `bx` threads per row, `by` rows per block, `chunks` blocks per row.
 
-        `fold(kb, amap, row, vec, lanes, states)` folds one vector of the row into the per-lane
-        states; `store(kb, amap, row, state[, chunk])` runs in one thread per row at the end.
+        `prepare(kb, amap, row, lanes)` runs once before the loop; `fold(kb, amap, row, vec, lanes,
+        states, prepared)` folds one vector of the row into the per-lane states; `store(kb, amap,
+        row, state[, chunk])` runs in one thread per row at the end.
         """
         vecs_per_chunk = math.ceil(row_vecs / chunks)
-        nwarps = bx // 32
         w = st.width
 
         def body(kb: KernelBuilder, kargs):
@@ -598,8 +599,7 @@ class KernelEmitter:
             kb.emit(loop)
             lb = kb.at(loop.body.block)
             j, *flat = loop.body.block.args
-            states = fold(lb, amap, row_c, j, lanes, [flat[l * w:(l + 1) * w] for l in range(lanes)],
-                          *([pre] if prepare else []))
+            states = fold(lb, amap, row_c, j, lanes, [flat[l * w:(l + 1) * w] for l in range(lanes)], pre)
             lb.emit(sched.YieldOp(*[x for s in states for x in s]))
             res = list(loop.results)
             per_lane = [res[l * w:(l + 1) * w] for l in range(lanes)]
@@ -644,7 +644,7 @@ class KernelEmitter:
             col_idx = kb.delinearize(kb.mul(cvec, n_lanes), col_shape) if col_shape else []
             return first_of_column(kb, amap, col_idx, n_lanes) if shifted else None
 
-        def fold_elements(kb, amap, row, cvec, n_lanes, states, shifts=None):
+        def fold_elements(kb, amap, row, cvec, n_lanes, states, shifts):
             col_idx = kb.delinearize(kb.mul(cvec, n_lanes), col_shape) if col_shape else []
             idx = kb.delinearize(row, row_shape) + col_idx
             xs = [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, n_lanes)]
@@ -674,7 +674,7 @@ class KernelEmitter:
 
         lanes2 = vector_lanes(cols, 4)
 
-        def merge_partials(kb, amap, chunk, cvec, n_lanes, states):
+        def merge_partials(kb, amap, chunk, cvec, n_lanes, states, _pre):
             planes = [kb.load(amap[part], [kb.c(c), chunk, kb.mul(cvec, n_lanes)], n_lanes) for c in range(st.width)]
             return [st.merge(kb, s, [p[l] for p in planes]) for l, s in enumerate(states)]
 
@@ -704,8 +704,7 @@ class KernelEmitter:
             kb.emit(loop)
             lb = kb.at(loop.body.block)
             r, *flat = loop.body.block.args
-            states = fold(lb, amap, r, cvec_c, lanes, [flat[l * w:(l + 1) * w] for l in range(lanes)],
-                          *([pre] if prepare else []))
+            states = fold(lb, amap, r, cvec_c, lanes, [flat[l * w:(l + 1) * w] for l in range(lanes)], pre)
             lb.emit(sched.YieldOp(*[x for s in states for x in s]))
             res = list(loop.results)
             states = [res[l * w:(l + 1) * w] for l in range(lanes)]
@@ -732,8 +731,9 @@ class KernelEmitter:
 
                 # Fold the `by` partial states of each column as a tree: every step halves the
                 # rows still holding a state, all threads of those rows merging in parallel.
+                assert by & (by - 1) == 0, "outer_reduction_params gives a power-of-two by"
                 half = by // 2
-                while half >= 1 and by & (by - 1) == 0:
+                while half >= 1:
                     def merge_pair(b: KernelBuilder, half=half):
                         other = b.add(ty, half)
                         for l in range(lanes):
@@ -744,19 +744,11 @@ class KernelEmitter:
                     _if(kb, kb.lt(ty, half), merge_pair)
                     kb.emit(sched.BarrierOp())
                     half //= 2
-                folded = 1 if by & (by - 1) == 0 else by
 
-                def fold_rows(b: KernelBuilder):
-                    merged = []
-                    for l in range(lanes):
-                        def at(yy, l=l):
-                            return [b.load(smem, slot(b, b.c(yy), l, c), 1)[0] for c in range(w)]
-                        s = at(0)
-                        for yy in range(1, folded):
-                            s = st.merge(b, s, at(yy))
-                        merged.append(s)
-                    emit_stores(b, merged)
-                _if(kb, kb.andi(kb.eq(ty, 0), kb.lt(cvec, col_vecs)), fold_rows)
+                def store_row0(b: KernelBuilder):
+                    emit_stores(b, [[b.load(smem, slot(b, b.c(0), l, c), 1)[0] for c in range(w)]
+                                    for l in range(lanes)])
+                _if(kb, kb.andi(kb.eq(ty, 0), kb.lt(cvec, col_vecs)), store_row0)
             else:
                 _if(kb, kb.lt(cvec, col_vecs), lambda b: emit_stores(b, states))
 

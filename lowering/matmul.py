@@ -141,13 +141,7 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
         raise ValueError(f"tile {bm}x{bn} is not one of {', '.join(f'{a}x{b}' for a, b in TILES)}")
     if n_b > 1 and (bm, bn) != (128, 128):
         raise ValueError(f"a horizontally fused matmul needs the 128x128 tile, not {bm}x{bn}")
-    per = stage_bytes(bm, bn, n_b, elem_bytes)
-    fit = (SMEM_BUDGET - 1024) // per
-    ktiles = math.ceil(k / BK)
-    if stages <= 0:
-        stages = max(2, min(fit, 8, max(2, ktiles)))
-    if stages > fit:
-        raise ValueError(f"{stages} stages of {per} bytes exceed the {SMEM_BUDGET}-byte shared-memory budget")
+    stages = _stage_count(bm, bn, n_b, elem_bytes, k, stages)
     n_tiles = math.ceil(m / bm) * math.ceil(n / bn)
     persist = n_tiles > sms if persistent < 0 else bool(persistent)
     grid = min(sms, n_tiles) if persist else n_tiles
@@ -155,6 +149,18 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
     if cl > 1:
         return _cluster_params(m, n, bm, bn, stages, persist, sms, cl)
     return MatmulParams(bm, bn, stages, persistent=persist, grid=grid)
+
+
+def _stage_count(bm: int, bn: int, n_b: int, elem_bytes: int, k: int, stages: int) -> int:
+    """Pipeline depth: `stages` if given (checked against the shared-memory budget), else as
+    many slots as fit, at most 8 and no more than the K-slices."""
+    per = stage_bytes(bm, bn, n_b, elem_bytes)
+    fit = (SMEM_BUDGET - 1024) // per
+    if stages <= 0:
+        stages = max(2, min(fit, 8, max(2, math.ceil(k / BK))))
+    if stages > fit:
+        raise ValueError(f"{stages} stages of {per} bytes exceed the {SMEM_BUDGET}-byte shared-memory budget")
+    return stages
 
 
 def _pingpong_heuristic(m: int, n: int, k: int, n_b: int, sms: int, tile) -> bool:
@@ -170,12 +176,7 @@ def _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages) -> MatmulParam
         raise ValueError(f"ping-pong tile {bm}x{bn} is not one of {', '.join(f'{a}x{b}' for a, b in PINGPONG_TILES)}")
     if n_b > 1 and (bm, bn) != (64, 128):
         raise ValueError(f"a horizontally fused ping-pong matmul needs the 64x128 tile, not {bm}x{bn}")
-    per = stage_bytes(bm, bn, n_b, elem_bytes)
-    fit = (SMEM_BUDGET - 1024) // per
-    if stages <= 0:
-        stages = max(2, min(fit, 8, max(2, math.ceil(k / BK))))
-    if stages > fit:
-        raise ValueError(f"{stages} stages of {per} bytes exceed the {SMEM_BUDGET}-byte shared-memory budget")
+    stages = _stage_count(bm, bn, n_b, elem_bytes, k, stages)
     n_tiles = math.ceil(m / bm) * math.ceil(n / bn)
     return MatmulParams(bm, bn, stages, persistent=True, grid=min(sms, n_tiles), pingpong=True)
 

@@ -105,6 +105,7 @@ class NormGroup:
     row_outputs: list[SSAValue] = field(default_factory=list)
     decision: NormDecision | None = None
     materialized: set = field(default_factory=set)  # values read from buffers (the group's outputs are not)
+    cached: list[SSAValue] = field(default_factory=list)  # full-size inputs read at the row: what stays on chip
 
     @property
     def results(self) -> set[SSAValue]:
@@ -197,11 +198,11 @@ def form_groups(tasks: list[Task], materialized: set, args: set, lvl,
                 absorbed.append(o)
         if len(g.ops) == 1 and not g.full_outputs:
             continue  # a lone reduction: the reduction schedulers (with row splitting) do better
-        cached = _cached_inputs(g, mat, args)
-        max_bytes = max([elem_bytes(F._elem(v)) for v in cached + g.full_outputs] or [4])
+        g.cached = _cached_inputs(g, mat, args)
+        max_bytes = max([elem_bytes(F._elem(v)) for v in g.cached + g.full_outputs] or [4])
         lanes = vector_lanes(g.in_shape[-1], max_bytes)
         g.decision = normalization_params(rows, math.prod(g.in_shape[g.k:]), lanes,
-                                          [elem_bytes(F._elem(v)) for v in cached], block)
+                                          [elem_bytes(F._elem(v)) for v in g.cached], block)
         groups.append(g)
         if not g.decision.persistent:
             continue
@@ -284,9 +285,8 @@ def emit_persistent(em: KernelEmitter, task: Task, materialized: set, args: set)
         else:
             # Copy the rows into shared memory once; every stage and the outputs read them there
             # with a fresh Evaluator, so nothing stays live in registers between stages.
-            cached = _cached_inputs(g, g.materialized, args)
             copies, offset = {}, 0
-            for v in cached:
+            for v in g.cached:
                 buf = kb.v(sched.AllocOp(sched.memref([p.by, cols], F._elem(v), sched.SHARED)))
                 buf.owner.properties["offset"] = IntegerAttr(offset, i64)
                 offset += p.by * cols * elem_bytes(F._elem(v))
@@ -319,7 +319,7 @@ def emit_persistent(em: KernelEmitter, task: Task, materialized: set, args: set)
             for op, s_op in zip(ops, joint.split(state)):
                 overrides.update(finalize(kb, op, s_op, shifts.get(op)))
         ok_row = kb.lt(row, rows)
-        row_outs = [o for o in outputs if o in results or o in g.row_outputs]
+        row_outs = g.result_list + g.row_outputs
         _if(kb, kb.andi(kb.eq(tx, 0), ok_row),
             lambda b: em.finish(b, row_outs, amap, row, dict(overrides)))
         ev = evaluator()

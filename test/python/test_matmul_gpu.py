@@ -85,12 +85,12 @@ def test_forced_tiles(tile):
 def test_persistent(opts, ta, tb):
     """A persistent grid much smaller than the tile count: every CTA walks several tiles, the
     circular buffer's phases run on across tiles, the last CTA gets fewer tiles (ragged too)."""
-    torch = _torch()
-    m, n, k = 696, 904, 520  # ragged against every tile; TMA needs rows of 16-byte multiples
-    a, b, ref = _operands(torch, m, n, k, ta, tb, "bf16")
-    out = api.compile(matmul_text(m, n, k, ta, tb),
-                      pipeline=f"canonicalize,convert-fusion-to-sched{{{opts}}},cse,convert-sched-to-nvvm,cse")(a, b)
-    assert _rel(out, ref) < 5e-3
+    _check_ragged(opts, ta, tb)
+
+
+def _check_ragged(opts, ta, tb):
+    """696x904x520: ragged against every tile (TMA needs rows of 16-byte multiples)."""
+    _check_ragged(opts, ta, tb)
 
 
 def test_persistent_gated_mlp_and_gelu():
@@ -100,16 +100,7 @@ def test_persistent_gated_mlp_and_gelu():
     got = api.compile(GATED.replace("300x", "600x"), pipeline=pipe)(x, w1, w2)
     g, u = x.float() @ w1.float(), x.float() @ w2.float()
     assert _rel(got, torch.nn.functional.silu(g) * u) < 2e-2
-    m, n, k = 1000, 1000, 200
-    t = f"tensor<{m}x{n}xf32>"
-    text = matmul_text(m, n, k, extra_args=f", %bias: tensor<{n}xf32>", epilogue=f"""\
-  %bb = fusion.broadcast %bias dims [0] : tensor<{n}xf32> to {t}
-  %d = fusion.add %c, %bb : {t}
-  %r = fusion.gelu %d : {t}
-  %o = fusion.cast %r : {t} to tensor<{m}x{n}xbf16>
-  func.return %o : tensor<{m}x{n}xbf16>""").replace(f"-> {t} {{", f"-> tensor<{m}x{n}xbf16> {{", 1)
-    a, b, ref = _operands(torch, m, n, k, False, False, "bf16")
-    bias = _rand(torch, (n,), "f32")
+    text, a, b, bias, ref = _bias_gelu_case(torch)
     got = api.compile(text, pipeline=pipe.replace("sms=2", "sms=7"))(a, b, bias)
     assert _rel(got, torch.nn.functional.gelu(ref + bias)) < TOL["bf16"] + 5e-3
 
@@ -121,12 +112,7 @@ def test_pingpong(opts, ta, tb):
     """Ping-pong consumers: the warpgroups alternate whole tiles of a persistent grid, odd and
     even tile counts per CTA, one CTA walking every tile (sms=1), one tile per CTA (sms=500:
     warpgroup 1 has none), ragged against every tile."""
-    torch = _torch()
-    m, n, k = 696, 904, 520
-    a, b, ref = _operands(torch, m, n, k, ta, tb, "bf16")
-    out = api.compile(matmul_text(m, n, k, ta, tb),
-                      pipeline=f"canonicalize,convert-fusion-to-sched{{{opts}}},cse,convert-sched-to-nvvm,cse")(a, b)
-    assert _rel(out, ref) < 5e-3
+    _check_ragged(opts, ta, tb)
 
 
 def test_pingpong_gated_mlp_and_gelu():
