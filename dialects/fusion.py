@@ -755,6 +755,11 @@ class MatmulOp(IRDLOperation):
     Operands are given as stored: with `transpose_a` A is stored [K,M] (column-major MxK), with
     `transpose_b` B is stored [N,K]. The result's element type is f32, f16 or bf16.
     `%c = fusion.matmul %a, %b : tensor<128x64xbf16>, tensor<64x32xbf16> -> tensor<128x32xf32>`
+
+    With `k_chunk KC` (split-K, made by fusion-split-k) the result is the S = ceil(K / KC)
+    partial products, f32: `result[s] = A[:, s*KC : min(K, (s+1)*KC)] @ B[s*KC : ..., :]`, so
+    `fusion.reduce sum %p dims [0]` gives the product back.
+    `%p = fusion.matmul %a, %b k_chunk 1024 : tensor<128x4096xbf16>, tensor<4096x32xbf16> -> tensor<4x128x32xf32>`
     """
 
     name = "fusion.matmul"
@@ -762,10 +767,12 @@ class MatmulOp(IRDLOperation):
     b = operand_def(TensorType)
     transpose_a = opt_prop_def(UnitAttr)
     transpose_b = opt_prop_def(UnitAttr)
+    k_chunk = opt_prop_def(IntegerAttr)
     result = result_def(TensorType)
     traits = traits_def(Pure())
 
-    def __init__(self, a: SSAValue, b: SSAValue, transpose_a: bool = False, transpose_b: bool = False, dtype: str = "f32"):
+    def __init__(self, a: SSAValue, b: SSAValue, transpose_a: bool = False, transpose_b: bool = False, dtype: str = "f32",
+                 k_chunk: int | None = None):
         sa, sb = _dims(a.type), _dims(b.type)
         m = sa[1] if transpose_a else sa[0]
         n = sb[0] if transpose_b else sb[1]
@@ -774,13 +781,29 @@ class MatmulOp(IRDLOperation):
             props["transpose_a"] = UnitAttr()
         if transpose_b:
             props["transpose_b"] = UnitAttr()
-        super().__init__(operands=[a, b], result_types=[tensor([m, n], dtype)], properties=props)
+        shape = [m, n]
+        if k_chunk is not None:
+            props["k_chunk"] = IntegerAttr(k_chunk, i64)
+            k = sa[0] if transpose_a else sa[1]
+            shape = [-(-k // k_chunk) if k_chunk > 0 else 0, m, n]
+        super().__init__(operands=[a, b], result_types=[tensor(shape, dtype)], properties=props)
 
     def mnk(self) -> tuple[int, int, int]:
         sa, sb = _dims(self.a.type), _dims(self.b.type)
         m, k = (sa[1], sa[0]) if self.transpose_a else (sa[0], sa[1])
         n = sb[0] if self.transpose_b else sb[1]
         return m, n, k
+
+    @property
+    def chunk(self) -> int | None:
+        """K elements per partial product (`k_chunk`), None for an ordinary matmul."""
+        return None if self.k_chunk is None else self.k_chunk.value.data
+
+    @property
+    def splits(self) -> int:
+        """S, the number of partial products (1 without `k_chunk`)."""
+        kc = self.chunk
+        return 1 if kc is None or kc <= 0 else -(-self.mnk()[2] // kc)
 
     def verify_(self) -> None:
         ta = _check_tensor(self, "operand #0 ('a')", self.a.type, FLOAT_TYPES)
@@ -795,10 +818,22 @@ class MatmulOp(IRDLOperation):
         kb = sb[1] if self.transpose_b else sb[0]
         if ka != kb:
             raise VerifyException(f"'fusion.matmul' op contraction extents differ: operand #0 ('a') {ta} has K={ka}, operand #1 ('b') {tb} has K={kb}")
-        m, n, _ = self.mnk()
+        m, n, k = self.mnk()
         rt = _check_tensor(self, "result", self.result.type, FLOAT_TYPES)
-        if _dims(rt) != (m, n):
-            raise VerifyException(f"'fusion.matmul' op result has shape {list(_dims(rt))}, expected {[m, n]}")
+        kc = self.chunk
+        if kc is None:
+            if _dims(rt) != (m, n):
+                raise VerifyException(f"'fusion.matmul' op result has shape {list(_dims(rt))}, expected {[m, n]}")
+            return
+        if kc <= 0:
+            raise VerifyException(f"'fusion.matmul' op k_chunk must be positive, got {kc}")
+        if rt.element_type != Float32Type():
+            raise VerifyException(f"'fusion.matmul' op with k_chunk has element type {rt.element_type}; its partial "
+                                  "products must be f32 (cast after the fusion.reduce sum)")
+        want = [self.splits, m, n]
+        if list(_dims(rt)) != want:
+            raise VerifyException(f"'fusion.matmul' op result has shape {list(_dims(rt))}, expected {want} "
+                                  f"(S = ceil(K / k_chunk) = ceil({k} / {kc}) partial products of {m}x{n})")
 
     @classmethod
     def parse(cls, parser: Parser):
@@ -809,6 +844,8 @@ class MatmulOp(IRDLOperation):
         for flag in ("transpose_a", "transpose_b"):
             if parser.parse_optional_keyword(flag):
                 props[flag] = UnitAttr()
+        if parser.parse_optional_keyword("k_chunk"):
+            props["k_chunk"] = IntegerAttr(parser.parse_integer(), i64)
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         at = parser.parse_type()
@@ -829,6 +866,8 @@ class MatmulOp(IRDLOperation):
         for flag in ("transpose_a", "transpose_b"):
             if getattr(self, flag) is not None:
                 printer.print_string(f" {flag}")
+        if self.k_chunk is not None:
+            printer.print_string(f" k_chunk {self.chunk}")
         _print_attrs(printer, self, [])
         printer.print_string(" : ")
         printer.print_attribute(self.a.type)

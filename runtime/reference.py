@@ -254,7 +254,12 @@ def _eval_op(it: _Interp, op: Operation, ins: list[np.ndarray]) -> list[np.ndarr
             a = a.T
         if op.transpose_b is not None:
             b = b.T
-        return [a @ b]
+        kc = op.chunk
+        if kc is None:
+            return [a @ b]
+        # split-K: one partial product per K-chunk (the last may be shorter), stacked on axis 0
+        k = a.shape[1]
+        return [np.stack([a[:, s:s + kc] @ b[s:s + kc, :] for s in range(0, k, kc)])]
     raise UnsupportedOpError(f"reference interpreter: no semantics for op '{name}'")
 
 
