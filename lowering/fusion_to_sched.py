@@ -95,13 +95,24 @@ def inner_reduction_params(rows: int, row_vectors: int, sms: int, block: int = 0
 
 
 def outer_reduction_params(rows: int, col_vectors: int, sms: int) -> tuple[int, int, int]:
-    """(bx threads over column vectors, by threads over rows, row chunks)."""
+    """(bx threads over column vectors, by threads over rows, row chunks).
+
+    Few rows (split-K's S partial products): no thread row is left without a row; its threads go
+    to the columns. Rows too few to split into chunks but blocks too few to fill the machine: up
+    to 32 thread rows of at least 8 rows each, over column runs of at least 8 vectors (128 bytes).
+    """
     bx = min(32, next_pow2(col_vectors))
     by = max(1, 256 // bx) if bx < 32 else 8
+    while by > 1 and by // 2 >= rows:
+        by //= 2
+        bx = min(2 * bx, next_pow2(col_vectors), 256)
     blocks_x = math.ceil(col_vectors / bx)
     chunks = 1
     if blocks_x < 4 * sms:
         chunks = max(1, min(math.ceil(4 * sms / blocks_x), rows // (by * 16)))
+    while chunks == 1 and blocks_x < 4 * sms and bx > 8 and by < 32 and rows >= 16 * by:
+        bx, by = bx // 2, 2 * by
+        blocks_x = math.ceil(col_vectors / bx)
     return bx, by, chunks
 
 
@@ -390,8 +401,42 @@ def plan_fusion(fn: func.FuncOp, persistent: bool = True, block: int = 0) -> Pla
     if persistent:
         from fuser.lowering.normalization import form_groups  # it builds on this module
         tasks, groups = form_groups(tasks, materialized, args, lvl, block)
+    _skip_unread_results(tasks, outputs, materialized, args)
     mat_list = [v for v in dict.fromkeys(list(outputs) + [r for t in tasks for r in t.outputs]) if v not in args]
     return Plan(tasks, mat_list, groups)
+
+
+def _task_reads(t: Task, materialized: set, args: set) -> set[SSAValue]:
+    """Materialized values and arguments the kernel(s) of task `t` read from memory."""
+    reads: set[SSAValue] = set()
+    for o in t.outputs:
+        reads |= _leaves(o, materialized - {o}, args)
+    ops = [t.op] + list(getattr(t, "siblings", [])) + (list(t.group.ops) if t.group is not None else [])
+    for op in ops:
+        if op is None:
+            continue
+        for x in op.operands:
+            reads |= _leaves(x, materialized - set(op.results), args)
+    return reads
+
+
+def _skip_unread_results(tasks: list[Task], outputs, materialized: set, args: set) -> None:
+    """Drop from a reduction task's outputs the results that are not function outputs and that
+    no other kernel reads: the outputs its epilogue computes from them (`bias + sum`, a cast)
+    take them from registers, so storing them would be pure extra traffic. (Split-K's sum of
+    partials followed by the epilogue is the case that matters.)"""
+    outs = set(outputs)
+    for t in tasks:
+        if t.kind != "reduction":
+            continue
+        results = set(t.op.results)
+        candidates = [r for r in t.outputs if r in results and r not in outs]
+        if not candidates:
+            continue
+        read = set().union(*(_task_reads(u, materialized, args) for u in tasks if u is not t))
+        keep = [o for o in t.outputs if o not in candidates or o in read]
+        if any(o not in results for o in keep):  # the kernel still stores something
+            t.outputs = keep
 
 
 # ------------------------------------------------------------------ kernels
