@@ -51,8 +51,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import DenseArrayBase, DenseIntOrFPElementsAttr, IndexType, IntegerAttr, StringAttr, VectorType, i64
+from xdsl.dialects import arith, memref, scf
+from xdsl.dialects.builtin import (ArrayAttr, DenseArrayBase, DenseIntOrFPElementsAttr, IndexType, IntegerAttr, StringAttr,
+                                   VectorType, i64)
 from xdsl.ir import Block, Region, SSAValue
 
 from fuser.dialects import fusion as F
@@ -99,7 +100,7 @@ def stage_bytes(bm: int, bn: int, n_b: int = 1, elem: int = 2) -> int:
 
 def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n_b: int = 1,
                   tile: tuple[int, int] | None = None, stages: int = 0, persistent: int = -1,
-                  pingpong: int = -1, cluster: int = 0) -> MatmulParams:
+                  pingpong: int = -1, cluster: int = 0, splits: int = 1) -> MatmulParams:
     """Tile and pipeline depth for an MxNxK matmul (`n_b` B operands share the A tile).
 
     Larger tiles halve the operand traffic per FLOP (128x256 moves 3/4 of 128x128's bytes per
@@ -118,12 +119,15 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
 
     `cluster` (0 = heuristic, 1 = off, 2 = 2-CTA clusters along M; see `cluster_choice`); not
     combined with ping-pong.
+
+    `splits` > 1 (a split-K matmul, `k` being one split's K): the grid covers tiles x splits work
+    items; the tile is still chosen from the output tiles alone (what fusion-split-k counted).
     """
     pp = _pingpong_heuristic(m, n, k, n_b, sms, tile) if pingpong < 0 else bool(pingpong)
     if pp:
         if cluster == 2:
             raise ValueError("ping-pong consumers and 2-CTA clusters are not combined; force one of them")
-        return _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages)
+        return _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages, splits)
     if tile is None:
         if n_b > 1:
             tile = (128, 128)
@@ -142,12 +146,12 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
     if n_b > 1 and (bm, bn) != (128, 128):
         raise ValueError(f"a horizontally fused matmul needs the 128x128 tile, not {bm}x{bn}")
     stages = _stage_count(bm, bn, n_b, elem_bytes, k, stages)
-    n_tiles = math.ceil(m / bm) * math.ceil(n / bn)
-    persist = n_tiles > sms if persistent < 0 else bool(persistent)
-    grid = min(sms, n_tiles) if persist else n_tiles
+    n_items = math.ceil(m / bm) * math.ceil(n / bn) * splits
+    persist = n_items > sms if persistent < 0 else bool(persistent)
+    grid = min(sms, n_items) if persist else n_items
     cl = cluster_choice(m, n, k, bm, bn, cluster)
     if cl > 1:
-        return _cluster_params(m, n, bm, bn, stages, persist, sms, cl)
+        return _cluster_params(m, n, bm, bn, stages, persist, sms, cl, splits)
     return MatmulParams(bm, bn, stages, persistent=persist, grid=grid)
 
 
@@ -168,7 +172,7 @@ def _pingpong_heuristic(m: int, n: int, k: int, n_b: int, sms: int, tile) -> boo
     return False
 
 
-def _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages) -> MatmulParams:
+def _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages, splits=1) -> MatmulParams:
     if tile is None:
         tile = (64, 128) if n_b > 1 else (128, 128)
     bm, bn = tile
@@ -177,8 +181,8 @@ def _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages) -> MatmulParam
     if n_b > 1 and (bm, bn) != (64, 128):
         raise ValueError(f"a horizontally fused ping-pong matmul needs the 64x128 tile, not {bm}x{bn}")
     stages = _stage_count(bm, bn, n_b, elem_bytes, k, stages)
-    n_tiles = math.ceil(m / bm) * math.ceil(n / bn)
-    return MatmulParams(bm, bn, stages, persistent=True, grid=min(sms, n_tiles), pingpong=True)
+    n_items = math.ceil(m / bm) * math.ceil(n / bn) * splits
+    return MatmulParams(bm, bn, stages, persistent=True, grid=min(sms, n_items), pingpong=True)
 
 
 def cluster_choice(m: int, n: int, k: int, bm: int, bn: int, cluster: int = 0) -> int:
@@ -190,12 +194,13 @@ def cluster_choice(m: int, n: int, k: int, bm: int, bn: int, cluster: int = 0) -
     return 1 if cluster == 0 else cluster
 
 
-def _cluster_params(m: int, n: int, bm: int, bn: int, stages: int, persist: bool, sms: int, cl: int) -> MatmulParams:
+def _cluster_params(m: int, n: int, bm: int, bn: int, stages: int, persist: bool, sms: int, cl: int,
+                    splits: int = 1) -> MatmulParams:
     """Tile rows are padded to an even count so tiles 2i and 2i+1 of the grouped order are always
     the M-neighbours of one cluster (group_m is even); a persistent grid is even, so CTAs 2c and
     2c+1 walk tiles t and t+1 in lockstep (the same tile count, the same K-slice sequence)."""
     tiles_m = math.ceil(m / bm)
-    n_tiles = (tiles_m + tiles_m % cl) * math.ceil(n / bn)
+    n_tiles = (tiles_m + tiles_m % cl) * math.ceil(n / bn) * splits  # each split's block of tiles stays even
     grid = max(cl, min(sms, n_tiles) // cl * cl) if persist else n_tiles
     return MatmulParams(bm, bn, stages, persistent=persist, grid=grid, cluster=cl)
 
@@ -216,6 +221,8 @@ def fuse_matmul_tasks(tasks: list[Task], outputs, materialized: set, args: set) 
             if id(u) in removed or u.level != t.level:
                 continue
             a, b = t.op, u.op
+            if a.k_chunk is not None or b.k_chunk is not None:  # split-K partials: never paired
+                continue
             if a.a is not b.a or (a.transpose_a is None) != (b.transpose_a is None) or \
                     (a.transpose_b is None) != (b.transpose_b is None) or \
                     shape_of(a.b) != shape_of(b.b) or shape_of(a.result) != shape_of(b.result):
@@ -316,10 +323,18 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
             assert len(tile) == 2
         except (ValueError, AssertionError):
             raise ScheduleError(f"convert-fusion-to-sched: tile={tile_opt!r} must read like 128x256", op) from None
+    # Split-K (k_chunk): work item w is tile w % tiles of split w // tiles, over K-slices
+    # [z * kcs, min(ktiles, (z + 1) * kcs)); it stores its f32 tile at rows z * M.. of the partials.
+    nsplit, kc = op.splits, op.chunk
+    if kc is not None and kc % BK:
+        raise ScheduleError(f"'fusion.matmul' k_chunk {kc}: the Hopper matmul splits K between its {BK}-element "
+                            f"K-slices, so k_chunk must be a multiple of {BK}", op)
+    if nsplit > 1 and len(mats) > 1:
+        raise ScheduleError("'fusion.matmul' with k_chunk cannot share a main loop with another matmul", op)
     try:
-        p = matmul_params(m, n, k, 2, opts.sms, len(mats), tile, getattr(opts, "stages", 0) or 0,
+        p = matmul_params(m, n, min(k, kc or k), 2, opts.sms, len(mats), tile, getattr(opts, "stages", 0) or 0,
                           getattr(opts, "matmul_persistent", -1), getattr(opts, "matmul_pingpong", -1),
-                          getattr(opts, "matmul_cluster", 0))
+                          getattr(opts, "matmul_cluster", 0), nsplit)
     except ValueError as err:
         raise ScheduleError(f"'fusion.matmul' {m}x{n}x{k}: {err}", op) from None
 
@@ -363,6 +378,8 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
         tiles_m += tiles_m % 2
     tx_bytes = (a_elems + nb * b_elems) * 2
     ktiles = math.ceil(k / BK)
+    kcs = ktiles if kc is None else kc // BK         # K-slices of a work item (all but the last split's)
+    short = kcs * nsplit - ktiles if nsplit > 1 else 0  # how many fewer the last split has
     rows_per_wg = bm if p.pingpong else bm // p.consumers
     msubs = rows_per_wg // 64
     acc_t = VectorType(f32, [bn // 2])
@@ -370,10 +387,11 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     name = f"{em.name}_k{em.count}"
     em.count += 1
     n_tiles = tiles_m * tiles_n
+    n_items = n_tiles * nsplit
     kop = sched.KernelOp(name, [b.type for b in host_bufs], [p.grid, 1, 1], [p.threads, 1, 1], smem)
     kop.attributes["fuser.matmul"] = StringAttr(
         f"tile={bm}x{bn} stages={S} persistent={int(p.persistent)} grid={p.grid} tiles={n_tiles}"
-        + (" pingpong=1" if p.pingpong else ""))
+        + (f" split={nsplit} k_chunk={kc}" if nsplit > 1 else "") + (" pingpong=1" if p.pingpong else ""))
     kop.attributes["nvvm.minctasm"] = IntegerAttr(1, i64)
     if cl:
         kop.properties["cluster"] = DenseArrayBase.from_list(i64, [p.cluster, 1, 1])
@@ -384,6 +402,13 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     karg = lambda hb: kargs[pos[hb]]  # noqa: E731
     k_tma, k_tmbs = karg(tm_a), [karg(t) for t in tm_bs]
     amap = {v: karg(em.buffers[v]) for v in list(outputs) + reads_l}
+    if kc is not None:  # the [S, M, N] partials, stored as [S*M, N] rows (see the epilogue call)
+        part = amap[op.result]
+        view_t = sched.memref([nsplit * m, n], f32)
+        amap[op.result] = kb.v(memref.CollapseShapeOp.create(
+            operands=[part], result_types=[view_t],
+            properties={"reassociation": ArrayAttr([ArrayAttr([IntegerAttr(0, i64), IntegerAttr(1, i64)]),
+                                                    ArrayAttr([IntegerAttr(2, i64)])])}))
 
     sa = kb.v(sched.AllocOp(sched.memref([S, a_elems], elem_t, sched.SHARED)))
     sa.owner.properties["offset"] = IntegerAttr(a_off, i64)
@@ -412,19 +437,43 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
         pid_n = b.v(arith.DivUIOp(in_group, gsize))
         return b.mul(pid_m, bm), b.mul(pid_n, bn)
 
+    def item(b: KernelBuilder, w: SSAValue) -> tuple[SSAValue, SSAValue, KSpan]:
+        """(m0, n0, K-slices) of work item w: tile w itself, or with split-K tile w % n_tiles of
+        split w // n_tiles (the splits are the outer order, so CTAs running together read the
+        same K-slab of A and B)."""
+        if nsplit == 1:
+            m0, n0 = coords(b, w)
+            return m0, n0, KSpan(None, ktiles)
+        z = b.div(w, n_tiles)
+        m0, n0 = coords(b, b.rem(w, n_tiles))
+        first = b.mul(z, kcs)
+        count = kcs if not short else b.v(arith.MinUIOp(b.c(kcs), b.v(arith.SubiOp(b.c(ktiles), first))))
+        return m0, n0, KSpan(first, count, z)
+
+    def base_of(b: KernelBuilder, i: SSAValue) -> SSAValue:
+        """K-slices that went through the circular buffer before this CTA's i-th work item: kcs
+        per item, less `short` for each earlier item of the last split; those come last in
+        every CTA's sequence (items pid, pid + grid, ...), from its j0-th item on."""
+        full = b.mul(i, kcs)
+        if not short:
+            return full
+        first_last = (nsplit - 1) * n_tiles  # the first work item of the last split
+        ahead = b.v(arith.SubiOp(b.v(arith.MaxUIOp(b.c(first_last), pid)), pid))
+        j0 = b.div(b.add(ahead, p.grid - 1), p.grid)
+        n_short = b.v(arith.SubiOp(b.v(arith.MaxUIOp(i, j0)), j0))
+        return b.v(arith.SubiOp(full, b.mul(n_short, short)))
+
     def tiles_loop(b: KernelBuilder, body) -> None:
-        """body(b, base, m0, n0) for each tile of this CTA; `base` counts the K-slices that went
-        through the circular buffer before this tile (None: the first and only tile)."""
+        """body(b, base, m0, n0, ks) for each work item of this CTA; `base` counts the K-slices
+        that went through the circular buffer before it (None: the first and only item)."""
         if not p.persistent:
-            m0, n0 = coords(b, pid)
-            body(b, None, m0, n0)
+            body(b, None, *item(b, pid))
             return
-        # tiles pid, pid + grid, ... (the grid never exceeds the tile count)
-        mine = b.add(b.div(b.v(arith.SubiOp(b.c(n_tiles - 1), pid)), p.grid), 1)
+        # items pid, pid + grid, ... (the grid never exceeds the item count)
+        mine = b.add(b.div(b.v(arith.SubiOp(b.c(n_items - 1), pid)), p.grid), 1)
 
         def one(lb: KernelBuilder, i, _):
-            m0, n0 = coords(lb, lb.add(pid, lb.mul(i, p.grid)))
-            body(lb, lb.mul(i, ktiles), m0, n0)
+            body(lb, base_of(lb, i), *item(lb, lb.add(pid, lb.mul(i, p.grid))))
             return []
         _for(b, b.c(0), mine, [], one)
 
@@ -447,14 +496,14 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     def producer(b: KernelBuilder):
         b.emit(sched.SetMaxNRegOp("dec", 40))
 
-        def tile(c: KernelBuilder, base, m0, n0):
+        def tile(c: KernelBuilder, base, m0, n0, ks: KSpan):
             def step(lb: KernelBuilder, kt, _):
                 g = slot(lb, base, kt)
                 s = lb.rem(g, S)
                 ph = lb.div(g, S)
                 lb.emit(sched.MBarrierWaitOp(empty, s, lb.add(ph, 1)))
                 lb.emit(sched.MBarrierArriveExpectTxOp(full, s, tx_bytes))
-                k0 = lb.mul(kt, BK)
+                k0 = lb.mul(kt if ks.first is None else lb.add(ks.first, kt), BK)
                 if ta:  # A stored [K, M]: 64-wide M chunks
                     for c_ in range(bm // 64):
                         lb.emit(sched.TmaLoadOp(k_tma, [k0, lb.add(m0, 64 * c_)], sa, [s, lb.c(c_ * 64 * BK)], full, s))
@@ -471,7 +520,7 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
                             lb.emit(sched.TmaLoadOp(k_tmbs[j], [k0, lb.add(n0, 64 * c_)], sbs[j],
                                                     [s, lb.c(c_ * 64 * BK)], full, s))
                 return []
-            _for(c, c.c(0), c.c(ktiles), [], step)
+            _for(c, c.c(0), ks.bound(c), [], step)
         _if(b, b.eq(tid, 0), lambda c: tiles_loop(c, _clamp_m0(tile, last_m0)))
 
     def consumer(b: KernelBuilder):
@@ -485,7 +534,7 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
         inits = [zero] * (nb * msubs)
         wg_row = b.c(0) if p.pingpong else b.mul(wg, rows_per_wg)  # this warpgroup's first tile row
 
-        def tile(tk: KernelBuilder, base, m0, n0, after_mainloop=None):
+        def tile(tk: KernelBuilder, base, m0, n0, ks: KSpan, after_mainloop=None):
             def step(lb: KernelBuilder, kt, accs):
               g = slot(lb, base, kt)
               s = lb.rem(g, S)
@@ -517,15 +566,19 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
               _if(lb, lb.v(arith.CmpiOp(kt, lb.c(0), "ugt")), release)
               return accs
 
-            accs = _for(tk, tk.c(0), tk.c(ktiles), inits, step)
+            accs = _for(tk, tk.c(0), ks.bound(tk), inits, step)
             if after_mainloop is not None:
                 after_mainloop(tk)
             # the one wgmma.wait_group 0 of the tile: the accumulators are readable, and the
             # last slot is handed back before the epilogue so the producer can refill it
             accs = list(tk.emit(sched.WgmmaWaitGroupOp(0, accs)).outs)
-            last = slot(tk, base, tk.c(ktiles - 1))
+            last = slot(tk, base, tk.c(ks.count - 1) if isinstance(ks.count, int) else tk.add(ks.count, -1))
             _if(tk, tk.eq(lane, 0), lambda q: _release(q, empty, q.rem(last, S), peer))
-            _epilogue(tk, accs, mats, outputs, reads_l, amap, m, n, m0, n0, wg_row, warp, lane, msubs, bn)
+            rows, row0 = m, m0
+            if ks.split is not None:  # split z's rows z*M .. z*M + M-1 of the [S*M, N] view, guarded against M
+                rows = tk.add(tk.mul(ks.split, m), m)
+                row0 = tk.add(m0, tk.mul(ks.split, m))
+            _epilogue(tk, accs, mats, outputs, reads_l, amap, rows, n, row0, n0, wg_row, warp, lane, msubs, bn)
 
         if not p.pingpong:
             tiles_loop(b, tile)
@@ -536,7 +589,7 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
         # turn again: one's epilogue runs while the other's MMAs do. Warpgroup 1 opens the first
         # turn for warpgroup 0; an arrival is made only when the other has a next tile, so no
         # barrier is left half-arrived at exit.
-        mine = b.add(b.div(b.v(arith.SubiOp(b.c(n_tiles - 1), pid)), p.grid), 1)
+        mine = b.add(b.div(b.v(arith.SubiOp(b.c(n_items - 1), pid)), p.grid), 1)
         first = b.eq(wg, 0)
 
         def turn(q: KernelBuilder, action: str, mine_: bool):
@@ -547,12 +600,12 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
         _if(b, b.eq(wg, 1), lambda q: q.emit(sched.NamedBarrierOp("arrive", 1, 256)))
 
         def one(lb: KernelBuilder, i, _):
-            m0, n0 = coords(lb, lb.add(pid, lb.mul(i, p.grid)))
+            m0, n0, ks = item(lb, lb.add(pid, lb.mul(i, p.grid)))
             turn(lb, "sync", True)
 
             def handoff(q: KernelBuilder):
                 _if(q, q.lt(q.add(i, 1), mine), lambda r: turn(r, "arrive", False))
-            tile(lb, lb.mul(i, ktiles), m0, n0, handoff)
+            tile(lb, base_of(lb, i), m0, n0, ks, handoff)
             return []
         loop_blk = Block(arg_types=[IndexType()])
         inner = b.at(loop_blk)
@@ -569,6 +622,19 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     flush_wgmma(kop)
     em.module_block.insert_op_before(kop, em._host_func_op())
     host.emit(sched.LaunchOp(name, host_bufs))
+
+
+@dataclass(frozen=True)
+class KSpan:
+    """The K-slices of one work item: `count` slices (an int when static) from `first` (None: 0);
+    `split` is its z (None: no split-K)."""
+
+    first: SSAValue | None
+    count: SSAValue | int
+    split: SSAValue | None = None
+
+    def bound(self, b: KernelBuilder) -> SSAValue:
+        return b.c(self.count) if isinstance(self.count, int) else self.count
 
 
 def _load_b_multicast(b: KernelBuilder, tmb, sb, full, s, k0, n0, rank, bn: int, tb: bool) -> None:
@@ -591,7 +657,7 @@ def _clamp_m0(tile, last_m0):
     so the padding row's CTAs (there only to multicast B to their peers) load in-bounds A."""
     if last_m0 is None:
         return tile
-    return lambda b, base, m0, n0: tile(b, base, b.v(arith.MinUIOp(m0, b.c(last_m0))), n0)
+    return lambda b, base, m0, n0, ks: tile(b, base, b.v(arith.MinUIOp(m0, b.c(last_m0))), n0, ks)
 
 
 def _release(b: KernelBuilder, empty, idx, peer) -> None:

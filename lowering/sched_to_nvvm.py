@@ -17,6 +17,8 @@ function launches them with `gpu.launch_func`. Inside kernels:
   has no alloca address space (an addrspace(5) alloca would fail LLVM's verifier), SROA promotes
   a generic alloca indexed by constants, and NVPTX's own lowering moves what is left to .local;
 - `sched.barrier` / `sched.shfl_xor` become `nvvm.barrier` / `nvvm.shfl.sync bfly`.
+- `memref.collapse_shape` of a buffer (the split-K matmul stores its [S, M, N] partials as
+  [S*M, N] rows) is the same pointer with the collapsed row-major type: nothing is emitted.
 
 - Hopper ops (docs in dialects/sched.py): a `!sched.tensor_map` kernel argument becomes an
   `!llvm.ptr` parameter passed `byval` (128 bytes, align 64) and marked `nvvm.grid_constant`, so
@@ -38,7 +40,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, gpu, llvm, scf, vector
+from xdsl.dialects import arith, func, gpu, llvm, memref, scf, vector
 from xdsl.dialects.builtin import (
     AnyFloat,
     DenseArrayBase,
@@ -182,6 +184,14 @@ def _row_major_strides(t: MemRefType, where: str) -> tuple[list[int], int]:
     if strides is None or offset is None or any(s is None for s in strides):
         raise SchedToNVVMError(f"buffer type {t}{where} has no static strided layout")
     return list(strides), offset  # type: ignore[arg-type]
+
+
+def _row_major(t: MemRefType) -> tuple[int, ...]:
+    out, acc = [], 1
+    for d in reversed(t.get_shape()):
+        out.append(acc)
+        acc *= d
+    return tuple(out[::-1])
 
 
 @dataclass
@@ -334,6 +344,8 @@ class _KernelLowering:
             self.lower_access(op)
         elif isinstance(op, sched.AllocOp):
             self.lower_alloc(op)
+        elif isinstance(op, memref.CollapseShapeOp):
+            self.lower_collapse(op)
         elif isinstance(op, sched.BarrierOp):
             self.replace(op, [NVVMBarrierOp()])
         elif isinstance(op, sched.ShflXorOp):
@@ -489,6 +501,18 @@ class _KernelLowering:
             bad = next(u.operation for u in op.result.uses if not isinstance(u.operation, _BUFFER_USERS))
             raise self.error(bad, "cannot lower buffer use by")
         self.dead_allocs.append(op)  # erased once its loads and stores are lowered
+
+    def lower_collapse(self, op: memref.CollapseShapeOp) -> None:
+        """A row-major view with merged dimensions: the source's pointer under the new type."""
+        src = self.buffers.get(op.src)
+        t = op.result.type
+        if src is None:
+            raise self.error(op, "cannot lower (source not a kernel argument or sched.alloc)")
+        if not isinstance(t, MemRefType) or src.type.get_strides() != _row_major(src.type) or \
+                t.get_strides() != _row_major(t):
+            raise self.error(op, "cannot lower (only row-major buffers collapse to row-major views)")
+        self.buffers[op.result] = _Buffer(src.ptr, t, src.align_cap)
+        self.dead_allocs.append(op)  # erased once the accesses through it are lowered
 
     @staticmethod
     def _access_bytes(buf: SSAValue) -> list[int]:
