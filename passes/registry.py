@@ -15,6 +15,7 @@ from xdsl.passes import ModulePass
 # pipeline name -> "module:Class"
 _PASSES: dict[str, str] = {
     "fusion-translate-welford": "fuser.passes.translate_welford:TranslateWelford",
+    "fusion-split-k": "fuser.passes.split_k:SplitK",
     "convert-fusion-to-sched": "fuser.lowering.fusion_to_sched:ConvertFusionToSched",
     "convert-sched-to-nvvm": "fuser.lowering.sched_to_nvvm:ConvertSchedToNVVM",
     "sched-flush-wgmma": "fuser.passes.flush_wgmma:FlushWgmma",
