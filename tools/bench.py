@@ -28,7 +28,8 @@ Families (`--list` shows every row; `--filter` matches names and families):
     var_mean_dim0     the same over the first axis at 32768x4096 (compare with col_sum)
     layer_norm        (x - mean) * rsqrt(var + 1e-5) * w + b, last axis; bytes read + written
     rms_norm          x * rsqrt(mean(x^2) + 1e-5) * w, last axis
-    matmul            bf16 A[M,K] @ B[K,N] -> bf16, f32 accumulation; shapes are MxNxK (TFLOP/s)
+    matmul            bf16 A[M,K] @ B[K,N] -> bf16, f32 accumulation; shapes are MxNxK (TFLOP/s),
+                      PERF.md's large shapes and its four large-K ones (split-K)
     matmul_bias_relu, matmul_bias_gelu   the same with relu(c + bias) / gelu_tanh(c + bias)
 
 Rows never abort the run: a fusion the compiler rejects as not supported (yet) is reported as
@@ -424,7 +425,7 @@ def rms_norm(shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
 MATMUL_EPILOGUES = ("none", "bias_relu", "bias_gelu")
 
 
-def matmul(epilogue: str, shape: Shape, quick_shape: Shape, dtype: str = "bf16") -> Workload:
+def matmul(epilogue: str, shape: Shape, quick_shape: Shape, dtype: str = "bf16", note: str = "") -> Workload:
     """C[M,N] = A[M,K] @ B[K,N], bf16 operands, f32 accumulation, bf16 output; shape is (M, N, K).
 
     `epilogue` "bias_relu" / "bias_gelu" (tanh) adds bias[N] (broadcast along rows) and applies
@@ -480,7 +481,7 @@ def matmul(epilogue: str, shape: Shape, quick_shape: Shape, dtype: str = "bf16")
         bytes_moved=out_bytes,
         mlir=mlir, flops=lambda s: 2 * s[0] * s[1] * s[2], rtol=MATMUL_RTOL,
         input_scales=lambda s: [1.0 / math.sqrt(s[2]), 1.0] + ([] if epilogue == "none" else [1.0]),
-        note="shape is MxNxK; flops 2*M*N*K",
+        note="shape is MxNxK; flops 2*M*N*K" + (f"; {note}" if note else ""),
     )
 
 
@@ -501,6 +502,12 @@ MATMUL_SHAPES = [((8192, 8192, 8192), (512, 512, 512)),
                  ((4096, 4096, 4096), (256, 256, 256)),
                  ((2048, 2048, 8192), (256, 256, 1024)),
                  ((16384, 16384, 1024), (512, 512, 128))]
+# PERF.md's large-K shapes: few output tiles, a long K (fusion-split-k splits them); the quick
+# shapes keep few tiles and a K long enough to split.
+MATMUL_LARGE_K_SHAPES = [((1024, 1024, 32768), (128, 128, 8192)),
+                         ((512, 512, 65536), (128, 128, 16384)),
+                         ((256, 4096, 16384), (64, 1024, 4096)),
+                         ((128, 128, 131072), (64, 64, 32768))]
 
 
 def _register_defaults() -> None:
@@ -526,6 +533,8 @@ def _register_defaults() -> None:
         register(rms_norm((32768, 4096), dt, (256, 4096)))
     for full, quick in MATMUL_SHAPES:
         register(matmul("none", full, quick))
+    for full, quick in MATMUL_LARGE_K_SHAPES:
+        register(matmul("none", full, quick, note="large K: split-K"))
     register(matmul("bias_relu", (8192, 8192, 8192), (512, 512, 512)))
     register(matmul("bias_gelu", (4096, 4096, 4096), (256, 256, 256)))
 

@@ -192,7 +192,8 @@ def test_new_families_cover_perf_shapes():
             assert f"layer_norm_{dt}_{shape}" in names
         assert f"var_mean_dim0_{dt}_32768x4096" in names
         assert f"rms_norm_{dt}_32768x4096" in names
-    for shape in ("8192x8192x8192", "4096x4096x4096", "2048x2048x8192", "16384x16384x1024"):
+    for shape in ("8192x8192x8192", "4096x4096x4096", "2048x2048x8192", "16384x16384x1024",
+                  "1024x1024x32768", "512x512x65536", "256x4096x16384", "128x128x131072"):
         assert f"matmul_bf16_{shape}" in names
     assert "matmul_bias_relu_bf16_8192x8192x8192" in names
     assert "matmul_bias_gelu_bf16_4096x4096x4096" in names
@@ -215,8 +216,20 @@ def test_new_families_bytes_and_flops():
     assert mm.inputs(mm.shape, "bf16") == [((2048, 8192), "bf16"), ((8192, 2048), "bf16")]
     assert mm.scales_for(mm.shape) == pytest.approx([1 / 8192 ** 0.5, 1.0])
     assert bench.rate_of(mm, mm.shape, 1.0) == pytest.approx(2 * 2048 * 2048 * 8192 / 1e-3 / 1e12)
+    big_k = _by_name("matmul_bf16_128x128x131072")
+    assert big_k.flops(big_k.shape) == 2 * 128 * 128 * 131072 and "split-K" in big_k.note
+    assert big_k.bytes_moved(big_k.shape, "bf16") == 2 * 128 * 131072 * 2 + 128 * 128 * 2
     gelu = _by_name("matmul_bias_gelu_bf16_4096x4096x4096")
     assert [s for s, _ in gelu.inputs(gelu.shape, "bf16")] == [(4096, 4096), (4096, 4096), (4096,)]
+
+
+def test_large_k_quick_shapes_still_split():
+    """fuser-bench --quick exercises the split path: the quick large-K shapes are split too."""
+    from fuser.passes.split_k import auto_decision
+    for w in bench.WORKLOADS:
+        if w.family == "matmul" and "split-K" in w.note:
+            assert auto_decision(*w.shape).splits > 1, w.name
+            assert auto_decision(*w.quick_shape).splits > 1, w.name
 
 
 def _np_dtype(dt):
