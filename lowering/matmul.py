@@ -121,7 +121,8 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
     combined with ping-pong.
 
     `splits` > 1 (a split-K matmul, `k` being one split's K): the grid covers tiles x splits work
-    items; the tile is still chosen from the output tiles alone (what fusion-split-k counted).
+    items, and the tile is chosen by the same rule with work items in place of tiles (so the
+    splits that fill the machine let the wide tiles run).
     """
     pp = _pingpong_heuristic(m, n, k, n_b, sms, tile) if pingpong < 0 else bool(pingpong)
     if pp:
@@ -132,7 +133,7 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
         if n_b > 1:
             tile = (128, 128)
         else:
-            tiles = lambda bm, bn: math.ceil(m / bm) * math.ceil(n / bn)  # noqa: E731
+            tiles = lambda bm, bn: math.ceil(m / bm) * math.ceil(n / bn) * splits  # noqa: E731 (work items)
             # one wave that is ~full (128 tiles on 132 SMs) still beats 128x128's two waves
             if n >= 256 and tiles(128, 256) >= 0.9 * sms:
                 tile = (128, 256)

@@ -17,9 +17,13 @@ once; the heuristic keeps that small by never making more work items than SMs.
 - `factor=auto` (default): ask the matmul scheduler's heuristic (`matmul_params`, which changes
   nothing) for the tile, count the output tiles, and split only when they fill at most half of
   the `sms` SMs and K is long (at least 64 K-slices of 64): S = min(sms // tiles, K-slices / 8),
-  so every split keeps at least 8 K-slices to amortize its pipeline fill. A matmul that the
-  scheduler fuses horizontally with another one sharing A (the gated MLP) is kept: its two
-  accumulators already share one main loop, and splitting would give that up.
+  so every split keeps at least 8 K-slices to amortize its pipeline fill. The tiles counted
+  there are those of the widest tile (128x256, else 256x128) whose tiles x S still make a ~full
+  wave, else 128x128: once split, a matmul has the work items to run the wide tile, whose main
+  loop moves 3/4 of 128x128's shared-memory bytes per FLOP (docs/matmul-notes.md); the
+  scheduler's `matmul_params(..., splits=S)` picks the same tile. A matmul that the scheduler
+  fuses horizontally with another one sharing A (the gated MLP) is kept: its two accumulators
+  already share one main loop, and splitting would give that up.
 - `factor=N` (N > 1) splits every matmul about N ways, whatever the heuristic says (an error if
   K has fewer than N slices of 64); `factor=1` splits nothing.
 - `sms`: the SMs to fill (132 on H100 and H200).
@@ -91,8 +95,21 @@ def auto_decision(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132) -
     if slices < MIN_K_SLICES:
         return SplitDecision(1, None, f"kept (K={k} is {slices} slices of {BK}, fewer than {MIN_K_SLICES}: "
                                       f"the reduction kernel would cost about what splitting saves)")
-    kc, s = chunking(k, min(sms // tiles, slices // MIN_SLICES_PER_SPLIT))
-    return SplitDecision(s, kc, f"split {s} ways, k_chunk={kc} ({what} on {sms} SMs, K={k})")
+    # Splits restore the parallelism the wide tiles lacked: take the first tile of the
+    # scheduler's order (128x256, 256x128, 128x128) whose tiles x splits make a ~full wave.
+    cands = [(128, 256)] * (n >= 256) + [(256, 128)] * (m >= 256) + [(128, 128)]
+    for bm, bn in cands:
+        t = math.ceil(m / bm) * math.ceil(n / bn)
+        target = min(sms // t, slices // MIN_SLICES_PER_SPLIT)
+        if target >= 2 and t * target >= 0.9 * sms:
+            break
+    kc, s = chunking(k, target)
+    if s < 2:
+        return SplitDecision(1, None, f"kept ({what}, K={k}: too few K-slices to split)")
+    q = matmul_params(m, n, kc, elem_bytes, sms, splits=s)  # the tile the scheduler will use
+    t = math.ceil(m / q.bm) * math.ceil(n / q.bn)
+    return SplitDecision(s, kc, f"split {s} ways, k_chunk={kc} ({t} tile{'s' if t != 1 else ''} of "
+                                f"{q.bm}x{q.bn} on {sms} SMs, K={k})")
 
 
 def forced_decision(op: F.MatmulOp, factor: int) -> SplitDecision:

@@ -131,9 +131,10 @@ def test_idempotent():
 
 
 @pytest.mark.parametrize("m,n,k,splits,kc", [
-    (1024, 1024, 32768, 2, 16384),     # 64 tiles of 128x128
-    (512, 512, 65536, 8, 8192),        # 16 tiles
-    (256, 4096, 16384, 2, 8192),       # 64 tiles
+    (1024, 1024, 32768, 4, 8192),      # 64 tiles of 128x128; split: 32 of 128x256 x 4
+    (512, 512, 65536, 16, 4096),       # 16 tiles; split: 8 of 128x256 x 16
+    (256, 4096, 16384, 4, 4096),       # 64 tiles; split: 32 of 128x256 x 4
+    (100, 200, 10000, 18, 576),        # 2 tiles; 157 slices / 8 = 19 asked, 9-slice chunks
     (128, 128, 131072, 128, 1024),     # 1 tile: 132 asked, 16-slice chunks make 128
     (8192, 8192, 8192, 1, None),       # 2048 tiles
     (2048, 2048, 8192, 1, None),       # 128 tiles of 128x256 fill the machine
@@ -142,9 +143,11 @@ def test_idempotent():
 def test_auto_decision(m, n, k, splits, kc):
     d = auto_decision(m, n, k)
     assert (d.splits, d.k_chunk) == (splits, kc), d.reason
-    if splits > 1:  # one wave: never more work items than SMs
-        p = matmul_params(m, n, kc)
-        assert math.ceil(m / p.bm) * math.ceil(n / p.bn) * splits <= 132
+    if splits > 1:  # one wave: never more work items than SMs; the reason names the scheduler's tile
+        p = matmul_params(m, n, kc, splits=splits)
+        tiles = math.ceil(m / p.bm) * math.ceil(n / p.bn)
+        assert tiles * splits <= 132 and not p.persistent
+        assert f"{tiles} tile{'s' if tiles > 1 else ''} of {p.bm}x{p.bn} on 132 SMs" in d.reason
         assert kc % 64 == 0 and kc >= 8 * 64 and math.ceil(k / kc) == splits
 
 
@@ -156,6 +159,8 @@ def test_chunking():
 
 
 def test_params_split_items():
+    # the tile rule counts work items: 32 tiles of 128x256 x 4 splits make a wave, 32 alone do not
+    assert (matmul_params(1024, 1024, 8192, splits=4).bn, matmul_params(1024, 1024, 32768).bn) == (256, 128)
     p = matmul_params(128, 128, 1024, splits=128)
     assert (p.bm, p.bn, p.grid, p.persistent) == (128, 128, 128, False)
     p = matmul_params(128, 128, 1024, splits=200)

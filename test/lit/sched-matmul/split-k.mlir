@@ -1,5 +1,5 @@
 // RUN: fuser-opt %s --split-input-file -p convert-fusion-to-sched | filecheck %s
-// RUN: fuser-opt %s --split-input-file -p 'convert-fusion-to-sched{sms=5}' | filecheck %s --check-prefix=PERS
+// RUN: fuser-opt %s --split-input-file -p 'convert-fusion-to-sched{sms=5 tile="128x128"}' | filecheck %s --check-prefix=PERS
 
 // A split-K matmul (what fusion-split-k makes of 128x128x131072 with a bias + gelu + bf16
 // epilogue): 1 tile x 128 splits = 128 work items, one CTA each (one wave on 132 SMs). Work
@@ -50,7 +50,7 @@ func.func @mm(%a: tensor<128x131072xbf16>, %b: tensor<131072x128xbf16>, %bias: t
 }
 
 // -----
-// More work items than SMs (6 tiles x 3 splits on 5 SMs): a persistent grid, each CTA walking
+// More work items than SMs (6 tiles of 128x128 x 3 splits on 5 SMs): a persistent grid, each CTA walking
 // items pid, pid + 5, ... The last split has 4 K-slices, not 6 (K = 1000 is 16 slices), so an
 // item's slice count is min(6, 16 - 6z), and the circular buffer's count before a CTA's i-th item
 // is 6i less 2 for each earlier item of the last split (items 12..17 of the walk).
