@@ -41,6 +41,12 @@ The kernel (one CTA per output tile, `matmul_params` picks the tile and the pipe
   loop and, once the loop has issued its last wgmma, arrives at the other's (only if the other
   has a next tile), then drains (one `wait_group 0`) and runs its epilogue while the other
   warpgroup's MMAs run. Warpgroup 1 opens warpgroup 0's first turn.
+- Split-K (`fusion.matmul ... k_chunk KC`, made by fusion-split-k): tiles x S work items, item w
+  is tile w % tiles of split z = w / tiles over K-slices [z*KC/64, min(K/64, (z+1)*KC/64)); it
+  stores its f32 tile at rows z*M.. of the [S, M, N] partials seen as [S*M, N] rows
+  (`memref.collapse_shape`). On a persistent grid the K-slice counter before a CTA's i-th item
+  is i*KC/64 less the shortfall of its earlier items in a shorter last split. The kernel's
+  `fuser.matmul` gains `split=S k_chunk=KC`; a reduction kernel sums the partials.
 - Horizontal fusion (`fuse_matmul_tasks`): matmuls sharing A whose results only meet in
   pointwise outputs (the gated MLP `silu(x @ W1) * (x @ W2)`) become one task: both wgmmas
   run in one main loop over one A tile and the epilogue combines the accumulators.
