@@ -375,6 +375,8 @@ def plan_fusion(fn: func.FuncOp, persistent: bool = True, block: int = 0) -> Pla
     for t in tasks:
         if t.kind not in ("reduction", "matmul"):
             continue
+        if t.kind == "matmul" and t.op.k_chunk is not None:  # split-K partials: the sum's kernel has the epilogue
+            continue
         rs = set(t.op.results)
         r = t.op.results[0]
         for o in list(pointwise_outputs):

@@ -448,3 +448,17 @@ def test_pipelines_run_split_k_after_welford():
     from fuser.passes.pipeline import NAMED_PIPELINES
     for name in ("default", "to-sched"):
         assert "fusion-translate-welford,fusion-split-k,convert-fusion-to-sched" in NAMED_PIPELINES[name]
+
+
+def test_partials_read_by_pointwise_output():
+    """A pointwise output computed from the partials is its own kernel (the split matmul kernel
+    stores the partials and nothing else)."""
+    text = """func.func @f(%a: tensor<128x4096xbf16>, %b: tensor<4096x128xbf16>) -> (tensor<4x128x128xf32>, tensor<128x128xf32>) {
+  %p = fusion.matmul %a, %b k_chunk 1024 : tensor<128x4096xbf16>, tensor<4096x128xbf16> -> tensor<4x128x128xf32>
+  %two = fusion.full 2.0 : tensor<4x128x128xf32>
+  %q = fusion.mul %p, %two : tensor<4x128x128xf32>
+  %s = fusion.reduce sum %p dims [0] : tensor<4x128x128xf32> to tensor<128x128xf32>
+  func.return %q, %s : tensor<4x128x128xf32>, tensor<128x128xf32>
+}"""
+    ir = after(text, "convert-fusion-to-sched")
+    assert ir.count("sched.kernel") == 3 and ir.count("sched.workspace : memref<4x128x128xf32>") == 1
