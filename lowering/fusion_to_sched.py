@@ -824,10 +824,14 @@ class ConvertFusionToSched(ModulePass):
     """Matmul consumers: 1 = ping-pong (alternate whole tiles, persistent grid), 0 = cooperative, -1 = heuristic."""
     matmul_cluster: int = 0
     """Matmul thread-block clusters: 2 = 2-CTA clusters along M sharing (multicasting) the B tile, 1 = off, 0 = heuristic."""
+    matmul_store: str = "auto"
+    """Matmul epilogue stores: "tma" = staged in shared memory and written by TMA stores, "direct" = st.global from the registers, "auto" = tma where the outputs allow it."""
     persistent: bool = True
     """Let the normalization scheduler keep rows on chip (false: separate reduction and pointwise kernels)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.matmul_store not in ("auto", "tma", "direct"):
+            raise ScheduleError(f"convert-fusion-to-sched: matmul_store must be one of auto, tma, direct, got '{self.matmul_store}'")
         for fn in [o for o in op.body.block.ops if isinstance(o, func.FuncOp)]:
             if any(o.dialect_name() == "fusion" for o in fn.walk()) or _has_tensor_signature(fn):
                 self._convert(op, fn)
