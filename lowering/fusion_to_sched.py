@@ -235,15 +235,15 @@ def emit_unary(kb: KernelBuilder, op: F.UnaryOp, x: SSAValue) -> SSAValue:
         case F.ReluOp():
             r = kb.fmax(x, kb.cf(0.0))
         case F.SigmoidOp():
-            r = kb.fdiv(one, kb.fadd(one, kb.math1(mathd.ExpOp, kb.v(arith.NegfOp(x)))))
+            r = kb.fdiv_approx(one, kb.fadd(one, kb.math1(mathd.ExpOp, kb.v(arith.NegfOp(x)))))
         case F.SiluOp():
-            r = kb.fdiv(x, kb.fadd(one, kb.math1(mathd.ExpOp, kb.v(arith.NegfOp(x)))))
+            r = kb.fdiv_approx(x, kb.fadd(one, kb.math1(mathd.ExpOp, kb.v(arith.NegfOp(x)))))
         case F.GeluOp() if op.approximate == "tanh":
             # 0.5*x*(1 + tanh(u)) == x / (1 + exp(-2u)): one exp and one division, no branch.
-            # exp overflowing to inf for very negative u gives x/inf = -0, the right limit.
+            # A huge divisor (exp -> inf for very negative u) gives 0, the right limit.
             u2 = kb.fmul(kb.cf(-2.0 * math.sqrt(2.0 / math.pi)),
                          kb.fadd(x, kb.fmul(kb.cf(0.044715), kb.fmul(x, kb.fmul(x, x)))))
-            r = kb.fdiv(x, kb.fadd(one, kb.math1(mathd.ExpOp, u2)))
+            r = kb.fdiv_approx(x, kb.fadd(one, kb.math1(mathd.ExpOp, u2)))
         case F.GeluOp():
             r = kb.fmul(kb.fmul(half, x), kb.fadd(one, kb.math1(mathd.ErfOp, kb.fmul(x, kb.cf(1.0 / math.sqrt(2.0))))))
         case _:

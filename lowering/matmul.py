@@ -17,8 +17,16 @@ The kernel (one CTA per output tile, `matmul_params` picks the tile and the pipe
   release the previous slot. Accumulators are loop-carried `vector<BN/2 x f32>` values.
 - After the main loop one `wgmma.wait_group 0` (inserted by sched-flush-wgmma before the first
   read) makes the accumulators readable; the epilogue evaluates every output of the task at
-  each accumulator element (the fusion's pointwise ops, bias/residual loads, casts) with the
-  `Evaluator` and stores pairs of columns, guarded for ragged edges.
+  each accumulator element (the fusion's pointwise ops, bias/residual loads clamped to the
+  tensor, casts) with the `Evaluator`.
+- Epilogue stores (`matmul_params(...).tma_store`, `convert-fusion-to-sched{matmul_store=}`):
+  by default each consumer warpgroup writes 64-row x 128-byte chunks of every output into two
+  128-byte-swizzled staging buffers of its own (32 KB for both warpgroups, after the barriers),
+  fences the async proxy, syncs its 128 threads on a named barrier (3 or 4), and one thread
+  writes the chunk with a TMA store (which drops what lies past the tensor's edge), then waits
+  only until the previous chunk's buffer has been read (`cp.async.bulk.wait_group.read 1`); the
+  warpgroup goes on while the stores drain. Outputs whose rows are not a multiple of 16 bytes
+  take `st.global` of column pairs from the registers instead, guarded at the edges.
 - Operand layouts: A [M,K] is K-major, A^T (stored [K,M]) M-major; B [K,N] is N-major, B^T
   (stored [N,K]) K-major. K-major tiles are one TMA box of (rows x 64) per slot; MN-major tiles
   are 64-wide chunks (64 k-rows x 64) side by side; wgmma reads either through descriptors.
