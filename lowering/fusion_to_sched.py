@@ -246,15 +246,15 @@ def emit_unary(kb: KernelBuilder, op: F.UnaryOp, x: SSAValue) -> SSAValue:
         case F.ReluOp():
             r = kb.fmax(x, kb.cf(0.0))
         case F.SigmoidOp():
-            r = kb.fdiv(one, kb.fadd(one, kb.math1(mathd.ExpOp, kb.v(arith.NegfOp(x)))))
+            r = kb.fdiv_approx(one, kb.fadd(one, kb.math1(mathd.ExpOp, kb.v(arith.NegfOp(x)))))
         case F.SiluOp():
-            r = kb.fdiv(x, kb.fadd(one, kb.math1(mathd.ExpOp, kb.v(arith.NegfOp(x)))))
+            r = kb.fdiv_approx(x, kb.fadd(one, kb.math1(mathd.ExpOp, kb.v(arith.NegfOp(x)))))
         case F.GeluOp() if op.approximate == "tanh":
             # 0.5*x*(1 + tanh(u)) == x / (1 + exp(-2u)): one exp and one division, no branch.
-            # exp overflowing to inf for very negative u gives x/inf = -0, the right limit.
+            # A huge divisor (exp -> inf for very negative u) gives 0, the right limit.
             u2 = kb.fmul(kb.cf(-2.0 * math.sqrt(2.0 / math.pi)),
                          kb.fadd(x, kb.fmul(kb.cf(0.044715), kb.fmul(x, kb.fmul(x, x)))))
-            r = kb.fdiv(x, kb.fadd(one, kb.math1(mathd.ExpOp, u2)))
+            r = kb.fdiv_approx(x, kb.fadd(one, kb.math1(mathd.ExpOp, u2)))
         case F.GeluOp():
             r = kb.fmul(kb.fmul(half, x), kb.fadd(one, kb.math1(mathd.ErfOp, kb.fmul(x, kb.cf(1.0 / math.sqrt(2.0))))))
         case _:
@@ -871,10 +871,14 @@ class ConvertFusionToSched(ModulePass):
     """Matmul consumers: 1 = ping-pong (alternate whole tiles, persistent grid), 0 = cooperative, -1 = heuristic."""
     matmul_cluster: int = 0
     """Matmul thread-block clusters: 2 = 2-CTA clusters along M sharing (multicasting) the B tile, 1 = off, 0 = heuristic."""
+    matmul_store: str = "auto"
+    """Matmul epilogue stores: "tma" = staged in shared memory and written by TMA stores, "direct" = st.global from the registers, "auto" = tma where the outputs allow it."""
     persistent: bool = True
     """Let the normalization scheduler keep rows on chip (false: separate reduction and pointwise kernels)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.matmul_store not in ("auto", "tma", "direct"):
+            raise ScheduleError(f"convert-fusion-to-sched: matmul_store must be one of auto, tma, direct, got '{self.matmul_store}'")
         for fn in [o for o in op.body.block.ops if isinstance(o, func.FuncOp)]:
             if any(o.dialect_name() == "fusion" for o in fn.walk()) or _has_tensor_signature(fn):
                 self._convert(op, fn)

@@ -126,6 +126,12 @@ class KernelBuilder:
     def fdiv(self, a, b):
         return self.v(arith.DivfOp(a, b))
 
+    def fdiv_approx(self, a, b):
+        """a / b as PTX div.approx.f32 (the `afn arcp` flags): at most 2 ulp for divisors in the
+        normal range, 0 for |b| > 2^126. For our own expansions whose divisor is 1 + exp(.) >= 1
+        (sigmoid, silu, gelu), where the IEEE division's ~40 instructions buy nothing."""
+        return self.v(arith.DivfOp(a, b, flags=arith.FastMathFlagsAttr(["afn", "arcp"])))
+
     def fmax(self, a, b):
         return self.v(arith.MaximumfOp(a, b))
 

@@ -17,8 +17,16 @@ The kernel (one CTA per output tile, `matmul_params` picks the tile and the pipe
   release the previous slot. Accumulators are loop-carried `vector<BN/2 x f32>` values.
 - After the main loop one `wgmma.wait_group 0` (inserted by sched-flush-wgmma before the first
   read) makes the accumulators readable; the epilogue evaluates every output of the task at
-  each accumulator element (the fusion's pointwise ops, bias/residual loads, casts) with the
-  `Evaluator` and stores pairs of columns, guarded for ragged edges.
+  each accumulator element (the fusion's pointwise ops, bias/residual loads clamped to the
+  tensor, casts) with the `Evaluator`.
+- Epilogue stores (`matmul_params(...).tma_store`, `convert-fusion-to-sched{matmul_store=}`):
+  by default each consumer warpgroup writes 64-row x 128-byte chunks of every output into two
+  128-byte-swizzled staging buffers of its own (32 KB for both warpgroups, after the barriers),
+  fences the async proxy, syncs its 128 threads on a named barrier (3 or 4), and one thread
+  writes the chunk with a TMA store (which drops what lies past the tensor's edge), then waits
+  only until the previous chunk's buffer has been read (`cp.async.bulk.wait_group.read 1`); the
+  warpgroup goes on while the stores drain. Outputs whose rows are not a multiple of 16 bytes
+  take `st.global` of column pairs from the registers instead, guarded at the edges.
 - Operand layouts: A [M,K] is K-major, A^T (stored [K,M]) M-major; B [K,N] is N-major, B^T
   (stored [N,K]) K-major. K-major tiles are one TMA box of (rows x 64) per slot; MN-major tiles
   are 64-wide chunks (64 k-rows x 64) side by side; wgmma reads either through descriptors.
@@ -46,7 +54,9 @@ The kernel (one CTA per output tile, `matmul_params` picks the tile and the pipe
   stores its f32 tile at rows z*M.. of the [S, M, N] partials seen as [S*M, N] rows
   (`memref.collapse_shape`). On a persistent grid the K-slice counter before a CTA's i-th item
   is i*KC/64 less the shortfall of its earlier items in a shorter last split. The kernel's
-  `fuser.matmul` gains `split=S k_chunk=KC`; a reduction kernel sums the partials.
+  `fuser.matmul` gains `split=S k_chunk=KC`; a reduction kernel sums the partials. Its stores
+  are direct: a 2-D TMA store into the [S*M, N] view would not drop a ragged tile's rows past M
+  (they would land in the next split's rows).
 - Horizontal fusion (`fuse_matmul_tasks`): matmuls sharing A whose results only meet in
   pointwise outputs (the gated MLP `silu(x @ W1) * (x @ W2)`) become one task: both wgmmas
   run in one main loop over one A tile and the epilogue combines the accumulators.
@@ -55,7 +65,7 @@ The kernel (one CTA per output tile, `matmul_params` picks the tile and the pipe
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import (ArrayAttr, DenseArrayBase, DenseIntOrFPElementsAttr, IndexType, IntegerAttr, StringAttr,
@@ -94,6 +104,7 @@ class MatmulParams:
     grid: int = 0  # CTAs launched (tiles when not persistent)
     pingpong: bool = False  # each consumer warpgroup owns whole tiles, alternating (see module doc)
     cluster: int = 1  # CTAs per cluster along M (2: the pair shares and multicasts the B tile)
+    tma_store: bool = False  # epilogue staged in shared memory and written by TMA stores (see module doc)
 
     @property
     def threads(self) -> int:
@@ -104,9 +115,25 @@ def stage_bytes(bm: int, bn: int, n_b: int = 1, elem: int = 2) -> int:
     return (bm + n_b * bn) * BK * elem
 
 
+STAGING_BYTES = 64 * 128  # one TMA-store staging buffer: 64 rows of one 128-byte swizzle row
+STAGING_TOTAL = 2 * 2 * STAGING_BYTES  # two consumer warpgroups, double-buffered
+
+
+def store_choice(store: str, blocker: str = "") -> bool:
+    """Whether the epilogue goes through shared memory and TMA stores: `store` is "auto" (the
+    heuristic: TMA whenever the outputs allow it), "tma" or "direct" (st.global from the
+    registers); `blocker` says why the outputs cannot take TMA stores ("" = they can)."""
+    if store not in ("auto", "tma", "direct"):
+        raise ValueError(f"matmul_store={store!r}: must be auto, tma or direct")
+    if store == "tma" and blocker:
+        raise ValueError(f"matmul_store=tma: {blocker}")
+    return store != "direct" and not blocker
+
+
 def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n_b: int = 1,
                   tile: tuple[int, int] | None = None, stages: int = 0, persistent: int = -1,
-                  pingpong: int = -1, cluster: int = 0, splits: int = 1) -> MatmulParams:
+                  pingpong: int = -1, cluster: int = 0, store: str = "auto", store_blocker: str = "",
+                  splits: int = 1) -> MatmulParams:
     """Tile and pipeline depth for an MxNxK matmul (`n_b` B operands share the A tile).
 
     Larger tiles halve the operand traffic per FLOP (128x256 moves 3/4 of 128x128's bytes per
@@ -126,15 +153,20 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
     `cluster` (0 = heuristic, 1 = off, 2 = 2-CTA clusters along M; see `cluster_choice`); not
     combined with ping-pong.
 
+    `store` ("auto", "tma", "direct"; see `store_choice`): with TMA stores the staging buffers
+    (`STAGING_TOTAL` bytes) come out of the pipeline's shared-memory budget.
+
     `splits` > 1 (a split-K matmul, `k` being one split's K): the grid covers tiles x splits work
     items, and the tile is chosen by the same rule with work items in place of tiles (so the
     splits that fill the machine let the wide tiles run).
     """
+    tma = store_choice(store, store_blocker)
+    reserve = STAGING_TOTAL if tma else 0
     pp = _pingpong_heuristic(m, n, k, n_b, sms, tile) if pingpong < 0 else bool(pingpong)
     if pp:
         if cluster == 2:
             raise ValueError("ping-pong consumers and 2-CTA clusters are not combined; force one of them")
-        return _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages, splits)
+        return _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages, reserve, splits)
     if tile is None:
         if n_b > 1:
             tile = (128, 128)
@@ -152,25 +184,27 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
         raise ValueError(f"tile {bm}x{bn} is not one of {', '.join(f'{a}x{b}' for a, b in TILES)}")
     if n_b > 1 and (bm, bn) != (128, 128):
         raise ValueError(f"a horizontally fused matmul needs the 128x128 tile, not {bm}x{bn}")
-    stages = _stage_count(bm, bn, n_b, elem_bytes, k, stages)
+    stages = _stage_count(bm, bn, n_b, elem_bytes, k, stages, reserve)
     n_items = math.ceil(m / bm) * math.ceil(n / bn) * splits
     persist = n_items > sms if persistent < 0 else bool(persistent)
     grid = min(sms, n_items) if persist else n_items
     cl = cluster_choice(m, n, k, bm, bn, cluster)
     if cl > 1:
-        return _cluster_params(m, n, bm, bn, stages, persist, sms, cl, splits)
-    return MatmulParams(bm, bn, stages, persistent=persist, grid=grid)
+        return replace(_cluster_params(m, n, bm, bn, stages, persist, sms, cl, splits), tma_store=tma)
+    return MatmulParams(bm, bn, stages, persistent=persist, grid=grid, tma_store=tma)
 
 
-def _stage_count(bm: int, bn: int, n_b: int, elem_bytes: int, k: int, stages: int) -> int:
+def _stage_count(bm: int, bn: int, n_b: int, elem_bytes: int, k: int, stages: int, reserve: int = 0) -> int:
     """Pipeline depth: `stages` if given (checked against the shared-memory budget), else as
-    many slots as fit, at most 8 and no more than the K-slices."""
+    many slots as fit next to `reserve` bytes (and the barriers), at most 8 and no more than
+    the K-slices."""
     per = stage_bytes(bm, bn, n_b, elem_bytes)
-    fit = (SMEM_BUDGET - 1024) // per
+    fit = (SMEM_BUDGET - 1024 - reserve) // per
     if stages <= 0:
         stages = max(2, min(fit, 8, max(2, math.ceil(k / BK))))
     if stages > fit:
-        raise ValueError(f"{stages} stages of {per} bytes exceed the {SMEM_BUDGET}-byte shared-memory budget")
+        raise ValueError(f"{stages} stages of {per} bytes" + (f" and {reserve} bytes of epilogue staging" if reserve else "")
+                         + f" exceed the {SMEM_BUDGET}-byte shared-memory budget")
     return stages
 
 
@@ -179,7 +213,7 @@ def _pingpong_heuristic(m: int, n: int, k: int, n_b: int, sms: int, tile) -> boo
     return False
 
 
-def _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages, splits=1) -> MatmulParams:
+def _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages, reserve, splits=1) -> MatmulParams:
     if tile is None:
         tile = (64, 128) if n_b > 1 else (128, 128)
     bm, bn = tile
@@ -187,9 +221,9 @@ def _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages, splits=1) -> M
         raise ValueError(f"ping-pong tile {bm}x{bn} is not one of {', '.join(f'{a}x{b}' for a, b in PINGPONG_TILES)}")
     if n_b > 1 and (bm, bn) != (64, 128):
         raise ValueError(f"a horizontally fused ping-pong matmul needs the 64x128 tile, not {bm}x{bn}")
-    stages = _stage_count(bm, bn, n_b, elem_bytes, k, stages)
+    stages = _stage_count(bm, bn, n_b, elem_bytes, k, stages, reserve)
     n_items = math.ceil(m / bm) * math.ceil(n / bn) * splits
-    return MatmulParams(bm, bn, stages, persistent=True, grid=min(sms, n_items), pingpong=True)
+    return MatmulParams(bm, bn, stages, persistent=True, grid=min(sms, n_items), pingpong=True, tma_store=reserve > 0)
 
 
 def cluster_choice(m: int, n: int, k: int, bm: int, bn: int, cluster: int = 0) -> int:
@@ -338,25 +372,30 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
                             f"K-slices, so k_chunk must be a multiple of {BK}", op)
     if nsplit > 1 and len(mats) > 1:
         raise ScheduleError("'fusion.matmul' with k_chunk cannot share a main loop with another matmul", op)
+    results = [x.result for x in mats]
+    store = getattr(task, "store_results", set(results))
+    outputs = [o for o in dict.fromkeys(task.outputs) if o not in results or o in store]
+    if not outputs:
+        return
+    # a 2-D TMA store of the [S*M, N] view would not drop a ragged tile's rows past M: they
+    # would land in the next split's rows
+    blocker = _tma_store_blocker(outputs, n) if kc is None else "split-K partials are stored directly"
     try:
         p = matmul_params(m, n, min(k, kc or k), 2, opts.sms, len(mats), tile, getattr(opts, "stages", 0) or 0,
                           getattr(opts, "matmul_persistent", -1), getattr(opts, "matmul_pingpong", -1),
-                          getattr(opts, "matmul_cluster", 0), nsplit)
+                          getattr(opts, "matmul_cluster", 0), getattr(opts, "matmul_store", "auto"),
+                          blocker, nsplit)
     except ValueError as err:
         raise ScheduleError(f"'fusion.matmul' {m}x{n}x{k}: {err}", op) from None
 
     ta, tb = op.transpose_a is not None, op.transpose_b is not None
     bm, bn, S = p.bm, p.bn, p.stages
     nb = len(mats)
-    results = [x.result for x in mats]
-    store = getattr(task, "store_results", set(results))
-    outputs = [o for o in dict.fromkeys(task.outputs) if o not in results or o in store]
-    if not outputs:
-        return
     # Epilogue reads: leaves of the outputs other than the matmul results.
     reads: set[SSAValue] = set()
     for o in outputs:
-        reads |= _leaves(o, (materialized | set(results)) - {o}, args)
+        if o not in results:  # a stored result is the accumulator itself (its operands come by TMA)
+            reads |= _leaves(o, (materialized | set(results)) - {o}, args)
     reads -= set(results)
     reads_l = sorted(reads, key=lambda v: str(v.name_hint))
 
@@ -369,9 +408,12 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     host = em.host
     tm_a = host.v(sched.TensorMapOp(em.buffers[op.a], a_box, 128))
     tm_bs = [host.v(sched.TensorMapOp(em.buffers[x.b], b_box, 128)) for x in mats]
+    # TMA stores write (64 rows x 128 bytes) boxes of each output from the staging buffers
+    tm_outs = [host.v(sched.TensorMapOp(em.buffers[o], [64, 128 // _elem_bytes(o)], 128)) for o in outputs] \
+        if p.tma_store else []
     out_bufs = [em.buffers[o] for o in outputs]
     read_bufs = [em.buffers[v] for v in reads_l]
-    host_bufs = list(dict.fromkeys([tm_a, *tm_bs, *out_bufs, *read_bufs]))
+    host_bufs = list(dict.fromkeys([tm_a, *tm_bs, *tm_outs, *out_bufs, *read_bufs]))
 
     elem_t = F._elem(op.a)
     a_elems, b_elems = bm * BK, bn * BK
@@ -379,6 +421,9 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     b_off = S * a_elems * 2
     bar_off = b_off + nb * S * b_elems * 2
     smem = bar_off + 2 * S * 8
+    staging_off = -(-smem // 1024) * 1024  # the 128-byte swizzle wants 1024-byte alignment
+    if p.tma_store:
+        smem = staging_off + STAGING_TOTAL
     tiles_m, tiles_n = math.ceil(m / bm), math.ceil(n / bn)
     last_m0 = (tiles_m - 1) * bm if cl and tiles_m % 2 else None
     if cl:  # an even number of tile rows (the padding row's CTAs load real A rows, store nothing)
@@ -403,6 +448,8 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     if cl:
         kop.properties["cluster"] = DenseArrayBase.from_list(i64, [p.cluster, 1, 1])
         kop.attributes["fuser.matmul"] = StringAttr(kop.attributes["fuser.matmul"].data + f" cluster={p.cluster}")
+    kop.attributes["fuser.matmul"] = StringAttr(kop.attributes["fuser.matmul"].data
+                                                + (" store=tma" if p.tma_store else " store=direct"))
     kb = KernelBuilder(kop.body.block)
     kargs = list(kop.body.block.args)
     pos = {b: i for i, b in enumerate(host_bufs)}
@@ -416,6 +463,7 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
             operands=[part], result_types=[view_t],
             properties={"reassociation": ArrayAttr([ArrayAttr([IntegerAttr(0, i64), IntegerAttr(1, i64)]),
                                                     ArrayAttr([IntegerAttr(2, i64)])])}))
+    staging = _Staging(kb, staging_off, outputs, [karg(t) for t in tm_outs]) if p.tma_store else None
 
     sa = kb.v(sched.AllocOp(sched.memref([S, a_elems], elem_t, sched.SHARED)))
     sa.owner.properties["offset"] = IntegerAttr(a_off, i64)
@@ -539,6 +587,10 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
         zero = b.v(arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(acc_t, [0.0] * (bn // 2))))
         peer = b.v(arith.XOrIOp(b.rem(pid, 2), b.c(1))) if cl else None
         inits = [zero] * (nb * msubs)
+        # wgmma descriptors of element 0 of each operand buffer (K-major: 16-byte LBO; MN-major:
+        # 64-wide chunks BK*128 bytes apart); the main loop only adds offsets to them
+        da0 = b.v(sched.WgmmaDescOp(sa, [b.c(0), b.c(0)], 128, 64 * BK * 2 if ta else 16, 1024))
+        db0 = [b.v(sched.WgmmaDescOp(sb, [b.c(0), b.c(0)], 128, 16 if tb else 64 * BK * 2, 1024)) for sb in sbs]
         wg_row = b.c(0) if p.pingpong else b.mul(wg, rows_per_wg)  # this warpgroup's first tile row
 
         def tile(tk: KernelBuilder, base, m0, n0, ks: KSpan, after_mainloop=None):
@@ -549,20 +601,19 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
               lb.emit(sched.MBarrierWaitOp(full, s, ph))
               lb.emit(sched.WgmmaFenceOp())
               accs = list(accs)
+              # descriptors of this slot: the kernel's base descriptors moved by element offsets
+              sa_s = lb.mul(s, a_elems)
+              sb_s = lb.mul(s, b_elems)
               for kk in range(BK // 16):
                   for i in range(msubs):
                       row = lb.add(wg_row, 64 * i)  # first row of this m64 in the tile
                       if ta:  # M-major: chunk = row // 64, k rows of 64 elements
                           a_idx = lb.add(lb.mul(lb.div(row, 64), 64 * BK), kk * 16 * 64)
-                          da = lb.v(sched.WgmmaDescOp(sa, [s, a_idx], 128, 64 * BK * 2, 1024))
                       else:   # K-major: rows of 64 elements
                           a_idx = lb.add(lb.mul(row, BK), kk * 16)
-                          da = lb.v(sched.WgmmaDescOp(sa, [s, a_idx], 128, 16, 1024))
+                      da = _desc_plus(lb, da0, lb.add(sa_s, a_idx))
                       for j in range(nb):
-                          if tb:
-                              db = lb.v(sched.WgmmaDescOp(sbs[j], [s, lb.c(kk * 16)], 128, 16, 1024))
-                          else:
-                              db = lb.v(sched.WgmmaDescOp(sbs[j], [s, lb.c(kk * 16 * 64)], 128, 64 * BK * 2, 1024))
+                          db = _desc_plus(lb, db0[j], lb.add(sb_s, kk * 16 if tb else kk * 16 * 64))
                           x = j * msubs + i
                           accs[x] = lb.v(sched.WgmmaMmaAsyncOp(da, db, accs[x], bn, et, ta, not tb))
               lb.emit(sched.WgmmaCommitGroupOp())
@@ -585,10 +636,13 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
             if ks.split is not None:  # split z's rows z*M .. z*M + M-1 of the [S*M, N] view, guarded against M
                 rows = tk.add(tk.mul(ks.split, m), m)
                 row0 = tk.add(m0, tk.mul(ks.split, m))
-            _epilogue(tk, accs, mats, outputs, reads_l, amap, rows, n, row0, n0, wg_row, warp, lane, msubs, bn)
+            _epilogue(tk, accs, mats, outputs, reads_l, amap, rows, n, row0, n0, wg_row, warp, lane, msubs, bn,
+                      staging, wg, ltid)
 
         if not p.pingpong:
             tiles_loop(b, tile)
+            if staging is not None:
+                staging.drain(b, ltid)
             return
         # Ping-pong: warpgroup w takes this CTA's tiles w, w + 2, ...; named barrier 1 + w says
         # "w may start its main loop". Each warpgroup, once its K loop has issued every wgmma,
@@ -619,6 +673,8 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
         one(inner, loop_blk.args[0], [])
         inner.emit(scf.YieldOp())
         b.emit(scf.ForOp(wg, mine, b.c(2), [], Region(loop_blk)))
+        if staging is not None:
+            staging.drain(b, ltid)
 
     _if_else(kb, kb.lt(tid, 128), producer, consumer)
     if cl:  # no CTA exits while its peer may still arrive on its barriers
@@ -675,36 +731,126 @@ def _release(b: KernelBuilder, empty, idx, peer) -> None:
         b.emit(sched.MBarrierArriveClusterOp(empty, idx, peer))
 
 
+def _desc_plus(b: KernelBuilder, base: SSAValue, elems: SSAValue) -> SSAValue:
+    """A wgmma descriptor moved `elems` 2-byte elements on: its start-address field (bits 0-13)
+    counts 16-byte units, and shared memory (< 256 KB) keeps the sum inside the field."""
+    units = b.v(arith.IndexCastOp(b.div(elems, 8), i64))
+    return b.v(arith.AddiOp(base, units))
+
+
+def _elem_bytes(v: SSAValue) -> int:
+    return {"f32": 4, "bf16": 2, "f16": 2}.get(F.dtype_name(F._elem(v)), 0)
+
+
+def _tma_store_blocker(outputs, n: int) -> str:
+    """Why the epilogue's outputs cannot be written by TMA stores ("" when they can)."""
+    for o in outputs:
+        eb = _elem_bytes(o)
+        if not eb:
+            return f"output {o.type} is not f32, bf16 or f16"
+        if n * eb % 16:
+            return f"output {o.type} has rows of {n * eb} bytes; TMA stores need a multiple of 16"
+    return ""
+
+
+class _Staging:
+    """The TMA-store epilogue's shared memory: per consumer warpgroup two (64 rows x 128 bytes)
+    buffers in the 128-byte-swizzled layout the output tensor maps expect. A warpgroup writes a
+    chunk of one output into a buffer, one thread stores it with TMA, and the next chunk goes
+    to the other buffer while the first is read out. There is one view of the buffers per
+    output element type (they share the offset)."""
+
+    def __init__(self, kb: KernelBuilder, offset: int, outputs, maps):
+        self.maps = dict(zip(outputs, maps))
+        self.bufs = {}
+        for o in outputs:
+            t = F._elem(o)
+            if t not in self.bufs:
+                buf = kb.v(sched.AllocOp(sched.memref([2, 2, STAGING_BYTES // _elem_bytes(o)], t, sched.SHARED)))
+                buf.owner.properties["offset"] = IntegerAttr(offset, i64)
+                self.bufs[t] = buf
+
+    @staticmethod
+    def barrier(b: KernelBuilder, wg: SSAValue) -> None:
+        """bar.sync of this warpgroup's 128 threads (named barriers 3 and 4; 1 and 2 are ping-pong's)."""
+        _if_else(b, b.eq(wg, 0), lambda q: q.emit(sched.NamedBarrierOp("sync", 3, 128)),
+                 lambda q: q.emit(sched.NamedBarrierOp("sync", 4, 128)))
+
+    def store_chunks(self, b: KernelBuilder, values, outputs, wg, ltid, warp, lane, row0, n0, bn: int) -> None:
+        """Write one 64-row m-sub: `values[(half, c8, dx)]` are this thread's output values (in
+        `outputs` order) at accumulator row 8*half and column 8*c8 + dx of its fragment."""
+        r8 = b.div(lane, 4)
+        for oi, o in enumerate(outputs):
+            t, eb = F._elem(o), _elem_bytes(o)
+            cols = 128 // eb  # columns per chunk: one swizzle row
+            buf = self.bufs[t]
+            lane_byte = b.mul(b.rem(lane, 4), 2 * eb)
+            lane_chunk = b.div(lane_byte, 16)
+            lane_elem = b.div(b.rem(lane_byte, 16), eb)
+            row_elems = [b.mul(b.add(b.add(b.mul(warp, 16), r8), 8 * half), cols) for half in range(2)]
+            assert (bn // cols) % 2 == 0  # chunks per tile even: the buffers alternate the same way every tile
+            for cc in range(bn // cols):
+                slot = cc % 2
+                for half in range(2):
+                    for j in range(cols // 8):
+                        c8 = cc * cols // 8 + j
+                        chunk = b.v(arith.XOrIOp(b.add(lane_chunk, 8 * j * eb // 16), r8))  # 128-byte swizzle
+                        idx = b.add(row_elems[half], b.add(b.mul(chunk, 16 // eb), lane_elem))
+                        b.store([b.trunc(values[(half, c8, dx)][oi], t) for dx in range(2)], buf, [wg, b.c(slot), idx])
+                # the copy engine reads what the threads wrote: proxy fence, then the warpgroup's barrier
+                b.emit(sched.FenceProxyAsyncOp())
+                self.barrier(b, wg)
+
+                def issue(q: KernelBuilder, slot=slot, cc=cc, o=o, buf=buf):
+                    q.emit(sched.TmaStoreOp(buf, [wg, q.c(slot), q.c(0)], self.maps[o], [row0, q.add(n0, cc * cols)]))
+                    q.emit(sched.BulkCommitGroupOp())
+                    # the previous chunk's store has read its buffer: the next chunk may overwrite it
+                    q.emit(sched.BulkWaitGroupOp(1, read=True))
+                _if(b, b.eq(ltid, 0), issue)
+                self.barrier(b, wg)
+
+    @staticmethod
+    def drain(b: KernelBuilder, ltid: SSAValue) -> None:
+        """The shared memory must outlive the last stores' reads: wait for them before exiting."""
+        _if(b, b.eq(ltid, 0), lambda q: q.emit(sched.BulkWaitGroupOp(0)))
+
+
 def _epilogue(b: KernelBuilder, accs, mats, outputs, reads, amap, m, n, m0, n0, wg_row, warp, lane, msubs,
-              bn) -> None:
-    """Evaluate and store every output at each accumulator element this thread holds.
+              bn, staging: _Staging | None = None, wg=None, ltid=None) -> None:
+    """Evaluate every output at each accumulator element this thread holds, then store: straight
+    from the registers (pairs of columns, guarded at the edges), or through `staging` and TMA
+    stores (which drop what falls outside the tensor).
 
     Accumulator layout of wgmma m64nNk16 (f32): register j of thread (warp w, lane l) holds row
-    16w + l/4 + 8*((j%4)/2), column 8*(j/4) + 2*(l%4) + j%2 of the 64xN tile.
+    16w + l/4 + 8*((j%4)/2), column 8*(j/4) + 2*(l%4) + j%2 of the 64xN tile. Elements past the
+    edge of a ragged tile are computed too (their reads clamped to the last row/column) and
+    dropped.
     """
     nb = len(mats)
     results = [x.result for x in mats]
     row_base = b.add(b.add(m0, wg_row), b.add(b.mul(warp, 16), b.div(lane, 4)))
     col_base = b.add(n0, b.mul(b.rem(lane, 4), 2))
     ev_bufs = {v: amap[v] for v in reads}
+    clamp = (lambda x, hi: b.v(arith.MinUIOp(x, b.c(hi - 1)))) if reads else (lambda x, hi: x)
     pair = n % 2 == 0
     for i in range(msubs):
         vals = [[b.extract(accs[j * msubs + i], e) for e in range(bn // 2)] for j in range(nb)]
+        values = {}
         for half in range(2):
             row = b.add(row_base, 64 * i + 8 * half)
-            row_ok = b.lt(row, m)
+            row_c = clamp(row, m)
             for c8 in range(bn // 8):
                 col = b.add(col_base, 8 * c8)
                 e0 = 4 * c8 + 2 * half
-                lanes = []
                 for dx in range(2):
                     ev = Evaluator(b, ev_bufs, {r: vals[j][e0 + dx] for j, r in enumerate(results)})
-                    cidx = b.add(col, dx)
-                    lanes.append([ev(o, [row, cidx], 1)[0] for o in outputs])
+                    values[(half, c8, dx)] = [ev(o, [row_c, clamp(b.add(col, dx), n)], 1)[0] for o in outputs]
+                if staging is not None:
+                    continue
                 if pair:
-                    ok = b.andi(row_ok, b.lt(col, n))
+                    ok = b.andi(b.lt(row, m), b.lt(col, n))
 
-                    def st(q: KernelBuilder, lanes=lanes, row=row, col=col):
+                    def st(q: KernelBuilder, row=row, col=col, lanes=(values[(half, c8, 0)], values[(half, c8, 1)])):
                         for oi, o in enumerate(outputs):
                             t = F._elem(o)
                             q.store([q.trunc(lanes[0][oi], t), q.trunc(lanes[1][oi], t)], amap[o], [row, col])
@@ -712,12 +858,14 @@ def _epilogue(b: KernelBuilder, accs, mats, outputs, reads, amap, m, n, m0, n0, 
                 else:
                     for dx in range(2):
                         cidx = b.add(col, dx)
-                        ok = b.andi(row_ok, b.lt(cidx, n))
+                        ok = b.andi(b.lt(row, m), b.lt(cidx, n))
 
-                        def st1(q: KernelBuilder, dx=dx, cidx=cidx, row=row):
+                        def st1(q: KernelBuilder, cidx=cidx, row=row, lane_vals=values[(half, c8, dx)]):
                             for oi, o in enumerate(outputs):
-                                q.store([q.trunc(lanes[dx][oi], F._elem(o))], amap[o], [row, cidx])
+                                q.store([q.trunc(lane_vals[oi], F._elem(o))], amap[o], [row, cidx])
                         _if(b, ok, st1)
+        if staging is not None:
+            staging.store_chunks(b, values, outputs, wg, ltid, warp, lane, b.add(b.add(m0, wg_row), 64 * i), n0, bn)
 
 
 __all__ = ["MatmulParams", "matmul_params", "emit_matmul", "fuse_matmul_tasks", "stage_bytes"]

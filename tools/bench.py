@@ -9,7 +9,9 @@
 Method (see PERF.md): every row is checked for correctness against torch eager before it is
 timed (a fast wrong kernel is a FAIL, not a number); times are medians after warm-up
 (`triton.testing.do_bench` when triton imports, CUDA events otherwise); inputs that fit in L2
-are rotated through enough copies to exceed it; inputs are random, never zeros. Ratios are
+are rotated through enough copies to exceed it; inputs are random, never zeros; tensor-core
+(TFLOP/s) rows are timed in two rounds in opposite peer orders, keeping each peer's faster
+median, so that no peer alone runs on the boost clock of a cool GPU. Ratios are
 peer time / fuser time, so > 1 means fuser is faster. "% ceil" is the fuser rate over the
 measured device-to-device copy bandwidth (GB/s rows) or over the bf16 tensor-core peak
 (TFLOP/s rows).
@@ -745,17 +747,22 @@ class Bench:
             with torch.no_grad():
                 ref = w.torch_fn(*sets[0])
                 torch.cuda.synchronize()
+                timed = [(row.eager, w.torch_fn)]
                 if w.mlir is None:
                     row.status = "anchor"
                 else:
-                    self._fuser(w, row, sets, ref)
-                self._peer(row.eager, w, w.torch_fn, sets, shape)
+                    kernel = self._fuser(w, row, sets, ref)
+                    if kernel is not None:
+                        timed.insert(0, (row.fuser, kernel))
                 if "compile" in self.peers and w.compile_peer:
-                    self._compile_peer(w, row, sets, ref, shape)
+                    compiled = self._compile_peer(w, row, sets, ref)
+                    if compiled is not None:
+                        timed.append((row.compile, compiled))
                 elif w.compile_peer:
                     row.compile.error = "skipped (--no-compile)"
                 else:
                     row.compile.error = "not a peer for this workload"
+                self._time_peers(w, timed, sets, shape)
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as e:  # inputs or the eager reference failed (out of memory, ...)
@@ -773,7 +780,8 @@ class Bench:
         self._ceiling(row)
         return row
 
-    def _fuser(self, w: Workload, row: RowResult, sets: list[list[Any]], ref: Any) -> None:
+    def _fuser(self, w: Workload, row: RowResult, sets: list[list[Any]], ref: Any) -> Callable[..., Any] | None:
+        """The compiled fusion once its result has been checked (None: the row says why not)."""
         import fuser.api as api
 
         t0 = time.perf_counter()
@@ -785,7 +793,7 @@ class Bench:
             msg = _short(e)
             row.status = "unsupported" if is_unsupported(msg) else "ERROR"
             row.fuser.error = "compile: " + msg
-            return
+            return None
         row.compile_seconds["fuser"] = time.perf_counter() - t0
         try:
             got = kernel(*sets[0])
@@ -794,20 +802,21 @@ class Bench:
             raise
         except BaseException as e:
             row.status, row.fuser.error = "ERROR", "run: " + _short(e)
-            return
+            return None
         try:
             err = self.rel_err(got, ref)
         except ValueError as e:  # wrong shape, dtype or number of outputs
             row.status, row.fuser.error = "FAIL", str(e)
-            return
+            return None
         del got  # free the output before timing
         row.fuser.rel_err = err
         if not err <= w.rtol:
             row.status, row.fuser.error = "FAIL", f"relative error {err:.3g} > {w.rtol:g}"
-            return
-        self._peer(row.fuser, w, kernel, sets, row.shape)
+            return None
+        return kernel
 
-    def _compile_peer(self, w: Workload, row: RowResult, sets: list[list[Any]], ref: Any, shape: Shape) -> None:
+    def _compile_peer(self, w: Workload, row: RowResult, sets: list[list[Any]], ref: Any) -> Callable[..., Any] | None:
+        """torch.compile's function once its result has been computed (None: the row says why not)."""
         torch = self.torch
         try:
             torch._dynamo.reset()  # no recompiles or automatic-dynamic shapes carried over from other rows
@@ -820,15 +829,26 @@ class Bench:
             del got
         except Exception as e:
             row.compile.error = _short(e)
-            return
-        self._peer(row.compile, w, compiled, sets, shape)
+            return None
+        return compiled
 
-    def _peer(self, res: PeerResult, w: Workload, fn: Callable[..., Any], sets: list[list[Any]], shape: Shape) -> None:
-        try:
-            res.ms = self.time_ms(fn, sets)
-            res.rate = rate_of(w, shape, res.ms)
-        except Exception as e:
-            res.ms, res.error = None, "timing: " + _short(e)
+    def _time_peers(self, w: Workload, timed: list[tuple[PeerResult, Callable[..., Any]]], sets: list[list[Any]],
+                    shape: Shape) -> None:
+        """Time each (result, function). Tensor-core rows run two rounds, the second in the
+        opposite order, and keep each peer's faster median: the SM clock drops under sustained
+        tensor-core load, so whichever peer ran first would otherwise get the boost clock."""
+        rounds = 2 if w.unit == "TFLOP/s" else 1
+        for r in range(rounds):
+            for res, fn in (timed if r % 2 == 0 else timed[::-1]):
+                if res.error:
+                    continue
+                try:
+                    ms = self.time_ms(fn, sets)
+                except Exception as e:
+                    res.ms, res.rate, res.error = None, None, "timing: " + _short(e)
+                    continue
+                res.ms = ms if res.ms is None else min(res.ms, ms)
+                res.rate = rate_of(w, shape, res.ms)
 
     def _ceiling(self, row: RowResult) -> None:
         w = row.workload

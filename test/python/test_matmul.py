@@ -52,7 +52,14 @@ def lower(text, first="convert-fusion-to-sched", ptx=True):
 def test_params_heuristic():
     assert (matmul_params(8192, 8192, 8192).bm, matmul_params(8192, 8192, 8192).bn) == (128, 256)
     p = matmul_params(1000, 1000, 1000)
-    assert (p.bm, p.bn) == (128, 128) and p.stages == 7
+    # the TMA-store staging buffers (32 KB) take one of 128x128's seven 32 KB slots
+    assert (p.bm, p.bn) == (128, 128) and p.stages == 6 and p.tma_store
+    assert matmul_params(1000, 1000, 1000, store="direct").stages == 7
+    assert not matmul_params(1000, 1000, 1000, store_blocker="rows of 2 bytes").tma_store
+    with pytest.raises(ValueError, match="matmul_store=tma: rows of 2 bytes"):
+        matmul_params(1000, 1000, 1000, store="tma", store_blocker="rows of 2 bytes")
+    with pytest.raises(ValueError, match="must be auto, tma or direct"):
+        matmul_params(1000, 1000, 1000, store="smem")
     assert matmul_params(8192, 8192, 8192).stages == 4
     assert matmul_params(4096, 128, 4096).bn == 128
     assert (matmul_params(512, 512, 512, n_b=2).bm, matmul_params(512, 512, 512, n_b=2).stages) == (128, 4)
@@ -164,7 +171,8 @@ def test_params_pingpong():
     assert not p.pingpong  # the heuristic keeps the cooperative kernel (measured faster)
     p = matmul_params(8192, 8192, 8192, pingpong=1)
     assert p.pingpong and p.persistent and (p.bm, p.bn) == (128, 128) and p.grid == 132
-    assert matmul_params(696, 904, 520, tile=(64, 256), pingpong=1).stages == 5
+    assert matmul_params(696, 904, 520, tile=(64, 256), pingpong=1, store="direct").stages == 5
+    assert matmul_params(696, 904, 520, tile=(64, 256), pingpong=1).stages == 4  # 32 KB of TMA-store staging
     assert (matmul_params(512, 512, 512, n_b=2, pingpong=1).bm, matmul_params(512, 512, 512, n_b=2, pingpong=1).bn) == (64, 128)
     with pytest.raises(ValueError):
         matmul_params(512, 512, 512, tile=(128, 256), pingpong=1)  # 256 accumulators a thread

@@ -213,6 +213,37 @@ def test_epilogues(epi, out):
     assert _rel(got, want) < TOL[out] + 5e-3
 
 
+TWO_OUTPUTS = """func.func @two(%a: tensor<{m}x{k}xbf16>, %b: tensor<{k}x{n}xbf16>) -> (tensor<{m}x{n}xf32>, tensor<{m}x{n}xbf16>) {{
+  %c = fusion.matmul %a, %b : tensor<{m}x{k}xbf16>, tensor<{k}x{n}xbf16> -> tensor<{m}x{n}xf32>
+  %r = fusion.relu %c : tensor<{m}x{n}xf32>
+  %o = fusion.cast %r : tensor<{m}x{n}xf32> to tensor<{m}x{n}xbf16>
+  func.return %c, %o : tensor<{m}x{n}xf32>, tensor<{m}x{n}xbf16>
+}}"""
+
+
+@pytest.mark.parametrize("store", ["tma", "direct"])
+@pytest.mark.parametrize("m,n,k,opts", [(696, 904, 520, "sms=5"), (333, 136, 72, ""), (1000, 1000, 200, "matmul_pingpong=1 sms=3"),
+                                        (1000, 1000, 1000, "matmul_cluster=2 sms=6")])
+def test_store_paths(store, m, n, k, opts):
+    """Both epilogue stores (TMA through shared memory, st.global from registers) with two outputs
+    of different element types (f32 boxes are 32 wide, bf16 64), ragged tiles, several tiles per
+    CTA (the staging buffers alternate across tiles), ping-pong and clusters."""
+    torch = _torch()
+    a, b, ref = _operands(torch, m, n, k, False, False, "bf16")
+    pipe = f"canonicalize,convert-fusion-to-sched{{matmul_store={store} {opts}}},cse,convert-sched-to-nvvm,cse"
+    c, o = api.compile(TWO_OUTPUTS.format(m=m, n=n, k=k), pipeline=pipe)(a, b)
+    assert _rel(c, ref) < 5e-3
+    assert _rel(o, torch.relu(ref)) < TOL["bf16"]
+
+
+def test_narrow_output_stores_direct():
+    """Rows of 100 bf16 (200 bytes) cannot be TMA-stored: the heuristic falls back to st.global."""
+    torch = _torch()
+    a, b, ref = _operands(torch, 300, 100, 64, False, True, "bf16")
+    out = api.compile(matmul_text(300, 100, 64, tb=True, out="bf16"))(a, b)
+    assert _rel(out, ref) < 5e-3
+
+
 def test_gated_mlp():
     torch = _torch()
     x, w1, w2 = _rand(torch, (300, 512), "bf16"), _rand(torch, (512, 384), "bf16", 0.05), _rand(torch, (512, 384), "bf16", 0.05)

@@ -12,7 +12,7 @@
 
 // CL:      sched.kernel @mm_k0
 // CL-SAME: grid [4, 1, 1] block [384, 1, 1] smem {{[0-9]+}} cluster [2, 1, 1]
-// CL-SAME: fuser.matmul = "tile=128x256 stages=4 persistent=1 grid=4 tiles=24 cluster=2"
+// CL-SAME: fuser.matmul = "tile=128x256 stages=4 persistent=1 grid=4 tiles=24 cluster=2 store=tma"
 // CL:        sched.mbarrier.init %{{.*}}, 1
 // CL-NEXT:   sched.mbarrier.init %{{.*}}, 16
 // CL:        sched.fence.mbarrier_init
@@ -34,9 +34,9 @@
 // CL-NEXT: sched.return
 
 // ONE:      grid [24, 1, 1] block [384, 1, 1] smem {{[0-9]+}} cluster [2, 1, 1]
-// ONE-SAME: fuser.matmul = "tile=128x256 stages=4 persistent=0 grid=24 tiles=24 cluster=2"
+// ONE-SAME: fuser.matmul = "tile=128x256 stages=4 persistent=0 grid=24 tiles=24 cluster=2 store=tma"
 
-// OFF:      fuser.matmul = "tile=128x256 stages=4 persistent=1 grid=4 tiles=24"
+// OFF:      fuser.matmul = "tile=128x256 stages=4 persistent=1 grid=4 tiles=24 store=tma"
 // OFF-NOT:  cluster
 // OFF-NOT:  multicast
 // OFF:      sched.return

@@ -8,7 +8,7 @@
 
 // PERS:      sched.kernel @mm_k0
 // PERS-SAME: grid [4, 1, 1] block [384, 1, 1]
-// PERS-SAME: fuser.matmul = "tile=128x256 stages=4 persistent=1 grid=4 tiles=24"
+// PERS-SAME: fuser.matmul = "tile=128x256 stages=4 persistent=1 grid=4 tiles=24 store=tma"
 // the producer: a tile loop around the K loop (9 K-slices of 64)
 // PERS:      sched.setmaxnreg dec 40
 // PERS:      scf.for
@@ -28,7 +28,7 @@
 
 // ONE:      sched.kernel @mm_k0
 // ONE-SAME: grid [24, 1, 1] block [384, 1, 1]
-// ONE-SAME: fuser.matmul = "tile=128x256 stages=4 persistent=0 grid=24 tiles=24"
+// ONE-SAME: fuser.matmul = "tile=128x256 stages=4 persistent=0 grid=24 tiles=24 store=tma"
 // ONE:      sched.wgmma.wait_group 0
 // ONE-NOT:  sched.wgmma.wait_group
 

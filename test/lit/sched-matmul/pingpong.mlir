@@ -8,7 +8,7 @@
 
 // CHECK:      sched.kernel @mm_k0
 // CHECK-SAME: grid [4, 1, 1] block [384, 1, 1]
-// CHECK-SAME: fuser.matmul = "tile=128x128 stages=7 persistent=1 grid=4 tiles=48 pingpong=1"
+// CHECK-SAME: fuser.matmul = "tile=128x128 stages=6 persistent=1 grid=4 tiles=48 pingpong=1 store=tma"
 // CHECK:      sched.mbarrier.init %{{.*}}, 1
 // CHECK-NEXT: sched.mbarrier.init %{{.*}}, 4
 // CHECK:      sched.setmaxnreg dec 40
@@ -31,13 +31,13 @@
 // CHECK:        sched.store
 // CHECK-NOT:  sched.wgmma.wait_group
 
-// WIDE:      fuser.matmul = "tile=64x256 stages=5 persistent=1 grid=4 tiles=44 pingpong=1"
+// WIDE:      fuser.matmul = "tile=64x256 stages=4 persistent=1 grid=4 tiles=44 pingpong=1 store=tma"
 // WIDE:      sched.wgmma.mma_async m64n256k16
 // WIDE-NOT:  m64n128k16
 
 // the heuristic keeps the cooperative kernel (ping-pong measured slower, docs/matmul-notes.md)
-// AUTO:      fuser.matmul = "tile=128x256 stages=4 persistent=1 grid=4 tiles=24"
-// AUTO-NOT:  named_barrier
+// AUTO:      fuser.matmul = "tile=128x256 stages=4 persistent=1 grid=4 tiles=24 store=tma"
+// AUTO-NOT:  named_barrier {{sync|arrive}} {{1|2}}, 256
 
 func.func @mm(%a: tensor<696x520xbf16>, %b: tensor<520x904xbf16>) -> tensor<696x904xbf16> {
   %c = fusion.matmul %a, %b : tensor<696x520xbf16>, tensor<520x904xbf16> -> tensor<696x904xf32>

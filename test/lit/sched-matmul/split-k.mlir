@@ -7,7 +7,7 @@
 // the partials, seen as [128*128, 128] rows, guarded against (z + 1) * 128.
 // CHECK:      sched.kernel @mm_k0({{.*}}memref<128x128x128xf32>
 // CHECK-SAME: grid [128, 1, 1] block [384, 1, 1]
-// CHECK-SAME: fuser.matmul = "tile=128x128 stages=7 persistent=0 grid=128 tiles=1 split=128 k_chunk=1024"
+// CHECK-SAME: fuser.matmul = "tile=128x128 stages=7 persistent=0 grid=128 tiles=1 split=128 k_chunk=1024 store=direct"
 // CHECK:        %[[VIEW:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0 : i64, 1 : i64], [2 : i64]] : memref<128x128x128xf32> into memref<16384x128xf32>
 // CHECK:        %[[Z:.*]] = sched.block_idx x
 // the producer: 16 K-slices from 16z
@@ -37,7 +37,7 @@
 // CHECK:      func.func @mm
 // CHECK-NEXT:   %[[P:.*]] = sched.workspace : memref<128x128x128xf32>
 // CHECK-NOT:    sched.workspace
-// CHECK:        sched.launch @mm_k0(%{{.*}}, %{{.*}}, %[[P]],
+// CHECK:        sched.launch @mm_k0(%{{.*}}, %{{.*}}, %[[P]])
 // CHECK-NEXT:   sched.launch @mm_k1(%{{.*}}, %[[P]], %{{.*}})
 func.func @mm(%a: tensor<128x131072xbf16>, %b: tensor<131072x128xbf16>, %bias: tensor<128xf32>) -> tensor<128x128xbf16> {
   %p = fusion.matmul %a, %b k_chunk 1024 : tensor<128x131072xbf16>, tensor<131072x128xbf16> -> tensor<128x128x128xf32>
@@ -56,7 +56,7 @@ func.func @mm(%a: tensor<128x131072xbf16>, %b: tensor<131072x128xbf16>, %bias: t
 // is 6i less 2 for each earlier item of the last split (items 12..17 of the walk).
 // PERS:      sched.kernel @ragged_k0
 // PERS-SAME: grid [5, 1, 1] block [384, 1, 1]
-// PERS-SAME: fuser.matmul = "tile=128x128 stages=6 persistent=1 grid=5 tiles=6 split=3 k_chunk=384"
+// PERS-SAME: fuser.matmul = "tile=128x128 stages=6 persistent=1 grid=5 tiles=6 split=3 k_chunk=384 store=direct"
 // PERS:        sched.setmaxnreg dec 40
 // PERS:        scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
 // PERS:          %[[FULL:.*]] = arith.muli %[[I]], %[[C6:.*]] : index
