@@ -54,9 +54,10 @@ The kernel (one CTA per output tile, `matmul_params` picks the tile and the pipe
   stores its f32 tile at rows z*M.. of the [S, M, N] partials seen as [S*M, N] rows
   (`memref.collapse_shape`). On a persistent grid the K-slice counter before a CTA's i-th item
   is i*KC/64 less the shortfall of its earlier items in a shorter last split. The kernel's
-  `fuser.matmul` gains `split=S k_chunk=KC`; a reduction kernel sums the partials. Its stores
-  are direct: a 2-D TMA store into the [S*M, N] view would not drop a ragged tile's rows past M
-  (they would land in the next split's rows).
+  `fuser.matmul` gains `split=S k_chunk=KC`; a reduction kernel sums the partials. With TMA
+  stores the partials' tensor map is 3-D ([1, 64, 32] boxes at (z, row, column)), so a ragged
+  tile's rows past M are dropped within its split; direct stores use the [S*M, N] view,
+  guarded against (z+1)*M.
 - Horizontal fusion (`fuse_matmul_tasks`): matmuls sharing A whose results only meet in
   pointwise outputs (the gated MLP `silu(x @ W1) * (x @ W2)`) become one task: both wgmmas
   run in one main loop over one A tile and the epilogue combines the accumulators.
@@ -377,9 +378,7 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     outputs = [o for o in dict.fromkeys(task.outputs) if o not in results or o in store]
     if not outputs:
         return
-    # a 2-D TMA store of the [S*M, N] view would not drop a ragged tile's rows past M: they
-    # would land in the next split's rows
-    blocker = _tma_store_blocker(outputs, n) if kc is None else "split-K partials are stored directly"
+    blocker = _tma_store_blocker(outputs, n)
     try:
         p = matmul_params(m, n, min(k, kc or k), 2, opts.sms, len(mats), tile, getattr(opts, "stages", 0) or 0,
                           getattr(opts, "matmul_persistent", -1), getattr(opts, "matmul_pingpong", -1),
@@ -409,7 +408,10 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     tm_a = host.v(sched.TensorMapOp(em.buffers[op.a], a_box, 128))
     tm_bs = [host.v(sched.TensorMapOp(em.buffers[x.b], b_box, 128)) for x in mats]
     # TMA stores write (64 rows x 128 bytes) boxes of each output from the staging buffers
-    tm_outs = [host.v(sched.TensorMapOp(em.buffers[o], [64, 128 // _elem_bytes(o)], 128)) for o in outputs] \
+    # (the [S, M, N] split-K partials take [1, 64, 32] boxes: TMA drops a ragged tile's rows past
+    # M within its split)
+    lead_box = [1] if kc is not None else []
+    tm_outs = [host.v(sched.TensorMapOp(em.buffers[o], lead_box + [64, 128 // _elem_bytes(o)], 128)) for o in outputs] \
         if p.tma_store else []
     out_bufs = [em.buffers[o] for o in outputs]
     read_bufs = [em.buffers[v] for v in reads_l]
@@ -456,7 +458,7 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     karg = lambda hb: kargs[pos[hb]]  # noqa: E731
     k_tma, k_tmbs = karg(tm_a), [karg(t) for t in tm_bs]
     amap = {v: karg(em.buffers[v]) for v in list(outputs) + reads_l}
-    if kc is not None:  # the [S, M, N] partials, stored as [S*M, N] rows (see the epilogue call)
+    if kc is not None and not p.tma_store:  # the [S, M, N] partials, stored as [S*M, N] rows (see the epilogue call)
         part = amap[op.result]
         view_t = sched.memref([nsplit * m, n], f32)
         amap[op.result] = kb.v(memref.CollapseShapeOp.create(
@@ -632,12 +634,14 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
             accs = list(tk.emit(sched.WgmmaWaitGroupOp(0, accs)).outs)
             last = slot(tk, base, tk.c(ks.count - 1) if isinstance(ks.count, int) else tk.add(ks.count, -1))
             _if(tk, tk.eq(lane, 0), lambda q: _release(q, empty, q.rem(last, S), peer))
-            rows, row0 = m, m0
-            if ks.split is not None:  # split z's rows z*M .. z*M + M-1 of the [S*M, N] view, guarded against M
+            rows, row0, lead = m, m0, []
+            if ks.split is not None and staging is not None:  # TMA stores address split z directly
+                lead = [ks.split]
+            elif ks.split is not None:  # split z's rows z*M .. z*M + M-1 of the [S*M, N] view, guarded against M
                 rows = tk.add(tk.mul(ks.split, m), m)
                 row0 = tk.add(m0, tk.mul(ks.split, m))
             _epilogue(tk, accs, mats, outputs, reads_l, amap, rows, n, row0, n0, wg_row, warp, lane, msubs, bn,
-                      staging, wg, ltid)
+                      staging, wg, ltid, lead)
 
         if not p.pingpong:
             tiles_loop(b, tile)
@@ -776,9 +780,11 @@ class _Staging:
         _if_else(b, b.eq(wg, 0), lambda q: q.emit(sched.NamedBarrierOp("sync", 3, 128)),
                  lambda q: q.emit(sched.NamedBarrierOp("sync", 4, 128)))
 
-    def store_chunks(self, b: KernelBuilder, values, outputs, wg, ltid, warp, lane, row0, n0, bn: int) -> None:
+    def store_chunks(self, b: KernelBuilder, values, outputs, wg, ltid, warp, lane, row0, n0, bn: int,
+                     lead=()) -> None:
         """Write one 64-row m-sub: `values[(half, c8, dx)]` are this thread's output values (in
-        `outputs` order) at accumulator row 8*half and column 8*c8 + dx of its fragment."""
+        `outputs` order) at accumulator row 8*half and column 8*c8 + dx of its fragment; `lead`
+        are the outer coordinates of a higher-rank output (the split of split-K partials)."""
         r8 = b.div(lane, 4)
         for oi, o in enumerate(outputs):
             t, eb = F._elem(o), _elem_bytes(o)
@@ -802,7 +808,8 @@ class _Staging:
                 self.barrier(b, wg)
 
                 def issue(q: KernelBuilder, slot=slot, cc=cc, o=o, buf=buf):
-                    q.emit(sched.TmaStoreOp(buf, [wg, q.c(slot), q.c(0)], self.maps[o], [row0, q.add(n0, cc * cols)]))
+                    q.emit(sched.TmaStoreOp(buf, [wg, q.c(slot), q.c(0)], self.maps[o],
+                                            [*lead, row0, q.add(n0, cc * cols)]))
                     q.emit(sched.BulkCommitGroupOp())
                     # the previous chunk's store has read its buffer: the next chunk may overwrite it
                     q.emit(sched.BulkWaitGroupOp(1, read=True))
@@ -816,7 +823,7 @@ class _Staging:
 
 
 def _epilogue(b: KernelBuilder, accs, mats, outputs, reads, amap, m, n, m0, n0, wg_row, warp, lane, msubs,
-              bn, staging: _Staging | None = None, wg=None, ltid=None) -> None:
+              bn, staging: _Staging | None = None, wg=None, ltid=None, lead=()) -> None:
     """Evaluate every output at each accumulator element this thread holds, then store: straight
     from the registers (pairs of columns, guarded at the edges), or through `staging` and TMA
     stores (which drop what falls outside the tensor).
@@ -865,7 +872,8 @@ def _epilogue(b: KernelBuilder, accs, mats, outputs, reads, amap, m, n, m0, n0, 
                                 q.store([q.trunc(lane_vals[oi], F._elem(o))], amap[o], [row, cidx])
                         _if(b, ok, st1)
         if staging is not None:
-            staging.store_chunks(b, values, outputs, wg, ltid, warp, lane, b.add(b.add(m0, wg_row), 64 * i), n0, bn)
+            staging.store_chunks(b, values, outputs, wg, ltid, warp, lane, b.add(b.add(m0, wg_row), 64 * i), n0, bn,
+                                 lead)
 
 
 __all__ = ["MatmulParams", "matmul_params", "emit_matmul", "fuse_matmul_tasks", "stage_bytes"]

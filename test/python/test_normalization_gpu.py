@@ -68,7 +68,7 @@ def pipeline(mode: str | None) -> str:
 
 def test_pipeline_text():
     text = pipeline("always")
-    assert "fusion-translate-welford{mode=always},convert-fusion-to-sched" in text
+    assert "fusion-translate-welford{mode=always}," in text
     assert text.count("fusion-translate-welford") == 1
 
 

@@ -273,7 +273,9 @@ def test_schedule_simulated(m, n, k, kc, opts):
   %s = fusion.reduce sum %p dims [0] : tensor<{s_split}x{m}x{n}xf32> to tensor<{m}x{n}xf32>
   func.return %s : tensor<{m}x{n}xf32>
 }}"""
-    k_op, info = _kernel(text, opts)
+    # direct stores: the simulation follows each thread's stores into the [S*M, N] view (the TMA
+    # stores' 3-D coordinates are checked by the lit test and on the GPU)
+    k_op, info = _kernel(text, opts + " matmul_store=direct")
     assert info.get("split", 1) == s_split and info.get("k_chunk", kc) == kc
     stages, grid, n_tiles = info["stages"], info["grid"], info["tiles"]
     persistent, pingpong, cluster = info["persistent"] == 1, "pingpong" in info, "cluster" in info
@@ -349,7 +351,7 @@ def test_auto_schedule_two_kernels():
     kernels = re.findall(r"sched\.kernel @(\w+)\((.*?)\) grid \[(\d+), 1, 1\] block \[(\d+), (\d+), 1\]", ir)
     assert len(kernels) == 2
     assert kernels[0][2:4] == ("128", "384")
-    assert 'fuser.matmul = "tile=128x128 stages=7 persistent=0 grid=128 tiles=1 split=128 k_chunk=1024 store=direct"' in ir
+    assert 'fuser.matmul = "tile=128x128 stages=6 persistent=0 grid=128 tiles=1 split=128 k_chunk=1024 store=tma"' in ir
     args1 = kernels[1][1]
     assert "memref<128x128x128xf32>" in args1 and "memref<128x128xbf16>" in args1
     assert "memref<128x128xf32>" not in args1  # the f32 sum is not stored
@@ -428,7 +430,8 @@ def test_split_ptx_assembles(text, pipeline):
 
 def test_kernel_attribute_and_view():
     ir = after(matmul_fn(100, 200, 10000), "to-sched")
-    assert "split=" in ir and "memref.collapse_shape" in ir
+    # TMA stores address the [S, M, N] partials in 3-D; no [S*M, N] view
+    assert "split=" in ir and "box [1, 64, 32]" in ir and "memref.collapse_shape" not in ir
     m = re.search(r'fuser\.matmul = "([^"]*)"', ir)
     info = dict(kv.split("=") for kv in m.group(1).split())
     assert int(info["grid"]) == int(info["tiles"]) * int(info["split"]) <= 132

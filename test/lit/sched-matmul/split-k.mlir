@@ -1,10 +1,18 @@
-// RUN: fuser-opt %s --split-input-file -p convert-fusion-to-sched | filecheck %s
+// RUN: fuser-opt %s --split-input-file -p 'convert-fusion-to-sched{matmul_store=direct}' | filecheck %s
+// RUN: fuser-opt %s --split-input-file -p convert-fusion-to-sched | filecheck %s --check-prefix=TMA
 // RUN: fuser-opt %s --split-input-file -p 'convert-fusion-to-sched{sms=5 tile="128x128"}' | filecheck %s --check-prefix=PERS
 
 // A split-K matmul (what fusion-split-k makes of 128x128x131072 with a bias + gelu + bf16
 // epilogue): 1 tile x 128 splits = 128 work items, one CTA each (one wave on 132 SMs). Work
 // item w is split z = w / 1 over K-slices [16z, 16z + 16); its f32 tile goes to rows z*128.. of
-// the partials, seen as [128*128, 128] rows, guarded against (z + 1) * 128.
+// the partials, seen as [128*128, 128] rows, guarded against (z + 1) * 128 (direct stores).
+// With TMA stores (the default) the partials' tensor map is 3-D and the store names split z,
+// so TMA itself drops a ragged tile's rows past M within the split.
+// TMA:      sched.kernel @mm_k0({{.*}}!sched.tensor_map<memref<128x128x128xf32>, box [1, 64, 32], swizzle 128>
+// TMA-SAME: fuser.matmul = "tile=128x128 stages=6 persistent=0 grid=128 tiles=1 split=128 k_chunk=1024 store=tma"
+// TMA-NOT:  memref.collapse_shape
+// TMA:      %[[Z:.*]] = sched.block_idx x
+// TMA:      sched.tma.store %{{.*}}, %{{.*}}[%[[Z]], %{{.*}}, %{{.*}}] : memref<2x2x2048xf32, 3 : i64>, !sched.tensor_map<memref<128x128x128xf32>, box [1, 64, 32], swizzle 128>
 // CHECK:      sched.kernel @mm_k0({{.*}}memref<128x128x128xf32>
 // CHECK-SAME: grid [128, 1, 1] block [384, 1, 1]
 // CHECK-SAME: fuser.matmul = "tile=128x128 stages=7 persistent=0 grid=128 tiles=1 split=128 k_chunk=1024 store=direct"
@@ -56,7 +64,7 @@ func.func @mm(%a: tensor<128x131072xbf16>, %b: tensor<131072x128xbf16>, %bias: t
 // is 6i less 2 for each earlier item of the last split (items 12..17 of the walk).
 // PERS:      sched.kernel @ragged_k0
 // PERS-SAME: grid [5, 1, 1] block [384, 1, 1]
-// PERS-SAME: fuser.matmul = "tile=128x128 stages=6 persistent=1 grid=5 tiles=6 split=3 k_chunk=384 store=direct"
+// PERS-SAME: fuser.matmul = "tile=128x128 stages=6 persistent=1 grid=5 tiles=6 split=3 k_chunk=384 store=tma"
 // PERS:        sched.setmaxnreg dec 40
 // PERS:        scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
 // PERS:          %[[FULL:.*]] = arith.muli %[[I]], %[[C6:.*]] : index
