@@ -92,6 +92,12 @@ TILES = ((128, 128), (128, 256), (256, 128))
 # ping-pong tiles belong to one consumer warpgroup: 64x256 and 128x128 hold 128 f32 accumulators
 # per thread (one m64n256 or two m64n128 wgmmas per k16 step); two B operands take 64x128
 PINGPONG_TILES = ((64, 256), (128, 128), (64, 128))
+# A split-K matmul runs the wide tiles only when each split is at least this long: a wide tile
+# needs twice the splits of 128x128 to fill the machine, so twice the f32 partials to write and
+# sum. Measured on the H100 (docs/matmul-notes.md, Split-K): at K = 8192 per split the wide
+# tile's main loop wins (1024x1024x32768: 672 vs 547 TFLOP/s), at 4096 the partials do
+# (512x512x65536: 483 vs 499; 256x4096x16384: 481 vs 507).
+SPLIT_WIDE_MIN_K = 8192
 
 
 @dataclass(frozen=True)
@@ -173,10 +179,12 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
             tile = (128, 128)
         else:
             tiles = lambda bm, bn: math.ceil(m / bm) * math.ceil(n / bn) * splits  # noqa: E731 (work items)
-            # one wave that is ~full (128 tiles on 132 SMs) still beats 128x128's two waves
-            if n >= 256 and tiles(128, 256) >= 0.9 * sms:
+            # one wave that is ~full (128 tiles on 132 SMs) still beats 128x128's two waves; a
+            # split-K matmul takes the wide tile only with long splits (see SPLIT_WIDE_MIN_K)
+            wide_ok = splits == 1 or k >= SPLIT_WIDE_MIN_K
+            if wide_ok and n >= 256 and tiles(128, 256) >= 0.9 * sms:
                 tile = (128, 256)
-            elif m >= 256 and tiles(256, 128) >= 0.9 * sms:
+            elif wide_ok and m >= 256 and tiles(256, 128) >= 0.9 * sms:
                 tile = (256, 128)
             else:
                 tile = (128, 128)

@@ -19,9 +19,9 @@ once; the heuristic keeps that small by never making more work items than SMs.
   the `sms` SMs and K is long (at least 64 K-slices of 64): S = min(sms // tiles, K-slices / 8),
   so every split keeps at least 8 K-slices to amortize its pipeline fill. The tiles counted
   there are those of the widest tile (128x256, else 256x128) whose tiles x S still make a ~full
-  wave, else 128x128: once split, a matmul has the work items to run the wide tile, whose main
-  loop moves 3/4 of 128x128's shared-memory bytes per FLOP (docs/matmul-notes.md); the
-  scheduler's `matmul_params(..., splits=S)` picks the same tile. A matmul that the scheduler
+  wave with splits of at least `SPLIT_WIDE_MIN_K` (8192), else 128x128: the wide tile's main
+  loop is faster, but it needs twice the splits, so twice the partials (measured trade-off in
+  docs/matmul-notes.md); the scheduler's `matmul_params(..., splits=S)` picks the same tile. A matmul that the scheduler
   fuses horizontally with another one sharing A (the gated MLP) is kept: its two accumulators
   already share one main loop, and splitting would give that up.
 - `factor=N` (N > 1) splits every matmul about N ways, whatever the heuristic says (an error if
@@ -82,7 +82,7 @@ def chunking(k: int, target: int) -> tuple[int, int]:
 
 def auto_decision(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132) -> SplitDecision:
     """The heuristic: split when the output tiles leave more than half of the SMs idle and K is long."""
-    from fuser.lowering.matmul import matmul_params
+    from fuser.lowering.matmul import SPLIT_WIDE_MIN_K, matmul_params
 
     p = matmul_params(m, n, k, elem_bytes, sms)
     tiles = math.ceil(m / p.bm) * math.ceil(n / p.bn)
@@ -97,11 +97,13 @@ def auto_decision(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132) -
                                       f"the reduction kernel would cost about what splitting saves)")
     # Splits restore the parallelism the wide tiles lacked: take the first tile of the
     # scheduler's order (128x256, 256x128, 128x128) whose tiles x splits make a ~full wave.
+    # (the wide tiles only where each split keeps SPLIT_WIDE_MIN_K of K, as the scheduler's rule)
     cands = [(128, 256)] * (n >= 256) + [(256, 128)] * (m >= 256) + [(128, 128)]
     for bm, bn in cands:
         t = math.ceil(m / bm) * math.ceil(n / bn)
         target = min(sms // t, slices // MIN_SLICES_PER_SPLIT)
-        if target >= 2 and t * target >= 0.9 * sms:
+        wide_ok = (bm, bn) == (128, 128) or target >= 1 and chunking(k, target)[0] >= SPLIT_WIDE_MIN_K
+        if target >= 2 and t * target >= 0.9 * sms and wide_ok:
             break
     kc, s = chunking(k, target)
     if s < 2:

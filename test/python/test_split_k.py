@@ -132,8 +132,8 @@ def test_idempotent():
 
 @pytest.mark.parametrize("m,n,k,splits,kc", [
     (1024, 1024, 32768, 4, 8192),      # 64 tiles of 128x128; split: 32 of 128x256 x 4
-    (512, 512, 65536, 16, 4096),       # 16 tiles; split: 8 of 128x256 x 16
-    (256, 4096, 16384, 4, 4096),       # 64 tiles; split: 32 of 128x256 x 4
+    (512, 512, 65536, 8, 8192),        # 16 tiles x 8 (128x256 would need 16 splits of 4096)
+    (256, 4096, 16384, 2, 8192),       # 64 tiles x 2 (128x256 would need 4 splits of 4096)
     (100, 200, 10000, 18, 576),        # 2 tiles; 157 slices / 8 = 19 asked, 9-slice chunks
     (128, 128, 131072, 128, 1024),     # 1 tile: 132 asked, 16-slice chunks make 128
     (8192, 8192, 8192, 1, None),       # 2048 tiles

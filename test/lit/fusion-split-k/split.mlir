@@ -47,11 +47,12 @@ func.func @large(%a: tensor<8192x8192xbf16>, %b: tensor<8192x8192xbf16>) -> tens
 
 // -----
 // 1024x1024x32768: 64 tiles of 128x128 fill at most half of the SMs, so it splits; split, it
-// has the work items for the wide tile: 32 tiles of 128x256 x 4 splits = 128 work items, one
-// wave. 256x4096x16384 likewise. 80 tiles fill more than half: kept.
+// has the work items for the wide tile: 32 tiles of 128x256 x 4 splits of 8192 = 128 work
+// items, one wave. 256x4096x16384 would need 4 splits of 4096 for the wide tile, below
+// SPLIT_WIDE_MIN_K: it keeps 128x128, 64 tiles x 2 splits. 80 tiles fill more than half: kept.
 // AUTO-LABEL: func.func @half
 // AUTO:         fusion.matmul %a, %b transpose_b k_chunk 8192 {fuser.split_k = "split 4 ways, k_chunk=8192 (32 tiles of 128x256 on 132 SMs, K=32768)"} : {{.*}} -> tensor<4x1024x1024xf32>
-// AUTO:         fusion.matmul %x, %w k_chunk 4096 {fuser.split_k = "split 4 ways, k_chunk=4096 (32 tiles of 128x256 on 132 SMs, K=16384)"} : {{.*}} -> tensor<4x256x4096xf32>
+// AUTO:         fusion.matmul %x, %w k_chunk 8192 {fuser.split_k = "split 2 ways, k_chunk=8192 (64 tiles of 128x128 on 132 SMs, K=16384)"} : {{.*}} -> tensor<2x256x4096xf32>
 // AUTO:         fusion.matmul %p, %q {fuser.split_k = "kept (80 tiles of 128x128 fill more than half of 132 SMs)"}
 func.func @half(%a: tensor<1024x32768xbf16>, %b: tensor<1024x32768xbf16>, %x: tensor<256x16384xbf16>, %w: tensor<16384x4096xbf16>, %p: tensor<1280x8192xbf16>, %q: tensor<8192x1024xbf16>) -> (tensor<1024x1024xbf16>, tensor<256x4096xbf16>, tensor<1280x1024xbf16>) {
   %c = fusion.matmul %a, %b transpose_b : tensor<1024x32768xbf16>, tensor<1024x32768xbf16> -> tensor<1024x1024xbf16>
