@@ -19,17 +19,32 @@ TARGETS = ("mlir", "llvm", "ptx")
 ARCHES = ("sm_90a", "sm_90", "sm_80")
 
 
+def _option_text(value) -> str:
+    """An option's default as the pipeline syntax writes it (bools lowercase, strings quoted when
+    they are empty or hold a space)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str) and (not value or " " in value):
+        return f'"{value}"'
+    return str(value)
+
+
+def pass_spec(cls) -> str:
+    """`name{opt=default opt=default}`: a pipeline element that parses as written."""
+    opts = []
+    if dataclasses.is_dataclass(cls):
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING:
+                opts.append(f"{f.name}={_option_text(f.default)}")
+    return cls.name + ("{" + " ".join(opts) + "}" if opts else "")
+
+
 def describe_passes() -> str:
-    lines = ["passes (options in braces, with defaults):"]
+    lines = ["passes (options in braces, separated by spaces, with their defaults):"]
     for name, load in sorted(available_passes().items()):
         cls = load()
-        opts = []
-        if dataclasses.is_dataclass(cls):
-            for f in dataclasses.fields(cls):
-                default = f.default if f.default is not dataclasses.MISSING else None
-                opts.append(f"{f.name.replace('_', '-')}={default}")
-        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-        lines.append(f"  {name}{'{' + ','.join(opts) + '}' if opts else ''}")
+        lines.append(f"  {pass_spec(cls)}")
+        doc = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
         if doc:
             lines.append(f"      {doc}")
     lines.append("named pipelines:")

@@ -53,3 +53,17 @@ def test_python_api_examples(tmp_path, monkeypatch):
     for code in blocks:
         exec("\n".join(ln for ln in code.splitlines() if "# GPU" not in ln), ns)  # noqa: S102
     assert "fusion.matmul" in ns["fb"].mlir() and "sched.kernel" in ns["k"].ir("sched")
+
+
+def test_list_passes_specs_parse():
+    """`fuser-opt --list-passes` prints every pass with its defaults in the syntax the pipeline
+    parser takes, so a user can paste any line into -p."""
+    from fuser.passes.pipeline import build_pipeline
+    from fuser.passes.registry import available_passes
+    from fuser.tools.fuser_opt import describe_passes, pass_spec
+
+    text = describe_passes()
+    for name, load in available_passes().items():
+        spec = pass_spec(load())
+        assert f"  {spec}\n" in text + "\n"
+        assert [p.name for p in build_pipeline(spec)] == [name]
