@@ -138,10 +138,18 @@ def check_count(args: Sequence[Any], specs: Sequence[BufferSpec]) -> None:
 Converted = tuple
 
 
+_torch_tensor_type: Any = None
+
+
 def _is_torch(x: Any) -> bool:
-    t = type(x)
-    return t.__module__.startswith("torch") and "torch" in sys.modules and \
-        isinstance(x, sys.modules["torch"].Tensor)
+    """A torch tensor (without importing torch: only if the caller already has)."""
+    global _torch_tensor_type
+    if _torch_tensor_type is None:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return False
+        _torch_tensor_type = torch.Tensor
+    return isinstance(x, _torch_tensor_type)
 
 
 def _from_numpy(x: np.ndarray, index: int, spec: BufferSpec, kind: str = "numpy", ref: Any = None) -> Converted:
@@ -171,7 +179,7 @@ def _from_torch(x: Any, index: int, spec: BufferSpec) -> Converted:
         else:
             host = t.numpy()
         return (None, host, "torch_cpu", x)
-    if x.device.index not in (0, None):
+    if x.get_device() > 0:  # (get_device: the index without building a torch.device)
         raise _mismatch(index, spec, describe(x), " (fuser runs on cuda:0)")
     return (x.data_ptr(), None, "torch", x)
 
@@ -249,6 +257,8 @@ def _from_dlpack(x: Any, index: int, spec: BufferSpec) -> Converted:
 
 def convert_arg(x: Any, index: int, spec: BufferSpec) -> Converted:
     """Validate one argument against its spec and say how to pass it to a kernel."""
+    if _is_torch(x):  # first: the common case of the per-call hot path
+        return _from_torch(x, index, spec)
     if isinstance(x, np.ndarray):
         return _from_numpy(x, index, spec)
     if isinstance(x, np.generic):  # a numpy scalar is a 0-d array
@@ -257,8 +267,6 @@ def convert_arg(x: Any, index: int, spec: BufferSpec) -> Converted:
         if x.dtype != spec.dtype or x.shape != spec.shape:
             raise _mismatch(index, spec, describe(x))
         return (x.ptr, None, "device", x)
-    if _is_torch(x):
-        return _from_torch(x, index, spec)
     cai = _safe_cai(x)
     if cai is not None:
         return _from_cai(x, cai, index, spec)
