@@ -347,6 +347,13 @@ def _if(kb: KernelBuilder, cond: SSAValue, then) -> None:
     kb.emit(scf.IfOp(cond, [], Region(tb)))
 
 
+def _wg_named_barrier(kb: KernelBuilder, is_wg0: SSAValue, action: str, ids: tuple[int, int], count: int) -> None:
+    """`bar.<action>` on named barrier ids[0] in consumer warpgroup 0, ids[1] in warpgroup 1 (the
+    id is an immediate, so the two warpgroups take the two sides of a branch)."""
+    _if_else(kb, is_wg0, lambda q: q.emit(sched.NamedBarrierOp(action, ids[0], count)),
+             lambda q: q.emit(sched.NamedBarrierOp(action, ids[1], count)))
+
+
 def _for(kb: KernelBuilder, lb: SSAValue, ub: SSAValue, inits: list[SSAValue], body) -> list[SSAValue]:
     """A serial scf.for; `body(kb, iv, iter_args)` returns the yielded values."""
     blk = Block(arg_types=[IndexType()] + [v.type for v in inits])
@@ -453,13 +460,11 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     kop = sched.KernelOp(name, [b.type for b in host_bufs], [p.grid, 1, 1], [p.threads, 1, 1], smem)
     kop.attributes["fuser.matmul"] = StringAttr(
         f"tile={bm}x{bn} stages={S} persistent={int(p.persistent)} grid={p.grid} tiles={n_tiles}"
-        + (f" split={nsplit} k_chunk={kc}" if nsplit > 1 else "") + (" pingpong=1" if p.pingpong else ""))
+        + (f" split={nsplit} k_chunk={kc}" if nsplit > 1 else "") + (" pingpong=1" if p.pingpong else "")
+        + (f" cluster={p.cluster}" if cl else "") + (" store=tma" if p.tma_store else " store=direct"))
     kop.attributes["nvvm.minctasm"] = IntegerAttr(1, i64)
     if cl:
         kop.properties["cluster"] = DenseArrayBase.from_list(i64, [p.cluster, 1, 1])
-        kop.attributes["fuser.matmul"] = StringAttr(kop.attributes["fuser.matmul"].data + f" cluster={p.cluster}")
-    kop.attributes["fuser.matmul"] = StringAttr(kop.attributes["fuser.matmul"].data
-                                                + (" store=tma" if p.tma_store else " store=direct"))
     kb = KernelBuilder(kop.body.block)
     kargs = list(kop.body.block.args)
     pos = {b: i for i, b in enumerate(host_bufs)}
@@ -528,14 +533,17 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
         n_short = b.v(arith.SubiOp(b.v(arith.MaxUIOp(i, j0)), j0))
         return b.v(arith.SubiOp(full, b.mul(n_short, short)))
 
+    def my_items(b: KernelBuilder) -> SSAValue:
+        """How many work items this CTA of the persistent grid takes: pid, pid + grid, ..."""
+        return b.add(b.div(b.v(arith.SubiOp(b.c(n_items - 1), pid)), p.grid), 1)
+
     def tiles_loop(b: KernelBuilder, body) -> None:
         """body(b, base, m0, n0, ks) for each work item of this CTA; `base` counts the K-slices
         that went through the circular buffer before it (None: the first and only item)."""
         if not p.persistent:
             body(b, None, *item(b, pid))
             return
-        # items pid, pid + grid, ... (the grid never exceeds the item count)
-        mine = b.add(b.div(b.v(arith.SubiOp(b.c(n_items - 1), pid)), p.grid), 1)
+        mine = my_items(b)  # (the grid never exceeds the item count)
 
         def one(lb: KernelBuilder, i, _):
             body(lb, base_of(lb, i), *item(lb, lb.add(pid, lb.mul(i, p.grid))))
@@ -651,25 +659,26 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
             _epilogue(tk, accs, mats, outputs, reads_l, amap, rows, n, row0, n0, wg_row, warp, lane, msubs, bn,
                       staging, wg, ltid, lead)
 
-        if not p.pingpong:
+        if p.pingpong:
+            pingpong_loop(b, tile, wg)
+        else:
             tiles_loop(b, tile)
-            if staging is not None:
-                staging.drain(b, ltid)
-            return
+        if staging is not None:
+            staging.drain(b, ltid)
+
+    def pingpong_loop(b: KernelBuilder, tile, wg: SSAValue) -> None:
         # Ping-pong: warpgroup w takes this CTA's tiles w, w + 2, ...; named barrier 1 + w says
         # "w may start its main loop". Each warpgroup, once its K loop has issued every wgmma,
         # lets the other start the next tile's main loop, then drains, stores, and waits for its
         # turn again: one's epilogue runs while the other's MMAs do. Warpgroup 1 opens the first
         # turn for warpgroup 0; an arrival is made only when the other has a next tile, so no
         # barrier is left half-arrived at exit.
-        mine = b.add(b.div(b.v(arith.SubiOp(b.c(n_items - 1), pid)), p.grid), 1)
+        mine = my_items(b)
         first = b.eq(wg, 0)
 
         def turn(q: KernelBuilder, action: str, mine_: bool):
             """sync on (mine_) or arrive at (not mine_) the barrier of warpgroup wg / the other one."""
-            ids = (1, 2) if mine_ else (2, 1)
-            _if_else(q, first, lambda r: r.emit(sched.NamedBarrierOp(action, ids[0], 256)),
-                     lambda r: r.emit(sched.NamedBarrierOp(action, ids[1], 256)))
+            _wg_named_barrier(q, first, action, (1, 2) if mine_ else (2, 1), 256)
         _if(b, b.eq(wg, 1), lambda q: q.emit(sched.NamedBarrierOp("arrive", 1, 256)))
 
         def one(lb: KernelBuilder, i, _):
@@ -685,8 +694,6 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
         one(inner, loop_blk.args[0], [])
         inner.emit(scf.YieldOp())
         b.emit(scf.ForOp(wg, mine, b.c(2), [], Region(loop_blk)))
-        if staging is not None:
-            staging.drain(b, ltid)
 
     _if_else(kb, kb.lt(tid, 128), producer, consumer)
     if cl:  # no CTA exits while its peer may still arrive on its barriers
@@ -785,8 +792,7 @@ class _Staging:
     @staticmethod
     def barrier(b: KernelBuilder, wg: SSAValue) -> None:
         """bar.sync of this warpgroup's 128 threads (named barriers 3 and 4; 1 and 2 are ping-pong's)."""
-        _if_else(b, b.eq(wg, 0), lambda q: q.emit(sched.NamedBarrierOp("sync", 3, 128)),
-                 lambda q: q.emit(sched.NamedBarrierOp("sync", 4, 128)))
+        _wg_named_barrier(b, b.eq(wg, 0), "sync", (3, 4), 128)
 
     def store_chunks(self, b: KernelBuilder, values, outputs, wg, ltid, warp, lane, row0, n0, bn: int,
                      lead=()) -> None:

@@ -215,10 +215,7 @@ def bias_gelu(shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
                  f"%bb = fusion.broadcast {b} dims [0] : {fb} to {f}",
                  f"%s = fusion.add %xy, %bb : {f}",
                  f'%g = fusion.gelu %s {{approximate = "tanh"}} : {f}']
-        out = "g"
-        if d != "f32":
-            body.append(f"%o = fusion.cast %g : {f} to {t}")
-            out = "o"
+        out = _round_out(body, "g", f, t, d)
         return _func(f"bias_gelu_{d}", [("x", t), ("y", t), ("b", tb)], [t], body, [out])
 
     def ref(x, y, b):
@@ -241,10 +238,7 @@ def _sum_mlir(fname: str, dims: list[int]) -> Callable[[Shape, str], str]:
         out_shape = tuple(e for i, e in enumerate(s) if i not in dims)
         r32, rd = ttype(out_shape, "f32"), ttype(out_shape, d)
         body = [f"%s = fusion.reduce sum %x dims [{', '.join(map(str, dims))}] : {t} to {r32}"]
-        out = "s"
-        if d != "f32":
-            body.append(f"%o = fusion.cast %s : {r32} to {rd}")
-            out = "o"
+        out = _round_out(body, "s", r32, rd, d)
         return _func(f"{fname}_{d}", [("x", t)], [rd], body, [out])
     return mlir
 
@@ -276,6 +270,15 @@ def _flit(v: float) -> str:
     if "." not in text and "inf" not in text and "nan" not in text:
         text = text.replace("e", ".0e") if "e" in text else text + ".0"
     return text
+
+
+def _round_out(body: list[str], value: str, f32_type: str, out_type: str, dtype: str) -> str:
+    """The output's name: `value` for f32, else a `fusion.cast` of it to `dtype` appended to body
+    (named %o): the fusion computes in f32 and rounds its result once, like Inductor."""
+    if dtype == "f32":
+        return value
+    body.append(f"%o = fusion.cast %{value} : {f32_type} to {out_type}")
+    return "o"
 
 
 def _to_f32(body: list[str], name: str, shape: Shape, dtype: str) -> str:
@@ -353,10 +356,7 @@ def layer_norm(shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
             f"%xw = fusion.mul %xn, %wb : {f}",
             f"%y = fusion.add %xw, %bb : {f}",
         ]
-        out = "y"
-        if d != "f32":
-            body.append(f"%o = fusion.cast %y : {f} to {t}")
-            out = "o"
+        out = _round_out(body, "y", f, t, d)
         return _func(f"layer_norm_{d}", [("x", t), ("w", ttype((c,), d)), ("b", ttype((c,), d))], [t], body, [out])
 
     def ref(x, w, b):
@@ -399,10 +399,7 @@ def rms_norm(shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
             f"%wb = fusion.broadcast {w} dims [0] : {ttype((c,), 'f32')} to {f}",
             f"%y = fusion.mul %xn, %wb : {f}",
         ]
-        out = "y"
-        if d != "f32":
-            body.append(f"%o = fusion.cast %y : {f} to {t}")
-            out = "o"
+        out = _round_out(body, "y", f, t, d)
         return _func(f"rms_norm_{d}", [("x", t), ("w", ttype((c,), d))], [t], body, [out])
 
     def ref(x, w):

@@ -44,6 +44,11 @@ def torch_isfinite(x):
     return bool(torch.isfinite(x).all())
 
 
+def _pipe(opts: str) -> str:
+    """The compile pipeline with convert-fusion-to-sched's options `opts` (no translate/split passes)."""
+    return f"canonicalize,convert-fusion-to-sched{{{opts}}},cse,convert-sched-to-nvvm,cse"
+
+
 def _operands(torch, m, n, k, ta, tb, dt):
     a = _rand(torch, (k, m) if ta else (m, k), dt)
     b = _rand(torch, (n, k) if tb else (k, n), dt)
@@ -75,7 +80,7 @@ def test_forced_tiles(tile):
     torch = _torch()
     a, b, ref = _operands(torch, 700, 900, 520, False, True, "bf16")
     out = api.compile(matmul_text(700, 900, 520, tb=True),
-                      pipeline=f'canonicalize,convert-fusion-to-sched{{tile="{tile}" stages=3}},cse,convert-sched-to-nvvm,cse')(a, b)
+                      pipeline=_pipe(f'tile="{tile}" stages=3'))(a, b)
     assert _rel(out, ref) < 5e-3
 
 
@@ -94,19 +99,23 @@ def _check_ragged(opts, ta, tb):
     m, n, k = 696, 904, 520
     a, b, ref = _operands(torch, m, n, k, ta, tb, "bf16")
     out = api.compile(matmul_text(m, n, k, ta, tb),
-                      pipeline=f"canonicalize,convert-fusion-to-sched{{{opts}}},cse,convert-sched-to-nvvm,cse")(a, b)
+                      pipeline=_pipe(opts))(a, b)
     assert _rel(out, ref) < 5e-3
+
+
+def _check_gated_600(torch, opts: str) -> None:
+    """The gated MLP silu(x @ W1) * (x @ W2) with 600 rows, compiled with `opts`."""
+    x, w1, w2 = _rand(torch, (600, 512), "bf16"), _rand(torch, (512, 384), "bf16", 0.05), _rand(torch, (512, 384), "bf16", 0.05)
+    got = api.compile(GATED.replace("300x", "600x"), pipeline=_pipe(opts))(x, w1, w2)
+    g, u = x.float() @ w1.float(), x.float() @ w2.float()
+    assert _rel(got, torch.nn.functional.silu(g) * u) < 2e-2
 
 
 def test_persistent_gated_mlp_and_gelu():
     torch = _torch()
-    x, w1, w2 = _rand(torch, (600, 512), "bf16"), _rand(torch, (512, 384), "bf16", 0.05), _rand(torch, (512, 384), "bf16", 0.05)
-    pipe = "canonicalize,convert-fusion-to-sched{matmul_persistent=1 sms=2},cse,convert-sched-to-nvvm,cse"
-    got = api.compile(GATED.replace("300x", "600x"), pipeline=pipe)(x, w1, w2)
-    g, u = x.float() @ w1.float(), x.float() @ w2.float()
-    assert _rel(got, torch.nn.functional.silu(g) * u) < 2e-2
+    _check_gated_600(torch, "matmul_persistent=1 sms=2")
     text, a, b, bias, ref = _bias_gelu_case(torch)
-    got = api.compile(text, pipeline=pipe.replace("sms=2", "sms=7"))(a, b, bias)
+    got = api.compile(text, pipeline=_pipe("matmul_persistent=1 sms=7"))(a, b, bias)
     assert _rel(got, torch.nn.functional.gelu(ref + bias)) < TOL["bf16"] + 5e-3
 
 
@@ -122,14 +131,10 @@ def test_pingpong(opts, ta, tb):
 
 def test_pingpong_gated_mlp_and_gelu():
     torch = _torch()
-    x, w1, w2 = _rand(torch, (600, 512), "bf16"), _rand(torch, (512, 384), "bf16", 0.05), _rand(torch, (512, 384), "bf16", 0.05)
-    pipe = "canonicalize,convert-fusion-to-sched{matmul_pingpong=1 sms=3},cse,convert-sched-to-nvvm,cse"
-    got = api.compile(GATED.replace("300x", "600x"), pipeline=pipe)(x, w1, w2)
-    g, u = x.float() @ w1.float(), x.float() @ w2.float()
-    assert _rel(got, torch.nn.functional.silu(g) * u) < 2e-2
+    _check_gated_600(torch, "matmul_pingpong=1 sms=3")
     text, a, b, bias, ref = _bias_gelu_case(torch)
     for tile in ("128x128", "64x256"):
-        got = api.compile(text, pipeline=pipe.replace("sms=3", f'sms=7 tile="{tile}"'))(a, b, bias)
+        got = api.compile(text, pipeline=_pipe(f'matmul_pingpong=1 sms=7 tile="{tile}"'))(a, b, bias)
         assert _rel(got, torch.nn.functional.gelu(ref + bias)) < TOL["bf16"] + 5e-3
 
 
@@ -146,9 +151,6 @@ def _bias_gelu_case(torch, m=1000, n=1000, k=200):
     return text, a, b, _rand(torch, (n,), "f32"), ref
 
 
-CLUSTER = "canonicalize,convert-fusion-to-sched{{matmul_cluster=2 {}}},cse,convert-sched-to-nvvm,cse"
-
-
 @pytest.mark.parametrize("m,n,k,opts", [(1000, 1000, 1000, ""), (333, 136, 72, ""), (4096, 4096, 4096, ""),
                                         (696, 904, 520, "matmul_persistent=1 sms=5"),
                                         (333, 904, 520, 'matmul_persistent=0 tile="128x256"'),
@@ -158,7 +160,7 @@ def test_cluster_shapes(m, n, k, opts):
     so a padding row of CTAs that only multicast), persistent and one-CTA-per-tile grids."""
     torch = _torch()
     a, b, ref = _operands(torch, m, n, k, False, False, "bf16")
-    out = api.compile(matmul_text(m, n, k), pipeline=CLUSTER.format(opts))(a, b)
+    out = api.compile(matmul_text(m, n, k), pipeline=_pipe(f"matmul_cluster=2 {opts}"))(a, b)
     assert _rel(out, ref) < 5e-3
 
 
@@ -166,14 +168,14 @@ def test_cluster_shapes(m, n, k, opts):
 def test_cluster_layouts(ta, tb):
     torch = _torch()
     a, b, ref = _operands(torch, 1000, 1000, 1000, ta, tb, "bf16")
-    out = api.compile(matmul_text(1000, 1000, 1000, ta, tb), pipeline=CLUSTER.format("tile=\"128x256\" sms=3"))(a, b)
+    out = api.compile(matmul_text(1000, 1000, 1000, ta, tb), pipeline=_pipe('matmul_cluster=2 tile="128x256" sms=3'))(a, b)
     assert _rel(out, ref) < 5e-3
 
 
 def test_cluster_bias_gelu():
     torch = _torch()
     text, a, b, bias, ref = _bias_gelu_case(torch)
-    got = api.compile(text, pipeline=CLUSTER.format("sms=6"))(a, b, bias)
+    got = api.compile(text, pipeline=_pipe("matmul_cluster=2 sms=6"))(a, b, bias)
     assert _rel(got, torch.nn.functional.gelu(ref + bias)) < TOL["bf16"] + 5e-3
 
 
@@ -230,7 +232,7 @@ def test_store_paths(store, m, n, k, opts):
     CTA (the staging buffers alternate across tiles), ping-pong and clusters."""
     torch = _torch()
     a, b, ref = _operands(torch, m, n, k, False, False, "bf16")
-    pipe = f"canonicalize,convert-fusion-to-sched{{matmul_store={store} {opts}}},cse,convert-sched-to-nvvm,cse"
+    pipe = _pipe(f"matmul_store={store} {opts}")
     c, o = api.compile(TWO_OUTPUTS.format(m=m, n=n, k=k), pipeline=pipe)(a, b)
     assert _rel(c, ref) < 5e-3
     assert _rel(o, torch.relu(ref)) < TOL["bf16"]
