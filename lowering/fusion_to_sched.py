@@ -1,8 +1,14 @@
 """convert-fusion-to-sched: partition a fusion into kernels and schedule each one.
 
 Segmentation. Pointwise and shape ops are recomputed inside whichever kernel needs them, so
-they never cost a trip through memory. A value is *materialized* (written to a buffer) when it
-is a function output, a reduction result read by a later kernel, or a `fusion.segment_set`.
+they never cost a trip through memory. Two sets of values matter:
+- *stored* values are written to a buffer: every function output, and the results of
+  reductions, matmuls and `fusion.segment_set`s that a later kernel reads;
+- *materialized* values are the ones a kernel reads back from a buffer instead of recomputing:
+  function arguments aside, only the results of reductions, matmuls and `segment_set`s.
+A pointwise function output is stored but never read back: a kernel that needs it (another
+output, an epilogue, a reduction's input) recomputes it from its own inputs, so no kernel
+depends on the store of a sibling output, in the same kernel or another.
 Each reduction op becomes one reduction kernel (two when a row is too long for one block);
 function outputs that are pointwise in a reduction's results, of the reduced shape, are computed
 in that kernel's epilogue; the remaining outputs are grouped by shape into pointwise kernels.
@@ -328,7 +334,8 @@ def _pointwise_path_only(v: SSAValue, targets: set[SSAValue], materialized, args
 @dataclass
 class Plan:
     tasks: list[Task]
-    materialized: list[SSAValue]
+    stored: list[SSAValue]        # values written to a buffer (function outputs first)
+    materialized: set[SSAValue]   # values kernels read from their buffer rather than recompute
     groups: list = field(default_factory=list)  # normalization groups considered, with decisions
 
 
@@ -340,8 +347,10 @@ def plan_fusion(fn: func.FuncOp, persistent: bool = True, block: int = 0) -> Pla
         if op is not ret and op.dialect_name() != "fusion":
             raise ScheduleError(f"'{op.name}' is not a fusion op; convert-fusion-to-sched expects fusion IR", op)
     outputs = list(ret.operands)
-    materialized: set[SSAValue] = set(o for o in outputs if o not in args)
     order = {op: i for i, op in enumerate(body.ops)}
+    # Only kernel boundaries are read back; pointwise outputs are recomputed by their readers
+    # (reading one back would race with, or precede, the kernel that writes it).
+    materialized: set[SSAValue] = set()
     for op in body.ops:
         if isinstance(op, REDUCTION_OPS + (F.SegmentSetOp, F.MatmulOp)):
             materialized |= set(op.results)
@@ -361,8 +370,7 @@ def plan_fusion(fn: func.FuncOp, persistent: bool = True, block: int = 0) -> Pla
         return level[v]
 
     tasks: list[Task] = []
-    pointwise_outputs = [o for o in dict.fromkeys(outputs)
-                         if not isinstance(o.owner, REDUCTION_OPS + (F.SegmentSetOp, F.MatmulOp)) or o in args]
+    pointwise_outputs = [o for o in dict.fromkeys(outputs) if o not in materialized and o not in args]
     for op in body.ops:
         if isinstance(op, REDUCTION_OPS):
             # Every result is written: later kernels may read any of them.
@@ -392,8 +400,7 @@ def plan_fusion(fn: func.FuncOp, persistent: bool = True, block: int = 0) -> Pla
     for o in pointwise_outputs:
         key = (lvl(o), shape_of(o))
         if key not in groups:
-            first = o.owner if o not in args else None
-            groups[key] = Task("pointwise", order.get(first, -1), key[0])
+            groups[key] = Task("pointwise", order[o.owner], key[0])
             tasks.append(groups[key])
         groups[key].outputs.append(o)
     from fuser.lowering.matmul import fuse_matmul_tasks  # horizontal matmul fusion, stored results
@@ -404,8 +411,17 @@ def plan_fusion(fn: func.FuncOp, persistent: bool = True, block: int = 0) -> Pla
         from fuser.lowering.normalization import form_groups  # it builds on this module
         tasks, groups = form_groups(tasks, materialized, args, lvl, block)
     _skip_unread_results(tasks, outputs, materialized, args)
-    mat_list = [v for v in dict.fromkeys(list(outputs) + [r for t in tasks for r in t.outputs]) if v not in args]
-    return Plan(tasks, mat_list, groups)
+    written = [r for t in tasks for r in t.outputs if not _unstored_matmul_result(t, r)]
+    stored = [v for v in dict.fromkeys(list(outputs) + written) if v not in args]
+    return Plan(tasks, stored, materialized, groups)
+
+
+def _unstored_matmul_result(t: Task, v: SSAValue) -> bool:
+    """A matmul result that only its own epilogue reads stays in registers (no buffer)."""
+    if t.kind != "matmul":
+        return False
+    results = {t.op.result} | {s.result for s in getattr(t, "siblings", [])}
+    return v in results and v not in t.store_results
 
 
 def _task_reads(t: Task, materialized: set, args: set) -> set[SSAValue]:
@@ -893,21 +909,28 @@ class ConvertFusionToSched(ModulePass):
         host_block = Block(arg_types=in_types + out_types)
         host_fn = func.FuncOp(fn.sym_name.data, FunctionType.from_lists(in_types + out_types, []), Region(host_block))
         host_fn.attributes["fuser.num_outputs"] = IntegerAttr(len(outputs), i64)
+        host_fn.location = fn.location  # diagnostics about the schedule point at the fusion
         module.body.block.insert_op_before(host_fn, fn)
         host = KernelBuilder(host_block)
         buffers: dict[SSAValue, SSAValue] = dict(zip(args, host_block.args[:len(args)]))
         out_args = host_block.args[len(args):]
-        copies = []
+        # Host buffers carry the fusion's value names, so the IR and its diagnostics say which
+        # value a buffer holds.
+        for v, a in zip(args + outputs, host_block.args):
+            a.name_hint = v.name_hint
+        copies = []  # an input returned as-is, or a value returned twice: copied after it is computed
         for o, a in zip(outputs, out_args):
-            if o in buffers and o in set(args):
-                copies.append((o, a))  # an input returned as-is still gets copied into its output
-            elif o not in buffers:
+            if o in buffers:
+                copies.append((o, a))
+            else:
                 buffers[o] = a
-        for v in plan.materialized:
+        for v in plan.stored:
             if v not in buffers:
-                buffers[v] = host.v(sched.WorkspaceOp(sched.memref(shape_of(v), F._elem(v))))
+                ws = host.v(sched.WorkspaceOp(sched.memref(shape_of(v), F._elem(v))))
+                ws.name_hint = v.name_hint
+                buffers[v] = ws
         em = KernelEmitter(fn.sym_name.data, module.body.block, host, buffers, self)
-        materialized = set(plan.materialized)
+        materialized = plan.materialized
         argset = set(args)
         for t in plan.tasks:
             if t.kind == "reduction":

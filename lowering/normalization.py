@@ -158,12 +158,7 @@ def form_groups(tasks: list[Task], materialized: set, args: set, lvl,
     taken: set[int] = set()
     new_tasks: list[Task] = []
     groups: list[NormGroup] = []
-    # Function outputs that are not reduction results are recomputed in registers by a group
-    # that needs them, never read back from their buffers (the group may be what writes them).
-    reduction_results = {r for t in reds for r in t.op.results}
-    recomputable = {o for t in tasks if t.kind in ("pointwise", "reduction") for o in t.outputs
-                    if o not in reduction_results and o not in args}
-    mat = materialized - recomputable
+    mat = materialized
     for seed in reds:
         if id(seed) in taken:
             continue
