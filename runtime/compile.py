@@ -17,6 +17,7 @@ from xdsl.passes import ModulePass
 
 from fuser.passes.ir import FuserDiagnostic, parse_module, print_module
 from fuser.passes.pipeline import build_pipeline, pipeline_text, run_passes
+from fuser.passes.verify_buffers import check_buffers
 
 # Which IR level a pass leaves behind; used to name the stages a CompileResult keeps.
 _STAGE_AFTER = {"convert-fusion-to-sched": "sched", "convert-sched-to-nvvm": "nvvm"}
@@ -58,6 +59,8 @@ def compile_fusion(module: ModuleOp | str, pipeline: str | Sequence[ModulePass] 
     stages = {"fusion": text}
 
     def record(p: ModulePass, m: ModuleOp) -> None:
+        if p.name == "convert-fusion-to-sched":
+            check_buffers(m)  # whatever the pipeline: never launch a kernel that reads unwritten data
         if p.name in _STAGE_AFTER:
             stages[_STAGE_AFTER[p.name]] = print_module(m)
 

@@ -3,8 +3,8 @@
 
 // The Hopper ops of the sched dialect print and parse back unchanged.
 
-// CHECK-LABEL: sched.kernel @hopper(%tm : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>, %out : memref<1000x1000xf32>)
-sched.kernel @hopper(%tm : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>, %out : memref<1000x1000xf32>) grid [1, 1, 1] block [384, 1, 1] smem 33792 {
+// CHECK-LABEL: sched.kernel @hopper(%tm : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>, %out : memref<1000x1000xf32>, %tm_z : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>)
+sched.kernel @hopper(%tm : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>, %out : memref<1000x1000xf32>, %tm_z : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>) grid [1, 1, 1] block [384, 1, 1] smem 33792 {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %a = sched.alloc offset 0 : i64 : memref<2x128x64xbf16, 3>
@@ -40,8 +40,8 @@ sched.kernel @hopper(%tm : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 6
   %r = sched.wgmma.wait_group 0, %e : vector<64xf32>
   // CHECK-NEXT: %r2, %r3 = sched.wgmma.wait_group 0, %r, %e : vector<64xf32>, vector<64xf32>
   %r2, %r3 = sched.wgmma.wait_group 0, %r, %e : vector<64xf32>, vector<64xf32>
-  // CHECK-NEXT: sched.tma.store %a[%c1, %c0, %c0], %tm[%c0, %c0] : memref<2x128x64xbf16, 3 : i64>, !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>
-  sched.tma.store %a[%c1, %c0, %c0], %tm[%c0, %c0] : memref<2x128x64xbf16, 3>, !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>
+  // CHECK-NEXT: sched.tma.store %a[%c1, %c0, %c0], %tm_z[%c0, %c0] : memref<2x128x64xbf16, 3 : i64>, !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>
+  sched.tma.store %a[%c1, %c0, %c0], %tm_z[%c0, %c0] : memref<2x128x64xbf16, 3>, !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>
   // CHECK-NEXT: sched.bulk.commit_group
   sched.bulk.commit_group
   // CHECK-NEXT: sched.bulk.wait_group 0 read
@@ -52,10 +52,12 @@ sched.kernel @hopper(%tm : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 6
 }
 
 // CHECK-LABEL: func.func @host
-func.func @host(%x : memref<1000x1000xbf16>, %y : memref<1000x1000xf32>) {
+func.func @host(%x : memref<1000x1000xbf16>, %y : memref<1000x1000xf32>, %z : memref<1000x1000xbf16>) attributes {fuser.num_outputs = 2 : i64} {
   // CHECK: %tm = sched.tensor_map %x : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>
   %tm = sched.tensor_map %x : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>
-  // CHECK-NEXT: sched.launch @hopper(%tm, %y) : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>, memref<1000x1000xf32>
-  sched.launch @hopper(%tm, %y) : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>, memref<1000x1000xf32>
+  // CHECK-NEXT: %tm_z = sched.tensor_map %z : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>
+  %tm_z = sched.tensor_map %z : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>
+  // CHECK-NEXT: sched.launch @hopper(%tm, %y, %tm_z) : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>, memref<1000x1000xf32>, !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>
+  sched.launch @hopper(%tm, %y, %tm_z) : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>, memref<1000x1000xf32>, !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>
   func.return
 }

@@ -7,7 +7,7 @@
 // CHECK: sched.tensor_map %x
 // CHECK: "gpu.launch_func"
 // CHECK: llvm.mlir.global external @__dynamic_smem_hopper() {addr_space = 3 : i32, alignment = 1024 : i64}
-// CHECK: llvm.func @hopper(%tm: !llvm.ptr<0> {llvm.byval = !llvm.array<128 x i8>, llvm.align = 64 : i64, nvvm.grid_constant}, %out: !llvm.ptr<1>)
+// CHECK: llvm.func @hopper(%tm: !llvm.ptr<0> {llvm.byval = !llvm.array<128 x i8>, llvm.align = 64 : i64, nvvm.grid_constant}, %out: !llvm.ptr<1>, %tm_z: !llvm.ptr<0> {llvm.byval = !llvm.array<128 x i8>, llvm.align = 64 : i64, nvvm.grid_constant})
 // CHECK-SAME: nvvm.minctasm = 1 : i64
 // CHECK: nvvm.mbarrier.init.shared %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
 // CHECK: "fence.proxy.async.shared::cta;"
@@ -36,7 +36,7 @@
 // PTX:      wgmma.wait_group.sync.aligned 0;
 
 builtin.module {
-sched.kernel @hopper(%tm : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>, %out : memref<1000x1000xf32>) grid [1, 1, 1] block [384, 1, 1] smem 33792 attributes {nvvm.minctasm = 1 : i64} {
+sched.kernel @hopper(%tm : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>, %out : memref<1000x1000xf32>, %tm_z : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>) grid [1, 1, 1] block [384, 1, 1] smem 33792 attributes {nvvm.minctasm = 1 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %a = sched.alloc offset 0 : i64 : memref<2x128x64xbf16, 3>
@@ -56,14 +56,15 @@ sched.kernel @hopper(%tm : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 6
   %r = sched.wgmma.wait_group 0, %d : vector<64xf32>
   %x = vector.extract %r[5] : f32 from vector<64xf32>
   sched.store %x, %out[%c0, %c1] : f32, memref<1000x1000xf32>
-  sched.tma.store %a[%c1, %c0, %c0], %tm[%c0, %c0] : memref<2x128x64xbf16, 3>, !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>
+  sched.tma.store %a[%c1, %c0, %c0], %tm_z[%c0, %c0] : memref<2x128x64xbf16, 3>, !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>
   sched.bulk.commit_group
   sched.bulk.wait_group 0 read
   sched.return
 }
-func.func @host(%x : memref<1000x1000xbf16>, %y : memref<1000x1000xf32>) {
+func.func @host(%x : memref<1000x1000xbf16>, %y : memref<1000x1000xf32>, %z : memref<1000x1000xbf16>) attributes {fuser.num_outputs = 2 : i64} {
   %tm = sched.tensor_map %x : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>
-  sched.launch @hopper(%tm, %y) : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>, memref<1000x1000xf32>
+  %tm_z = sched.tensor_map %z : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>
+  sched.launch @hopper(%tm, %y, %tm_z) : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>, memref<1000x1000xf32>, !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>
   func.return
 }
 }

@@ -1,0 +1,143 @@
+"""sched-verify-buffers: prove that every kernel of a scheduled fusion reads data that exists.
+
+A scheduled fusion is a host function (its `sched.launch`es run in order) and the kernels it
+launches. This check follows the host function and, for every global buffer, knows whether
+it holds data yet:
+
+- on entry, the function's inputs hold data (the first `#args - fuser.num_outputs` arguments;
+  every argument when the attribute is absent) and so does a `zero_init` workspace; outputs
+  and other workspaces do not;
+- after a launch, every buffer its kernel writes (`sched.store`, `sched.tma.store`) does.
+
+It fails when a kernel reads (`sched.load`, `sched.tma.load`) a buffer that no earlier launch
+wrote, or reads a buffer that it writes itself without ordering its own write first: a store to
+the buffer, then a `sched.barrier`, then the read, in program order. Both are the shape of a
+silent wrong answer (a value read back from the output it is about to be stored in), so the
+diagnostic names the kernel, the buffer and the value it holds (host buffers carry the fusion
+value's name).
+
+`check_buffers` is the analysis; the compile driver runs it on every schedule, and the pass
+runs it inside a pipeline (the named pipelines have it after `convert-fusion-to-sched`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from fuser.dialects import sched
+from fuser.passes.ir import FuserDiagnostic, location_of
+
+# Ops that touch a kernel's global buffers, by the operand that names the buffer.
+_READS = {sched.LoadOp: "buffer", sched.TmaLoadOp: "tensor_map"}
+_WRITES = {sched.StoreOp: "buffer", sched.TmaStoreOp: "tensor_map"}
+
+
+@dataclass
+class KernelAccesses:
+    """Per kernel argument, the ops that read and write it, in program order; and the position
+    of every `sched.barrier` in that order."""
+
+    reads: dict[int, list[tuple[int, Operation]]] = field(default_factory=dict)
+    writes: dict[int, list[tuple[int, Operation]]] = field(default_factory=dict)
+    barriers: list[int] = field(default_factory=list)
+
+    def ordered_write_before(self, arg: int, pos: int) -> bool:
+        """A store to `arg`, then a barrier, both before program position `pos`."""
+        first_write = min((p for p, _ in self.writes.get(arg, [])), default=None)
+        return first_write is not None and any(first_write < b < pos for b in self.barriers)
+
+
+def kernel_accesses(kernel: sched.KernelOp) -> KernelAccesses:
+    args = {a: i for i, a in enumerate(kernel.body.block.args)}
+    acc = KernelAccesses()
+    for pos, op in enumerate(kernel.walk()):
+        if isinstance(op, sched.BarrierOp):
+            acc.barriers.append(pos)
+            continue
+        for table, into in ((_READS, acc.reads), (_WRITES, acc.writes)):
+            what = table.get(type(op))
+            if what is not None and getattr(op, what) in args:
+                into.setdefault(args[getattr(op, what)], []).append((pos, op))
+        if type(op) not in _READS and type(op) not in _WRITES:
+            for v in op.operands:
+                if v in args:  # an op this check does not know: it cannot prove anything about it
+                    raise FuserDiagnostic(f"{location_of(op)}: error: sched-verify-buffers: '{op.name}' in kernel "
+                                          f"@{kernel.sym_name.data} uses argument #{args[v]}; this check does not "
+                                          f"know whether it reads or writes it")
+    return acc
+
+
+def _describe(buf: SSAValue, roles: dict[SSAValue, str]) -> str:
+    name = f"%{buf.name_hint}" if buf.name_hint else "a buffer"
+    return f"{name} ({roles.get(buf, 'a host value')})"
+
+
+def _buffer_of(v: SSAValue) -> SSAValue:
+    """A launch operand's global buffer (a tensor map stands for the buffer it describes)."""
+    if isinstance(v.owner, sched.TensorMapOp):
+        return v.owner.source
+    return v
+
+
+def check_host(fn: func.FuncOp, kernels: dict[str, sched.KernelOp]) -> None:
+    args = list(fn.body.block.args)
+    n_out = fn.attributes.get("fuser.num_outputs")
+    n_in = len(args) - n_out.value.data if isinstance(n_out, IntegerAttr) else len(args)
+    roles: dict[SSAValue, str] = {a: f"input #{i} of @{fn.sym_name.data}" for i, a in enumerate(args[:n_in])}
+    roles |= {a: f"output #{i} of @{fn.sym_name.data}" for i, a in enumerate(args[n_in:])}
+    defined: set[SSAValue] = set(args[:n_in])
+    accesses: dict[str, KernelAccesses] = {}
+    for op in fn.body.block.ops:
+        if isinstance(op, sched.WorkspaceOp):
+            roles[op.result] = "a zero-initialized workspace" if op.zero_init is not None else "a workspace"
+            if op.zero_init is not None:
+                defined.add(op.result)
+            continue
+        if not isinstance(op, sched.LaunchOp):
+            continue
+        name = op.kernel.root_reference.data
+        kernel = kernels.get(name)
+        if kernel is None or len(kernel.body.block.args) != len(op.args):
+            raise FuserDiagnostic(f"{location_of(op)}: error: 'sched.launch' op in @{fn.sym_name.data}: "
+                                  f"no sched.kernel @{name} taking {len(op.args)} arguments in this module")
+        acc = accesses.get(name) or accesses.setdefault(name, kernel_accesses(kernel))
+        where = location_of(op) if location_of(op) != "<unknown>" else location_of(fn)
+        for i, reads in sorted(acc.reads.items()):
+            buf = _buffer_of(op.args[i])
+            pos, reader = reads[0]
+            if i in acc.writes and not acc.ordered_write_before(i, pos):
+                raise FuserDiagnostic(
+                    f"{where}: error: kernel @{name} reads {_describe(buf, roles)} through argument #{i} and also "
+                    f"writes it, with no store and sched.barrier ordering its write before the read "
+                    f"('{reader.name}' at {location_of(reader)}); it would read the value before computing it")
+            if buf not in defined and i not in acc.writes:
+                raise FuserDiagnostic(
+                    f"{where}: error: kernel @{name} reads {_describe(buf, roles)} through argument #{i} "
+                    f"('{reader.name}' at {location_of(reader)}), but no earlier launch writes it")
+        for i in acc.writes:
+            defined.add(_buffer_of(op.args[i]))
+
+
+def check_buffers(module: ModuleOp) -> None:
+    """Run the check on every host function of `module` (a no-op on IR with no sched.launch)."""
+    kernels = {op.sym_name.data: op for op in module.body.block.ops if isinstance(op, sched.KernelOp)}
+    for fn in module.body.block.ops:
+        if isinstance(fn, func.FuncOp) and any(isinstance(o, sched.LaunchOp) for o in fn.body.block.ops):
+            check_host(fn, kernels)
+
+
+@dataclass(frozen=True)
+class VerifyBuffers(ModulePass):
+    """Check that every kernel reads only buffers that hold data: inputs, zero-initialized
+    workspaces, or buffers an earlier launch wrote (or that it wrote itself before a barrier)."""
+
+    name = "sched-verify-buffers"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_buffers(op)
