@@ -36,9 +36,10 @@ The kernel (one CTA per output tile, `matmul_params` picks the tile and the pipe
   `matmul_persistent=0|1`): min(SMs, tiles) CTAs, CTA i takes tiles i, i + grid, ... in the same
   grouped order. Producer and consumers run the same tile loop around their K loop; the slot
   and phase come from a K-slice counter that runs on across tiles (tile j of a CTA starts at
-  j * ktiles), so the producer streams the next tile's first `stages` slices while the
-  consumers are in the epilogue. Per tile the consumers issue one `wgmma.wait_group 0` after the
-  K loop, hand the last slot back at once, then run the epilogue. The kernel carries a
+  j * ktiles), so the producer streams the next tile's first `stages - 1` slices while the
+  consumers are in the epilogue. Per tile, sched-flush-wgmma puts one `wgmma.wait_group 0`
+  before the epilogue's first read of the accumulators; the last slot goes back after the
+  epilogue, which that wait orders after the wgmmas reading the slot. The kernel carries a
   `fuser.matmul` attribute naming the tile, stages, grid and whether it is persistent.
 - Ping-pong consumers (`matmul_params(...).pingpong`, forced by `matmul_pingpong=1`; the
   heuristic never picks it, it measured slower): on a persistent grid each consumer warpgroup
@@ -84,7 +85,6 @@ from fuser.lowering.fusion_to_sched import (
     shape_of,
 )
 from fuser.lowering.kernel_builder import KernelBuilder, f32
-from fuser.passes.flush_wgmma import flush_wgmma
 
 BK = 64                 # K elements per pipeline slot: one 128-byte swizzle row of bf16/f16
 SMEM_BUDGET = 227 * 1024  # bytes of dynamic shared memory a Hopper CTA may use
@@ -645,11 +645,8 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
             accs = _for(tk, tk.c(0), ks.bound(tk), inits, step)
             if after_mainloop is not None:
                 after_mainloop(tk)
-            # the one wgmma.wait_group 0 of the tile: the accumulators are readable, and the
-            # last slot is handed back before the epilogue so the producer can refill it
-            accs = list(tk.emit(sched.WgmmaWaitGroupOp(0, accs)).outs)
-            last = slot(tk, base, tk.c(ks.count - 1) if isinstance(ks.count, int) else tk.add(ks.count, -1))
-            _if(tk, tk.eq(lane, 0), lambda q: _release(q, empty, q.rem(last, S), peer))
+            # The accumulators are still in flight here: sched-flush-wgmma puts the one
+            # wait_group 0 of the tile before the epilogue's first read of them.
             rows, row0, lead = m, m0, []
             if ks.split is not None and staging is not None:  # TMA stores address split z directly
                 lead = [ks.split]
@@ -658,6 +655,10 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
                 row0 = tk.add(m0, tk.mul(ks.split, m))
             _epilogue(tk, accs, mats, outputs, reads_l, amap, rows, n, row0, n0, wg_row, warp, lane, msubs, bn,
                       staging, wg, ltid, lead)
+            # The last slot goes back once the wgmmas reading it are done: after the epilogue,
+            # which the flush before it orders after them.
+            last = slot(tk, base, tk.c(ks.count - 1) if isinstance(ks.count, int) else tk.add(ks.count, -1))
+            _if(tk, tk.eq(lane, 0), lambda q: _release(q, empty, q.rem(last, S), peer))
 
         if p.pingpong:
             pingpong_loop(b, tile, wg)
@@ -699,9 +700,6 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     if cl:  # no CTA exits while its peer may still arrive on its barriers
         kb.emit(sched.ClusterBarrierOp())
     kb.emit(sched.ReturnOp())
-    # The one wgmma.wait_group 0 between the main loop and the epilogue (sched-flush-wgmma's
-    # rule, applied here so the kernel is correct whatever pipeline follows; the pass is idempotent).
-    flush_wgmma(kop)
     em.module_block.insert_op_before(kop, em._host_func_op())
     host.emit(sched.LaunchOp(name, host_bufs))
 

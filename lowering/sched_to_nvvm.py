@@ -76,6 +76,7 @@ from xdsl.traits import IsTerminator
 
 from fuser.dialects import sched
 from fuser.dialects import nvvm
+from fuser.passes.flush_wgmma import inflight_readers
 from fuser.dialects.nvvm import SPECIAL_REGISTER_OPS, ShflKind, ShflOp
 from fuser.dialects.nvvm import BarrierOp as NVVMBarrierOp
 
@@ -878,6 +879,13 @@ class ConvertSchedToNVVM(ModulePass):
                 n += 1
                 gpu_name = f"{base}_{n}"
 
+        for k in kernels:  # the wgmma read-after-write syncs are sched-flush-wgmma's to place
+            readers = inflight_readers(k)
+            if readers:
+                r = readers[0]
+                raise SchedToNVVMError(f"'sched.kernel' @{k.sym_name.data}: '{r.name}'{_where(r)} reads a "
+                                       f"'sched.wgmma.mma_async' result before any 'sched.wgmma.wait_group 0'; "
+                                       f"run sched-flush-wgmma before convert-sched-to-nvvm")
         castui = ctx.get_optional_op("arith.index_castui")
         by_name = {k.sym_name.data: k for k in kernels}
         for h in hosts:

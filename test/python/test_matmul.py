@@ -45,7 +45,7 @@ def lower(text, first="convert-fusion-to-sched", ptx=True):
     sched_ir = print_module(mod)
     if not ptx:
         return sched_ir, None
-    run_passes(build_pipeline("cse,convert-sched-to-nvvm,cse"), mod)
+    run_passes(build_pipeline("sched-flush-wgmma,cse,convert-sched-to-nvvm,cse"), mod)
     return sched_ir, module_to_ptx(mod)
 
 

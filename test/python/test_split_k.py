@@ -410,12 +410,12 @@ def _assemble(ptx: str) -> None:
 @pytest.mark.parametrize("text,pipeline", [
     (matmul_fn(128, 128, 131072, epilogue=True), "default"),
     (matmul_fn(100, 200, 10000, tb=True, out="bf16"), "default"),
-    (matmul_fn(200, 264, 1000), "canonicalize,fusion-split-k{factor=3},convert-fusion-to-sched{sms=5},cse,"
+    (matmul_fn(200, 264, 1000), "canonicalize,fusion-split-k{factor=3},convert-fusion-to-sched{sms=5},sched-flush-wgmma,cse,"
                                 "convert-sched-to-nvvm,cse"),
     (matmul_fn(200, 264, 1000, tb=True), "canonicalize,fusion-split-k{factor=3},"
-                                         "convert-fusion-to-sched{matmul_pingpong=1 sms=4},cse,convert-sched-to-nvvm,cse"),
+                                         "convert-fusion-to-sched{matmul_pingpong=1 sms=4},sched-flush-wgmma,cse,convert-sched-to-nvvm,cse"),
     (matmul_fn(328, 264, 1000), "canonicalize,fusion-split-k{factor=3},"
-                                "convert-fusion-to-sched{matmul_cluster=2 matmul_persistent=1 sms=4},cse,convert-sched-to-nvvm,cse"),
+                                "convert-fusion-to-sched{matmul_cluster=2 matmul_persistent=1 sms=4},sched-flush-wgmma,cse,convert-sched-to-nvvm,cse"),
 ])
 def test_split_ptx_assembles(text, pipeline):
     from fuser.lowering.ptx import module_to_ptx

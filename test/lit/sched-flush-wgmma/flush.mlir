@@ -143,3 +143,35 @@ sched.kernel @tiles(%out : memref<4xf32>) grid [132, 1, 1] block [128, 1, 1] sme
   }
   sched.return
 }
+
+// -----
+
+// (6) A loop that may run zero times (its bound is not a constant): its body flushes before
+// its own read, but the read after the loop still needs a wait, since the body may not run.
+
+// CHECK-LABEL: sched.kernel @maybe_empty
+// CHECK:       scf.for
+// CHECK-NEXT:    %d_ready = sched.wgmma.wait_group 0, %d : vector<64xf32>
+// CHECK-NEXT:    vector.extract %d_ready[0]
+// CHECK:       }
+// CHECK-NEXT:  %d_ready_1 = sched.wgmma.wait_group 0, %d : vector<64xf32>
+// CHECK-NEXT:  %y = vector.extract %d_ready_1[1]
+sched.kernel @maybe_empty(%out : memref<4xf32>, %n : memref<1xi64>) grid [1, 1, 1] block [128, 1, 1] smem 0 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %da = arith.constant 0 : i64
+  %z0 = arith.constant dense<0.0> : vector<64xf32>
+  %ni = sched.load %n[%c0] : memref<1xi64> -> i64
+  %count = arith.index_cast %ni : i64 to index
+  sched.wgmma.fence
+  %d = sched.wgmma.mma_async m64n128k16 bf16 %da, %da, %z0 : vector<64xf32>
+  sched.wgmma.commit_group
+  scf.for %i = %c0 to %count step %c1 {
+    %x = vector.extract %d[0] : f32 from vector<64xf32>
+    sched.store %x, %out[%c0] : f32, memref<4xf32>
+    scf.yield
+  }
+  %y = vector.extract %d[1] : f32 from vector<64xf32>
+  sched.store %y, %out[%c1] : f32, memref<4xf32>
+  sched.return
+}

@@ -1,6 +1,6 @@
-// RUN: fuser-opt %s -p 'convert-fusion-to-sched{matmul_persistent=1 sms=4}' | filecheck %s --check-prefix=PERS
-// RUN: fuser-opt %s -p 'convert-fusion-to-sched{matmul_persistent=0 sms=4}' | filecheck %s --check-prefix=ONE
-// RUN: fuser-opt %s -p 'convert-fusion-to-sched{sms=4}' | filecheck %s --check-prefix=PERS
+// RUN: fuser-opt %s -p 'convert-fusion-to-sched{matmul_persistent=1 sms=4},sched-flush-wgmma' | filecheck %s --check-prefix=PERS
+// RUN: fuser-opt %s -p 'convert-fusion-to-sched{matmul_persistent=0 sms=4},sched-flush-wgmma' | filecheck %s --check-prefix=ONE
+// RUN: fuser-opt %s -p 'convert-fusion-to-sched{sms=4},sched-flush-wgmma' | filecheck %s --check-prefix=PERS
 
 // The persistent matmul grid: min(sms, tiles) CTAs, each walking tiles pid, pid + 4, ...; the
 // choice is recorded on the kernel. 696x904 at 128x256 is 6 x 4 = 24 tiles (ragged on both).
@@ -14,7 +14,8 @@
 // PERS:      scf.for
 // PERS:        scf.for
 // PERS:          sched.tma.load
-// the consumers: per tile, the K loop, one wait_group 0, the last slot handed back, the epilogue
+// the consumers: per tile, the K loop, one wait_group 0 (sched-flush-wgmma's), the epilogue,
+// then the last slot handed back
 // PERS:      sched.setmaxnreg inc 232
 // PERS:      scf.for
 // PERS:        scf.for
@@ -22,8 +23,8 @@
 // PERS:          sched.wgmma.wait_group 1
 // PERS:        sched.wgmma.wait_group 0
 // PERS-NOT:    sched.wgmma.wait_group
-// PERS:        sched.mbarrier.arrive
 // PERS:        sched.store
+// PERS:        sched.mbarrier.arrive
 // PERS-NOT:  sched.wgmma.wait_group
 
 // ONE:      sched.kernel @mm_k0

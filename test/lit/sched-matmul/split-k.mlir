@@ -1,6 +1,6 @@
-// RUN: fuser-opt %s --split-input-file -p 'convert-fusion-to-sched{matmul_store=direct}' | filecheck %s
-// RUN: fuser-opt %s --split-input-file -p convert-fusion-to-sched | filecheck %s --check-prefix=TMA
-// RUN: fuser-opt %s --split-input-file -p 'convert-fusion-to-sched{sms=5 tile="128x128"}' | filecheck %s --check-prefix=PERS
+// RUN: fuser-opt %s --split-input-file -p 'convert-fusion-to-sched{matmul_store=direct},sched-flush-wgmma' | filecheck %s
+// RUN: fuser-opt %s --split-input-file -p convert-fusion-to-sched,sched-flush-wgmma | filecheck %s --check-prefix=TMA
+// RUN: fuser-opt %s --split-input-file -p 'convert-fusion-to-sched{sms=5 tile="128x128"},sched-flush-wgmma' | filecheck %s --check-prefix=PERS
 
 // A split-K matmul (what fusion-split-k makes of 128x128x131072 with a bias + gelu + bf16
 // epilogue): 1 tile x 128 splits = 128 work items, one CTA each (one wave on 132 SMs). Work
@@ -30,9 +30,10 @@
 // CHECK:        sched.setmaxnreg inc 232
 // CHECK:        scf.for
 // CHECK:          sched.wgmma.mma_async m64n128k16
-// CHECK:        sched.wgmma.wait_group 0
+// CHECK:          scf.yield %{{.*}} : vector<64xf32>
 // CHECK:        %[[ZM:.*]] = arith.muli %{{.*}}, %[[C128:.*]] : index
 // CHECK:        %[[END:.*]] = arith.addi %[[ZM]], %[[C128]] : index
+// CHECK:        sched.wgmma.wait_group 0
 // CHECK:        arith.cmpi ult, %{{.*}}, %[[END]] : index
 // CHECK:        sched.store %{{.*}}, %[[VIEW]][%{{.*}}, %{{.*}}] : vector<2xf32>, memref<16384x128xf32>
 // The sum of the 128 partials and the epilogue: one column-reduction kernel (16 thread rows of

@@ -1,5 +1,5 @@
-// RUN: fuser-opt %s -p 'convert-fusion-to-sched{sms=4}' | filecheck %s
-// RUN: fuser-opt %s -p 'convert-fusion-to-sched{sms=4 matmul_store=direct}' | filecheck %s --check-prefix=DIRECT
+// RUN: fuser-opt %s -p 'convert-fusion-to-sched{sms=4},sched-flush-wgmma' | filecheck %s
+// RUN: fuser-opt %s -p 'convert-fusion-to-sched{sms=4 matmul_store=direct},sched-flush-wgmma' | filecheck %s --check-prefix=DIRECT
 // RUN: not fuser-opt %s -p 'convert-fusion-to-sched{sms=4 matmul_store=tma}' 2>&1 | filecheck %s --check-prefix=FORCED
 // RUN: not fuser-opt %s -p 'convert-fusion-to-sched{sms=4 matmul_store=smem}' 2>&1 | filecheck %s --check-prefix=BAD
 

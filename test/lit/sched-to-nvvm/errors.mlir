@@ -36,3 +36,20 @@ func.func @f(%x : memref<4xf32>) {
   func.return
 }
 // CHECK: error: pass 'convert-sched-to-nvvm' failed: 'sched.launch' at {{.*}}errors.mlir:35:3 in @f: arguments (memref<4xf32>) do not match @k's (memref<8xf32>)
+
+// -----
+
+// A wgmma result read before any wait_group 0: the sync is sched-flush-wgmma's to place, and
+// lowering without it would read the accumulators before the tensor cores wrote them.
+sched.kernel @unflushed(%out : memref<4xf32>) grid [1, 1, 1] block [128, 1, 1] smem 0 {
+  %c0 = arith.constant 0 : index
+  %da = arith.constant 0 : i64
+  %z0 = arith.constant dense<0.0> : vector<64xf32>
+  sched.wgmma.fence
+  %d = sched.wgmma.mma_async m64n128k16 bf16 %da, %da, %z0 : vector<64xf32>
+  sched.wgmma.commit_group
+  %x = vector.extract %d[0] : f32 from vector<64xf32>
+  sched.store %x, %out[%c0] : f32, memref<4xf32>
+  sched.return
+}
+// CHECK: error: pass 'convert-sched-to-nvvm' failed: 'sched.kernel' @unflushed: 'vector.extract' at {{.*}}errors.mlir:51:3 reads a 'sched.wgmma.mma_async' result before any 'sched.wgmma.wait_group 0'; run sched-flush-wgmma before convert-sched-to-nvvm
