@@ -36,12 +36,12 @@ from xdsl.dialects.builtin import (Float32Type, FloatAttr, FunctionType, Integer
                                    i1, i64)
 from xdsl.dialects import arith
 from xdsl.ir import Block, Region, SSAValue
-from xdsl.passes import ModulePass
 
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
 from fuser.lowering.combiners import finalize, is_welford, select_state, state_for
 from fuser.lowering.kernel_builder import KernelBuilder, f32
+from fuser.lowering.schedulers.options import ScheduleOptions, SchedulingPass
 
 SHAPE_OPS = (F.BroadcastOp, F.ReshapeOp, F.PermuteOp)
 REDUCTION_OPS = (F.ReduceOp, F.WelfordOp, F.VarMeanOp)
@@ -339,7 +339,8 @@ class Plan:
     groups: list = field(default_factory=list)  # normalization groups considered, with decisions
 
 
-def plan_fusion(fn: func.FuncOp, persistent: bool = True, block: int = 0) -> Plan:
+def plan_fusion(fn: func.FuncOp, opts: ScheduleOptions = ScheduleOptions()) -> Plan:
+    """Partition `fn` into kernel tasks as the schedulers would with `opts` (builds no IR)."""
     body = fn.body.block
     ret = body.last_op
     args = set(body.args)
@@ -407,9 +408,9 @@ def plan_fusion(fn: func.FuncOp, persistent: bool = True, block: int = 0) -> Pla
     tasks = fuse_matmul_tasks(tasks, outputs, materialized, args)
     tasks.sort(key=lambda t: (t.level, t.kind == "pointwise", t.order))
     groups = []
-    if persistent:
+    if opts.persistent:
         from fuser.lowering.normalization import form_groups  # it builds on this module
-        tasks, groups = form_groups(tasks, materialized, args, lvl, block)
+        tasks, groups = form_groups(tasks, materialized, args, lvl, opts)
     _skip_unread_results(tasks, outputs, materialized, args)
     written = [r for t in tasks for r in t.outputs if not _unstored_matmul_result(t, r)]
     stored = [v for v in dict.fromkeys(list(outputs) + written) if v not in args]
@@ -464,7 +465,7 @@ class KernelEmitter:
     """Creates sched.kernel ops and their launches for one fusion function."""
 
     def __init__(self, name: str, module_block: Block, host: KernelBuilder, buffers: dict[SSAValue, SSAValue],
-                 opts: "ConvertFusionToSched"):
+                 opts: ScheduleOptions):
         self.name = name
         self.module_block = module_block
         self.host = host
@@ -864,43 +865,20 @@ def _if(kb: KernelBuilder, cond: SSAValue, then: Callable[[KernelBuilder], None]
 
 
 @dataclass(frozen=True)
-class ConvertFusionToSched(ModulePass):
-    """Partition fusion functions into kernels and schedule them (pointwise and reduction schedulers)."""
+class ConvertFusionToSched(SchedulingPass):
+    """Partition fusion functions into kernels and schedule them (pointwise, reduction,
+    normalization and matmul schedulers). Its options are the `ScheduleOptions`."""
 
     name = "convert-fusion-to-sched"
 
-    sms: int = 132
-    """Streaming multiprocessors to fill (H100 and H200 have 132)."""
-    block: int = 0
-    """Threads per block for pointwise kernels / per row for reductions (0 = heuristic)."""
-    vector: int = 0
-    """Cap on elements per vector access (0 = widest 16-byte access that fits)."""
-    split: int = 0
-    """Force the number of chunks a reduction is split into (0 = heuristic, 1 = never split)."""
-    tile: str = ""
-    """Force the matmul CTA tile, e.g. "128x256" (128x128, 128x256 or 256x128; "" = heuristic)."""
-    stages: int = 0
-    """Force the matmul pipeline depth in shared-memory slots (0 = as many as fit, up to 8)."""
-    matmul_persistent: int = -1
-    """Matmul grid: 1 = persistent (min(sms, tiles) CTAs loop over the tiles), 0 = one CTA per tile, -1 = heuristic."""
-    matmul_pingpong: int = -1
-    """Matmul consumers: 1 = ping-pong (alternate whole tiles, persistent grid), 0 = cooperative, -1 = heuristic."""
-    matmul_cluster: int = 0
-    """Matmul thread-block clusters: 2 = 2-CTA clusters along M sharing (multicasting) the B tile, 1 = off, 0 = heuristic."""
-    matmul_store: str = "auto"
-    """Matmul epilogue stores: "tma" = staged in shared memory and written by TMA stores, "direct" = st.global from the registers, "auto" = tma where the outputs allow it."""
-    persistent: bool = True
-    """Let the normalization scheduler keep rows on chip (false: separate reduction and pointwise kernels)."""
-
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.matmul_store not in ("auto", "tma", "direct"):
-            raise ScheduleError(f"convert-fusion-to-sched: matmul_store must be one of auto, tma, direct, got '{self.matmul_store}'")
         for fn in [o for o in op.body.block.ops if isinstance(o, func.FuncOp)]:
             if any(o.dialect_name() == "fusion" for o in fn.walk()) or _has_tensor_signature(fn):
                 self._convert(op, fn)
 
     def _convert(self, module: ModuleOp, fn: func.FuncOp) -> None:
-        plan = plan_fusion(fn, self.persistent, self.block)
+        opts = self.schedule_options()
+        plan = plan_fusion(fn, opts)
         body = fn.body.block
         args = list(body.args)
         outputs = list(body.last_op.operands)
@@ -929,7 +907,7 @@ class ConvertFusionToSched(ModulePass):
                 ws = host.v(sched.WorkspaceOp(sched.memref(shape_of(v), F._elem(v))))
                 ws.name_hint = v.name_hint
                 buffers[v] = ws
-        em = KernelEmitter(fn.sym_name.data, module.body.block, host, buffers, self)
+        em = KernelEmitter(fn.sym_name.data, module.body.block, host, buffers, opts)
         materialized = plan.materialized
         argset = set(args)
         for t in plan.tasks:

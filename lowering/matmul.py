@@ -373,13 +373,12 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
         _check(s, em)
     opts = em.opts
     tile = None
-    tile_opt = getattr(opts, "tile", "") or ""
-    if tile_opt:
+    if opts.tile:
         try:
-            tile = tuple(int(x) for x in str(tile_opt).lower().split("x"))
+            tile = tuple(int(x) for x in opts.tile.lower().split("x"))
             assert len(tile) == 2
         except (ValueError, AssertionError):
-            raise ScheduleError(f"convert-fusion-to-sched: tile={tile_opt!r} must read like 128x256", op) from None
+            raise ScheduleError(f"convert-fusion-to-sched: tile={opts.tile!r} must read like 128x256", op) from None
     # Split-K (k_chunk): work item w is tile w % tiles of split w // tiles, over K-slices
     # [z * kcs, min(ktiles, (z + 1) * kcs)); it stores its f32 tile at rows z * M.. of the partials.
     nsplit, kc = op.splits, op.chunk
@@ -395,9 +394,8 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
         return
     blocker = _tma_store_blocker(outputs, n)
     try:
-        p = matmul_params(m, n, min(k, kc or k), 2, opts.sms, len(mats), tile, getattr(opts, "stages", 0) or 0,
-                          getattr(opts, "matmul_persistent", -1), getattr(opts, "matmul_pingpong", -1),
-                          getattr(opts, "matmul_cluster", 0), getattr(opts, "matmul_store", "auto"),
+        p = matmul_params(m, n, min(k, kc or k), 2, opts.sms, len(mats), tile, opts.stages,
+                          opts.matmul_persistent, opts.matmul_pingpong, opts.matmul_cluster, opts.matmul_store,
                           blocker, nsplit)
     except ValueError as err:
         raise ScheduleError(f"'fusion.matmul' {m}x{n}x{k}: {err}", op) from None

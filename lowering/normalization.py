@@ -32,6 +32,7 @@ from fuser.lowering.fusion_to_sched import (
     REDUCTION_OPS, SHAPE_OPS, Evaluator, KernelEmitter, Task, _if, _leaves, block_reduce, elem_bytes, next_pow2,
     shape_of, vector_lanes)
 from fuser.lowering.kernel_builder import KernelBuilder
+from fuser.lowering.schedulers.options import ScheduleOptions
 
 TARGET_VECTORS_PER_THREAD = 4
 ROW_THREADS_MAX = 1024
@@ -150,7 +151,7 @@ def _aligned(v: SSAValue, g: NormGroup, row_region: bool, materialized: set, arg
 
 
 def form_groups(tasks: list[Task], materialized: set, args: set, lvl,
-                block: int = 0) -> tuple[list[Task], list[NormGroup]]:
+                opts: ScheduleOptions) -> tuple[list[Task], list[NormGroup]]:
     """Merge inner reductions and the outputs computed from them at the row into persistent
     normalization tasks, where the row fits. Returns the new task list and every group
     considered, with the scheduler's decision (accepted or refused, and why)."""
@@ -195,9 +196,9 @@ def form_groups(tasks: list[Task], materialized: set, args: set, lvl,
             continue  # a lone reduction: the reduction schedulers (with row splitting) do better
         g.cached = _cached_inputs(g, mat, args)
         max_bytes = max([elem_bytes(F._elem(v)) for v in g.cached + g.full_outputs] or [4])
-        lanes = vector_lanes(g.in_shape[-1], max_bytes)
+        lanes = vector_lanes(g.in_shape[-1], max_bytes, opts.vector)
         g.decision = normalization_params(rows, math.prod(g.in_shape[g.k:]), lanes,
-                                          [elem_bytes(F._elem(v)) for v in g.cached], block)
+                                          [elem_bytes(F._elem(v)) for v in g.cached], opts.block)
         groups.append(g)
         if not g.decision.persistent:
             continue

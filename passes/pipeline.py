@@ -6,6 +6,7 @@ A pipeline is text, `"pass-a,pass-b{opt=1,other=x}"`, or a list of pass objects.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from xdsl.passes import ModulePass
@@ -50,13 +51,17 @@ def _split_top_level(spec: str) -> list[str]:
 
 
 def build_pipeline(spec: str | Sequence[ModulePass]) -> list[ModulePass]:
-    """Turn pipeline text (or a list of passes) into pass objects, with clear errors."""
+    """Turn pipeline text (or a list of passes) into pass objects, with clear errors.
+
+    Schedule options are pipeline-wide: one set on any planning pass (`fusion-translate-welford`,
+    `fusion-split-k`, `convert-fusion-to-sched`) applies to every planning pass of the pipeline,
+    so a decision taken early is taken with the options the scheduler will use."""
     if not isinstance(spec, str):
         passes = list(spec)
         for p in passes:
             if not isinstance(p, ModulePass):
                 raise PipelineError(f"pipeline entries must be passes, got {type(p).__name__}")
-        return passes
+        return _share_schedule_options(passes, [None] * len(passes))
     text = expand(spec)
     if not text.strip():
         return []
@@ -74,7 +79,26 @@ def build_pipeline(spec: str | Sequence[ModulePass]) -> list[ModulePass]:
             passes.append(cls.from_pass_spec(s))
         except Exception as e:
             raise PipelineError(f"bad options for pass '{s.name}': {e}") from None
-    return passes
+    return _share_schedule_options(passes, [set(s.parameters) for s in specs])
+
+
+def _share_schedule_options(passes: list[ModulePass], given: list[set[str] | None]) -> list[ModulePass]:
+    """Give every planning pass the schedule options any of them sets (see build_pipeline)."""
+    from fuser.lowering.schedulers.options import SchedulingPass, explicit_options
+
+    shared: dict[str, tuple[object, str]] = {}  # option -> (value, the pass that set it)
+    for p, g in zip(passes, given):
+        if not isinstance(p, SchedulingPass):
+            continue
+        for name, value in explicit_options(p, g).items():
+            if name in shared and shared[name][0] != value:
+                raise PipelineError(f"schedule option '{name}' is {shared[name][0]!r} for pass '{shared[name][1]}' "
+                                    f"but {value!r} for pass '{p.name}'; schedule options are pipeline-wide")
+            shared[name] = (value, p.name)
+    if not shared:
+        return passes
+    values = {k: v for k, (v, _) in shared.items()}
+    return [dataclasses.replace(p, **values) if isinstance(p, SchedulingPass) else p for p in passes]
 
 
 def pipeline_text(passes: Sequence[ModulePass]) -> str:

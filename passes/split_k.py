@@ -40,6 +40,7 @@ Matmuls that already carry k_chunk are left alone.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -47,9 +48,9 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
-from xdsl.passes import ModulePass
 
 from fuser.dialects import fusion as F
+from fuser.lowering.schedulers.options import ScheduleOptions, SchedulingPass
 
 BK = 64                     # the matmul scheduler's K-slice (lowering/matmul.py)
 MIN_SLICES_PER_SPLIT = 8    # each split streams at least this many K-slices through its pipeline
@@ -141,23 +142,20 @@ def _parse_factor(factor: str | int) -> int | None:
 
 
 @dataclass(frozen=True)
-class SplitK(ModulePass):
+class SplitK(SchedulingPass):
     """Split the K axis of matmuls whose output tiles leave SMs idle: S f32 partial products,
-    then a sum over them (and the cast back to the result type)."""
+    then a sum over them (and the cast back to the result type). Takes the schedule options
+    too (pipeline-wide; `sms` is the SMs to fill)."""
 
     name = "fusion-split-k"
 
     factor: str | int = "auto"
     """auto: split where the output tiles fill at most half of the SMs and K is long; N: split about N ways."""
-    sms: int = 132
-    """Streaming multiprocessors to fill (H100 and H200 have 132)."""
     strategy: str = "two-kernel"
     """two-kernel: partials to a workspace, a reduction kernel sums them (the only one built)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         forced = _parse_factor(self.factor)
-        if self.sms < 1:
-            raise SplitKError(f"fusion-split-k: sms must be a positive integer, got {self.sms}")
         if self.strategy not in STRATEGIES:
             raise SplitKError(f"fusion-split-k: strategy must be one of {', '.join(STRATEGIES)} "
                               f"(the in-kernel serial reduction is not built), got '{self.strategy}'")
@@ -165,7 +163,7 @@ class SplitK(ModulePass):
             mms = [o for o in fn.walk() if isinstance(o, F.MatmulOp) and o.k_chunk is None]
             if not mms:
                 continue
-            paired = _horizontally_fused(fn) if forced is None else {}
+            paired = _horizontally_fused(fn, self.schedule_options()) if forced is None else {}
             for mm in mms:
                 if forced is not None:
                     d = forced_decision(mm, forced)
@@ -182,13 +180,13 @@ class SplitK(ModulePass):
                     mm.attributes["fuser.split_k"] = StringAttr(d.reason)
 
 
-def _horizontally_fused(fn: func.FuncOp) -> dict[Operation, str]:
+def _horizontally_fused(fn: func.FuncOp, opts: ScheduleOptions) -> dict[Operation, str]:
     """Matmuls the planner would fuse horizontally (gated-MLP pairs), each mapped to its
     partner's name. Asks convert-fusion-to-sched's planner, which changes nothing."""
     from fuser.lowering.fusion_to_sched import ScheduleError, plan_fusion
 
     try:
-        plan = plan_fusion(fn, persistent=False)
+        plan = plan_fusion(fn, dataclasses.replace(opts, persistent=False))
     except ScheduleError:  # the scheduler will report it; nothing is paired
         return {}
     out: dict[Operation, str] = {}

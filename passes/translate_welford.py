@@ -31,9 +31,9 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
-from xdsl.passes import ModulePass
 
 from fuser.dialects import fusion as F
+from fuser.lowering.schedulers.options import ScheduleOptions, SchedulingPass
 
 MODES = ("auto", "always", "never")
 WELFORD_OPS = (F.WelfordOp, F.VarMeanOp)
@@ -44,9 +44,10 @@ class TranslateWelfordError(ValueError):
 
 
 @dataclass(frozen=True)
-class TranslateWelford(ModulePass):
+class TranslateWelford(SchedulingPass):
     """Rewrite fusion.welford / fusion.var_mean into two-pass mean and variance where the
-    normalization scheduler keeps the row on chip."""
+    normalization scheduler keeps the row on chip. Takes the schedule options too (pipeline-wide:
+    the decision is made with the options convert-fusion-to-sched will schedule with)."""
 
     name = "fusion-translate-welford"
 
@@ -64,14 +65,14 @@ class TranslateWelford(ModulePass):
                 elif self.mode == "always":
                     translate(w, f"translated from {w.name} (mode=always)")
                 else:
-                    ok, why = persistent_if_translated(fn, w)
+                    ok, why = persistent_if_translated(fn, w, self.schedule_options())
                     if ok:
                         translate(w, f"translated from {w.name} ({why})")
                     else:
                         w.attributes["fuser.welford"] = StringAttr(f"kept ({why})")
 
 
-def persistent_if_translated(fn: func.FuncOp, w: Operation) -> tuple[bool, str]:
+def persistent_if_translated(fn: func.FuncOp, w: Operation, opts: ScheduleOptions) -> tuple[bool, str]:
     """Would the two-pass form of `w` run as one persistent kernel? Asks the planner about a
     translated copy of the function; the original is untouched."""
     from fuser.lowering.fusion_to_sched import ScheduleError, plan_fusion
@@ -80,7 +81,7 @@ def persistent_if_translated(fn: func.FuncOp, w: Operation) -> tuple[bool, str]:
     position = list(fn.walk()).index(w)
     new_ops = translate(list(copy.walk())[position], "")
     try:
-        plan = plan_fusion(copy)
+        plan = plan_fusion(copy, opts)
     except ScheduleError as e:
         return False, f"the translated fusion cannot be scheduled: {e}"
     for g in plan.groups:

@@ -8,7 +8,7 @@
 // WORD: error: pass 'fusion-split-k' failed: fusion-split-k: factor must be 'auto' or a positive integer, got 'often'
 // ZERO: error: pass 'fusion-split-k' failed: fusion-split-k: factor must be 'auto' or a positive integer, got '0'
 // NEG: error: pass 'fusion-split-k' failed: fusion-split-k: factor must be 'auto' or a positive integer, got '-2'
-// SMS: error: pass 'fusion-split-k' failed: fusion-split-k: sms must be a positive integer, got 0
+// SMS: error: bad options for pass 'fusion-split-k': sms must be a positive integer, got 0
 // SERIAL: error: pass 'fusion-split-k' failed: fusion-split-k: strategy must be one of two-kernel (the in-kernel serial reduction is not built), got 'serial'
 
 // A forced factor needs a whole 64-element K-slice per split; the error points at the matmul.

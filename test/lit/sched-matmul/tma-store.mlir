@@ -71,4 +71,4 @@ func.func @narrow(%a: tensor<300x64xbf16>, %b: tensor<100x64xbf16>) -> tensor<30
   func.return %o : tensor<300x100xbf16>
 }
 
-// BAD: error: pass 'convert-fusion-to-sched' failed: convert-fusion-to-sched: matmul_store must be one of auto, tma, direct, got 'smem'
+// BAD: error: bad options for pass 'convert-fusion-to-sched': matmul_store must be one of auto, tma, direct, got 'smem'

@@ -1,0 +1,81 @@
+"""The options every planning pass shares, and the pass base class that declares them.
+
+`convert-fusion-to-sched` schedules with them; `fusion-translate-welford` and `fusion-split-k`
+ask the same planner and heuristics what it would do, so they must see the same values: a
+Welford translation decided for a persistent normalization kernel is wrong when the scheduler
+then runs with `persistent=false`. Each of the three passes is a `SchedulingPass`, so each
+takes every option, and `build_pipeline` makes them pipeline-wide: an option set on one
+planning pass applies to all the planning passes of that pipeline (two different values are
+an error). `ScheduleOptions` is the plain value the planner, heuristics and emitters read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from xdsl.passes import ModulePass
+
+MATMUL_STORES = ("auto", "tma", "direct")
+
+
+class ScheduleOptionsError(ValueError):
+    """An option value no scheduler accepts."""
+
+
+@dataclass(frozen=True)
+class ScheduleOptions:
+    sms: int = 132
+    """Streaming multiprocessors to fill (H100 and H200 have 132)."""
+    block: int = 0
+    """Threads per block for pointwise kernels / per row for reductions (0 = heuristic)."""
+    vector: int = 0
+    """Cap on elements per vector access (0 = widest 16-byte access that fits)."""
+    split: int = 0
+    """Force the number of chunks a reduction is split into (0 = heuristic, 1 = never split)."""
+    persistent: bool = True
+    """Let the normalization scheduler keep rows on chip (false: separate reduction and pointwise kernels)."""
+    tile: str = ""
+    """Force the matmul CTA tile, e.g. "128x256" (128x128, 128x256 or 256x128; "" = heuristic)."""
+    stages: int = 0
+    """Force the matmul pipeline depth in shared-memory slots (0 = as many as fit, up to 8)."""
+    matmul_persistent: int = -1
+    """Matmul grid: 1 = persistent (min(sms, tiles) CTAs loop over the tiles), 0 = one CTA per tile, -1 = heuristic."""
+    matmul_pingpong: int = -1
+    """Matmul consumers: 1 = ping-pong (alternate whole tiles, persistent grid), 0 = cooperative, -1 = heuristic."""
+    matmul_cluster: int = 0
+    """Matmul thread-block clusters: 2 = 2-CTA clusters along M sharing (multicasting) the B tile, 1 = off, 0 = heuristic."""
+    matmul_store: str = "auto"
+    """Matmul epilogue stores: "tma" = staged in shared memory and written by TMA stores, "direct" = st.global from the registers, "auto" = tma where the outputs allow it."""
+
+    def __post_init__(self):
+        if self.sms < 1:
+            raise ScheduleOptionsError(f"sms must be a positive integer, got {self.sms}")
+        for name in ("block", "vector", "split", "stages"):
+            if getattr(self, name) < 0:
+                raise ScheduleOptionsError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.matmul_store not in MATMUL_STORES:
+            raise ScheduleOptionsError(f"matmul_store must be one of {', '.join(MATMUL_STORES)}, "
+                                       f"got '{self.matmul_store}'")
+
+
+OPTION_NAMES = tuple(f.name for f in dataclasses.fields(ScheduleOptions))
+
+
+@dataclass(frozen=True)
+class SchedulingPass(ScheduleOptions, ModulePass):
+    """A pass that plans with the schedulers: every `ScheduleOptions` field is one of its options
+    (checked when the pass is made)."""
+
+    def schedule_options(self) -> ScheduleOptions:
+        """The options as the planner reads them."""
+        return ScheduleOptions(**{n: getattr(self, n) for n in OPTION_NAMES})
+
+
+def explicit_options(p: SchedulingPass, given: set[str] | None = None) -> dict[str, object]:
+    """The schedule options `p` sets: those named in its pipeline text (`given`), or, for a pass
+    object, those that differ from the defaults."""
+    defaults = ScheduleOptions()
+    names = [n for n in OPTION_NAMES if n in given] if given is not None else \
+        [n for n in OPTION_NAMES if getattr(p, n) != getattr(defaults, n)]
+    return {n: getattr(p, n) for n in names}
