@@ -142,6 +142,9 @@ class UnaryOp(IRDLOperation):
         if self.result.type != self.input.type:
             raise VerifyException(f"'{self.name}' op result type {self.result.type} must equal the operand type {self.input.type}")
 
+    # Custom syntax: the one type is the operand's and the result's. The declarative format could
+    # only infer one from the other through a constraint variable, whose check would then replace
+    # verify_'s message for a result of another type (test/lit/fusion/invalid.mlir pins it).
     @classmethod
     def parse(cls, parser: Parser):
         x = parser.parse_unresolved_operand()
@@ -160,21 +163,74 @@ class UnaryOp(IRDLOperation):
         printer.print_attribute(self.result.type)
 
 
-def _unary(opname: str, doc: str) -> type[UnaryOp]:
-    cls = type(opname.split(".")[1].title().replace("_", "") + "Op", (UnaryOp,), {"name": opname, "__doc__": doc})
-    return irdl_op_definition(cls)
+@irdl_op_definition
+class NegOp(UnaryOp):
+    """-x"""
+
+    name = "fusion.neg"
 
 
-NegOp = _unary("fusion.neg", "-x")
-AbsOp = _unary("fusion.abs", "|x|")
-ExpOp = _unary("fusion.exp", "e^x")
-LogOp = _unary("fusion.log", "natural logarithm")
-TanhOp = _unary("fusion.tanh", "hyperbolic tangent")
-SqrtOp = _unary("fusion.sqrt", "square root")
-RsqrtOp = _unary("fusion.rsqrt", "1/sqrt(x)")
-ReluOp = _unary("fusion.relu", "max(x, 0)")
-SigmoidOp = _unary("fusion.sigmoid", "1/(1+e^-x)")
-SiluOp = _unary("fusion.silu", "x*sigmoid(x)")
+@irdl_op_definition
+class AbsOp(UnaryOp):
+    """|x|"""
+
+    name = "fusion.abs"
+
+
+@irdl_op_definition
+class ExpOp(UnaryOp):
+    """e^x"""
+
+    name = "fusion.exp"
+
+
+@irdl_op_definition
+class LogOp(UnaryOp):
+    """natural logarithm"""
+
+    name = "fusion.log"
+
+
+@irdl_op_definition
+class TanhOp(UnaryOp):
+    """hyperbolic tangent"""
+
+    name = "fusion.tanh"
+
+
+@irdl_op_definition
+class SqrtOp(UnaryOp):
+    """square root"""
+
+    name = "fusion.sqrt"
+
+
+@irdl_op_definition
+class RsqrtOp(UnaryOp):
+    """1/sqrt(x)"""
+
+    name = "fusion.rsqrt"
+
+
+@irdl_op_definition
+class ReluOp(UnaryOp):
+    """max(x, 0)"""
+
+    name = "fusion.relu"
+
+
+@irdl_op_definition
+class SigmoidOp(UnaryOp):
+    """1/(1+e^-x)"""
+
+    name = "fusion.sigmoid"
+
+
+@irdl_op_definition
+class SiluOp(UnaryOp):
+    """x*sigmoid(x)"""
+
+    name = "fusion.silu"
 
 
 @irdl_op_definition
@@ -221,6 +277,7 @@ class BinaryOp(IRDLOperation):
         if self.result.type != self.lhs.type:
             raise VerifyException(f"'{self.name}' op result type {self.result.type} must equal the operand type {self.lhs.type}")
 
+    # Custom syntax: the one type is both operands' and the result's (see UnaryOp).
     @classmethod
     def parse(cls, parser: Parser):
         a = parser.parse_unresolved_operand()
@@ -243,18 +300,53 @@ class BinaryOp(IRDLOperation):
         printer.print_attribute(self.result.type)
 
 
-def _binary(opname: str, doc: str) -> type[BinaryOp]:
-    cls = type(opname.split(".")[1].title() + "Op", (BinaryOp,), {"name": opname, "__doc__": doc})
-    return irdl_op_definition(cls)
+@irdl_op_definition
+class AddOp(BinaryOp):
+    """a + b"""
+
+    name = "fusion.add"
 
 
-AddOp = _binary("fusion.add", "a + b")
-SubOp = _binary("fusion.sub", "a - b")
-MulOp = _binary("fusion.mul", "a * b")
-DivOp = _binary("fusion.div", "a / b")
-MaxOp = _binary("fusion.max", "max(a, b); NaN if either is NaN")
-MinOp = _binary("fusion.min", "min(a, b); NaN if either is NaN")
-PowOp = _binary("fusion.pow", "a ** b")
+@irdl_op_definition
+class SubOp(BinaryOp):
+    """a - b"""
+
+    name = "fusion.sub"
+
+
+@irdl_op_definition
+class MulOp(BinaryOp):
+    """a * b"""
+
+    name = "fusion.mul"
+
+
+@irdl_op_definition
+class DivOp(BinaryOp):
+    """a / b"""
+
+    name = "fusion.div"
+
+
+@irdl_op_definition
+class MaxOp(BinaryOp):
+    """max(a, b); NaN if either is NaN"""
+
+    name = "fusion.max"
+
+
+@irdl_op_definition
+class MinOp(BinaryOp):
+    """min(a, b); NaN if either is NaN"""
+
+    name = "fusion.min"
+
+
+@irdl_op_definition
+class PowOp(BinaryOp):
+    """a ** b"""
+
+    name = "fusion.pow"
 
 BINARY_OPS = [AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp]
 
@@ -287,6 +379,8 @@ class CmpOp(IRDLOperation):
         if self.result.type != TensorType(i1, _dims(self.lhs.type)):
             raise VerifyException(f"'fusion.cmp' op result must be {TensorType(i1, _dims(self.lhs.type))}, got {self.result.type}")
 
+    # Custom syntax: the predicate is a bare identifier, and the i1 result type is derived from the
+    # operands' type.
     @classmethod
     def parse(cls, parser: Parser):
         pred = parser.parse_identifier()
@@ -337,6 +431,7 @@ class WhereOp(IRDLOperation):
         if self.result.type != t:
             raise VerifyException(f"'fusion.where' op result type {self.result.type} must be {t}")
 
+    # Custom syntax: the condition's i1 type is derived from the one type spelled.
     @classmethod
     def parse(cls, parser: Parser):
         ops = [parser.parse_unresolved_operand()]
@@ -361,11 +456,26 @@ class WhereOp(IRDLOperation):
 
 
 class _ConvertLike(IRDLOperation):
-    """Shared assembly for `fusion.X %x <extra> : T1 to T2`."""
+    """Base of the one-tensor-in, one-tensor-out ops written `fusion.X %x <extra> : T1 to T2`.
+
+    Without `<extra>` a subclass declares `assembly_format = _CONVERT_FORMAT`; with one it derives
+    from `_ConvertLikeExtra`.
+    """
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
+
+
+_CONVERT_FORMAT = "$input attr-dict `:` type($input) `to` type($result)"
+
+
+class _ConvertLikeExtra(_ConvertLike):
+    """`fusion.X %x <extra> : T1 to T2`, where a subclass prints and parses `<extra>` (properties).
+
+    Custom syntax: the extras are bare integer lists (`dims [0]`, `[1, 0]`), where the declarative
+    format would print the array properties (of any element type) as `array<i64: ...>`.
+    """
 
     def _print_extra(self, printer: Printer) -> None:
         pass
@@ -403,6 +513,7 @@ class CastOp(_ConvertLike):
     """Elementwise dtype conversion: `fusion.cast %x : tensor<4xbf16> to tensor<4xf32>`."""
 
     name = "fusion.cast"
+    assembly_format = _CONVERT_FORMAT
 
     def __init__(self, input: SSAValue, dtype: str | Attribute):
         super().__init__(operands=[input], result_types=[tensor(_dims(input.type), dtype)])
@@ -415,7 +526,7 @@ class CastOp(_ConvertLike):
 
 
 @irdl_op_definition
-class BroadcastOp(_ConvertLike):
+class BroadcastOp(_ConvertLikeExtra):
     """Insert new dimensions: `fusion.broadcast %b dims [0] : tensor<4xf32> to tensor<3x4xf32>`.
 
     `dims` lists the result dimensions that are new; the operand's dimensions map, in order,
@@ -457,6 +568,7 @@ class ReshapeOp(_ConvertLike):
     """Row-major reshape to a shape with the same number of elements."""
 
     name = "fusion.reshape"
+    assembly_format = _CONVERT_FORMAT
 
     def verify_(self) -> None:
         t = _check_tensor(self, "operand #0 ('input')", self.input.type)
@@ -466,7 +578,7 @@ class ReshapeOp(_ConvertLike):
 
 
 @irdl_op_definition
-class PermuteOp(_ConvertLike):
+class PermuteOp(_ConvertLikeExtra):
     """Transpose: result dim i is operand dim perm[i]."""
 
     name = "fusion.permute"
@@ -495,6 +607,7 @@ class SegmentSetOp(_ConvertLike):
     """Identity that forces a kernel boundary: its operand is written to memory."""
 
     name = "fusion.segment_set"
+    assembly_format = _CONVERT_FORMAT
 
     def verify_(self) -> None:
         if self.result.type != self.input.type:
@@ -516,6 +629,7 @@ class FullOp(IRDLOperation):
     def verify_(self) -> None:
         _check_tensor(self, "result", self.result.type, FLOAT_TYPES)
 
+    # Custom syntax: the value is a bare float literal, with inf and nan as keywords.
     @classmethod
     def parse(cls, parser: Parser):
         neg = parser.parse_optional_punctuation("-") is not None
@@ -628,6 +742,8 @@ class ReduceOp(_ReductionBase):
         if et != Float32Type() and et != _elem(self.input):
             raise VerifyException(f"'fusion.reduce' op result element type {et} must be f32 or the input's {_elem(self.input)}")
 
+    # Custom syntax: the kind is a bare identifier and `dims` a bare integer list (the declarative
+    # format would print the array property of any element type as `array<i64: ...>`).
     @classmethod
     def parse(cls, parser: Parser):
         kind = parser.parse_identifier()
@@ -835,6 +951,8 @@ class MatmulOp(IRDLOperation):
             raise VerifyException(f"'fusion.matmul' op result has shape {list(_dims(rt))}, expected {want} "
                                   f"(S = ceil(K / k_chunk) = ceil({k} / {kc}) partial products of {m}x{n})")
 
+    # Custom syntax: `k_chunk` is a bare integer (the declarative format would print the property,
+    # of any integer type, as `N : i64`).
     @classmethod
     def parse(cls, parser: Parser):
         a = parser.parse_unresolved_operand()

@@ -1,0 +1,134 @@
+"""Types of the sched dialect: memory spaces of buffers, and the TMA descriptor type.
+
+Buffers are builtin memrefs whose memory space is the NVPTX address space: none = global,
+3 = shared, 5 = registers. `!sched.tensor_map<...>` is a TMA descriptor (CUtensorMap) made on
+the host and passed to a kernel by value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    IntAttr,
+    IntegerAttr,
+    MemRefType,
+    NoneAttr,
+    i64,
+)
+from xdsl.ir import Attribute, ParametrizedAttribute, TypeAttribute
+from xdsl.irdl import irdl_attr_definition
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+# ------------------------------------------------------------------ memory spaces
+
+GLOBAL, SHARED, REGISTER = 0, 3, 5
+_SPACE_NAMES = {GLOBAL: "global", SHARED: "shared", REGISTER: "register"}
+
+
+def memory_space(t: MemRefType) -> int:
+    """NVPTX address space of a memref type (0 when it has none: global memory)."""
+    ms = t.memory_space
+    if isinstance(ms, NoneAttr):
+        return GLOBAL
+    if isinstance(ms, IntegerAttr):
+        return ms.value.data
+    raise ValueError(f"unsupported memory space {ms} in {t}")
+
+
+def memref(shape: Sequence[int], elem: Attribute, space: int = GLOBAL) -> MemRefType:
+    ms = NoneAttr() if space == GLOBAL else IntegerAttr(space, i64)
+    return MemRefType(elem, list(shape), memory_space=ms)
+
+
+# ------------------------------------------------------------ !sched.tensor_map
+
+_TMA_ELEMS = {"bf16": 2, "f16": 2, "f32": 4}
+
+
+def _elem_name(t: Attribute) -> str | None:
+    if isinstance(t, BFloat16Type):
+        return "bf16"
+    if isinstance(t, Float16Type):
+        return "f16"
+    if isinstance(t, Float32Type):
+        return "f32"
+    return None
+
+
+@irdl_attr_definition
+class TensorMapType(ParametrizedAttribute, TypeAttribute):
+    """A TMA descriptor (CUtensorMap, 128 bytes) for a global buffer, tiled by `box`.
+
+    `!sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>`: `box` is in the
+    buffer's dimension order (outermost first); `swizzle` is 0, 32, 64 or 128 (bytes). With a
+    swizzle, the box's innermost extent spans at most that many bytes.
+    """
+
+    name = "sched.tensor_map"
+
+    tensor: MemRefType
+    box: ArrayAttr[IntAttr]
+    swizzle: IntAttr
+
+    def __init__(self, tensor: MemRefType, box: Sequence[int], swizzle: int = 128):
+        super().__init__(tensor, ArrayAttr([IntAttr(b) for b in box]), IntAttr(swizzle))
+
+    @property
+    def box_dims(self) -> list[int]:
+        return [b.data for b in self.box.data]
+
+    @property
+    def box_bytes(self) -> int:
+        n = _TMA_ELEMS.get(_elem_name(self.tensor.element_type) or "", 0)
+        for b in self.box_dims:
+            n *= b
+        return n
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<")
+        printer.print_attribute(self.tensor)
+        printer.print_string(", box [" + ", ".join(str(b) for b in self.box_dims) + "]")
+        printer.print_string(f", swizzle {self.swizzle.data}>")
+
+    @classmethod
+    def parse_parameters(cls, parser) -> tuple:
+        parser.parse_punctuation("<")
+        t = parser.parse_type()
+        parser.parse_punctuation(",")
+        parser.parse_keyword("box")
+        box = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+        parser.parse_punctuation(",")
+        parser.parse_keyword("swizzle")
+        sw = parser.parse_integer()
+        parser.parse_punctuation(">")
+        return (t, ArrayAttr([IntAttr(b) for b in box]), IntAttr(sw))
+
+    def verify(self) -> None:
+        t = self.tensor
+        if not isinstance(t, MemRefType) or memory_space(t) != GLOBAL:
+            raise VerifyException(f"!sched.tensor_map: tensor must be a global memref, got {t}")
+        en = _elem_name(t.element_type)
+        if en is None:
+            raise VerifyException(f"!sched.tensor_map: element type {t.element_type} is not bf16, f16 or f32")
+        box, shape = self.box_dims, list(t.get_shape())
+        if len(box) != len(shape) or not 1 <= len(box) <= 5:
+            raise VerifyException(f"!sched.tensor_map: box {box} must have one extent per dimension of {t} (1 to 5)")
+        if any(not 1 <= b <= 256 for b in box):
+            raise VerifyException(f"!sched.tensor_map: box extents must be 1..256, got {box}")
+        eb = _TMA_ELEMS[en]
+        if (box[-1] * eb) % 16:
+            raise VerifyException(f"!sched.tensor_map: the box's inner extent {box[-1]} x {eb} bytes is not a multiple of 16 bytes")
+        sw = self.swizzle.data
+        if sw not in (0, 32, 64, 128):
+            raise VerifyException(f"!sched.tensor_map: swizzle must be 0, 32, 64 or 128, got {sw}")
+        if sw and box[-1] * eb > sw:
+            raise VerifyException(f"!sched.tensor_map: the box's inner extent spans {box[-1] * eb} bytes, more than the {sw}-byte swizzle")
+        if len(shape) > 1 and (shape[-1] * eb) % 16:
+            raise VerifyException(f"!sched.tensor_map: rows of {t} are {shape[-1] * eb} bytes apart; TMA needs a multiple of 16 "
+                                  f"(the inner extent must be a multiple of {16 // eb} elements)")
