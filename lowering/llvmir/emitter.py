@@ -1,0 +1,72 @@
+"""`Emitter`: the instruction buffer of one LLVM function body, with value and label naming.
+
+Function bodies (function.py) and the math helpers (libm.py) both write through an Emitter; calls
+to intrinsics declare them in the enclosing module as a side effect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .llvm_types import float_literal
+
+if TYPE_CHECKING:
+    from .module import ModuleTranslator
+
+
+class Emitter:
+    """Appends instructions to one LLVM function body and names values."""
+
+    def __init__(self, module: ModuleTranslator, func_name: str):
+        self.module = module
+        self.func_name = func_name
+        self.lines: list[str] = []
+        self.block = "entry"
+        self._n = 0
+
+    def fresh(self, hint: str = "v") -> str:
+        self._n += 1
+        return f"%{hint}{self._n}"
+
+    def label(self, hint: str) -> str:
+        self._n += 1
+        return f"{hint}{self._n}"
+
+    def emit(self, text: str) -> None:
+        self.lines.append("  " + text)
+
+    def inst(self, text: str, hint: str = "v") -> str:
+        """Emit `%name = text`, return %name."""
+        name = self.fresh(hint)
+        self.emit(f"{name} = {text}")
+        return name
+
+    def start_block(self, label: str) -> None:
+        self.lines.append(f"{label}:")
+        self.block = label
+
+    def call(self, ret: str, fn: str, args: Sequence[tuple[str, str]], intrinsic: bool = True) -> str:
+        if intrinsic:
+            self.module.declare(fn, ret, [t for t, _ in args])
+        text = f"call {ret} @{fn}(" + ", ".join(f"{t} {v}" for t, v in args) + ")"
+        if ret == "void":
+            self.emit(text)
+            return ""
+        return self.inst(text)
+
+    # Small helpers used by the math expansions (f32 scalars).
+    def f(self, value: float) -> str:
+        return float_literal(value, "float")
+
+    def fma(self, a: str, b: str, c: str) -> str:
+        return self.call("float", "llvm.fma.f32", [("float", a), ("float", b), ("float", c)])
+
+    def fbin(self, op: str, a: str, b: str) -> str:
+        return self.inst(f"{op} float {a}, {b}")
+
+    def horner(self, coeffs: Sequence[float], x: str) -> str:
+        acc = self.f(coeffs[-1])
+        for c in reversed(coeffs[:-1]):
+            acc = self.fma(acc, x, self.f(c))
+        return acc

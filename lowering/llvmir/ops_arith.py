@@ -1,0 +1,274 @@
+"""Handlers for value computation: `arith`, `math` and `vector` ops, and the `llvm` dialect's
+spellings of the same instructions (llvm.add, llvm.fneg, llvm.select, llvm.bitcast, ...).
+
+- `index` is i64; `arith.index_cast(ui)` is a no-op, sext/zext or trunc by width.
+- `arith.maximumf/minimumf` -> `llvm.maximum/minimum` (NaN-propagating, `max.NaN.f32`),
+  `arith.maxnumf/minnumf` -> `llvm.maxnum/minnum`.
+- Plain math ops are LLVM intrinsics overloaded on the operand type (vectors included); the
+  transcendental ones call the f32 helpers of libm.py (f16/bf16 extended, vectors lane by lane).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import VectorType
+from xdsl.ir import Operation, SSAValue
+
+from .common import TranslationError, int_prop, op_name, prop
+from .libm import MATH_HELPERS
+from .llvm_types import constant_literal, element, llvm_type, mangle
+
+if TYPE_CHECKING:
+    from .function import FunctionTranslator
+
+# -------------------------------------------------------------------------------------------
+# Op name -> LLVM instruction or intrinsic
+# -------------------------------------------------------------------------------------------
+
+_INT_BINARY = {
+    "arith.addi": "add",
+    "arith.subi": "sub",
+    "arith.muli": "mul",
+    "arith.divsi": "sdiv",
+    "arith.divui": "udiv",
+    "arith.remsi": "srem",
+    "arith.remui": "urem",
+    "arith.andi": "and",
+    "arith.ori": "or",
+    "arith.xori": "xor",
+    "arith.shli": "shl",
+    "arith.shrsi": "ashr",
+    "arith.shrui": "lshr",
+}
+_FLOAT_BINARY = {
+    "arith.addf": "fadd",
+    "arith.subf": "fsub",
+    "arith.mulf": "fmul",
+    "arith.divf": "fdiv",
+    "arith.remf": "frem",
+}
+_LLVM_BINARY = {
+    f"llvm.{c}": c
+    for c in "add sub mul udiv sdiv urem srem and or xor shl lshr ashr fadd fsub fmul fdiv frem".split()
+}
+# Intrinsics overloaded on the result type (`llvm.smax.i32`, `llvm.sqrt.v4f32`).
+_BINARY_INTRINSICS = {
+    "arith.maxsi": "llvm.smax",
+    "arith.minsi": "llvm.smin",
+    "arith.maxui": "llvm.umax",
+    "arith.minui": "llvm.umin",
+    "arith.maximumf": "llvm.maximum",
+    "arith.minimumf": "llvm.minimum",
+    "arith.maxnumf": "llvm.maxnum",
+    "arith.minnumf": "llvm.minnum",
+}
+_MATH_INTRINSICS = {
+    "math.sqrt": "llvm.sqrt",
+    "math.absf": "llvm.fabs",
+    "math.fma": "llvm.fma",
+    "math.floor": "llvm.floor",
+    "math.ceil": "llvm.ceil",
+    "math.round": "llvm.round",
+    "math.roundeven": "llvm.roundeven",
+    "math.trunc": "llvm.trunc",
+    "math.copysign": "llvm.copysign",
+}
+_ARITH_CASTS = {
+    "arith.extf": "fpext",
+    "arith.truncf": "fptrunc",
+    "arith.extsi": "sext",
+    "arith.extui": "zext",
+    "arith.trunci": "trunc",
+    "arith.sitofp": "sitofp",
+    "arith.uitofp": "uitofp",
+    "arith.fptosi": "fptosi",
+    "arith.fptoui": "fptoui",
+    "arith.bitcast": "bitcast",
+    "vector.bitcast": "bitcast",
+}
+_LLVM_CASTS = {
+    f"llvm.{c}": c
+    for c in (
+        "bitcast addrspacecast ptrtoint inttoptr sext zext trunc fpext fptrunc "
+        "sitofp uitofp fptosi fptoui"
+    ).split()
+}
+_CMPI = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
+_CMPF = [
+    "false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
+    "ueq", "ugt", "uge", "ult", "ule", "une", "uno", "true",
+]  # fmt: skip
+
+
+def fast_math(op: Operation) -> str:
+    """LLVM fast-math flags (with a trailing space) from an op's `fastmath` property."""
+    attr = prop(op, "fastmath") or prop(op, "fastmathFlags")
+    flags = getattr(attr, "data", None)
+    if not flags:
+        return ""
+    names = sorted(getattr(f, "value", str(f)) for f in flags)
+    if set(names) >= {"reassoc", "nnan", "ninf", "nsz", "arcp", "contract", "afn"}:
+        return "fast "
+    return " ".join(names) + " "
+
+
+# -------------------------------------------------------------------------------------------
+# Handlers shared by a table of ops (bound to their instruction with functools.partial)
+# -------------------------------------------------------------------------------------------
+
+
+def _binary(inst: str, ft: FunctionTranslator, op: Operation) -> None:
+    flags = fast_math(op) if inst.startswith("f") else ""
+    a, b = op.operands
+    ft.set_result(op, ft.e.inst(f"{inst} {flags}{ft.tv(a)}, {ft.v(b)}"))
+
+
+def _overloaded_intrinsic(base: str, ft: FunctionTranslator, op: Operation) -> None:
+    ty = llvm_type(op.results[0].type)
+    fn = f"{base}.{mangle(ty)}"
+    ft.set_result(op, ft.e.call(ty, fn, [(ty, ft.v(x)) for x in op.operands]))
+
+
+def _cast(inst: str, ft: FunctionTranslator, op: Operation) -> None:
+    src = op.operands[0]
+    dst = llvm_type(op.results[0].type)
+    ft.set_result(op, ft.e.inst(f"{inst} {ft.tv(src)} to {dst}"))
+
+
+def _index_cast(ext: str, ft: FunctionTranslator, op: Operation) -> None:
+    """index <-> integer: nothing between equal widths, else `ext` (sext/zext) or trunc."""
+    src, dst = llvm_type(op.operands[0].type), llvm_type(op.results[0].type)
+    sw, dw = int(element(src)[0][1:]), int(element(dst)[0][1:])
+    if sw == dw:
+        ft.set_result(op, ft.v(op.operands[0]))
+    else:
+        _cast(ext if dw > sw else "trunc", ft, op)
+
+
+# -------------------------------------------------------------------------------------------
+# One-op handlers
+# -------------------------------------------------------------------------------------------
+
+
+def _constant(ft: FunctionTranslator, op: Operation) -> None:
+    ft.set_result(op, constant_literal(prop(op, "value"), op.results[0].type))
+
+
+def _negf(ft: FunctionTranslator, op: Operation) -> None:
+    ft.set_result(op, ft.e.inst(f"fneg {fast_math(op)}{ft.tv(op.operands[0])}"))
+
+
+def _cmpi(ft: FunctionTranslator, op: Operation) -> None:
+    pred = _CMPI[int_prop(op, "predicate")]
+    a, b = op.operands
+    ft.set_result(op, ft.e.inst(f"icmp {pred} {ft.tv(a)}, {ft.v(b)}"))
+
+
+def _cmpf(ft: FunctionTranslator, op: Operation) -> None:
+    pred = _CMPF[int_prop(op, "predicate")]
+    a, b = op.operands
+    ft.set_result(op, ft.e.inst(f"fcmp {fast_math(op)}{pred} {ft.tv(a)}, {ft.v(b)}"))
+
+
+def _select(ft: FunctionTranslator, op: Operation) -> None:
+    c, a, b = op.operands
+    ft.set_result(op, ft.e.inst(f"select {ft.tv(c)}, {ft.tv(a)}, {ft.tv(b)}"))
+
+
+def _absi(ft: FunctionTranslator, op: Operation) -> None:
+    ty = llvm_type(op.results[0].type)
+    args = [(ty, ft.v(op.operands[0])), ("i1", "false")]
+    ft.set_result(op, ft.e.call(ty, f"llvm.abs.{mangle(ty)}", args))
+
+
+def _math_helper(ft: FunctionTranslator, op: Operation) -> None:
+    """Apply an f32 helper (libm.py) to a scalar or vector of f16/bf16/f32."""
+    e = ft.e
+    ty = llvm_type(op.results[0].type)
+    elt, lanes = element(ty)
+    if elt not in ("half", "bfloat", "float"):
+        raise TranslationError(f"'{op_name(op)}' is only supported on f16, bf16 and f32, not {elt}")
+    fn = ft.module.helper(op_name(op))
+    x = ft.v(op.operands[0])
+    wide = "float" if lanes is None else f"<{lanes} x float>"
+    if elt != "float":
+        x = e.inst(f"fpext {ty} {x} to {wide}")
+    if lanes is None:
+        r = e.call("float", fn, [("float", x)], intrinsic=False)
+    else:  # lane by lane
+        r = "undef"
+        for i in range(lanes):
+            xi = e.inst(f"extractelement {wide} {x}, i32 {i}")
+            ri = e.call("float", fn, [("float", xi)], intrinsic=False)
+            r = e.inst(f"insertelement {wide} {r}, float {ri}, i32 {i}")
+    if elt != "float":
+        r = e.inst(f"fptrunc {wide} {r} to {ty}")
+    ft.set_result(op, r)
+
+
+# vector (1-D vectors of scalars only)
+
+
+def _vector_broadcast(ft: FunctionTranslator, op: Operation) -> None:
+    (src,) = op.operands
+    ty = llvm_type(op.results[0].type)
+    if isinstance(src.type, VectorType):
+        raise TranslationError("only scalar -> vector broadcasts are supported")
+    elt, lanes = element(ty)
+    one = ft.e.inst(f"insertelement <1 x {elt}> undef, {ft.tv(src)}, i32 0")
+    mask = f"<{lanes} x i32> zeroinitializer"
+    ft.set_result(op, ft.e.inst(f"shufflevector <1 x {elt}> {one}, <1 x {elt}> undef, {mask}"))
+
+
+def _vector_position(ft: FunctionTranslator, op: Operation, dynamic: Sequence[SSAValue]) -> str:
+    static = list(prop(op, "static_position").iter_values())
+    if len(static) != 1:
+        raise TranslationError("only 1-D vectors with one position are supported")
+    if static[0] == -9223372036854775808:  # ShapedType::kDynamic: the SSA position
+        return ft.tv(dynamic[0])
+    return f"i32 {static[0]}"
+
+
+def _vector_extract(ft: FunctionTranslator, op: Operation) -> None:
+    vec, *dynamic = op.operands
+    if isinstance(op.results[0].type, VectorType):
+        raise TranslationError("only extracting scalars is supported")
+    pos = _vector_position(ft, op, dynamic)
+    ft.set_result(op, ft.e.inst(f"extractelement {ft.tv(vec)}, {pos}"))
+
+
+def _vector_insert(ft: FunctionTranslator, op: Operation) -> None:
+    src, dest, *dynamic = op.operands
+    if isinstance(src.type, VectorType):
+        raise TranslationError("only inserting scalars is supported")
+    pos = _vector_position(ft, op, dynamic)
+    ft.set_result(op, ft.e.inst(f"insertelement {ft.tv(dest)}, {ft.tv(src)}, {pos}"))
+
+
+HANDLERS: dict[str, Callable[[FunctionTranslator, Operation], None]] = {
+    **{name: partial(_binary, inst) for name, inst in _INT_BINARY.items()},
+    **{name: partial(_binary, inst) for name, inst in _FLOAT_BINARY.items()},
+    **{name: partial(_binary, inst) for name, inst in _LLVM_BINARY.items()},
+    **{name: partial(_overloaded_intrinsic, fn) for name, fn in _BINARY_INTRINSICS.items()},
+    **{name: partial(_overloaded_intrinsic, fn) for name, fn in _MATH_INTRINSICS.items()},
+    **{name: partial(_cast, inst) for name, inst in _ARITH_CASTS.items()},
+    **{name: partial(_cast, inst) for name, inst in _LLVM_CASTS.items()},
+    **{name: _math_helper for name in MATH_HELPERS},
+    "arith.index_cast": partial(_index_cast, "sext"),
+    "arith.index_castui": partial(_index_cast, "zext"),
+    "arith.constant": _constant,
+    "llvm.mlir.constant": _constant,
+    "arith.negf": _negf,
+    "llvm.fneg": _negf,
+    "arith.cmpi": _cmpi,
+    "arith.cmpf": _cmpf,
+    "arith.select": _select,
+    "llvm.select": _select,
+    "math.absi": _absi,
+    "vector.broadcast": _vector_broadcast,
+    "vector.extract": _vector_extract,
+    "vector.insert": _vector_insert,
+}

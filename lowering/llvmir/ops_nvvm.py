@@ -1,0 +1,103 @@
+"""Handlers for `nvvm` ops: special registers, barriers, warp shuffles, and the Hopper wgmma
+group and mbarrier ops (the rest of Hopper's instructions arrive as `llvm.inline_asm`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import DenseArrayBase
+from xdsl.ir import Operation
+
+from .common import TranslationError, int_prop, op_name, prop
+from .llvm_types import llvm_type
+
+if TYPE_CHECKING:
+    from .function import FunctionTranslator
+
+_SHFL_KINDS = ("bfly", "up", "down", "idx")
+
+
+def _read_sreg(ft: FunctionTranslator, op: Operation) -> None:
+    """`nvvm.read.ptx.sreg.<reg>` -> `i32 @llvm.nvvm.read.ptx.sreg.<reg>()`."""
+    fn = "llvm.nvvm.read.ptx.sreg." + op_name(op).removeprefix("nvvm.read.ptx.sreg.")
+    ft.set_result(op, ft.e.call("i32", fn, []))
+
+
+def _barrier(ft: FunctionTranslator, op: Operation) -> None:
+    segments = prop(op, "operandSegmentSizes")
+    sizes = list(segments.iter_values()) if isinstance(segments, DenseArrayBase) else [0, 0]
+    operands = list(op.operands)
+    bar_id = ft.v(operands[0]) if sizes[0] else "0"
+    if sizes[1]:
+        count = ft.v(operands[sizes[0]])
+        ft.e.call(
+            "void",
+            "llvm.nvvm.barrier.cta.sync.aligned.count",
+            [("i32", bar_id), ("i32", count)],
+        )
+    else:
+        ft.e.call("void", "llvm.nvvm.barrier.cta.sync.aligned.all", [("i32", bar_id)])
+
+
+def _shfl(ft: FunctionTranslator, op: Operation) -> None:
+    kind_attr = prop(op, "kind")
+    kind = getattr(getattr(kind_attr, "data", None), "value", None)
+    if kind not in _SHFL_KINDS:
+        raise TranslationError(f"unknown shuffle kind {kind_attr}")
+    mask, val, offset, clamp = op.operands
+    vty = llvm_type(val.type)
+    if vty not in ("i32", "float"):
+        raise TranslationError(f"shuffle of {vty} (only i32 and f32)")
+    suffix = "f32" if vty == "float" else "i32"
+    ret = vty
+    if prop(op, "return_value_and_is_valid") is not None:
+        suffix += "p"
+        ret = f"{{ {vty}, i1 }}"
+    args = [("i32", ft.v(mask)), (vty, ft.v(val)), ("i32", ft.v(offset)), ("i32", ft.v(clamp))]
+    ft.set_result(op, ft.e.call(ret, f"llvm.nvvm.shfl.sync.{kind}.{suffix}", args))
+
+
+# Hopper: wgmma groups and mbarriers
+
+
+def _wgmma_fence(ft: FunctionTranslator, op: Operation) -> None:
+    ft.e.call("void", "llvm.nvvm.wgmma.fence.sync.aligned", [])
+
+
+def _wgmma_commit(ft: FunctionTranslator, op: Operation) -> None:
+    ft.e.call("void", "llvm.nvvm.wgmma.commit_group.sync.aligned", [])
+
+
+def _wgmma_wait(ft: FunctionTranslator, op: Operation) -> None:
+    n = int_prop(op, "group")
+    if n is None:
+        raise TranslationError("missing 'group'")
+    ft.e.call("void", "llvm.nvvm.wgmma.wait_group.sync.aligned", [("i64", str(n))])
+
+
+def _mbarrier_init(ft: FunctionTranslator, op: Operation) -> None:
+    addr, count = op.operands
+    args = [(llvm_type(addr.type), ft.v(addr)), ("i32", ft.v(count))]
+    ft.e.call("void", "llvm.nvvm.mbarrier.init.shared", args)
+
+
+def _mbarrier_arrive(ft: FunctionTranslator, op: Operation) -> None:
+    (addr,) = op.operands
+    args = [(llvm_type(addr.type), ft.v(addr))]
+    ft.set_result(op, ft.e.call("i64", "llvm.nvvm.mbarrier.arrive.shared", args))
+
+
+HANDLERS: dict[str, Callable[[FunctionTranslator, Operation], None]] = {
+    "nvvm.barrier": _barrier,
+    "nvvm.shfl.sync": _shfl,
+    "nvvm.wgmma.fence.aligned": _wgmma_fence,
+    "nvvm.wgmma.commit.group.sync.aligned": _wgmma_commit,
+    "nvvm.wgmma.wait.group.sync.aligned": _wgmma_wait,
+    "nvvm.mbarrier.init.shared": _mbarrier_init,
+    "nvvm.mbarrier.arrive.shared": _mbarrier_arrive,
+}
+PREFIX_HANDLERS: tuple[tuple[str, Callable[[FunctionTranslator, Operation], None]], ...] = (
+    ("nvvm.read.ptx.sreg.", _read_sreg),
+)
