@@ -1,9 +1,11 @@
-"""fuser-bench on a machine without a GPU (or torch): the registry, --list, and the no-GPU exit.
+"""fuser-bench (the package fuser.tools.bench) on a machine without a GPU (or torch): the registry,
+its FusionBuilder fusions, --list, --show-mlir, the table and JSON, and the no-GPU exit.
 
 Timing is never asserted here (PERF.md: a timing assertion is a flaky test); the GPU run is the
 benchmark itself, read by people.
 """
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -12,10 +14,12 @@ import pytest
 
 from fuser.passes.ir import parse_module
 from fuser.tools import bench
+from fuser.tools.bench import cli, report, timing
+from fuser.tools.bench import workloads as wl
 
 
 def _mlir_workloads():
-    return [w for w in bench.WORKLOADS if w.mlir is not None]
+    return [w for w in wl.WORKLOADS if w.has_fusion]
 
 
 @pytest.mark.parametrize("quick", [False, True], ids=["full", "quick"])
@@ -25,20 +29,81 @@ def test_workload_mlir_parses_and_verifies(w, quick):
     module = parse_module(text)  # verifies too
     func = next(op for op in module.walk() if op.name == "func.func")
     in_types = [str(t) for t in func.function_type.inputs.data]
-    expect = [bench.ttype(s, d) for s, d in w.inputs(w.shape_for(quick), w.dtype)]
+    expect = [wl.ttype(s, d) for s, d in w.inputs(w.shape_for(quick), w.dtype)]
     assert in_types == expect, "the MLIR signature must match the inputs the harness creates"
 
 
+def test_workload_is_built_with_the_builder_api():
+    """The fusion is a FusionBuilder; its text (what --show-mlir prints and test_matmul_gpu
+    compiles) reads back as the same module, and every build is fresh."""
+    from fuser.api import FusionBuilder
+
+    for w in _mlir_workloads():
+        fb = w.fusion(quick=True)
+        assert isinstance(fb, FusionBuilder) and fb.func.sym_name.data == w.name.split("_" + wl.fmt_shape(w.shape))[0]
+        assert parse_module(w.mlir_text(quick=True)).is_structurally_equivalent(fb.module), w.name
+        assert w.fusion(quick=True) is not fb
+    anchor = next(w for w in wl.WORKLOADS if w.family == "copy")
+    assert not anchor.has_fusion and anchor.fusion() is None and anchor.mlir_text() is None
+
+
+def test_builder_ir_golden_lines():
+    """A few lines of the built IR, spelled out: the ops, their SSA names and types."""
+    text = _by_name("bias_gelu_bf16").mlir_text(quick=True)
+    for line in ("%xf = fusion.cast %x : tensor<1024x4096xbf16> to tensor<1024x4096xf32>",
+                 "%bb = fusion.broadcast %bf dims [0] : tensor<4096xf32> to tensor<1024x4096xf32>",
+                 '%g = fusion.gelu %s {approximate = "tanh"} : tensor<1024x4096xf32>',
+                 "%o = fusion.cast %g : tensor<1024x4096xf32> to tensor<1024x4096xbf16>"):
+        assert line in text
+    text = _by_name("matmul_bias_relu_bf16_8192x8192x8192").mlir_text(quick=True)
+    for line in ("%c = fusion.matmul %a, %b : tensor<512x512xbf16>, tensor<512x512xbf16> -> tensor<512x512xf32>",
+                 "%bias_f = fusion.cast %bias : tensor<512xbf16> to tensor<512xf32>",
+                 "%act = fusion.relu %s : tensor<512x512xf32>",
+                 "func.return %o : tensor<512x512xbf16>"):
+        assert line in text
+    text = _by_name("var_mean_dim0_f32_32768x4096").mlir_text(quick=True)
+    assert ("%v, %m = fusion.var_mean %x dims [0] correction 1 : tensor<1024x4096xf32> to tensor<4096xf32>, "
+            "tensor<4096xf32>") in text
+    text = _by_name("matmul_bf16_4096x4096x4096").mlir_text(quick=True)
+    assert "%c = fusion.matmul %a, %b : tensor<256x256xbf16>, tensor<256x256xbf16> -> tensor<256x256xbf16>" in text
+
+
+def test_package_entry_points():
+    """`fuser.tools.bench:main` (the console script), `python3 -m fuser.tools.bench`, and the names
+    that callers of the former single module import (test_matmul_gpu: `matmul`)."""
+    import importlib.util
+    from importlib.metadata import entry_points
+
+    assert bench.main is cli.main
+    assert importlib.util.find_spec("fuser.tools.bench.__main__") is not None
+    scripts = [ep for ep in entry_points(group="console_scripts") if ep.name == "fuser-bench"]
+    if scripts:  # present when fuser is pip-installed (editable or not)
+        assert scripts[0].value == "fuser.tools.bench:main" and scripts[0].load() is cli.main
+    text = bench.matmul("bias_gelu", (256, 256, 256), (256, 256, 256)).mlir((256, 256, 256), "bf16")
+    assert isinstance(text, str) and "fusion.matmul" in text
+    for name in bench.__all__:
+        assert hasattr(bench, name), name
+
+
+def test_help_lists_every_option():
+    proc = subprocess.run([sys.executable, "-m", "fuser.tools.bench", "--help"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0
+    for opt in ("--filter", "--quick", "--list", "--show-mlir", "--json", "--png", "--no-compile", "--markdown",
+                "--rep-ms", "--peak-tflops"):
+        assert opt in proc.stdout
+
+
 def test_registry_is_consistent():
-    names = [w.name for w in bench.WORKLOADS]
+    names = [w.name for w in wl.WORKLOADS]
     assert len(names) == len(set(names))
-    families = {w.family for w in bench.WORKLOADS}
+    families = {w.family for w in wl.WORKLOADS}
     assert {"copy", "pointwise", "row_sum", "col_sum", "sum_all", "var_mean", "var_mean_dim0", "layer_norm",
             "rms_norm", "matmul", "matmul_bias_relu", "matmul_bias_gelu"} <= families
-    assert sum(1 for w in bench.WORKLOADS if w.family == "copy") == 1
-    for w in bench.WORKLOADS:
-        assert w.dtype in bench.ELEM_BYTES
-        assert bench.nbytes(w.quick_shape, w.dtype) <= bench.nbytes(w.shape, w.dtype)
+    assert sum(1 for w in wl.WORKLOADS if w.family == "copy") == 1
+    for w in wl.WORKLOADS:
+        assert w.dtype in wl.ELEM_BYTES
+        assert wl.nbytes(w.quick_shape, w.dtype) <= wl.nbytes(w.shape, w.dtype)
         if w.family.startswith("matmul"):
             assert w.rtol == 2e-2 and w.dtype == "bf16" and w.unit == "TFLOP/s"
         else:
@@ -50,50 +115,50 @@ def test_registry_is_consistent():
 
 
 def test_bytes_and_rates():
-    row = next(w for w in bench.WORKLOADS if w.name == "row_sum_bf16_32768x4096")
+    row = next(w for w in wl.WORKLOADS if w.name == "row_sum_bf16_32768x4096")
     assert row.bytes_moved(row.shape, "bf16") == 32768 * 4096 * 2 + 32768 * 2
-    gelu = next(w for w in bench.WORKLOADS if w.name == "bias_gelu_f32")
+    gelu = next(w for w in wl.WORKLOADS if w.name == "bias_gelu_f32")
     r, c = gelu.shape
     assert gelu.bytes_moved(gelu.shape, "f32") == 3 * r * c * 4 + c * 4
-    copy = next(w for w in bench.WORKLOADS if w.family == "copy")
+    copy = next(w for w in wl.WORKLOADS if w.family == "copy")
     assert copy.bytes_moved(copy.shape, "f32") == 4 * 2**30  # 2 GiB read + 2 GiB written
-    assert bench.rate_of(copy, copy.shape, 1.0) == pytest.approx(4 * 2**30 / 1e-3 / 1e9)
+    assert timing.rate_of(copy, copy.shape, 1.0) == pytest.approx(4 * 2**30 / 1e-3 / 1e9)
 
 
 def test_select_by_regex():
-    assert {w.family for w in bench.select("row_sum")} == {"row_sum"}
-    assert [w.name for w in bench.select("^scale_bf16$")] == ["scale_bf16"]
-    assert len(bench.select(None)) == len(bench.WORKLOADS)
+    assert {w.family for w in wl.select("row_sum")} == {"row_sum"}
+    assert [w.name for w in wl.select("^scale_bf16$")] == ["scale_bf16"]
+    assert len(wl.select(None)) == len(wl.WORKLOADS)
 
 
 def test_list(capsys):
-    assert bench.main(["--list"]) == 0
+    assert cli.main(["--list"]) == 0
     out = capsys.readouterr().out
-    for w in bench.WORKLOADS:
+    for w in wl.WORKLOADS:
         assert w.name in out
 
 
 def test_list_filtered(capsys):
-    assert bench.main(["--list", "--filter", "col_sum_bf16"]) == 0
+    assert cli.main(["--list", "--filter", "col_sum_bf16"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 1 + 3 and all("col_sum_bf16" in line for line in lines[1:])
 
 
 def test_show_mlir(capsys):
-    assert bench.main(["--show-mlir", "--filter", "^sum_all_bf16$"]) == 0
+    assert cli.main(["--show-mlir", "--filter", "^sum_all_bf16$"]) == 0
     out = capsys.readouterr().out
     assert "fusion.reduce sum %x dims [0] : tensor<536870912xbf16> to tensor<f32>" in out
     assert "fusion.cast %s : tensor<f32> to tensor<bf16>" in out
 
 
 def test_bad_filter(capsys):
-    assert bench.main(["--filter", "nothing-matches-this"]) == 2
+    assert cli.main(["--filter", "nothing-matches-this"]) == 2
     assert "no workload matches" in capsys.readouterr().err
 
 
 def test_no_gpu_exits_2(monkeypatch, capsys):
-    monkeypatch.setattr(bench, "gpu_problem", lambda: "no NVIDIA GPU/driver found: test")
-    assert bench.main(["--quick"]) == 2
+    monkeypatch.setattr(timing, "gpu_problem", lambda: "no NVIDIA GPU/driver found: test")
+    assert cli.main(["--quick"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("fuser-bench needs an NVIDIA GPU: no NVIDIA GPU/driver found")
 
@@ -104,7 +169,7 @@ def test_missing_torch_is_reported(monkeypatch):
     monkeypatch.setattr(driver, "require_gpu", lambda: None, raising=False)
     monkeypatch.setattr(driver, "gpu_available", lambda: True)
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
-    problem = bench.gpu_problem()
+    problem = timing.gpu_problem()
     assert problem is not None and "torch" in problem
 
 
@@ -121,44 +186,45 @@ def test_real_environment_without_gpu_exits_2_without_traceback():
 
 
 def test_import_does_not_load_torch():
-    code = "import sys, fuser.tools.bench; assert not {'torch', 'triton', 'matplotlib'} & set(sys.modules)"
+    code = ("import sys, fuser.tools.bench, fuser.tools.bench.cli; "
+            "assert not {'torch', 'triton', 'matplotlib'} & set(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
 def _fake_rows():
-    ws = {w.name: w for w in bench.WORKLOADS}
-    ok = bench.RowResult(ws["scale_f32"], ws["scale_f32"].shape, status="ok",
-                         fuser=bench.PeerResult(ms=1.0, rate=4000.0, rel_err=0.0),
-                         eager=bench.PeerResult(ms=1.1, rate=3636.0),
-                         compile=bench.PeerResult(error="RuntimeError: boom"), pct_ceiling=95.0)
-    fail = bench.RowResult(ws["row_sum_f32_32768x4096"], (1024, 4096), status="FAIL",
-                           fuser=bench.PeerResult(error="relative error 0.5 > 0.0001", rel_err=0.5),
-                           eager=bench.PeerResult(ms=0.2, rate=3000.0), compile=bench.PeerResult(ms=0.25, rate=2400.0))
+    ws = {w.name: w for w in wl.WORKLOADS}
+    ok = timing.RowResult(ws["scale_f32"], ws["scale_f32"].shape, status="ok",
+                         fuser=timing.PeerResult(ms=1.0, rate=4000.0, rel_err=0.0),
+                         eager=timing.PeerResult(ms=1.1, rate=3636.0),
+                         compile=timing.PeerResult(error="RuntimeError: boom"), pct_ceiling=95.0)
+    fail = timing.RowResult(ws["row_sum_f32_32768x4096"], (1024, 4096), status="FAIL",
+                           fuser=timing.PeerResult(error="relative error 0.5 > 0.0001", rel_err=0.5),
+                           eager=timing.PeerResult(ms=0.2, rate=3000.0), compile=timing.PeerResult(ms=0.25, rate=2400.0))
     anchor_w = ws["copy_f32"]
-    anchor = bench.RowResult(anchor_w, anchor_w.shape, status="anchor", eager=bench.PeerResult(ms=1.0, rate=4200.0),
-                             compile=bench.PeerResult(error="not a peer for this workload"), pct_ceiling=100.0)
+    anchor = timing.RowResult(anchor_w, anchor_w.shape, status="anchor", eager=timing.PeerResult(ms=1.0, rate=4200.0),
+                             compile=timing.PeerResult(error="not a peer for this workload"), pct_ceiling=100.0)
     return [anchor, ok, fail]
 
 
 def test_table_and_notes_from_results():
     rows = _fake_rows()
-    text = bench.format_table(rows)
+    text = report.format_table(rows)
     lines = text.splitlines()
     assert lines[0].split()[:3] == ["workload", "shape", "dtype"]
     ok_line = next(line for line in lines if line.startswith("scale_f32"))
     assert "4000" in ok_line and "1.10x" in ok_line and "n/a" in ok_line and "95%" in ok_line
     fail_line = next(line for line in lines if line.startswith("row_sum_f32"))
     assert "FAIL" in fail_line and "1024x4096" in fail_line
-    md = bench.format_table(rows, markdown=True)
+    md = report.format_table(rows, markdown=True)
     assert md.splitlines()[0].startswith("| workload |") and len(md.splitlines()) == 2 + len(rows)
-    n = bench.notes(rows)
+    n = report.notes(rows)
     assert any("row_sum_f32_32768x4096: fuser FAIL" in line for line in n)
     assert any("scale_f32: torch.compile n/a: RuntimeError: boom" in line for line in n)
 
 
 def test_json_from_results(tmp_path):
     path = tmp_path / "out" / "bench.json"
-    bench.write_json(str(path), _fake_rows(), bench.environment(), {"quick": True}, 4200.0)
+    report.write_json(str(path), _fake_rows(), report.environment(), {"quick": True}, 4200.0)
     doc = json.loads(path.read_text())
     assert doc["copy_gbps"] == 4200.0 and doc["env"]["date"]
     by_name = {r["name"]: r for r in doc["rows"]}
@@ -170,7 +236,7 @@ def test_json_from_results(tmp_path):
 
 def test_png_without_matplotlib_says_so(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    why = bench.draw_png(str(tmp_path / "c.png"), _fake_rows(), "t", 4200.0)
+    why = report.draw_png(str(tmp_path / "c.png"), _fake_rows(), "t", 4200.0)
     assert why is not None and "matplotlib" in why
 
 
@@ -181,11 +247,11 @@ NEW_FAMILIES = ("var_mean", "var_mean_dim0", "layer_norm", "rms_norm", "matmul",
 
 
 def _by_name(name):
-    return next(w for w in bench.WORKLOADS if w.name == name)
+    return next(w for w in wl.WORKLOADS if w.name == name)
 
 
 def test_new_families_cover_perf_shapes():
-    names = {w.name for w in bench.WORKLOADS}
+    names = {w.name for w in wl.WORKLOADS}
     for dt in ("f32", "bf16"):
         for shape in ("32768x4096", "8192x16384", "262144x1024"):
             assert f"var_mean_{dt}_{shape}" in names
@@ -197,9 +263,9 @@ def test_new_families_cover_perf_shapes():
         assert f"matmul_bf16_{shape}" in names
     assert "matmul_bias_relu_bf16_8192x8192x8192" in names
     assert "matmul_bias_gelu_bf16_4096x4096x4096" in names
-    for w in bench.WORKLOADS:
+    for w in wl.WORKLOADS:
         if w.family in NEW_FAMILIES:  # --quick stays small: a smoke run, and cheap for the interpreter
-            assert sum(bench.nbytes(s, d) for s, d in w.inputs(w.quick_shape, w.dtype)) <= 16 * 2**20
+            assert sum(wl.nbytes(s, d) for s, d in w.inputs(w.quick_shape, w.dtype)) <= 16 * 2**20
 
 
 def test_new_families_bytes_and_flops():
@@ -215,7 +281,7 @@ def test_new_families_bytes_and_flops():
     assert mm.flops(mm.shape) == 2 * 2048 * 2048 * 8192
     assert mm.inputs(mm.shape, "bf16") == [((2048, 8192), "bf16"), ((8192, 2048), "bf16")]
     assert mm.scales_for(mm.shape) == pytest.approx([1 / 8192 ** 0.5, 1.0])
-    assert bench.rate_of(mm, mm.shape, 1.0) == pytest.approx(2 * 2048 * 2048 * 8192 / 1e-3 / 1e12)
+    assert timing.rate_of(mm, mm.shape, 1.0) == pytest.approx(2 * 2048 * 2048 * 8192 / 1e-3 / 1e12)
     big_k = _by_name("matmul_bf16_128x128x131072")
     assert big_k.flops(big_k.shape) == 2 * 128 * 128 * 131072 and "split-K" in big_k.note
     assert big_k.bytes_moved(big_k.shape, "bf16") == 2 * 128 * 131072 * 2 + 128 * 128 * 2
@@ -226,7 +292,7 @@ def test_new_families_bytes_and_flops():
 def test_large_k_quick_shapes_still_split():
     """fuser-bench --quick exercises the split path: the quick large-K shapes are split too."""
     from fuser.passes.split_k import auto_decision
-    for w in bench.WORKLOADS:
+    for w in wl.WORKLOADS:
         if w.family == "matmul" and "split-K" in w.note:
             assert auto_decision(*w.shape).splits > 1, w.name
             assert auto_decision(*w.quick_shape).splits > 1, w.name
@@ -244,7 +310,7 @@ def _numpy_peer(w, ins):
 
     xs = [np.asarray(a, dtype=np.float64) for a in ins]
     out_dt = _np_dtype(w.dtype)
-    eps = bench.LN_EPS
+    eps = wl.LN_EPS
     if w.family in ("var_mean", "var_mean_dim0"):
         axis = 1 if w.family == "var_mean" else 0
         return [np.var(xs[0], axis=axis, ddof=1).astype(np.float32), np.mean(xs[0], axis=axis).astype(np.float32)]
@@ -264,7 +330,7 @@ def _numpy_peer(w, ins):
     return [c.astype(out_dt)]
 
 
-@pytest.mark.parametrize("w", [w for w in bench.WORKLOADS if w.family in NEW_FAMILIES], ids=lambda w: w.name)
+@pytest.mark.parametrize("w", [w for w in wl.WORKLOADS if w.family in NEW_FAMILIES], ids=lambda w: w.name)
 def test_new_workload_reference_matches_numpy_peer(w):
     """On the quick shape, the interpreter's answer for the workload's MLIR agrees with the torch
     function (as numpy) within the tolerance the harness checks the GPU result with."""
@@ -288,9 +354,10 @@ def test_new_workload_reference_matches_numpy_peer(w):
 
 
 def test_mlir_float_literals():
-    assert bench._flit(1e-5) == "1.0e-05" and bench._flit(4096) == "4096.0" and bench._flit(0.25) == "0.25"
     text = _by_name("layer_norm_f32_32768x4096").mlir_text(quick=True)
     assert "fusion.full 1.0e-05" in text and "correction 0" in text
+    text = _by_name("rms_norm_f32_32768x4096").mlir_text(quick=True)
+    assert "%n = fusion.full 4096.0 : tensor<256xf32>" in text
 
 
 # ------------------------------------------------------------------ the harness never aborts
@@ -328,8 +395,8 @@ class _FakeBench:
             raise ValueError("harness bug")
         if what == "fault":
             self.torch.cuda.broken = "CUDA error: an illegal memory access was encountered"
-            return bench.RowResult(w, w.quick_shape, status="ERROR", fuser=bench.PeerResult(error="run: fault"))
-        return bench.RowResult(w, w.quick_shape, status=what, eager=bench.PeerResult(ms=1.0, rate=100.0))
+            return timing.RowResult(w, w.quick_shape, status="ERROR", fuser=timing.PeerResult(error="run: fault"))
+        return timing.RowResult(w, w.quick_shape, status=what, eager=timing.PeerResult(ms=1.0, rate=100.0))
 
 
 def test_run_all_carries_on_after_errors():
@@ -337,7 +404,7 @@ def test_run_all_carries_on_after_errors():
                                 "matmul_bf16_4096x4096x4096", "rms_norm_f32_32768x4096")]
     fake = _FakeBench({"scale_f32": "raise", "var_mean_f32_32768x4096": "unsupported",
                        "matmul_bf16_4096x4096x4096": "fault"})
-    rows = bench.run_all(fake, ws, anchor=ws[0])
+    rows = timing.run_all(fake, ws, anchor=ws[0])
     assert [r.workload.name for r in rows] == [w.name for w in ws]
     assert fake.copy_gbps == 100.0
     st = {r.workload.name: r for r in rows}
@@ -348,9 +415,9 @@ def test_run_all_carries_on_after_errors():
     lost = st["rms_norm_f32_32768x4096"]
     assert lost.status == "ERROR"
     assert "not run: the CUDA context was lost during matmul_bf16_4096x4096x4096" in lost.fuser.error
-    text = bench.format_table(rows)
+    text = report.format_table(rows)
     assert "unsupported" in next(line for line in text.splitlines() if line.startswith("var_mean_f32"))
-    n = bench.notes(rows)
+    n = report.notes(rows)
     assert any(line.startswith("rms_norm_f32_32768x4096: fuser ERROR: not run") for line in n)
 
 
@@ -358,20 +425,25 @@ def test_compile_error_becomes_a_row_not_a_traceback(monkeypatch):
     import types
 
     from fuser import api
+    from fuser.api import FusionBuilder
     from fuser.passes.ir import FuserDiagnostic
 
     w = _by_name("var_mean_bf16_32768x4096")
     fake_self = types.SimpleNamespace(quick=True)
 
-    def boom(text, *a, **k):
+    seen = []
+
+    def boom(fusion, *a, **k):
+        seen.append(fusion)
         raise FuserDiagnostic("<unknown>: error: pass 'convert-fusion-to-sched' failed: 'fusion.var_mean' is not "
                               "supported: fusion.var_mean needs the normalization scheduler")
 
     monkeypatch.setattr(api, "compile", boom)
-    row = bench.RowResult(w, w.quick_shape)
-    bench.Bench._fuser(fake_self, w, row, [[]], None)
+    row = timing.RowResult(w, w.quick_shape)
+    timing.Bench._fuser(fake_self, w, row, [[]], None)
     assert row.status == "unsupported" and "fusion.var_mean" in row.fuser.error
-    assert "fuser unsupported: compile:" in bench.notes([row])[0]
+    assert isinstance(seen[0], FusionBuilder) and seen[0].func.sym_name.data == "var_mean_bf16"
+    assert "fuser unsupported: compile:" in report.notes([row])[0]
 
     class ParseLike(BaseException):  # xDSL's parse errors are not Exceptions
         pass
@@ -380,13 +452,21 @@ def test_compile_error_becomes_a_row_not_a_traceback(monkeypatch):
         raise ParseLike("<unknown>:2:21 Expected ':'")
 
     monkeypatch.setattr(api, "compile", bad)
-    row = bench.RowResult(w, w.quick_shape)
-    bench.Bench._fuser(fake_self, w, row, [[]], None)
+    row = timing.RowResult(w, w.quick_shape)
+    timing.Bench._fuser(fake_self, w, row, [[]], None)
     assert row.status == "ERROR" and row.fuser.error.startswith("compile: ParseLike")
+
+    def broken_build(s, d):  # a fusion the builder rejects is a compile error of that row too
+        raise ValueError("cannot broadcast tensor<4xf32> to shape [3, 5]")
+
+    monkeypatch.setattr(api, "compile", lambda *a, **k: pytest.fail("compile must not be reached"))
+    row = timing.RowResult(w, w.quick_shape)
+    timing.Bench._fuser(fake_self, dataclasses.replace(w, build=broken_build), row, [[]], None)
+    assert row.status == "ERROR" and row.fuser.error.startswith("compile: ValueError: cannot broadcast")
 
 
 def test_exit_status_ignores_unsupported_rows():
-    assert bench.is_unsupported("'fusion.matmul' is not supported yet: the Hopper matmul scheduler is being built")
-    assert bench.is_unsupported("unknown pass 'fusion-translate-welford'; available passes: ...")
-    assert not bench.is_unsupported("relative error 0.5 > 0.0001")
-    assert "unsupported" not in bench.BAD_STATUSES
+    assert timing.is_unsupported("'fusion.matmul' is not supported yet: the Hopper matmul scheduler is being built")
+    assert timing.is_unsupported("unknown pass 'fusion-translate-welford'; available passes: ...")
+    assert not timing.is_unsupported("relative error 0.5 > 0.0001")
+    assert "unsupported" not in timing.BAD_STATUSES
