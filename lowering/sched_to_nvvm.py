@@ -20,7 +20,7 @@ function launches them with `gpu.launch_func`. Inside kernels:
 - `memref.collapse_shape` of a buffer (the split-K matmul stores its [S, M, N] partials as
   [S*M, N] rows) is the same pointer with the collapsed row-major type: nothing is emitted.
 
-- Hopper ops (docs in dialects/sched.py): a `!sched.tensor_map` kernel argument becomes an
+- Hopper ops (docs in dialects/sched/): a `!sched.tensor_map` kernel argument becomes an
   `!llvm.ptr` parameter passed `byval` (128 bytes, align 64) and marked `nvvm.grid_constant`, so
   the kernel reads the descriptor in parameter space; wgmma fence/commit/wait and mbarrier
   init/arrive become the upstream `nvvm.*` ops; TMA copies, `mbarrier.arrive.expect_tx`, the
@@ -62,71 +62,20 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.irdl import (
-    IRDLOperation,
-    irdl_op_definition,
-    operand_def,
-    opt_result_def,
-    var_operand_def,
-)
-from xdsl.parser import Parser
 from xdsl.passes import ModulePass
-from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
 
 from fuser.dialects import sched
 from fuser.dialects import nvvm
+from fuser.dialects.gpu_ext import MemsetOp
 from fuser.passes.flush_wgmma import inflight_readers
+from fuser.passes.ir import location_of
 from fuser.dialects.nvvm import SPECIAL_REGISTER_OPS, ShflKind, ShflOp
 from fuser.dialects.nvvm import BarrierOp as NVVMBarrierOp
 
 
 class SchedToNVVMError(Exception):
     """The pass met something it cannot lower; the message names the op and the kernel."""
-
-
-# ------------------------------------------------------------------------------------------
-# gpu.memset: upstream has it, xDSL 0.74's gpu dialect does not.
-# ------------------------------------------------------------------------------------------
-
-
-@irdl_op_definition
-class MemsetOp(IRDLOperation):
-    """`gpu.memset %dst, %value : memref<...>, T` (upstream syntax; async form not modelled)."""
-
-    name = "gpu.memset"
-    asyncDependencies = var_operand_def(gpu.AsyncTokenType)
-    dst = operand_def(MemRefType)
-    value = operand_def()
-    asyncToken = opt_result_def(gpu.AsyncTokenType)
-
-    def __init__(self, dst: SSAValue | Operation, value: SSAValue | Operation):
-        super().__init__(operands=[[], dst, value], result_types=[[]])
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.dst)
-        printer.print_string(", ")
-        printer.print_operand(self.value)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.dst.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.value.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> MemsetOp:
-        dst = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        val = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        dst_t = parser.parse_type()
-        parser.parse_punctuation(",")
-        val_t = parser.parse_type()
-        op = cls(parser.resolve_operand(dst, dst_t), parser.resolve_operand(val, val_t))
-        op.attributes.update(attrs)
-        return op
 
 
 # ------------------------------------------------------------------------------------------
@@ -139,7 +88,6 @@ _GEP_SSA = llvm.GEP_USE_SSA_VAL
 
 
 def _where(op: Operation) -> str:
-    from fuser.passes.ir import location_of
     loc = location_of(op)
     return "" if loc == "<unknown>" else f" at {loc}"
 

@@ -12,7 +12,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
-from fuser.passes.registry import make_context
+from fuser.dialects.context import make_context
 
 
 class FuserDiagnostic(Exception):

@@ -115,7 +115,7 @@ def run_passes(passes: Sequence[ModulePass], module, after=None, verify_each: bo
     a traceback: that is either an unsupported case (the message says which) or a compiler bug.
     """
     from fuser.passes.ir import FuserDiagnostic, first_line, location_of, verify_module
-    from fuser.passes.registry import make_context
+    from fuser.dialects.context import make_context
 
     ctx = make_context()
     for p in passes:

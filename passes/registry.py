@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-from xdsl.context import Context
 from xdsl.passes import ModulePass
 
 # pipeline name -> "module:Class"
@@ -46,31 +45,3 @@ def get_pass_class(name: str) -> type[ModulePass]:
     if name not in _PASSES:
         raise KeyError(name)
     return _loader(_PASSES[name])()
-
-
-def all_dialects():
-    """The dialects fuser-opt and the compiler register."""
-    from xdsl.dialects import arith, builtin, func, gpu, llvm, math, memref, scf, vector
-
-    from fuser.dialects.fusion import Fusion
-    from fuser.dialects.sched import Sched
-
-    dialects = [builtin.Builtin, func.Func, arith.Arith, math.Math, scf.Scf, memref.MemRef, vector.Vector,
-                gpu.GPU, llvm.LLVM, Fusion, Sched]
-    try:
-        from fuser.dialects.nvvm import NVVM
-        dialects.append(NVVM)
-    except ImportError:  # pragma: no cover - only while the nvvm dialect is missing
-        pass
-    return dialects
-
-
-def make_context() -> Context:
-    ctx = Context()
-    for d in all_dialects():
-        ctx.load_dialect(d)
-    # Upstream ops xDSL's own dialects lack, defined beside the pass that emits them.
-    from fuser.lowering.sched_to_nvvm import MemsetOp
-    if ctx.get_optional_op("gpu.memset") is None:
-        ctx.load_op(MemsetOp)
-    return ctx

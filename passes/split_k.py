@@ -83,7 +83,7 @@ def chunking(k: int, target: int) -> tuple[int, int]:
 
 def auto_decision(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132) -> SplitDecision:
     """The heuristic: split when the output tiles leave more than half of the SMs idle and K is long."""
-    from fuser.lowering.matmul import SPLIT_WIDE_MIN_K, matmul_params
+    from fuser.lowering.schedulers.matmul import SPLIT_WIDE_MIN_K, matmul_params
 
     p = matmul_params(m, n, k, elem_bytes, sms)
     tiles = math.ceil(m / p.bm) * math.ceil(n / p.bn)

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from fuser.lowering.fusion_to_sched import ScheduleError
-from fuser.lowering.matmul import matmul_params
+from fuser.lowering.schedulers.matmul import matmul_params
 from fuser.lowering.ptx import PtxasError, assemble_ptx, find_ptxas
 from fuser.passes.ir import parse_module
 from fuser.passes.pipeline import build_pipeline, run_passes
@@ -230,7 +230,7 @@ def test_cluster_assembles(ta, tb, tile, persistent):
 
 
 def test_cluster_params():
-    from fuser.lowering.matmul import cluster_choice
+    from fuser.lowering.schedulers.matmul import cluster_choice
     assert matmul_params(8192, 8192, 8192).cluster == 1  # heuristic: off
     p = matmul_params(8192, 8192, 8192, cluster=2)
     assert (p.cluster, p.grid, p.persistent) == (2, 132, True)

@@ -21,9 +21,9 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 
 from fuser.dialects import nvvm, sched
-from fuser.lowering.sched_to_nvvm import ConvertSchedToNVVM, MemsetOp, SchedToNVVMError
+from fuser.lowering.sched_to_nvvm import ConvertSchedToNVVM, SchedToNVVMError
 from fuser.passes.ir import parse_module, verify_module
-from fuser.passes.registry import make_context
+from fuser.dialects.context import make_context
 
 LIT = Path(__file__).parents[1] / "lit" / "sched-to-nvvm"
 CASES = sorted(p.name for p in LIT.glob("*.mlir") if p.name != "errors.mlir")
@@ -33,10 +33,7 @@ NVVM_CASES = [c for c in CASES if c != "hopper.mlir"]
 
 
 def _context():
-    ctx = make_context()
-    if ctx.get_optional_op("gpu.memset") is None:
-        ctx.load_op(MemsetOp)
-    return ctx
+    return make_context()
 
 
 def _lower(text: str, **options) -> ModuleOp:

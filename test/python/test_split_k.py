@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import IntegerAttr, StringAttr
 
 from fuser.dialects import sched
 from fuser.lowering.fusion_to_sched import outer_reduction_params
-from fuser.lowering.matmul import matmul_params
+from fuser.lowering.schedulers.matmul import matmul_params
 from fuser.lowering.ptx import assemble_ptx, find_ptxas
 from fuser.passes.ir import parse_module, print_module
 from fuser.passes.pipeline import build_pipeline, run_passes

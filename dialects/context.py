@@ -1,0 +1,28 @@
+"""The one MLIR context fuser parses, verifies and rewrites in: every dialect its IR may hold,
+from the fusion level down to llvm/nvvm."""
+
+from __future__ import annotations
+
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin, func, gpu, llvm, math, memref, scf, vector
+
+from fuser.dialects.fusion import Fusion
+from fuser.dialects.gpu_ext import GPU_EXT_OPS
+from fuser.dialects.nvvm import NVVM
+from fuser.dialects.sched import Sched
+
+
+def all_dialects():
+    """The dialects fuser-opt and the compiler register."""
+    return [builtin.Builtin, func.Func, arith.Arith, math.Math, scf.Scf, memref.MemRef, vector.Vector,
+            gpu.GPU, llvm.LLVM, Fusion, Sched, NVVM]
+
+
+def make_context() -> Context:
+    ctx = Context()
+    for d in all_dialects():
+        ctx.load_dialect(d)
+    for op in GPU_EXT_OPS:  # upstream ops xDSL's own dialects lack
+        if ctx.get_optional_op(op.name) is None:
+            ctx.load_op(op)
+    return ctx

@@ -1,0 +1,177 @@
+"""The Hopper matmul scheduler's heuristic: tile, pipeline depth, grid shape and epilogue stores
+for an MxNxK matmul (pure: it builds no IR). fusion-split-k asks it which tile a split will
+run; the emitter (lowering/matmul.py, whose docstring describes the kernel) applies it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+BK = 64                 # K elements per pipeline slot: one 128-byte swizzle row of bf16/f16
+SMEM_BUDGET = 227 * 1024  # bytes of dynamic shared memory a Hopper CTA may use
+TILES = ((128, 128), (128, 256), (256, 128))
+# ping-pong tiles belong to one consumer warpgroup: 64x256 and 128x128 hold 128 f32 accumulators
+# per thread (one m64n256 or two m64n128 wgmmas per k16 step); two B operands take 64x128
+PINGPONG_TILES = ((64, 256), (128, 128), (64, 128))
+# A split-K matmul runs the wide tiles only when each split is at least this long: a wide tile
+# needs twice the splits of 128x128 to fill the machine, so twice the f32 partials to write and
+# sum. Measured on the H100 (docs/matmul-notes.md, Split-K): at K = 8192 per split the wide
+# tile's main loop wins (1024x1024x32768: 672 vs 547 TFLOP/s), at 4096 the partials do
+# (512x512x65536: 483 vs 499; 256x4096x16384: 481 vs 507).
+SPLIT_WIDE_MIN_K = 8192
+
+
+@dataclass(frozen=True)
+class MatmulParams:
+    bm: int
+    bn: int
+    stages: int
+    group_m: int = 8
+    consumers: int = 2  # consumer warpgroups; each owns bm // consumers rows
+    persistent: bool = False  # grid = min(SMs, tiles); each CTA loops over tiles (see module doc)
+    grid: int = 0  # CTAs launched (tiles when not persistent)
+    pingpong: bool = False  # each consumer warpgroup owns whole tiles, alternating (see module doc)
+    cluster: int = 1  # CTAs per cluster along M (2: the pair shares and multicasts the B tile)
+    tma_store: bool = False  # epilogue staged in shared memory and written by TMA stores (see module doc)
+
+    @property
+    def threads(self) -> int:
+        return 128 * (1 + self.consumers)
+
+
+def stage_bytes(bm: int, bn: int, n_b: int = 1, elem: int = 2) -> int:
+    return (bm + n_b * bn) * BK * elem
+
+
+STAGING_BYTES = 64 * 128  # one TMA-store staging buffer: 64 rows of one 128-byte swizzle row
+STAGING_TOTAL = 2 * 2 * STAGING_BYTES  # two consumer warpgroups, double-buffered
+
+
+def store_choice(store: str, blocker: str = "") -> bool:
+    """Whether the epilogue goes through shared memory and TMA stores: `store` is "auto" (the
+    heuristic: TMA whenever the outputs allow it), "tma" or "direct" (st.global from the
+    registers); `blocker` says why the outputs cannot take TMA stores ("" = they can)."""
+    if store not in ("auto", "tma", "direct"):
+        raise ValueError(f"matmul_store={store!r}: must be auto, tma or direct")
+    if store == "tma" and blocker:
+        raise ValueError(f"matmul_store=tma: {blocker}")
+    return store != "direct" and not blocker
+
+
+def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n_b: int = 1,
+                  tile: tuple[int, int] | None = None, stages: int = 0, persistent: int = -1,
+                  pingpong: int = -1, cluster: int = 0, store: str = "auto", store_blocker: str = "",
+                  splits: int = 1) -> MatmulParams:
+    """Tile and pipeline depth for an MxNxK matmul (`n_b` B operands share the A tile).
+
+    Larger tiles halve the operand traffic per FLOP (128x256 moves 3/4 of 128x128's bytes per
+    output), but only pay when there are enough tiles to fill the machine: prefer 128x256 (or
+    256x128 when M is the long side) when that still gives at least one wave, else 128x128.
+    Two accumulators (horizontal fusion) fit the registers only at 128x128.
+
+    `persistent` (-1 = heuristic, 0 = one CTA per tile, 1 = a persistent grid): with more tiles
+    than SMs a persistent grid of `sms` CTAs walks the tiles in the same grouped order, and the
+    producer loads the next tile's first K-slices while the consumers run the epilogue; with
+    one wave or less the two are the same kernel, so the heuristic keeps one CTA per tile.
+
+    `pingpong` (-1 = heuristic, 0 = cooperative, 1 = ping-pong): the two consumer warpgroups
+    take alternate tiles of a persistent grid (the tile is one warpgroup's: 64x256, 128x128, or
+    64x128 for two B operands), so one's epilogue runs under the other's MMAs.
+
+    `cluster` (0 = heuristic, 1 = off, 2 = 2-CTA clusters along M; see `cluster_choice`); not
+    combined with ping-pong.
+
+    `store` ("auto", "tma", "direct"; see `store_choice`): with TMA stores the staging buffers
+    (`STAGING_TOTAL` bytes) come out of the pipeline's shared-memory budget.
+
+    `splits` > 1 (a split-K matmul, `k` being one split's K): the grid covers tiles x splits work
+    items, and the tile is chosen by the same rule with work items in place of tiles (so the
+    splits that fill the machine let the wide tiles run).
+    """
+    tma = store_choice(store, store_blocker)
+    reserve = STAGING_TOTAL if tma else 0
+    pp = _pingpong_heuristic(m, n, k, n_b, sms, tile) if pingpong < 0 else bool(pingpong)
+    if pp:
+        if cluster == 2:
+            raise ValueError("ping-pong consumers and 2-CTA clusters are not combined; force one of them")
+        return _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages, reserve, splits)
+    if tile is None:
+        if n_b > 1:
+            tile = (128, 128)
+        else:
+            tiles = lambda bm, bn: math.ceil(m / bm) * math.ceil(n / bn) * splits  # noqa: E731 (work items)
+            # one wave that is ~full (128 tiles on 132 SMs) still beats 128x128's two waves; a
+            # split-K matmul takes the wide tile only with long splits (see SPLIT_WIDE_MIN_K)
+            wide_ok = splits == 1 or k >= SPLIT_WIDE_MIN_K
+            if wide_ok and n >= 256 and tiles(128, 256) >= 0.9 * sms:
+                tile = (128, 256)
+            elif wide_ok and m >= 256 and tiles(256, 128) >= 0.9 * sms:
+                tile = (256, 128)
+            else:
+                tile = (128, 128)
+    bm, bn = tile
+    if (bm, bn) not in TILES:
+        raise ValueError(f"tile {bm}x{bn} is not one of {', '.join(f'{a}x{b}' for a, b in TILES)}")
+    if n_b > 1 and (bm, bn) != (128, 128):
+        raise ValueError(f"a horizontally fused matmul needs the 128x128 tile, not {bm}x{bn}")
+    stages = _stage_count(bm, bn, n_b, elem_bytes, k, stages, reserve)
+    n_items = math.ceil(m / bm) * math.ceil(n / bn) * splits
+    persist = n_items > sms if persistent < 0 else bool(persistent)
+    grid = min(sms, n_items) if persist else n_items
+    cl = cluster_choice(m, n, k, bm, bn, cluster)
+    if cl > 1:
+        return replace(_cluster_params(m, n, bm, bn, stages, persist, sms, cl, splits), tma_store=tma)
+    return MatmulParams(bm, bn, stages, persistent=persist, grid=grid, tma_store=tma)
+
+
+def _stage_count(bm: int, bn: int, n_b: int, elem_bytes: int, k: int, stages: int, reserve: int = 0) -> int:
+    """Pipeline depth: `stages` if given (checked against the shared-memory budget), else as
+    many slots as fit next to `reserve` bytes (and the barriers), at most 8 and no more than
+    the K-slices."""
+    per = stage_bytes(bm, bn, n_b, elem_bytes)
+    fit = (SMEM_BUDGET - 1024 - reserve) // per
+    if stages <= 0:
+        stages = max(2, min(fit, 8, max(2, math.ceil(k / BK))))
+    if stages > fit:
+        raise ValueError(f"{stages} stages of {per} bytes" + (f" and {reserve} bytes of epilogue staging" if reserve else "")
+                         + f" exceed the {SMEM_BUDGET}-byte shared-memory budget")
+    return stages
+
+
+def _pingpong_heuristic(m: int, n: int, k: int, n_b: int, sms: int, tile) -> bool:
+    """Ping-pong where it measured faster than the cooperative kernel (docs/matmul-notes.md)."""
+    return False
+
+
+def _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages, reserve, splits=1) -> MatmulParams:
+    if tile is None:
+        tile = (64, 128) if n_b > 1 else (128, 128)
+    bm, bn = tile
+    if (bm, bn) not in PINGPONG_TILES:
+        raise ValueError(f"ping-pong tile {bm}x{bn} is not one of {', '.join(f'{a}x{b}' for a, b in PINGPONG_TILES)}")
+    if n_b > 1 and (bm, bn) != (64, 128):
+        raise ValueError(f"a horizontally fused ping-pong matmul needs the 64x128 tile, not {bm}x{bn}")
+    stages = _stage_count(bm, bn, n_b, elem_bytes, k, stages, reserve)
+    n_items = math.ceil(m / bm) * math.ceil(n / bn) * splits
+    return MatmulParams(bm, bn, stages, persistent=True, grid=min(sms, n_items), pingpong=True, tma_store=reserve > 0)
+
+
+def cluster_choice(m: int, n: int, k: int, bm: int, bn: int, cluster: int = 0) -> int:
+    """2-CTA clusters along M (the two CTAs of a cluster compute vertically adjacent tiles, each
+    loads half of their common B tile and multicasts it to both): 1 = off, 2 = on. The
+    heuristic (0) keeps them off: on the H100 they did not measure faster (docs/matmul-notes.md)."""
+    if cluster not in (0, 1, 2):
+        raise ValueError(f"cluster={cluster}: must be 0 (heuristic), 1 (off) or 2 (2-CTA clusters along M)")
+    return 1 if cluster == 0 else cluster
+
+
+def _cluster_params(m: int, n: int, bm: int, bn: int, stages: int, persist: bool, sms: int, cl: int,
+                    splits: int = 1) -> MatmulParams:
+    """Tile rows are padded to an even count so tiles 2i and 2i+1 of the grouped order are always
+    the M-neighbours of one cluster (group_m is even); a persistent grid is even, so CTAs 2c and
+    2c+1 walk tiles t and t+1 in lockstep (the same tile count, the same K-slice sequence)."""
+    tiles_m = math.ceil(m / bm)
+    n_tiles = (tiles_m + tiles_m % cl) * math.ceil(n / bn) * splits  # each split's block of tiles stays even
+    grid = max(cl, min(sms, n_tiles) // cl * cl) if persist else n_tiles
+    return MatmulParams(bm, bn, stages, persistent=persist, grid=grid, cluster=cl)
