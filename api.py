@@ -631,7 +631,7 @@ def compile(fusion: FusionBuilder | ModuleOp | str, pipeline: str | Sequence[Mod
     `pipeline` is "default", a pipeline string ("pass-a,pass-b{opt=1}") or a list of ModulePass.
     The caller's module is not modified.
     """
-    from fuser.runtime.compile import compile_fusion  # the compiler driver is heavy; load on use
+    from fuser.driver import compile_fusion  # the compiler driver is heavy; load on use
 
     module = _as_module(fusion)
     result = compile_fusion(module.clone(), _check_pipeline(pipeline), arch, options)

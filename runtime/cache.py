@@ -16,6 +16,7 @@ miss (and rewritten by the next ``put``), never an exception.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -36,13 +37,13 @@ _NAME_RE = re.compile(r"^[a-z0-9_]+$")
 
 def _fuser_version() -> str:
     try:
-        from fuser import __version__
-        return __version__
-    except Exception:
+        return importlib.metadata.version("fuser")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that is not installed
         return "unknown"
 
 
-_COMPILER_DIRS = ("dialects", "passes", "lowering")
+_COMPILER_DIRS = ("dialects", "passes", "lowering")  # with their subpackages
+_COMPILER_FILES = ("driver.py",)
 _fingerprint: str | None = None
 
 
@@ -56,10 +57,11 @@ def compiler_fingerprint() -> str:
     if _fingerprint is None:
         root = Path(__file__).resolve().parent.parent
         h = hashlib.sha256()
-        for sub in _COMPILER_DIRS:
-            for f in sorted((root / sub).glob("*.py")):
-                h.update(f"{sub}/{f.name}\0".encode())
-                h.update(f.read_bytes())
+        files = [root / f for f in _COMPILER_FILES]
+        files += [f for sub in _COMPILER_DIRS for f in sorted((root / sub).rglob("*.py"))]
+        for f in files:
+            h.update(f"{f.relative_to(root).as_posix()}\0".encode())
+            h.update(f.read_bytes())
         _fingerprint = f"{_fuser_version()}+{h.hexdigest()[:16]}"
     return _fingerprint
 

@@ -3,6 +3,14 @@
     fuser-opt input.mlir -p default -t ptx
     fuser-opt input.mlir -p 'canonicalize,convert-fusion-to-sched{block=128}' --print-ir-after-all
     fuser-opt invalid.mlir --split-input-file --verify-diagnostics
+
+Why not xDSL's `xDSLOptMain` (checked against xdsl 0.74): its `run` re-raises a parse or
+verifier error as a Python exception unless a diagnostics flag is given, where fuser-opt must
+print an MLIR-style `file:line:col: error:` and exit non-zero; its `PassPipeline.parse_spec`
+knows no named pipelines (`-p default`) and no pipeline-wide schedule options
+(`build_pipeline`); and the `-t llvm|ptx` targets need `--arch`. fuser-opt uses the same pieces
+underneath: xDSL's parser and printer, its pipeline syntax (`parse_pipeline`) and its passes'
+`from_pass_spec`.
 """
 
 from __future__ import annotations

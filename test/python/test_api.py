@@ -356,7 +356,7 @@ def test_full_small_constant_roundtrip():
 
 # ----------------------------------------------------------------------------- compile
 
-HAVE_COMPILE = importlib.util.find_spec("fuser.runtime.compile") is not None
+HAVE_COMPILE = importlib.util.find_spec("fuser.driver") is not None
 
 
 class _FakeResult:
@@ -370,16 +370,16 @@ class _FakeResult:
 
 @pytest.fixture
 def fake_compile(monkeypatch):
-    """A stand-in for fuser.runtime.compile so compile()'s plumbing is tested on its own."""
+    """A stand-in for fuser.driver so compile()'s plumbing is tested on its own."""
     calls = []
-    mod = types.ModuleType("fuser.runtime.compile")
+    mod = types.ModuleType("fuser.driver")
 
     def compile_fusion(module, pipeline, arch, options):
         calls.append(_FakeResult(module, pipeline, arch, options))
         return calls[-1]
 
     mod.compile_fusion = compile_fusion
-    monkeypatch.setitem(sys.modules, "fuser.runtime.compile", mod)
+    monkeypatch.setitem(sys.modules, "fuser.driver", mod)
     return calls
 
 
@@ -428,7 +428,7 @@ def test_compile_inputs_and_pipeline_forms(fake_compile):
         fuser.compile(42)
 
 
-@pytest.mark.skipif(not HAVE_COMPILE, reason="fuser.runtime.compile is not there yet")
+@pytest.mark.skipif(not HAVE_COMPILE, reason="fuser.driver is not there yet")
 @pytest.mark.parametrize("pipeline", ["default", "list"])
 def test_compile_for_real(pipeline):
     fb = _small_fusion()
@@ -443,7 +443,7 @@ def test_compile_for_real(pipeline):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not HAVE_COMPILE, reason="fuser.runtime.compile is not there yet")
+@pytest.mark.skipif(not HAVE_COMPILE, reason="fuser.driver is not there yet")
 def test_compile_and_run_on_gpu(rng):
     with fuser.FusionBuilder("bias_gelu") as fb:
         x = fb.input((129, 200), "bf16", name="x")

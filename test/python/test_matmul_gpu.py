@@ -259,7 +259,7 @@ def test_sass_has_hgmma():
     tool = shutil.which("cuobjdump") or shutil.which("nvdisasm")
     if tool is None or find_ptxas() is None:
         pytest.skip("no cuobjdump/nvdisasm or ptxas")
-    from fuser.runtime.compile import compile_fusion
+    from fuser.driver import compile_fusion
     ptx = compile_fusion(matmul_text(512, 512, 512)).ptx
     cubin = assemble_ptx(ptx, "sm_90a")
     with tempfile.TemporaryDirectory() as d:

@@ -499,6 +499,8 @@ def test_compiler_fingerprint_tracks_the_compiler_source(tmp_path, monkeypatch):
     root = Path(cache.__file__).resolve().parent.parent
     for sub in cache._COMPILER_DIRS:
         shutil.copytree(root / sub, tmp_path / sub, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in cache._COMPILER_FILES:
+        shutil.copy(root / name, tmp_path / name)
     (tmp_path / "runtime").mkdir()
     fake = tmp_path / "runtime" / "cache.py"
     fake.write_text("")
@@ -509,3 +511,9 @@ def test_compiler_fingerprint_tracks_the_compiler_source(tmp_path, monkeypatch):
     with open(tmp_path / "lowering" / "normalization.py", "a") as f:
         f.write("\n# edited\n")
     assert cache.compiler_fingerprint() != fp
+    # a file in a subpackage counts too
+    fp2 = cache.compiler_fingerprint()
+    monkeypatch.setattr(cache, "_fingerprint", None)
+    with open(tmp_path / "dialects" / "sched" / "core.py", "a") as f:
+        f.write("\n# edited\n")
+    assert cache.compiler_fingerprint() != fp2

@@ -289,7 +289,7 @@ builtin.module {
 def _run_on_gpu(text: str, *inputs, monkeypatch, tmp_path):
     monkeypatch.setenv("FUSER_CACHE", "0")
     monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
-    from fuser.runtime.compile import compile_fusion
+    from fuser.driver import compile_fusion
     from fuser.runtime.executor import Executor
 
     result = compile_fusion(text, pipeline="convert-sched-to-nvvm")

@@ -15,9 +15,12 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from fuser.lowering import ptx as ptx_mod
 from fuser.passes.ir import FuserDiagnostic, parse_module, print_module
 from fuser.passes.pipeline import build_pipeline, pipeline_text, run_passes
 from fuser.passes.verify_buffers import check_buffers
+from fuser.runtime import cache
+from fuser.runtime.plan import Program, extract_program
 
 # Which IR level a pass leaves behind; used to name the stages a CompileResult keeps.
 _STAGE_AFTER = {"convert-fusion-to-sched": "sched", "convert-sched-to-nvvm": "nvvm"}
@@ -25,7 +28,7 @@ _STAGE_AFTER = {"convert-fusion-to-sched": "sched", "convert-sched-to-nvvm": "nv
 
 @dataclass
 class CompileResult:
-    program: object                    # fuser.runtime.plan.Program
+    program: Program
     stages: dict[str, str] = field(default_factory=dict)  # level -> IR text
     llvm_ir: str = ""
     ptx: str = ""
@@ -36,10 +39,6 @@ class CompileResult:
 def compile_fusion(module: ModuleOp | str, pipeline: str | Sequence[ModulePass] = "default", arch: str = "sm_90a",
                    options: dict | None = None) -> CompileResult:
     """Compile a fusion module (or its MLIR text) to a Program the executor can launch."""
-    from fuser.lowering import ptx as ptx_mod
-    from fuser.runtime import cache
-    from fuser.runtime.plan import Program, extract_program
-
     t0 = time.perf_counter()
     text = module if isinstance(module, str) else print_module(module)
     passes = build_pipeline(pipeline)
