@@ -7,12 +7,12 @@ sched/arith/math/vector ops, so the schedulers read as algorithms rather than op
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
-from xdsl.dialects import vector
+from xdsl.dialects import scf, vector
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     Float32Type,
@@ -23,7 +23,7 @@ from xdsl.dialects.builtin import (
     i1,
     i64,
 )
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from fuser.dialects import sched
@@ -188,4 +188,23 @@ def combine(kb: KernelBuilder, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
     return kb.fmin(a, b)
 
 
-__all__ = ["KernelBuilder", "combine", "reduce_identity", "f32", "index", "i1", "mathd"]
+def emit_if(kb: KernelBuilder, cond: SSAValue, then: Callable[[KernelBuilder], object]) -> None:
+    """`scf.if cond` whose body `then(builder)` fills."""
+    blk = Block()
+    then(kb.at(blk))
+    blk.add_op(scf.YieldOp())
+    kb.emit(scf.IfOp(cond, [], Region(blk)))
+
+
+def emit_if_else(kb: KernelBuilder, cond: SSAValue, then: Callable[[KernelBuilder], object],
+                 other: Callable[[KernelBuilder], object]) -> None:
+    """`scf.if cond` with both branches: `then(builder)` and `other(builder)` fill them."""
+    tb, eb = Block(), Block()
+    then(kb.at(tb))
+    tb.add_op(scf.YieldOp())
+    other(kb.at(eb))
+    eb.add_op(scf.YieldOp())
+    kb.emit(scf.IfOp(cond, [], Region(tb), Region(eb)))
+
+
+__all__ = ["KernelBuilder", "combine", "emit_if", "emit_if_else", "reduce_identity", "f32", "index", "i1", "mathd"]

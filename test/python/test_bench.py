@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from fuser.passes.ir import parse_module
+from fuser.dialects.ir import parse_module
 from fuser.tools import bench
 from fuser.tools.bench import cli, report, timing
 from fuser.tools.bench import workloads as wl
@@ -291,7 +291,7 @@ def test_new_families_bytes_and_flops():
 
 def test_large_k_quick_shapes_still_split():
     """fuser-bench --quick exercises the split path: the quick large-K shapes are split too."""
-    from fuser.passes.split_k import auto_decision
+    from fuser.lowering.schedulers.split_k import auto_decision
     for w in wl.WORKLOADS:
         if w.family == "matmul" and "split-K" in w.note:
             assert auto_decision(*w.shape).splits > 1, w.name
@@ -426,7 +426,7 @@ def test_compile_error_becomes_a_row_not_a_traceback(monkeypatch):
 
     from fuser import api
     from fuser.api import FusionBuilder
-    from fuser.passes.ir import FuserDiagnostic
+    from fuser.dialects.ir import FuserDiagnostic
 
     w = _by_name("var_mean_bf16_32768x4096")
     fake_self = types.SimpleNamespace(quick=True)

@@ -24,12 +24,12 @@ import pytest
 from xdsl.dialects.builtin import IntegerAttr, StringAttr
 
 from fuser.dialects import sched
-from fuser.lowering.fusion_to_sched import outer_reduction_params
+from fuser.lowering.schedulers.reduction import outer_reduction_params
 from fuser.lowering.schedulers.matmul import matmul_params
 from fuser.lowering.ptx import assemble_ptx, find_ptxas
-from fuser.passes.ir import parse_module, print_module
+from fuser.dialects.ir import parse_module, print_module
 from fuser.passes.pipeline import build_pipeline, run_passes
-from fuser.passes.split_k import auto_decision, chunking
+from fuser.lowering.schedulers.split_k import auto_decision, chunking
 from fuser.runtime.reference import reference_from_text
 
 NP = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}

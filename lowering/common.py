@@ -1,0 +1,103 @@
+"""What every part of convert-fusion-to-sched shares: the error it reports, the kernel task the
+planner hands to the emitters, sizes of fusion values, and queries over the fusion value graph.
+
+This module is the bottom of the lowering's imports: it builds no IR and imports no other part
+of convert-fusion-to-sched. Above it, in order: the heuristics (`lowering/schedulers/`), the
+`Evaluator` (`lowering/evaluator.py`), the planner (`lowering/planner.py`), the emitters
+(`lowering/{pointwise,reduction,normalization,matmul}.py`) and the pass
+(`lowering/fusion_to_sched.py`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from xdsl.ir import SSAValue
+
+from fuser.dialects import fusion as F
+
+SHAPE_OPS = (F.BroadcastOp, F.ReshapeOp, F.PermuteOp)
+REDUCTION_OPS = (F.ReduceOp, F.WelfordOp, F.VarMeanOp)
+
+
+class ScheduleError(Exception):
+    """A fusion no scheduler accepts; the message names the op and the reason."""
+
+    def __init__(self, message: str, op=None):
+        super().__init__(message)
+        self.op = op  # reported with its source location
+
+
+@dataclass
+class Task:
+    """One kernel to emit (a reduction may emit two)."""
+
+    kind: str                     # "pointwise" | "reduction" | "normalization" | "matmul" | "segment"
+    order: int
+    level: int
+    op: object = None             # the reduction, matmul or segment_set op
+    outputs: list[SSAValue] = field(default_factory=list)  # values this kernel writes
+    group: object = None          # a normalization task's NormGroup
+
+
+# ------------------------------------------------------------------ sizes
+
+
+def shape_of(v: SSAValue) -> tuple[int, ...]:
+    return tuple(v.type.get_shape())
+
+
+def elem_bytes(t) -> int:
+    return {"f32": 4, "f16": 2, "bf16": 2, "i1": 1, "i64": 8, "f64": 8}[F.dtype_name(t)]
+
+
+def next_pow2(n: int) -> int:
+    return 1 << max(0, math.ceil(math.log2(max(1, n))))
+
+
+def vector_lanes(last_extent: int, max_bytes: int, limit: int = 0) -> int:
+    """Widest power-of-two lane count with 16-byte accesses that divides the last extent."""
+    lanes = max(1, 16 // max_bytes)
+    if limit:
+        lanes = min(lanes, limit)
+    while lanes > 1 and last_extent % lanes:
+        lanes //= 2
+    return lanes
+
+
+# ------------------------------------------------------------------ value-graph queries
+
+
+def leaves(v: SSAValue, materialized: set[SSAValue], args: set[SSAValue], seen=None) -> set[SSAValue]:
+    """Materialized values and arguments that computing `v` in registers reads."""
+    seen = set() if seen is None else seen
+    if v in seen:
+        return set()
+    seen.add(v)
+    if v in materialized or v in args:
+        return {v}
+    out: set[SSAValue] = set()
+    for o in v.owner.operands:
+        out |= leaves(o, materialized, args, seen)
+    return out
+
+
+def reaches(v: SSAValue, targets: set[SSAValue], materialized: set, args: set) -> bool:
+    """True if computing `v` reads one of `targets` (which stop the walk like materialized values)."""
+    return bool(leaves(v, materialized | targets, args) & targets)
+
+
+def pointwise_path_only(v: SSAValue, targets: set[SSAValue], materialized, args) -> bool:
+    """True if every route from `v` to `targets` crosses only elementwise ops (same index)."""
+    if v in targets:
+        return True
+    if v in materialized or v in args:
+        return True
+    op = v.owner
+    reach = any(t in leaves(o, materialized | targets, args) for o in op.operands for t in targets)
+    if not reach:
+        return True
+    if isinstance(op, SHAPE_OPS) or not isinstance(op, F.POINTWISE_OPS):
+        return False
+    return all(pointwise_path_only(o, targets, materialized, args) for o in op.operands)

@@ -1,0 +1,180 @@
+"""The `Evaluator`: emits the f32 scalars of a fusion value at a multi-index inside a kernel,
+recomputing pointwise and shape ops and loading materialized values; `emit_unary` and
+`emit_binary` spell the fusion's math ops in arith/math ops.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from xdsl.dialects import arith
+from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import i1, i64
+from xdsl.ir import SSAValue
+
+from fuser.dialects import fusion as F
+from fuser.lowering.common import ScheduleError, shape_of
+from fuser.lowering.kernel_builder import KernelBuilder
+
+
+class Evaluator:
+    """Emits the f32 scalars of a fusion value at a multi-index.
+
+    `lanes` > 1 asks for that many consecutive elements along the value's last dimension
+    (lane 0 at `idx`, whose last coordinate is a multiple of `lanes`). Materialized values and
+    function arguments are loaded from their buffers; everything else is recomputed.
+    """
+
+    def __init__(self, kb: KernelBuilder, buffers: dict[SSAValue, SSAValue],
+                 overrides: dict[SSAValue, SSAValue] | None = None, index_maps: dict | None = None):
+        self.kb = kb
+        self.buffers = buffers          # fusion value -> kernel memref argument (or a shared-memory copy)
+        self.overrides = overrides if overrides is not None else {}  # fusion value -> f32 scalar in registers
+        self.index_maps = index_maps or {}  # fusion value -> f(index) -> index into its buffer
+        self.memo: dict = {}
+
+    def __call__(self, v: SSAValue, idx: Sequence[SSAValue], lanes: int = 1) -> list[SSAValue]:
+        key = (v, tuple(idx), lanes)
+        if key not in self.memo:
+            self.memo[key] = self._eval(v, list(idx), lanes)
+        return self.memo[key]
+
+    def _per_lane(self, fn: Callable[[list[SSAValue]], list[SSAValue]], idx: list[SSAValue], lanes: int) -> list[SSAValue]:
+        out = []
+        for k in range(lanes):
+            lane_idx = idx[:-1] + [self.kb.add(idx[-1], k)] if idx else idx
+            out += fn(lane_idx)
+        return out
+
+    def _eval(self, v: SSAValue, idx: list[SSAValue], lanes: int) -> list[SSAValue]:
+        kb = self.kb
+        if v in self.overrides:
+            return [self.overrides[v]] * lanes
+        if v in self.buffers:
+            buf = self.buffers[v]
+            if v in self.index_maps:
+                idx = self.index_maps[v](idx)
+            if not idx:  # rank-0 tensor
+                return [kb.ext(kb.load(buf, [], 1)[0])] * lanes
+            vals = kb.load(buf, idx, lanes)
+            return [kb.ext(x) if F.is_float(x.type) else x for x in vals]
+        op = v.owner
+        if isinstance(op, F.FullOp):
+            return [kb.cf(_round_const(op.value.value.data, F._elem(v)))] * lanes
+        if isinstance(op, F.BroadcastOp):
+            new = set(op.dims.get_values())
+            rank = len(shape_of(v))
+            sub = [i for d, i in enumerate(idx) if d not in new]
+            if (rank - 1) in new:  # last dim is new: every lane reads the same element
+                return self(op.input, sub, 1) * lanes
+            return self(op.input, sub, lanes)
+        if isinstance(op, F.ReshapeOp):
+            out_shape, in_shape = shape_of(v), shape_of(op.input)
+            lin = kb.linearize(idx, out_shape)
+            if lanes > 1 and in_shape and in_shape[-1] % lanes == 0:
+                return self(op.input, kb.delinearize(lin, in_shape), lanes)
+            return [x for k in range(lanes) for x in self(op.input, kb.delinearize(kb.add(lin, k), in_shape), 1)]
+        if isinstance(op, F.PermuteOp):
+            perm = list(op.perm.get_values())
+            def at(ix: list[SSAValue]) -> list[SSAValue]:
+                sub = [None] * len(perm)
+                for i, p in enumerate(perm):
+                    sub[p] = ix[i]
+                return sub
+            if lanes > 1 and perm[-1] == len(perm) - 1:
+                return self(op.input, at(idx), lanes)
+            return self._per_lane(lambda ix: self(op.input, at(ix), 1), idx, lanes)
+        if isinstance(op, F.CastOp):
+            xs = self(op.input, idx, lanes)
+            t = F._elem(v)
+            if t == i64 and all(F.is_float(x.type) for x in xs):  # truncation toward zero
+                return [kb.v(arith.FPToSIOp(x, i64)) for x in xs]
+            if t == i1 and all(F.is_float(x.type) for x in xs):   # nonzero is true
+                return [kb.v(arith.CmpfOp(x, kb.cf(0.0), "une")) for x in xs]
+            return [kb.round_to(x, t) for x in xs]
+        if isinstance(op, F.UnaryOp):
+            return [emit_unary(kb, op, x) for x in self(op.input, idx, lanes)]
+        if isinstance(op, F.BinaryOp):
+            a, b = self(op.lhs, idx, lanes), self(op.rhs, idx, lanes)
+            return [self._round(emit_binary(kb, op, x, y), v) for x, y in zip(a, b)]
+        if isinstance(op, F.CmpOp):
+            a, b = self(op.lhs, idx, lanes), self(op.rhs, idx, lanes)
+            pred = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}[op.predicate.data]
+            return [kb.v(arith.CmpfOp(x, y, pred)) for x, y in zip(a, b)]
+        if isinstance(op, F.WhereOp):
+            c, a, b = self(op.cond, idx, lanes), self(op.lhs, idx, lanes), self(op.rhs, idx, lanes)
+            return [kb.v(arith.SelectOp(ci, x, y)) for ci, x, y in zip(c, a, b)]
+        raise ScheduleError(f"'{op.name}' cannot be recomputed inside a kernel")
+
+    def _round(self, x: SSAValue, v: SSAValue) -> SSAValue:
+        # f16/bf16 ops round their result, as the reference does.
+        return self.kb.round_to(x, F._elem(v))
+
+
+def _round_const(x: float, t) -> float:
+    if F.dtype_name(t) == "f16":
+        return float(np.float16(x))
+    if F.dtype_name(t) == "bf16":
+        bits = np.array([x], dtype=np.float32).view(np.uint32)[0]
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        return float(np.array([bits], dtype=np.uint32).view(np.float32)[0])
+    return float(np.float32(x))
+
+
+def emit_unary(kb: KernelBuilder, op: F.UnaryOp, x: SSAValue) -> SSAValue:
+    one = kb.cf(1.0)
+    half = kb.cf(0.5)
+    r: SSAValue
+    match op:
+        case F.NegOp():
+            r = kb.v(arith.NegfOp(x))
+        case F.AbsOp():
+            r = kb.math1(mathd.AbsFOp, x)
+        case F.ExpOp():
+            r = kb.math1(mathd.ExpOp, x)
+        case F.LogOp():
+            r = kb.math1(mathd.LogOp, x)
+        case F.TanhOp():
+            r = kb.math1(mathd.TanhOp, x)
+        case F.SqrtOp():
+            r = kb.math1(mathd.SqrtOp, x)
+        case F.RsqrtOp():
+            r = kb.math1(mathd.RsqrtOp, x)
+        case F.ReluOp():
+            r = kb.fmax(x, kb.cf(0.0))
+        case F.SigmoidOp():
+            r = kb.fdiv_approx(one, kb.fadd(one, kb.math1(mathd.ExpOp, kb.v(arith.NegfOp(x)))))
+        case F.SiluOp():
+            r = kb.fdiv_approx(x, kb.fadd(one, kb.math1(mathd.ExpOp, kb.v(arith.NegfOp(x)))))
+        case F.GeluOp() if op.approximate == "tanh":
+            # 0.5*x*(1 + tanh(u)) == x / (1 + exp(-2u)): one exp and one division, no branch.
+            # A huge divisor (exp -> inf for very negative u) gives 0, the right limit.
+            u2 = kb.fmul(kb.cf(-2.0 * math.sqrt(2.0 / math.pi)),
+                         kb.fadd(x, kb.fmul(kb.cf(0.044715), kb.fmul(x, kb.fmul(x, x)))))
+            r = kb.fdiv_approx(x, kb.fadd(one, kb.math1(mathd.ExpOp, u2)))
+        case F.GeluOp():
+            r = kb.fmul(kb.fmul(half, x), kb.fadd(one, kb.math1(mathd.ErfOp, kb.fmul(x, kb.cf(1.0 / math.sqrt(2.0))))))
+        case _:
+            raise ScheduleError(f"'{op.name}' has no lowering")
+    return kb.round_to(r, F._elem(op.result))
+
+
+def emit_binary(kb: KernelBuilder, op: F.BinaryOp, a: SSAValue, b: SSAValue) -> SSAValue:
+    match op:
+        case F.AddOp():
+            return kb.fadd(a, b)
+        case F.SubOp():
+            return kb.fsub(a, b)
+        case F.MulOp():
+            return kb.fmul(a, b)
+        case F.DivOp():
+            return kb.fdiv(a, b)
+        case F.MaxOp():
+            return kb.fmax(a, b)
+        case F.MinOp():
+            return kb.fmin(a, b)
+        case F.PowOp():
+            return kb.v(mathd.PowFOp(a, b))
+    raise ScheduleError(f"'{op.name}' has no lowering")

@@ -1,0 +1,350 @@
+"""The reduction schedulers' emitters (their heuristics are lowering/schedulers/reduction.py).
+
+- inner reduction (trailing dims): `bx` threads per row, `by` rows per block; vector loads
+  along the row, warp shuffles and a shared-memory step combine the threads of a row.
+  Few long rows split into chunks: partials go to a workspace and a second kernel folds them.
+- outer reduction (leading dims): each thread owns a vector of columns and walks rows; the
+  rows of a block are folded through shared memory; tall inputs split rows across blocks.
+
+Function outputs computed from a reduction's results at the reduced index are computed and
+stored by the reduction kernel itself (`store_row_outputs`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from xdsl.dialects import arith
+from xdsl.ir import Block, SSAValue
+
+from fuser.dialects import fusion as F
+from fuser.dialects import sched
+from fuser.lowering.combiners import finalize, is_welford, select_state, state_for
+from fuser.lowering.common import ScheduleError, Task, elem_bytes, leaves, next_pow2, shape_of, vector_lanes
+from fuser.lowering.emitter import KernelEmitter, WorkspaceValue
+from fuser.lowering.evaluator import Evaluator
+from fuser.lowering.kernel_builder import KernelBuilder, emit_if, f32
+from fuser.lowering.schedulers.reduction import inner_reduction_params, outer_reduction_params
+
+
+def emit_reduction(em: KernelEmitter, task: Task, materialized: set, args: set) -> None:
+    op = task.op
+    in_shape = shape_of(op.input)
+    dims = sorted(op.reduced_dims)
+    rank = len(in_shape)
+    if dims == list(range(rank - len(dims), rank)):
+        _inner(em, task, materialized, args, in_shape, rank - len(dims))
+    elif dims == list(range(len(dims))):
+        _outer(em, task, materialized, args, in_shape, len(dims))
+    else:
+        note = op.attributes.get("fuser.welford")
+        origin = f" ({note.data})" if note is not None else ""
+        raise ScheduleError(f"'{op.name}'{origin} over dims {dims} of a rank-{rank} tensor: only leading or "
+                            "trailing dimensions are supported; permute the input first", op)
+
+
+def store_row_outputs(kb: KernelBuilder, outputs: Sequence[SSAValue], amap: dict, row: SSAValue,
+                      values: dict[SSAValue, SSAValue]) -> None:
+    """Store `outputs` (reduced-shape values) for the linear row `row`; `values` are the
+    reduction results already in registers. Outputs are computed here, never read back."""
+    ev = Evaluator(kb, {v: b for v, b in amap.items() if v not in outputs}, values)
+    for o in outputs:
+        idx = kb.delinearize(row, shape_of(o))
+        x = ev(o, idx, 1)[0]
+        t = F._elem(o)
+        kb.store([kb.trunc(x, t) if F.is_float(t) else x], amap[o], idx)
+
+
+def _epilogue_reads(task: Task, materialized: set, args: set) -> list[SSAValue]:
+    results = set(task.op.results)
+    found = set()
+    for o in task.outputs:
+        found |= leaves(o, (materialized | results) - {o}, args)
+    return sorted(found - results, key=lambda v: str(v.name_hint))
+
+
+def _input_reads(op, materialized: set, args: set) -> list[SSAValue]:
+    return sorted(leaves(op.input, materialized - set(op.results), args), key=lambda v: str(v.name_hint))
+
+
+def _partials(em: KernelEmitter, shape: Sequence[int], width: int) -> WorkspaceValue:
+    """A workspace of `width` partial-state planes: [width, *shape] f32."""
+    ws = em.workspace([width, *shape])
+    part = WorkspaceValue(ws)
+    em.buffers[part] = ws
+    return part
+
+
+def _inner(em: KernelEmitter, task: Task, materialized: set, args: set, in_shape: tuple[int, ...], k: int) -> None:
+    op = task.op
+    st = state_for(op)
+    row_shape, col_shape = in_shape[:k], in_shape[k:]
+    rows, cols = math.prod(row_shape), math.prod(col_shape)
+    in_reads = _input_reads(op, materialized, args)
+    max_bytes = max([elem_bytes(F._elem(v)) for v in in_reads] + [4 if not in_reads else 1])
+    lanes = vector_lanes(col_shape[-1], max_bytes, em.opts.vector)
+    row_vecs = cols // lanes
+    bx, by, chunks = inner_reduction_params(rows, row_vecs, em.opts.sms, em.opts.block)
+    if em.opts.split >= 1:
+        chunks = em.opts.split
+
+    shifted = is_welford(op)
+
+    def first_of_row(kb, amap, row):
+        # Welford's shift: the row's first element (see lowering/combiners.py).
+        idx = kb.delinearize(row, row_shape) + [kb.c(0)] * len(col_shape)
+        return kb.ext(Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, 1)[0])
+
+    def prepare(kb, amap, row, n_lanes):
+        # Loaded once before the loop: the shift of the row.
+        return first_of_row(kb, amap, row) if shifted else None
+
+    def fold_elements(kb, amap, row, vec, n_lanes, states, shift):
+        idx = kb.delinearize(row, row_shape) + kb.delinearize(kb.mul(vec, n_lanes), col_shape)
+        xs = [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, n_lanes)]
+        if shift is not None:
+            xs = [kb.fsub(x, shift) for x in xs]
+        return [st.update(kb, s, x) for s, x in zip(states, xs)]
+
+    def store(kb, amap, row, state):
+        shift = first_of_row(kb, amap, row) if shifted else None
+        store_row_outputs(kb, task.outputs, amap, row, finalize(kb, op, state, shift))
+
+    epi_reads = _epilogue_reads(task, materialized, args)
+    if chunks == 1:
+        vals = list(task.outputs) + in_reads + epi_reads
+        _row_reduce_kernel(em, em.kernel_buffers(vals), vals, rows, row_vecs, lanes, bx, by, 1, st,
+                           fold_elements, store, prepare=prepare)
+        return
+    # Two kernels: partial states [*, row, chunk], then merge the chunks of each row.
+    part = _partials(em, [rows, chunks], st.width)
+
+    def store_partial(kb, amap, row, state, chunk):
+        for c, x in enumerate(state):
+            kb.store([x], amap[part], [kb.c(c), row, chunk])
+
+    vals1 = in_reads + [part]
+    _row_reduce_kernel(em, em.kernel_buffers(vals1), vals1, rows, row_vecs, lanes, bx, by, chunks, st,
+                       fold_elements, store_partial, prepare=prepare)
+
+    def merge_partials(kb, amap, row, chunk, n_lanes, states, _pre):
+        got = [kb.load(amap[part], [kb.c(c), row, chunk], 1)[0] for c in range(st.width)]
+        return [st.merge(kb, states[0], got)]
+
+    vals2 = list(dict.fromkeys(list(task.outputs) + epi_reads + (in_reads if shifted else []))) + [part]
+    bx2 = min(1024, max(32, next_pow2(chunks)))
+    _row_reduce_kernel(em, em.kernel_buffers(vals2), vals2, rows, chunks, 1, bx2, max(1, 256 // bx2), 1, st,
+                       merge_partials, store, settle=False)
+
+
+def _row_reduce_kernel(em: KernelEmitter, host_bufs, values, rows, row_vecs, lanes, bx, by, chunks, st, fold, store,
+                       settle=True, prepare=None):
+    """Rows of `row_vecs` vectors; `bx` threads per row, `by` rows per block, `chunks` blocks per row.
+
+    `prepare(kb, amap, row, lanes)` runs once before the loop; `fold(kb, amap, row, vec, lanes,
+    states, prepared)` folds one vector of the row into the per-lane states; `store(kb, amap,
+    row, state[, chunk])` runs in one thread per row at the end.
+    """
+    vecs_per_chunk = math.ceil(row_vecs / chunks)
+    w = st.width
+
+    def body(kb: KernelBuilder, kargs):
+        amap = em.arg_map(host_bufs, kargs, values)
+        tx, ty = kb.tid("x"), kb.tid("y")
+        row = kb.add(kb.mul(kb.bid("x"), by), ty)
+        row_c = kb.v(arith.MinUIOp(row, kb.c(rows - 1)))  # clamp: tail rows compute row R-1, never store
+        chunk = kb.bid("y") if chunks > 1 else None
+        start = kb.mul(chunk, vecs_per_chunk) if chunk is not None else kb.c(0)
+        end = kb.v(arith.MinUIOp(kb.add(start, vecs_per_chunk), kb.c(row_vecs))) if chunk is not None else kb.c(row_vecs)
+        pre = prepare(kb, amap, row_c, lanes) if prepare else None
+        init = st.identity(kb) * lanes
+        loop = sched.ForOp(start, end, kb.c(1), init,
+                           Block(arg_types=[sched.IndexType()] + [f32] * (w * lanes)), bind="thread.x")
+        kb.emit(loop)
+        lb = kb.at(loop.body.block)
+        j, *flat = loop.body.block.args
+        states = fold(lb, amap, row_c, j, lanes, [flat[l * w:(l + 1) * w] for l in range(lanes)], pre)
+        lb.emit(sched.YieldOp(*[x for s in states for x in s]))
+        res = list(loop.results)
+        per_lane = [res[l * w:(l + 1) * w] for l in range(lanes)]
+        if settle:  # elements were folded as sums; partial states arrive settled
+            per_lane = [st.settle(kb, s) for s in per_lane]
+        state = per_lane[0]
+        for s in per_lane[1:]:
+            state = st.merge(kb, state, s)
+        state = block_reduce(kb, st, state, tx, ty, bx, by)
+        ok = kb.andi(kb.eq(tx, 0), kb.lt(row, rows))
+        if chunk is not None:
+            emit_if(kb, ok, lambda b: store(b, amap, row, state, chunk))
+        else:
+            emit_if(kb, ok, lambda b: store(b, amap, row, state))
+
+    grid = (math.ceil(rows / by), chunks, 1)
+    em.kernel(host_bufs, grid, (bx, by, 1), body)
+
+
+def _outer(em: KernelEmitter, task: Task, materialized: set, args: set, in_shape: tuple[int, ...], k: int) -> None:
+    op = task.op
+    st = state_for(op)
+    row_shape, col_shape = in_shape[:k], in_shape[k:]
+    rows, cols = math.prod(row_shape), math.prod(col_shape)
+    in_reads = _input_reads(op, materialized, args)
+    max_bytes = max([elem_bytes(F._elem(v)) for v in in_reads] + [4 if not in_reads else 1])
+    lanes = vector_lanes(col_shape[-1], max_bytes, em.opts.vector) if col_shape else 1
+    col_vecs = cols // lanes
+    bx, by, chunks = outer_reduction_params(rows, col_vecs, em.opts.sms)
+    if em.opts.split >= 1:
+        chunks = em.opts.split
+    epi_reads = _epilogue_reads(task, materialized, args)
+
+    shifted = is_welford(op)
+
+    def first_of_column(kb, amap, col_idx, n_lanes):
+        # Welford's shift: the column's first element (see lowering/combiners.py).
+        idx = [kb.c(0)] * len(row_shape) + col_idx
+        return [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, n_lanes)]
+
+    def prepare(kb, amap, cvec, n_lanes):
+        # Loaded once before the loop: the shift of each column of the vector.
+        col_idx = kb.delinearize(kb.mul(cvec, n_lanes), col_shape) if col_shape else []
+        return first_of_column(kb, amap, col_idx, n_lanes) if shifted else None
+
+    def fold_elements(kb, amap, row, cvec, n_lanes, states, shifts):
+        col_idx = kb.delinearize(kb.mul(cvec, n_lanes), col_shape) if col_shape else []
+        idx = kb.delinearize(row, row_shape) + col_idx
+        xs = [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, n_lanes)]
+        if shifts is not None:
+            xs = [kb.fsub(x, k) for x, k in zip(xs, shifts)]
+        return [st.update(kb, s, x) for s, x in zip(states, xs)]
+
+    def store_out(kb, amap, col, state):
+        col_idx = kb.delinearize(col, col_shape) if col_shape else []
+        shift = first_of_column(kb, amap, col_idx, 1)[0] if shifted else None
+        store_row_outputs(kb, task.outputs, amap, col, finalize(kb, op, state, shift))
+
+    if chunks == 1:
+        vals = list(task.outputs) + in_reads + epi_reads
+        _col_reduce_kernel(em, em.kernel_buffers(vals), vals, rows, col_vecs, lanes, bx, by, 1, st,
+                           fold_elements, store_out, prepare=prepare)
+        return
+    part = _partials(em, [chunks, cols], st.width)
+
+    def store_partial(kb, amap, col, state, chunk):
+        for c, x in enumerate(state):
+            kb.store([x], amap[part], [kb.c(c), chunk, col])
+
+    vals1 = in_reads + [part]
+    _col_reduce_kernel(em, em.kernel_buffers(vals1), vals1, rows, col_vecs, lanes, bx, by, chunks, st,
+                       fold_elements, store_partial, prepare=prepare)
+
+    lanes2 = vector_lanes(cols, 4)
+
+    def merge_partials(kb, amap, chunk, cvec, n_lanes, states, _pre):
+        planes = [kb.load(amap[part], [kb.c(c), chunk, kb.mul(cvec, n_lanes)], n_lanes) for c in range(st.width)]
+        return [st.merge(kb, s, [p[l] for p in planes]) for l, s in enumerate(states)]
+
+    vals2 = list(dict.fromkeys(list(task.outputs) + epi_reads + (in_reads if shifted else []))) + [part]
+    bx2, by2, _ = outer_reduction_params(chunks, cols // lanes2, em.opts.sms)
+    _col_reduce_kernel(em, em.kernel_buffers(vals2), vals2, chunks, cols // lanes2, lanes2, bx2, by2, 1, st,
+                       merge_partials, store_out, settle=False)
+
+
+def _col_reduce_kernel(em: KernelEmitter, host_bufs, values, rows, col_vecs, lanes, bx, by, chunks, st, fold, store,
+                       settle=True, prepare=None):
+    """Columns in vectors of `lanes`: `bx` threads across column vectors, `by` threads (and
+    `chunks` blocks) down the rows; the `by` partial states of a column meet in shared memory."""
+    rows_per_chunk = math.ceil(rows / chunks)
+    w = st.width
+
+    def body(kb: KernelBuilder, kargs):
+        amap = em.arg_map(host_bufs, kargs, values)
+        tx, ty = kb.tid("x"), kb.tid("y")
+        cvec = kb.add(kb.mul(kb.bid("x"), bx), tx)
+        cvec_c = kb.v(arith.MinUIOp(cvec, kb.c(col_vecs - 1)))
+        chunk = kb.bid("y") if chunks > 1 else None
+        start = kb.mul(chunk, rows_per_chunk) if chunk is not None else kb.c(0)
+        end = kb.v(arith.MinUIOp(kb.add(start, rows_per_chunk), kb.c(rows))) if chunk is not None else kb.c(rows)
+        pre = prepare(kb, amap, cvec_c, lanes) if prepare else None
+        loop = sched.ForOp(start, end, kb.c(1), st.identity(kb) * lanes,
+                           Block(arg_types=[sched.IndexType()] + [f32] * (w * lanes)), bind="thread.y")
+        kb.emit(loop)
+        lb = kb.at(loop.body.block)
+        r, *flat = loop.body.block.args
+        states = fold(lb, amap, r, cvec_c, lanes, [flat[l * w:(l + 1) * w] for l in range(lanes)], pre)
+        lb.emit(sched.YieldOp(*[x for s in states for x in s]))
+        res = list(loop.results)
+        states = [res[l * w:(l + 1) * w] for l in range(lanes)]
+        if settle:  # elements were folded as sums; partial states arrive settled
+            states = [st.settle(kb, s) for s in states]
+
+        def emit_stores(b: KernelBuilder, states):
+            for l, s in enumerate(states):
+                col = b.add(b.mul(cvec, lanes), l)
+                if chunk is not None:
+                    store(b, amap, col, s, chunk)
+                else:
+                    store(b, amap, col, s)
+
+        if by > 1:
+            smem = kb.v(sched.AllocOp(sched.memref([by, bx * lanes * w], f32, sched.SHARED)))
+            for l, s in enumerate(states):
+                for c, x in enumerate(s):
+                    kb.store([x], smem, [ty, kb.add(kb.mul(tx, lanes * w), l * w + c)])
+            kb.emit(sched.BarrierOp())
+
+            def slot(b: KernelBuilder, y, l, c):
+                return [y, b.add(b.mul(tx, lanes * w), l * w + c)]
+
+            # Fold the `by` partial states of each column as a tree: every step halves the
+            # rows still holding a state, all threads of those rows merging in parallel.
+            assert by & (by - 1) == 0, "outer_reduction_params gives a power-of-two by"
+            half = by // 2
+            while half >= 1:
+                def merge_pair(b: KernelBuilder, half=half):
+                    other = b.add(ty, half)
+                    for l in range(lanes):
+                        mine = [b.load(smem, slot(b, ty, l, c), 1)[0] for c in range(w)]
+                        theirs = [b.load(smem, slot(b, other, l, c), 1)[0] for c in range(w)]
+                        for c, x in enumerate(st.merge(b, mine, theirs)):
+                            b.store([x], smem, slot(b, ty, l, c))
+                emit_if(kb, kb.lt(ty, half), merge_pair)
+                kb.emit(sched.BarrierOp())
+                half //= 2
+
+            def store_row0(b: KernelBuilder):
+                emit_stores(b, [[b.load(smem, slot(b, b.c(0), l, c), 1)[0] for c in range(w)]
+                                for l in range(lanes)])
+            emit_if(kb, kb.andi(kb.eq(ty, 0), kb.lt(cvec, col_vecs)), store_row0)
+        else:
+            emit_if(kb, kb.lt(cvec, col_vecs), lambda b: emit_stores(b, states))
+
+    grid = (math.ceil(col_vecs / bx), chunks, 1)
+    em.kernel(host_bufs, grid, (bx, by, 1), body)
+
+
+def warp_reduce(kb: KernelBuilder, st, state: list[SSAValue]) -> list[SSAValue]:
+    """Butterfly over the 32 lanes of a warp: every lane ends with the warp's merged state."""
+    for off in (16, 8, 4, 2, 1):
+        state = st.merge(kb, state, [kb.v(sched.ShflXorOp(x, off)) for x in state])
+    return state
+
+
+def block_reduce(kb: KernelBuilder, st, state: list[SSAValue], tx: SSAValue, ty: SSAValue, bx: int,
+                 by: int) -> list[SSAValue]:
+    """Merge the states of the `bx` threads of each row (thread.y) of a block; every thread of
+    the row gets the result: warp shuffles, then one shared-memory slot per warp."""
+    state = warp_reduce(kb, st, state)
+    nwarps = bx // 32
+    if nwarps <= 1:
+        return state
+    w = len(state)
+    smem = kb.v(sched.AllocOp(sched.memref([by * nwarps * w], f32, sched.SHARED)))
+    lane, warp = kb.rem(tx, 32), kb.div(tx, 32)
+    slot = kb.mul(kb.add(kb.mul(ty, nwarps), warp), w)
+    emit_if(kb, kb.eq(lane, 0), lambda b: [b.store([x], smem, [b.add(slot, c)]) for c, x in enumerate(state)])
+    kb.emit(sched.BarrierOp())
+    src = kb.mul(kb.add(kb.mul(ty, nwarps), kb.v(arith.MinUIOp(lane, kb.c(nwarps - 1)))), w)
+    got = [kb.load(smem, [kb.add(src, c)], 1)[0] for c in range(w)]
+    state = select_state(kb, kb.lt(lane, nwarps), got, st.identity(kb))
+    return warp_reduce(kb, st, state)

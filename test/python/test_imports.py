@@ -1,0 +1,149 @@
+"""The package's import graph: no cycles, and arrows that point down the layers.
+
+    tools -> api, driver -> passes, lowering -> dialects        runtime -> dialects only
+
+Every `import` of a fuser module counts, at module level or inside a function: a lazy import
+may keep start-up fast, but it must not hide a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_DIRS = ("dialects", "passes", "lowering", "runtime", "tools")
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = ["fuser", *rel.parts]
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    files = [ROOT / "__init__.py", ROOT / "api.py", ROOT / "driver.py"]
+    files += [f for d in PACKAGE_DIRS for f in (ROOT / d).rglob("*.py")]
+    return {_module_name(f): f for f in files}
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node, except under `if TYPE_CHECKING:` (imports for annotations only)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            todo += node.orelse
+            continue
+        todo += list(ast.iter_child_nodes(node))
+
+
+def _imports(path: Path, name: str, known: set[str]) -> set[str]:
+    out: set[str] = set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in _runtime_nodes(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("fuser")}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parent + ([base] if base else []))
+            if not base.startswith("fuser"):
+                continue
+            for a in node.names:  # `from fuser.x import y` imports the module fuser.x.y if there is one
+                out.add(f"{base}.{a.name}" if f"{base}.{a.name}" in known else base)
+    return {m for m in out if m in known and m != name}
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+    known = set(mods)
+    return {m: _imports(p, m, known) for m, p in mods.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    if len(comp) > 1:
+                        out.append(sorted(comp))
+    return out
+
+
+def test_the_graph_sees_the_package():
+    g = _graph()
+    assert "fuser.lowering.fusion_to_sched" in g and "fuser.dialects.sched" in g
+    assert "fuser.dialects.fusion" in g["fuser.lowering.fusion_to_sched"]
+
+
+def test_no_import_cycles():
+    assert _cycles(_graph()) == []
+
+
+def test_cycle_detection_works():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _layer(m: str) -> str:
+    parts = m.split(".")
+    return parts[1] if len(parts) > 1 else "fuser"
+
+
+ALLOWED = {
+    "dialects": {"dialects"},
+    "runtime": {"dialects", "runtime"},
+    "lowering": {"dialects", "lowering", "passes"},
+    "passes": {"dialects", "lowering", "passes"},
+    "driver": {"dialects", "lowering", "passes", "runtime", "driver"},
+    "api": {"dialects", "runtime", "driver", "api"},
+}
+
+
+def test_imports_point_down_the_layers():
+    bad = []
+    for m, deps in _graph().items():
+        allowed = ALLOWED.get(_layer(m))
+        if allowed is None:
+            continue  # tools and the package root may import anything below them
+        bad += [f"{m} -> {d}" for d in sorted(deps) if _layer(d) not in allowed]
+    assert bad == []
