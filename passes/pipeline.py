@@ -13,6 +13,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError
 
+from fuser.lowering.schedulers.options import SchedulingPass, explicit_options
 from fuser.passes.registry import available_passes
 
 NAMED_PIPELINES: dict[str, str] = {
@@ -84,8 +85,6 @@ def build_pipeline(spec: str | Sequence[ModulePass]) -> list[ModulePass]:
 
 def _share_schedule_options(passes: list[ModulePass], given: list[set[str] | None]) -> list[ModulePass]:
     """Give every planning pass the schedule options any of them sets (see build_pipeline)."""
-    from fuser.lowering.schedulers.options import SchedulingPass, explicit_options
-
     shared: dict[str, tuple[object, str]] = {}  # option -> (value, the pass that set it)
     for p, g in zip(passes, given):
         if not isinstance(p, SchedulingPass):
@@ -114,8 +113,9 @@ def run_passes(passes: Sequence[ModulePass], module, after=None, verify_each: bo
     A pass that raises on valid input is reported as a diagnostic naming the pass, never as
     a traceback: that is either an unsupported case (the message says which) or a compiler bug.
     """
-    from fuser.passes.ir import FuserDiagnostic, first_line, location_of, verify_module
+    # loaded on use: they load every dialect, which `fuser-opt --help` does not need
     from fuser.dialects.context import make_context
+    from fuser.dialects.ir import FuserDiagnostic, first_line, location_of, verify_module
 
     ctx = make_context()
     for p in passes:

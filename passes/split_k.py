@@ -14,7 +14,8 @@ writes the f32 partials to a workspace, and the column-reduction kernel sums the
 epilogue (bias, activation, cast) on the sums. The partials cost S*M*N*4 bytes written and read
 once; the heuristic keeps that small by never making more work items than SMs.
 
-- `factor=auto` (default): ask the matmul scheduler's heuristic (`matmul_params`, which changes
+- `factor=auto` (default): ask the split-K heuristic (lowering/schedulers/split_k.py) and,
+  through it, the matmul scheduler's heuristic (`matmul_params`, which changes
   nothing) for the tile, count the output tiles, and split only when they fill at most half of
   the `sms` SMs and K is long (at least 64 K-slices of 64): S = min(sms // tiles, K-slices / 8),
   so every split keeps at least 8 K-slices to amortize its pipeline fill. The tiles counted
@@ -41,20 +42,21 @@ Matmuls that already carry k_chunk are left alone.
 from __future__ import annotations
 
 import dataclasses
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
+from xdsl.rewriter import InsertPoint
 
 from fuser.dialects import fusion as F
+from fuser.lowering.common import ScheduleError
+from fuser.lowering.planner import plan_fusion
 from fuser.lowering.schedulers.options import ScheduleOptions, SchedulingPass
+from fuser.lowering.schedulers.split_k import ForcedSplitError, SplitDecision, auto_decision, forced_decision
 
-BK = 64                     # the matmul scheduler's K-slice (lowering/matmul.py)
-MIN_SLICES_PER_SPLIT = 8    # each split streams at least this many K-slices through its pipeline
-MIN_K_SLICES = 64           # below this (K < 4096) the second kernel costs about what the split saves
 STRATEGIES = ("two-kernel",)
 
 
@@ -64,68 +66,6 @@ class SplitKError(ValueError):
     def __init__(self, message: str, op: Operation | None = None):
         super().__init__(message)
         self.op = op
-
-
-@dataclass(frozen=True)
-class SplitDecision:
-    splits: int               # S; 1 = kept
-    k_chunk: int | None       # K elements per split (a multiple of 64); None when kept
-    reason: str               # what goes into fuser.split_k
-
-
-def chunking(k: int, target: int) -> tuple[int, int]:
-    """(k_chunk, S) for about `target` splits of K: whole 64-element slices per split."""
-    slices = math.ceil(k / BK)
-    per = math.ceil(slices / max(1, target))
-    kc = per * BK
-    return kc, math.ceil(k / kc)
-
-
-def auto_decision(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132) -> SplitDecision:
-    """The heuristic: split when the output tiles leave more than half of the SMs idle and K is long."""
-    from fuser.lowering.schedulers.matmul import SPLIT_WIDE_MIN_K, matmul_params
-
-    p = matmul_params(m, n, k, elem_bytes, sms)
-    tiles = math.ceil(m / p.bm) * math.ceil(n / p.bn)
-    what = f"{tiles} tile{'s' if tiles != 1 else ''} of {p.bm}x{p.bn}"
-    if tiles >= sms:
-        return SplitDecision(1, None, f"kept ({what} fill {sms} SMs)")
-    if 2 * tiles > sms:
-        return SplitDecision(1, None, f"kept ({what} fill more than half of {sms} SMs)")
-    slices = math.ceil(k / BK)
-    if slices < MIN_K_SLICES:
-        return SplitDecision(1, None, f"kept (K={k} is {slices} slices of {BK}, fewer than {MIN_K_SLICES}: "
-                                      f"the reduction kernel would cost about what splitting saves)")
-    # Splits restore the parallelism the wide tiles lacked: take the first tile of the
-    # scheduler's order (128x256, 256x128, 128x128) whose tiles x splits make a ~full wave.
-    # (the wide tiles only where each split keeps SPLIT_WIDE_MIN_K of K, as the scheduler's rule)
-    cands = [(128, 256)] * (n >= 256) + [(256, 128)] * (m >= 256) + [(128, 128)]
-    for bm, bn in cands:
-        t = math.ceil(m / bm) * math.ceil(n / bn)
-        target = min(sms // t, slices // MIN_SLICES_PER_SPLIT)
-        wide_ok = (bm, bn) == (128, 128) or target >= 1 and chunking(k, target)[0] >= SPLIT_WIDE_MIN_K
-        if target >= 2 and t * target >= 0.9 * sms and wide_ok:
-            break
-    kc, s = chunking(k, target)
-    if s < 2:
-        return SplitDecision(1, None, f"kept ({what}, K={k}: too few K-slices to split)")
-    q = matmul_params(m, n, kc, elem_bytes, sms, splits=s)  # the tile the scheduler will use
-    t = math.ceil(m / q.bm) * math.ceil(n / q.bn)
-    return SplitDecision(s, kc, f"split {s} ways, k_chunk={kc} ({t} tile{'s' if t != 1 else ''} of "
-                                f"{q.bm}x{q.bn} on {sms} SMs, K={k})")
-
-
-def forced_decision(op: F.MatmulOp, factor: int) -> SplitDecision:
-    m, n, k = op.mnk()
-    if factor == 1:
-        return SplitDecision(1, None, "kept (factor=1)")
-    slices = math.ceil(k / BK)
-    if slices < factor:
-        raise SplitKError(f"fusion-split-k: factor={factor} needs K of at least {(factor - 1) * BK + 1} "
-                          f"({factor} slices of {BK}); this 'fusion.matmul' has K={k}", op)
-    kc, s = chunking(k, factor)
-    note = "" if s == factor else f"; {s} chunks of whole {BK}-element slices cover K"
-    return SplitDecision(s, kc, f"split {s} ways, k_chunk={kc} (factor={factor}{note}, K={k})")
 
 
 def _parse_factor(factor: str | int) -> int | None:
@@ -159,32 +99,60 @@ class SplitK(SchedulingPass):
         if self.strategy not in STRATEGIES:
             raise SplitKError(f"fusion-split-k: strategy must be one of {', '.join(STRATEGIES)} "
                               f"(the in-kernel serial reduction is not built), got '{self.strategy}'")
+        opts = self.schedule_options()
         for fn in [o for o in op.body.block.ops if isinstance(o, func.FuncOp)]:
-            mms = [o for o in fn.walk() if isinstance(o, F.MatmulOp) and o.k_chunk is None]
-            if not mms:
-                continue
-            paired = _horizontally_fused(fn, self.schedule_options()) if forced is None else {}
-            for mm in mms:
-                if forced is not None:
-                    d = forced_decision(mm, forced)
-                elif mm in paired:
-                    d = SplitDecision(1, None, f"kept (fused horizontally with the matmul {paired[mm]} that shares "
-                                               "operand A: both accumulate in one main loop)")
-                else:
-                    m, n, k = mm.mnk()
-                    eb = 4 if F.dtype_name(F._elem(mm.a)) == "f32" else 2
-                    d = auto_decision(m, n, k, eb, self.sms)
-                if d.splits > 1:
-                    split(mm, d.k_chunk, d.reason)
-                else:
-                    mm.attributes["fuser.split_k"] = StringAttr(d.reason)
+            # One walk in program order, no revisits (the new matmuls carry k_chunk anyway).
+            walker = PatternRewriteWalker(SplitKPattern(fn, forced, opts), apply_recursively=False)
+            walker.rewrite_region(fn.body)
+
+
+@dataclass
+class SplitKPattern(RewritePattern):
+    """A fusion.matmul of `fn` with no k_chunk -> the split-K form where `decide` says so; a
+    kept matmul is tagged with the reason."""
+
+    fn: func.FuncOp
+    forced: int | None
+    opts: ScheduleOptions
+    _paired: dict[Operation, str] | None = field(default=None, init=False)
+
+    def paired(self) -> dict[Operation, str]:
+        """The horizontally fused matmuls of `fn`, asked once, before its first split."""
+        if self._paired is None:
+            self._paired = _horizontally_fused(self.fn, self.opts)
+        return self._paired
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: F.MatmulOp, rewriter: PatternRewriter, /) -> None:
+        if op.k_chunk is not None:
+            return
+        d = decide(op, self.forced, self.paired() if self.forced is None else {}, self.opts.sms)
+        if d.splits > 1:
+            split(op, d.k_chunk, d.reason, rewriter)
+        else:
+            op.attributes["fuser.split_k"] = StringAttr(d.reason)
+            rewriter.notify_op_modified(op)
+
+
+def decide(op: F.MatmulOp, forced: int | None, paired: dict[Operation, str], sms: int) -> SplitDecision:
+    """How to split `op`: `forced` ways (None: the heuristic's choice); `paired` maps the
+    horizontally fused matmuls, which are kept, to their partners' names."""
+    m, n, k = op.mnk()
+    if forced is not None:
+        try:
+            return forced_decision(m, n, k, forced)
+        except ForcedSplitError as e:
+            raise SplitKError(f"fusion-split-k: {e}; this 'fusion.matmul' has K={k}", op) from e
+    if op in paired:
+        return SplitDecision(1, None, f"kept (fused horizontally with the matmul {paired[op]} that shares "
+                                      "operand A: both accumulate in one main loop)")
+    eb = 4 if F.dtype_name(F._elem(op.a)) == "f32" else 2
+    return auto_decision(m, n, k, eb, sms)
 
 
 def _horizontally_fused(fn: func.FuncOp, opts: ScheduleOptions) -> dict[Operation, str]:
     """Matmuls the planner would fuse horizontally (gated-MLP pairs), each mapped to its
     partner's name. Asks convert-fusion-to-sched's planner, which changes nothing."""
-    from fuser.lowering.fusion_to_sched import ScheduleError, plan_fusion
-
     try:
         plan = plan_fusion(fn, dataclasses.replace(opts, persistent=False))
     except ScheduleError:  # the scheduler will report it; nothing is paired
@@ -200,7 +168,7 @@ def _horizontally_fused(fn: func.FuncOp, opts: ScheduleOptions) -> dict[Operatio
     return out
 
 
-def split(op: F.MatmulOp, k_chunk: int, note: str) -> F.MatmulOp:
+def split(op: F.MatmulOp, k_chunk: int, note: str, rewriter: PatternRewriter) -> F.MatmulOp:
     """Replace `op` by the split-K matmul, the sum over its partials and the cast back; returns
     the new matmul (tagged with `note`)."""
     et = F._elem(op.result)
@@ -222,8 +190,9 @@ def split(op: F.MatmulOp, k_chunk: int, note: str) -> F.MatmulOp:
         new.result.name_hint = f"{op.result.name_hint}_partials"
     for o in ops:  # diagnostics about the new ops point at the matmul they replace
         o.location = op.location
-    block = op.parent_block()
-    block.insert_ops_before(ops, op)
-    op.result.replace_all_uses_with(out)
-    block.erase_op(op)
+    # Not rewriter.replace: it would give the matmul's name to every unnamed new result (the
+    # partial sum too); only `out` takes it.
+    rewriter.insert(ops, InsertPoint.before(op))
+    rewriter.replace_all_uses_with(op.result, out)
+    rewriter.erase(op)
     return new

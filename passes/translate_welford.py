@@ -31,12 +31,14 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
 
 from fuser.dialects import fusion as F
+from fuser.lowering.common import ScheduleError
+from fuser.lowering.planner import plan_fusion
 from fuser.lowering.schedulers.options import ScheduleOptions, SchedulingPass
 
 MODES = ("auto", "always", "never")
-WELFORD_OPS = (F.WelfordOp, F.VarMeanOp)
 
 
 class TranslateWelfordError(ValueError):
@@ -58,28 +60,50 @@ class TranslateWelford(SchedulingPass):
         if self.mode not in MODES:
             raise TranslateWelfordError(
                 f"fusion-translate-welford: mode must be one of {', '.join(MODES)}, got '{self.mode}'")
+        opts = self.schedule_options()
         for fn in [o for o in op.body.block.ops if isinstance(o, func.FuncOp)]:
-            for w in [o for o in fn.walk() if isinstance(o, WELFORD_OPS)]:
-                if self.mode == "never":
-                    w.attributes["fuser.welford"] = StringAttr("kept (mode=never)")
-                elif self.mode == "always":
-                    translate(w, f"translated from {w.name} (mode=always)")
-                else:
-                    ok, why = persistent_if_translated(fn, w, self.schedule_options())
-                    if ok:
-                        translate(w, f"translated from {w.name} ({why})")
-                    else:
-                        w.attributes["fuser.welford"] = StringAttr(f"kept ({why})")
+            # One walk in program order, no revisits: each decision sees the earlier rewrites
+            # of its function, and a kept op is never reconsidered.
+            walker = PatternRewriteWalker(TranslateWelfordPattern(fn, self.mode, opts), apply_recursively=False)
+            walker.rewrite_region(fn.body)
+
+
+@dataclass
+class TranslateWelfordPattern(RewritePattern):
+    """A fusion.welford / fusion.var_mean of `fn` -> its two-pass form where `decide` says so;
+    a kept op is tagged with the reason."""
+
+    fn: func.FuncOp
+    mode: str
+    opts: ScheduleOptions
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: F.WelfordOp | F.VarMeanOp, rewriter: PatternRewriter, /) -> None:
+        translated, note = decide(self.fn, op, self.mode, self.opts)
+        if translated:
+            replace_by_two_pass(op, rewriter, note)
+        else:
+            op.attributes["fuser.welford"] = StringAttr(note)
+            rewriter.notify_op_modified(op)
+
+
+def decide(fn: func.FuncOp, w: Operation, mode: str, opts: ScheduleOptions) -> tuple[bool, str]:
+    """(whether to translate `w`, the `fuser.welford` note) under `mode`."""
+    if mode == "never":
+        return False, "kept (mode=never)"
+    if mode == "always":
+        return True, f"translated from {w.name} (mode=always)"
+    ok, why = persistent_if_translated(fn, w, opts)
+    return ok, (f"translated from {w.name} ({why})" if ok else f"kept ({why})")
 
 
 def persistent_if_translated(fn: func.FuncOp, w: Operation, opts: ScheduleOptions) -> tuple[bool, str]:
     """Would the two-pass form of `w` run as one persistent kernel? Asks the planner about a
     translated copy of the function; the original is untouched."""
-    from fuser.lowering.fusion_to_sched import ScheduleError, plan_fusion
-
     copy = fn.clone()
     position = list(fn.walk()).index(w)
-    new_ops = translate(list(copy.walk())[position], "")
+    w_copy = list(copy.walk())[position]
+    new_ops = replace_by_two_pass(w_copy, PatternRewriter(w_copy), "")
     try:
         plan = plan_fusion(copy, opts)
     except ScheduleError as e:
@@ -90,7 +114,7 @@ def persistent_if_translated(fn: func.FuncOp, w: Operation, opts: ScheduleOption
     return False, "its reductions would not share one kernel; the second pass would read the input again"
 
 
-def translate(w: Operation, note: str) -> list[Operation]:
+def replace_by_two_pass(w: Operation, rewriter: PatternRewriter, note: str) -> list[Operation]:
     """Replace `w` by the two-pass form; returns the new reductions (tagged with `note`)."""
     x = w.input
     shape = tuple(x.type.get_shape())
@@ -126,11 +150,9 @@ def translate(w: Operation, note: str) -> list[Operation]:
         results = [add(F.ReshapeOp.create(operands=[r], result_types=[old.type])) for r, old in zip(results, w.results)]
     for o in ops:  # diagnostics about the new ops point at the Welford op they replace
         o.location = w.location
-    block = w.parent_block()
-    block.insert_ops_before(ops, w)
-    for old, new in zip(w.results, results):
-        old.replace_all_uses_with(new)
-    block.erase_op(w)
+    # Several results: the rewriter gives each new result the name of the one it replaces, and
+    # names nothing else.
+    rewriter.replace(w, ops, results)
     reductions = [s_op, ssq_op, sd_op]
     if note:
         for r in reductions:

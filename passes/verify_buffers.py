@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from fuser.dialects import sched
-from fuser.passes.ir import FuserDiagnostic, location_of
+from fuser.dialects.ir import FuserDiagnostic, location_of
 
 # Ops that touch a kernel's global buffers, by the operand that names the buffer.
 _READS = {sched.LoadOp: "buffer", sched.TmaLoadOp: "tensor_map"}
