@@ -1,0 +1,84 @@
+"""The host side: each `sched.workspace` becomes `gpu.alloc` (+ `gpu.memset` of zero when `zero_init`)
+and a `gpu.dealloc` before its block's terminator; each `sched.launch` becomes a `gpu.launch_func` with
+the kernel's static geometry and dynamic shared memory. `sched.tensor_map` stays: the runtime executes
+it (cuTensorMapEncodeTiled).
+
+This stays a walk: it is a handful of ops, with constants hoisted to the function's entry and every
+workspace's dealloc placed once all are known; patterns would add a driver and gain nothing.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, func, gpu
+from xdsl.dialects.builtin import AnyFloat, FloatAttr, IndexType, IntegerAttr, IntegerType, SymbolRefAttr, i32
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.rewriter import Rewriter
+from xdsl.traits import IsTerminator
+
+from fuser.dialects import sched
+from fuser.dialects.gpu_ext import MemsetOp
+
+from .common import EntryBuilder, SchedToNVVMError, where
+
+
+def _zero(t: Attribute) -> arith.ConstantOp:
+    if isinstance(t, AnyFloat):
+        return arith.ConstantOp(FloatAttr(0.0, t))
+    if isinstance(t, IntegerType | IndexType):
+        return arith.ConstantOp(IntegerAttr(0, t))
+    raise SchedToNVVMError(f"cannot zero-initialise a workspace of element type {t}")
+
+
+def lower_host(fn: func.FuncOp, kernels: dict[str, sched.KernelOp], gpu_module: str | None) -> None:
+    entry = fn.body.blocks[0] if fn.body.blocks else None
+    if entry is None:
+        return
+    const = EntryBuilder(entry).const
+    fname = fn.sym_name.data
+    workspaces: list[tuple[SSAValue, Block]] = []
+    for op in list(fn.walk()):
+        if isinstance(op, sched.WorkspaceOp):
+            t = op.result.type
+            new: list[Operation] = [gpu.AllocOp(t)]
+            if op.zero_init is not None:
+                zero = _zero(t.element_type)
+                new += [zero, MemsetOp(new[0], zero)]
+            block = op.parent_block()
+            assert block is not None
+            for n in new:
+                block.insert_op_before(n, op)
+            op.result.replace_all_uses_with(new[0].results[0])
+            op.detach()
+            op.erase()
+            workspaces.append((new[0].results[0], block))
+        elif isinstance(op, sched.LaunchOp):
+            kname = op.kernel.root_reference.data
+            k = kernels.get(kname)
+            at = f"'sched.launch'{where(op)} in @{fname}"
+            if k is None or gpu_module is None:
+                raise SchedToNVVMError(f"{at}: no sched.kernel @{kname} in this module")
+            want = list(k.function_type.inputs.data)
+            got = [a.type for a in op.args]
+            if want != got:
+                raise SchedToNVVMError(f"{at}: arguments ({', '.join(map(str, got))}) "
+                                       f"do not match @{kname}'s ({', '.join(map(str, want))})")
+            cluster = [const(c) for c in k.cluster.get_values()] if k.cluster is not None else None
+            launch = gpu.LaunchFuncOp(
+                SymbolRefAttr(gpu_module, [kname]),
+                [const(g) for g in k.grid_dims],
+                [const(t) for t in k.block_dims],
+                clusterSize=cluster,
+                kernelOperands=list(op.args),
+                dynamicSharedMemorySize=const(k.smem.value.data, i32),
+            )
+            Rewriter.replace_op(op, launch)
+        elif isinstance(op, sched.TensorMapOp):
+            pass  # a host-side op the runtime executes (cuTensorMapEncodeTiled), kept as is
+        elif op.dialect_name() == "sched":
+            raise SchedToNVVMError(f"cannot lower '{op.name}'{where(op)} in host function @{fname}")
+    for ws, block in workspaces:
+        term = block.last_op
+        if term is None or not term.has_trait(IsTerminator):
+            block.add_op(gpu.DeallocOp(ws))
+        else:
+            block.insert_op_before(gpu.DeallocOp(ws), term)

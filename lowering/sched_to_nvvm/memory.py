@@ -1,0 +1,115 @@
+"""Buffers and their accesses.
+
+- shared buffers become `llvm.mlir.global`s in address space 3 (or, once `sched-alias-smem` has given
+  them an `offset`, slices of the kernel's dynamic shared memory); register buffers become entry-block
+  `llvm.alloca`s. The allocas use the default address space: the NVPTX data layout has no alloca
+  address space (an addrspace(5) alloca would fail LLVM's verifier), SROA promotes a generic alloca
+  indexed by constants, and NVPTX's own lowering moves what is left to .local;
+- `memref.collapse_shape` of a buffer (the split-K matmul stores its [S, M, N] partials as [S*M, N]
+  rows) is the same pointer with the collapsed row-major type: nothing is emitted;
+- `sched.load` / `sched.store` become `llvm.getelementptr` on the buffer's pointer with the row-major
+  (or static strided) linear offset, then `llvm.load` / `llvm.store`.
+
+A buffer-defining op only records its pointer in the kernel context; it is erased after the walk, once
+every access through it has been lowered.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import llvm, memref
+from xdsl.dialects.builtin import IntegerType, MemRefType, VectorType, i64
+from xdsl.ir import SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+
+from fuser.dialects import sched
+
+from .common import Buffer, element_bytes, low_bit, ptr_type, row_major
+from .context import KernelContext, KernelPattern
+
+_BUFFER_USERS = (sched.LoadOp, sched.StoreOp, sched.MBarrierInitOp, sched.MBarrierArriveOp,
+                 sched.MBarrierArriveExpectTxOp, sched.MBarrierWaitOp, sched.TmaLoadOp, sched.TmaStoreOp,
+                 sched.WgmmaDescOp, sched.MBarrierArriveClusterOp)
+
+
+def _access_bytes(buf: SSAValue) -> list[int]:
+    """Sizes of the vector loads and stores of a buffer (what its alignment must cover)."""
+    out = []
+    for u in buf.uses:
+        o = u.operation
+        t = o.result.type if isinstance(o, sched.LoadOp) else o.value.type if isinstance(o, sched.StoreOp) else None
+        if isinstance(t, VectorType):
+            out.append(element_bytes(t.element_type) * t.get_shape()[0])
+    return out
+
+
+class LowerAlloc(KernelPattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.AllocOp, rewriter: PatternRewriter) -> None:
+        k = self.k
+        t = op.result.type
+        assert isinstance(t, MemRefType)
+        space = sched.memory_space(t)
+        elem = t.element_type
+        count = 1
+        for s in t.get_shape():
+            count *= s
+        if count <= 0:
+            raise k.fail(op, "cannot lower dynamic or empty buffer of")
+        access_align = max([element_bytes(elem), *_access_bytes(op.result)])
+        if space == sched.SHARED and op.offset is not None:
+            byte_off = op.offset.value.data
+            base = k.dynamic_smem_base()
+            ptr = base if byte_off == 0 else k.at_entry(
+                llvm.GEPOp(base, [byte_off], IntegerType(8), result_type=ptr_type(3))).results[0]
+            k.buffers[op.result] = Buffer(ptr, t, align_cap=min(16, low_bit(byte_off)))
+        elif space == sched.SHARED:
+            sym = f"__smem_{k.name}_{len(k.globals)}"
+            k.globals.append(llvm.GlobalOp(llvm.LLVMArrayType(count, elem), sym, "internal", addr_space=3,
+                                           alignment=max(16, access_align)))
+            ptr = k.at_entry(llvm.AddressOfOp(sym, ptr_type(3))).results[0]
+            k.buffers[op.result] = Buffer(ptr, t)
+        elif space == sched.REGISTER:
+            size = k.const(1, i64)
+            alloca = llvm.AllocaOp(size, llvm.LLVMArrayType(count, elem), alignment=access_align)
+            k.buffers[op.result] = Buffer(k.at_entry(alloca).results[0], t)
+        else:
+            raise k.fail(op, f"cannot lower memory space {space} of")
+        if any(not isinstance(u.operation, _BUFFER_USERS) for u in op.result.uses):
+            bad = next(u.operation for u in op.result.uses if not isinstance(u.operation, _BUFFER_USERS))
+            raise k.fail(bad, "cannot lower buffer use by")
+        k.dead_ops.append(op)
+
+
+class LowerCollapseShape(KernelPattern):
+    """A row-major view with merged dimensions: the source's pointer under the new type."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.CollapseShapeOp, rewriter: PatternRewriter) -> None:
+        src = self.k.buffers.get(op.src)
+        t = op.result.type
+        if src is None:
+            raise self.k.fail(op, "cannot lower (source not a kernel argument or sched.alloc)")
+        if not isinstance(t, MemRefType) or src.type.get_strides() != row_major(src.type) or \
+                t.get_strides() != row_major(t):
+            raise self.k.fail(op, "cannot lower (only row-major buffers collapse to row-major views)")
+        self.k.buffers[op.result] = Buffer(src.ptr, t, src.align_cap)
+        self.k.dead_ops.append(op)
+
+
+class LowerAccess(KernelPattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.LoadOp | sched.StoreOp, rewriter: PatternRewriter) -> None:
+        ptr, buf = self.k.address(rewriter, op, op.buffer, op.indices)
+        elem = buf.type.element_type
+        vt = op.result.type if isinstance(op, sched.LoadOp) else op.value.type
+        align = element_bytes(elem) * (vt.get_shape()[0] if isinstance(vt, VectorType) else 1)
+        if buf.align_cap is not None:
+            align = min(align, max(buf.align_cap, element_bytes(elem)))
+        if isinstance(op, sched.LoadOp):
+            rewriter.replace(op, llvm.LoadOp(ptr, vt, alignment=align))
+        else:
+            rewriter.replace(op, llvm.StoreOp(op.value, ptr, alignment=align))
+
+
+def memory_patterns(k: KernelContext) -> list[RewritePattern]:
+    return [LowerAlloc(k), LowerCollapseShape(k), LowerAccess(k)]

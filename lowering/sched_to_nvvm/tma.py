@@ -1,0 +1,120 @@
+"""Asynchronous copies and their synchronisation: TMA loads (optionally multicast to a cluster) and
+stores, mbarriers, bulk-async groups and the async-proxy fence.
+
+`nvvm.mbarrier.init.shared` / `nvvm.mbarrier.arrive.shared` are upstream ops; the TMA copies,
+`mbarrier.arrive.expect_tx`, the `try_wait.parity` spin loop, the bulk groups and `fence.proxy.async`
+become `llvm.inline_asm` (upstream lowers these through inline PTX too). A `!sched.tensor_map` is a
+kernel parameter (see kernel.py); PTX takes TMA coordinates innermost first.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, llvm
+from xdsl.dialects.builtin import i32
+from xdsl.ir import SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+
+from fuser.dialects import nvvm, sched
+
+from .context import KernelContext, KernelPattern
+
+
+class LowerMBarrierInit(KernelPattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.MBarrierInitOp, rewriter: PatternRewriter) -> None:
+        ptr, _ = self.k.address(rewriter, op, op.barriers, [op.index])
+        rewriter.replace(op, nvvm.MBarrierInitSharedOp(ptr, self.k.const(op.count.value.data, i32)))
+
+
+class LowerMBarrierArrive(KernelPattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.MBarrierArriveOp, rewriter: PatternRewriter) -> None:
+        ptr, _ = self.k.address(rewriter, op, op.barriers, [op.index])
+        rewriter.replace(op, nvvm.MBarrierArriveSharedOp(ptr), new_results=[])  # its arrival state goes unused
+
+
+class LowerMBarrierArriveExpectTx(KernelPattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.MBarrierArriveExpectTxOp, rewriter: PatternRewriter) -> None:
+        k = self.k
+        ptr, _ = k.address(rewriter, op, op.barriers, [op.index])
+        addr = k.before(rewriter, llvm.PtrToIntOp(ptr, i32))
+        k.asm(rewriter, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}",
+              [addr, k.const(op.bytes.value.data, i32)])
+        rewriter.erase(op)
+
+
+class LowerMBarrierWait(KernelPattern):
+    """A `try_wait.parity` spin loop on the phase's parity."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.MBarrierWaitOp, rewriter: PatternRewriter) -> None:
+        k = self.k
+        ptr, _ = k.address(rewriter, op, op.barriers, [op.index])
+        addr = k.before(rewriter, llvm.PtrToIntOp(ptr, i32))
+        phase = k.i32_of(rewriter, op.phase)
+        parity = k.before(rewriter, arith.AndIOp(phase, k.const(1, i32)))
+        k.asm(rewriter, "{\n.reg .pred p;\nLAB_WAIT_${:uid}:\n"
+                        "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
+                        "@!p bra LAB_WAIT_${:uid};\n}", "r,r,~{memory}", [addr, parity])
+        rewriter.erase(op)
+
+
+class LowerTmaLoad(KernelPattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.TmaLoadOp, rewriter: PatternRewriter) -> None:
+        k = self.k
+        tmap, rank = k.tensor_map(op), len(op.coords)
+        dst = k.smem_u32(rewriter, op, op.dst, op.dst_indices)
+        bar = k.smem_u32(rewriter, op, op.barriers, [op.index])
+        coords = [k.i32_of(rewriter, c) for c in reversed(op.coords)]  # PTX: innermost first
+        cs = ", ".join(f"${i + 2}" for i in range(rank))
+        constraints = ",".join(["r", "l"] + ["r"] * rank + ["r", "~{memory}"])
+        operands: list[SSAValue] = [dst, tmap, *coords, bar]
+        if op.multicast is not None:
+            # The box lands at the same CTA-relative offset in every CTA of the mask, and each of
+            # them gets the complete_tx bytes on its barrier at the same offset as `bar`.
+            k.asm(rewriter, "{\n.reg .b16 mask;\n"
+                            f"mov.b16 mask, {op.multicast.value.data};\n"
+                            f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                            f".multicast::cluster [$0], [$1, {{{cs}}}], [${rank + 2}], mask;\n}}",
+                  constraints, operands)
+        else:
+            k.asm(rewriter, f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                            f"[$0], [$1, {{{cs}}}], [${rank + 2}];", constraints, operands)
+        rewriter.erase(op)
+
+
+class LowerTmaStore(KernelPattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.TmaStoreOp, rewriter: PatternRewriter) -> None:
+        k = self.k
+        tmap, rank = k.tensor_map(op), len(op.coords)
+        src = k.smem_u32(rewriter, op, op.src, op.src_indices)
+        coords = [k.i32_of(rewriter, c) for c in reversed(op.coords)]
+        cs = ", ".join(f"${i + 1}" for i in range(rank))
+        k.asm(rewriter,
+              f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group [$0, {{{cs}}}], [${rank + 1}];",
+              ",".join(["l"] + ["r"] * rank + ["r", "~{memory}"]), [tmap, *coords, src])
+        rewriter.erase(op)
+
+
+class LowerBulkGroup(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.BulkCommitGroupOp | sched.BulkWaitGroupOp, rewriter: PatternRewriter) -> None:
+        if isinstance(op, sched.BulkCommitGroupOp):
+            text = "cp.async.bulk.commit_group;"
+        else:
+            text = f"cp.async.bulk.wait_group{'.read' if op.read is not None else ''} {op.pending.value.data};"
+        KernelContext.asm_statement(rewriter, op, text)
+
+
+class LowerFenceProxyAsync(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.FenceProxyAsyncOp, rewriter: PatternRewriter) -> None:
+        KernelContext.asm_statement(rewriter, op, "fence.proxy.async.shared::cta;")
+
+
+def tma_patterns(k: KernelContext) -> list[RewritePattern]:
+    return [LowerMBarrierInit(k), LowerMBarrierArrive(k), LowerMBarrierArriveExpectTx(k), LowerMBarrierWait(k),
+            LowerTmaLoad(k), LowerTmaStore(k), LowerBulkGroup(), LowerFenceProxyAsync()]

@@ -1,0 +1,106 @@
+"""Warpgroup ops: wgmma, `setmaxnreg` and named barriers.
+
+wgmma fence / commit_group / wait_group become the upstream `nvvm.wgmma.*` ops; the descriptor is
+arithmetic on the tile's shared address; `wgmma.mma_async`, `setmaxnreg` and `bar.sync|arrive id, n`
+become `llvm.inline_asm`. Accumulators stay `vector<N x f32>` values; around an asm they are unpacked
+to scalars, and a `sched.wgmma.wait_group` re-defines the ones it passes through an empty asm tied to
+them, so no read can be scheduled before the wait.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import Float32Type, i64
+from xdsl.dialects import llvm
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+
+from fuser.dialects import nvvm, sched
+
+from .context import KernelContext, KernelPattern
+
+
+class LowerWgmmaFence(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.WgmmaFenceOp, rewriter: PatternRewriter) -> None:
+        rewriter.replace(op, nvvm.WgmmaFenceAlignedOp())
+
+
+class LowerWgmmaCommitGroup(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.WgmmaCommitGroupOp, rewriter: PatternRewriter) -> None:
+        rewriter.replace(op, nvvm.WgmmaGroupSyncAlignedOp())
+
+
+class LowerWgmmaDesc(KernelPattern):
+    """The 64-bit matrix descriptor: address bits 4..17, leading / stride byte offsets, swizzle mode."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.WgmmaDescOp, rewriter: PatternRewriter) -> None:
+        k = self.k
+        addr = k.smem_u32(rewriter, op, op.buffer, op.indices)
+        a64 = k.before(rewriter, arith.ExtUIOp(addr, i64))
+        lo = k.before(rewriter, arith.ShRUIOp(k.before(rewriter, arith.AndIOp(a64, k.const(0x3FFFF, i64))),
+                                              k.const(4, i64)))
+        layout = {128: 1, 64: 2, 32: 3, 0: 0}[op.swizzle.value.data]
+        hi = ((op.lbo.value.data >> 4) << 16) | ((op.sbo.value.data >> 4) << 32) | (layout << 62)
+        if hi >= 1 << 63:
+            hi -= 1 << 64
+        rewriter.replace(op, arith.OrIOp(lo, k.const(hi, i64)))
+
+
+class LowerWgmmaMmaAsync(KernelPattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.WgmmaMmaAsyncOp, rewriter: PatternRewriter) -> None:
+        k = self.k
+        n = op.n.value.data
+        nacc = n // 2
+        accs = k.unpack(rewriter, op.acc)
+        ta = 1 if op.trans_a is not None else 0
+        tb = 1 if op.trans_b is not None else 0
+        regs = ", ".join(f"${i}" for i in range(nacc))
+        text = ("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{op.ab_type.data}.{op.ab_type.data} "
+                f"{{{regs}}}, ${nacc}, ${nacc + 1}, p, 1, 1, {ta}, {tb};\n}}")
+        cons = ",".join(["=f"] * nacc + ["l", "l"] + [str(i) for i in range(nacc)])
+        st = llvm.LLVMStructType.from_type_list([Float32Type()] * nacc)
+        res = k.asm(rewriter, text, cons, [op.desc_a, op.desc_b, *accs], st)
+        vec = k.pack(rewriter, res, 0, op.acc.type)
+        rewriter.replace_all_uses_with(op.result, vec)
+        rewriter.erase(op)
+
+
+class LowerWgmmaWaitGroup(KernelPattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.WgmmaWaitGroupOp, rewriter: PatternRewriter) -> None:
+        k = self.k
+        rewriter.insert(nvvm.WgmmaWaitGroupSyncOp(op.pending.value.data))
+        if op.values:
+            scalars = [x for v in op.values for x in k.unpack(rewriter, v)]
+            total = len(scalars)
+            st = llvm.LLVMStructType.from_type_list([Float32Type()] * total)
+            cons = ",".join(["=f"] * total + [str(i) for i in range(total)])
+            res = k.asm(rewriter, "// wgmma.wait_group: accumulators ready", cons, scalars, st)
+            start = 0
+            for r, v in zip(op.outs, op.values):
+                vec = k.pack(rewriter, res, start, v.type)
+                start += v.type.get_shape()[0]
+                rewriter.replace_all_uses_with(r, vec)
+        rewriter.erase(op)
+
+
+class LowerSetMaxNReg(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.SetMaxNRegOp, rewriter: PatternRewriter) -> None:
+        text = f"setmaxnreg.{op.action.data}.sync.aligned.u32 {op.count.value.data};"
+        KernelContext.asm_statement(rewriter, op, text)
+
+
+class LowerNamedBarrier(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.NamedBarrierOp, rewriter: PatternRewriter) -> None:
+        KernelContext.asm_statement(rewriter, op, f"bar.{op.action.data} {op.id.value.data}, {op.count.value.data};")
+
+
+def wgmma_patterns(k: KernelContext) -> list[RewritePattern]:
+    return [LowerWgmmaFence(), LowerWgmmaCommitGroup(), LowerWgmmaDesc(k), LowerWgmmaMmaAsync(k),
+            LowerWgmmaWaitGroup(k), LowerSetMaxNReg(), LowerNamedBarrier()]
