@@ -30,7 +30,8 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from fuser.dialects import fusion as F
-from fuser.runtime.reference import find_func, parse_fusion_module, run_reference
+from fuser.dialects.ir import parse_module
+from fuser.runtime.reference import find_func, run_reference
 
 __all__ = [
     "FusionBuilder", "Tensor", "CompiledFusion", "compile",
@@ -551,7 +552,7 @@ def _as_module(fusion: FusionBuilder | ModuleOp | str) -> ModuleOp:
         fusion.verify()
         return fusion
     if isinstance(fusion, str):
-        return parse_fusion_module(fusion)
+        return parse_module(fusion, "<string>")
     raise TypeError(f"compile: expected a FusionBuilder, an xDSL ModuleOp or MLIR text, got {type(fusion).__name__}")
 
 

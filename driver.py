@@ -16,7 +16,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from fuser.lowering import ptx as ptx_mod
-from fuser.passes.ir import FuserDiagnostic, parse_module, print_module
+from fuser.dialects.ir import FuserDiagnostic, parse_module, print_module
 from fuser.passes.pipeline import build_pipeline, pipeline_text, run_passes
 from fuser.passes.verify_buffers import check_buffers
 from fuser.runtime import cache

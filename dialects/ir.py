@@ -1,4 +1,6 @@
-"""Parsing, printing and diagnostics shared by the tools and the Python API.
+"""The one parse path: parsing (in the one context, dialects/context.py), printing, verification
+and diagnostics, shared by the passes, the compile driver, the reference interpreter, the tools
+and the Python API.
 
 Every parsed op gets a `file:line:col` location, so a verifier error can be reported the MLIR
 way (`input.mlir:3:8: error: 'fusion.add' op ...`) instead of as a Python traceback.

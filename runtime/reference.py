@@ -21,13 +21,12 @@ from collections.abc import Callable, Sequence
 
 import ml_dtypes
 import numpy as np
-from xdsl.context import Context
-from xdsl.dialects.builtin import Builtin, ModuleOp, TensorType
-from xdsl.dialects.func import Func, FuncOp, ReturnOp
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.parser import Parser
 
-from fuser.dialects.fusion import Fusion, dtype_name
+from fuser.dialects.fusion import dtype_name
+from fuser.dialects.ir import parse_module
 from fuser.runtime.arrays import ArgumentError  # the same error the GPU executor raises
 
 
@@ -77,20 +76,6 @@ def _dtype_label(dt: np.dtype) -> str:
 
 
 # ------------------------------------------------------------------ parsing
-
-
-def fusion_context() -> Context:
-    """An xDSL context that knows builtin, func and fusion: enough for fusion-level IR."""
-    ctx = Context()
-    for d in (Builtin, Func, Fusion):
-        ctx.load_dialect(d)
-    return ctx
-
-
-def parse_fusion_module(text: str) -> ModuleOp:
-    module = Parser(fusion_context(), text).parse_module()
-    module.verify()
-    return module
 
 
 def find_func(module: ModuleOp, func_name: str | None = None) -> FuncOp:
@@ -308,7 +293,7 @@ def run_reference(func_op: FuncOp | ModuleOp, args: Sequence[np.ndarray], precis
 def reference_from_text(mlir_text: str, func_name: str | None = None, precision: str = "native"):
     """Parse fusion-level MLIR text and return `f(*arrays, precision=...)`, which runs the
     function (`func_name`, or the module's only one) in the interpreter. `f.func_op` is the op."""
-    func = find_func(parse_fusion_module(mlir_text), func_name)
+    func = find_func(parse_module(mlir_text, "<string>"), func_name)
 
     def run(*arrays: np.ndarray, precision: str = precision) -> list[np.ndarray]:
         return run_reference(func, arrays, precision)

@@ -19,7 +19,7 @@ import argparse
 import dataclasses
 import sys
 
-from fuser.passes.ir import FuserDiagnostic, parse_module, print_module
+from fuser.dialects.ir import FuserDiagnostic, parse_module, print_module
 from fuser.passes.pipeline import NAMED_PIPELINES, PipelineError, build_pipeline, run_passes
 from fuser.passes.registry import available_passes
 

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from fuser.passes.ir import FuserDiagnostic, first_line, parse_module
+from fuser.dialects.ir import FuserDiagnostic, parse_module
 from fuser.passes.pipeline import PipelineError
 
 TOLERANCE = {"f32": 1e-4, "f16": 2e-3, "bf16": 1.6e-2, "f64": 1e-9}

@@ -13,7 +13,8 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
 from fuser import api as fuser
-from fuser.runtime.reference import parse_fusion_module, run_reference
+from fuser.dialects.ir import parse_module
+from fuser.runtime.reference import run_reference
 
 BF16 = ml_dtypes.bfloat16
 
@@ -30,7 +31,7 @@ def op_names(fb):
 def roundtrip(fb):
     """Printed text parses back, verifies and prints identically."""
     text = fb.mlir()
-    again = parse_fusion_module(text)
+    again = parse_module(text)
     assert str(again) == text
     return again
 
@@ -465,7 +466,7 @@ def test_a_pass_that_breaks_the_ir_is_caught_either_way(verify_each):
 
     from xdsl.dialects.builtin import TensorType, f16
 
-    from fuser.passes.ir import FuserDiagnostic, parse_module
+    from fuser.dialects.ir import FuserDiagnostic, parse_module
     from fuser.passes.pipeline import run_passes
 
     @dataclass(frozen=True)

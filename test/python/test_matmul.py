@@ -10,7 +10,7 @@ import pytest
 from fuser.lowering.fusion_to_sched import ScheduleError
 from fuser.lowering.schedulers.matmul import matmul_params
 from fuser.lowering.ptx import PtxasError, assemble_ptx, find_ptxas
-from fuser.passes.ir import parse_module
+from fuser.dialects.ir import parse_module
 from fuser.passes.pipeline import build_pipeline, run_passes
 
 
@@ -39,7 +39,7 @@ GATED = """func.func @mlp(%x: tensor<300x512xbf16>, %w1: tensor<512x384xbf16>, %
 def lower(text, first="convert-fusion-to-sched", ptx=True):
     """(sched-level IR after `first`, PTX or None)."""
     from fuser.lowering.ptx import module_to_ptx
-    from fuser.passes.ir import print_module
+    from fuser.dialects.ir import print_module
     mod = parse_module(text, "<test>")
     run_passes(build_pipeline(first), mod)
     sched_ir = print_module(mod)

@@ -17,7 +17,7 @@ from fuser import api
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
 from fuser.lowering.fusion_to_sched import ConvertFusionToSched
-from fuser.passes.ir import FuserDiagnostic, parse_module
+from fuser.dialects.ir import FuserDiagnostic, parse_module
 from fuser.passes.pipeline import build_pipeline, run_passes
 from fuser.passes.verify_buffers import check_buffers
 from fuser.runtime.reference import reference_from_text

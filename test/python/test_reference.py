@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from fuser.runtime.arrays import ArgumentError
+from fuser.dialects.ir import parse_module
 from fuser.runtime.reference import (
     UnsupportedOpError,
     find_func,
-    parse_fusion_module,
     reference_from_text,
     run_reference,
 )
@@ -394,7 +394,7 @@ def test_argument_errors():
 def test_unknown_op_is_named():
     from xdsl.dialects import arith
 
-    module = parse_fusion_module(TWO_ARGS)
+    module = parse_module(TWO_ARGS)
     func = find_func(module)
     add = next(op for op in func.body.block.ops if op.name == "fusion.add")
     addf = arith.AddfOp(add.lhs, add.rhs)
@@ -419,5 +419,5 @@ def test_module_and_func_selection():
         reference_from_text(text)
     with pytest.raises(KeyError, match="@h"):
         reference_from_text(text, "h")
-    (z,) = run_reference(parse_fusion_module(TWO_ARGS), [x, x])  # a one-function module is accepted
+    (z,) = run_reference(parse_module(TWO_ARGS), [x, x])  # a one-function module is accepted
     assert (z == 6.0).all()

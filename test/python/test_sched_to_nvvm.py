@@ -22,7 +22,7 @@ from xdsl.printer import Printer
 
 from fuser.dialects import nvvm, sched
 from fuser.lowering.sched_to_nvvm import ConvertSchedToNVVM, SchedToNVVMError
-from fuser.passes.ir import parse_module, verify_module
+from fuser.dialects.ir import parse_module, verify_module
 from fuser.dialects.context import make_context
 
 LIT = Path(__file__).parents[1] / "lit" / "sched-to-nvvm"

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from fuser.dialects.fusion import dtype_name
-from fuser.passes.ir import parse_module, print_module
+from fuser.dialects.ir import parse_module, print_module
 from fuser.passes.pipeline import build_pipeline, run_passes
 from fuser.runtime.reference import reference_from_text
 
