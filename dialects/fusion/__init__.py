@@ -1,0 +1,114 @@
+"""The `fusion` dialect: what to compute, with no schedule.
+
+Values are builtin `tensor<...>` types of static shape (symbolic extents are a later step: every
+shape check goes through `types._dims`, the one place that would learn about `?`).
+Element types are f32, f16 and bf16 for data, i1 for masks and i64 for Welford counts.
+
+Binary ops take operands of one type: broadcasting and casting are explicit ops
+(`fusion.broadcast`, `fusion.cast`), so every implicit conversion is visible in the IR.
+Constants are `fusion.full`, a tensor filled with one value.
+
+The package, by concern:
+    types      dtype names and helpers, tensor checks, shared assembly helpers
+    pointwise  unary and binary math, cmp, where, cast, full
+    shape      broadcast, reshape, permute, segment_set
+    reduction  reduce, welford, var_mean
+    matmul     matmul (and its split-K form)
+
+Everything is re-exported here, private helpers included, so `from fuser.dialects import fusion
+as F` sees the same names as before the split.
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Dialect
+
+from .matmul import MatmulOp
+from .pointwise import (
+    BINARY_OPS,
+    CMP_PREDICATES,
+    POINTWISE_OPS,
+    UNARY_OPS,
+    AbsOp,
+    AddOp,
+    BinaryOp,
+    CastOp,
+    CmpOp,
+    DivOp,
+    ExpOp,
+    FullOp,
+    GeluOp,
+    LogOp,
+    MaxOp,
+    MinOp,
+    MulOp,
+    NegOp,
+    PowOp,
+    ReluOp,
+    RsqrtOp,
+    SigmoidOp,
+    SiluOp,
+    SqrtOp,
+    SubOp,
+    TanhOp,
+    UnaryOp,
+    WhereOp,
+    _float_text,
+)
+from .reduction import (
+    REDUCE_KINDS,
+    ReduceOp,
+    VarMeanOp,
+    WelfordOp,
+    _parse_multi_result_reduction,
+    _print_reduction_head,
+    _reduced_shape,
+    _ReductionBase,
+)
+from .shape import SHAPE_OPS, BroadcastOp, PermuteOp, ReshapeOp, SegmentSetOp
+from .types import (
+    _CONVERT_FORMAT,
+    DTYPE_NAMES,
+    FLOAT_TYPES,
+    _check_dims_list,
+    _check_tensor,
+    _ConvertLike,
+    _ConvertLikeExtra,
+    _dims,
+    _elem,
+    _fmt,
+    _i64_array,
+    _parse_int_list,
+    _print_attrs,
+    _print_int_list,
+    dtype_name,
+    is_float,
+    tensor,
+)
+
+Fusion = Dialect(
+    "fusion",
+    [*UNARY_OPS, *BINARY_OPS, CmpOp, WhereOp, CastOp, BroadcastOp, ReshapeOp, PermuteOp, SegmentSetOp, FullOp,
+     ReduceOp, WelfordOp, VarMeanOp, MatmulOp],
+    [],
+)
+
+__all__ = [
+    # types
+    "FLOAT_TYPES", "DTYPE_NAMES", "dtype_name", "is_float", "_dims", "_elem", "tensor", "_fmt", "_check_tensor",
+    "_check_dims_list", "_print_int_list", "_parse_int_list", "_i64_array", "_print_attrs",
+    "_ConvertLike", "_CONVERT_FORMAT", "_ConvertLikeExtra",
+    # pointwise
+    "UnaryOp", "NegOp", "AbsOp", "ExpOp", "LogOp", "TanhOp", "SqrtOp", "RsqrtOp", "ReluOp", "SigmoidOp", "SiluOp",
+    "GeluOp", "UNARY_OPS", "BinaryOp", "AddOp", "SubOp", "MulOp", "DivOp", "MaxOp", "MinOp", "PowOp", "BINARY_OPS",
+    "CMP_PREDICATES", "CmpOp", "WhereOp", "CastOp", "FullOp", "_float_text", "POINTWISE_OPS",
+    # shape
+    "BroadcastOp", "ReshapeOp", "PermuteOp", "SegmentSetOp", "SHAPE_OPS",
+    # reduction
+    "REDUCE_KINDS", "_reduced_shape", "_ReductionBase", "_print_reduction_head", "ReduceOp",
+    "_parse_multi_result_reduction", "WelfordOp", "VarMeanOp",
+    # matmul
+    "MatmulOp",
+    # the dialect
+    "Fusion",
+]

@@ -1,0 +1,416 @@
+"""Pointwise `fusion` ops: unary and binary float math, cmp, where, cast and full."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import Float64Type, FloatAttr, StringAttr, TensorType, i1
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, prop_def, result_def, traits_def
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from .types import FLOAT_TYPES, _CONVERT_FORMAT, _check_tensor, _ConvertLike, _dims, _print_attrs, tensor
+
+# ------------------------------------------------------------------- unary ops
+
+
+class UnaryOp(IRDLOperation):
+    """Elementwise float math; result has the operand's type."""
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, input: SSAValue, attrs: dict[str, Attribute] | None = None):
+        super().__init__(operands=[input], result_types=[input.type], attributes=attrs or {})
+
+    def verify_(self) -> None:
+        _check_tensor(self, "operand #0 ('input')", self.input.type, FLOAT_TYPES)
+        if self.result.type != self.input.type:
+            raise VerifyException(f"'{self.name}' op result type {self.result.type} must equal the operand type {self.input.type}")
+
+    # Custom syntax: the one type is the operand's and the result's. The declarative format could
+    # only infer one from the other through a constraint variable, whose check would then replace
+    # verify_'s message for a result of another type (test/lit/fusion/invalid.mlir pins it).
+    @classmethod
+    def parse(cls, parser: Parser):
+        x = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls.create(operands=[parser.resolve_operand(x, t)], result_types=[t])
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer):
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        _print_attrs(printer, self, [])
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
+class NegOp(UnaryOp):
+    """-x"""
+
+    name = "fusion.neg"
+
+
+@irdl_op_definition
+class AbsOp(UnaryOp):
+    """|x|"""
+
+    name = "fusion.abs"
+
+
+@irdl_op_definition
+class ExpOp(UnaryOp):
+    """e^x"""
+
+    name = "fusion.exp"
+
+
+@irdl_op_definition
+class LogOp(UnaryOp):
+    """natural logarithm"""
+
+    name = "fusion.log"
+
+
+@irdl_op_definition
+class TanhOp(UnaryOp):
+    """hyperbolic tangent"""
+
+    name = "fusion.tanh"
+
+
+@irdl_op_definition
+class SqrtOp(UnaryOp):
+    """square root"""
+
+    name = "fusion.sqrt"
+
+
+@irdl_op_definition
+class RsqrtOp(UnaryOp):
+    """1/sqrt(x)"""
+
+    name = "fusion.rsqrt"
+
+
+@irdl_op_definition
+class ReluOp(UnaryOp):
+    """max(x, 0)"""
+
+    name = "fusion.relu"
+
+
+@irdl_op_definition
+class SigmoidOp(UnaryOp):
+    """1/(1+e^-x)"""
+
+    name = "fusion.sigmoid"
+
+
+@irdl_op_definition
+class SiluOp(UnaryOp):
+    """x*sigmoid(x)"""
+
+    name = "fusion.silu"
+
+
+@irdl_op_definition
+class GeluOp(UnaryOp):
+    """GELU; `approximate` is "none" (erf form, the default) or "tanh"."""
+
+    name = "fusion.gelu"
+
+    def verify_(self) -> None:
+        super().verify_()
+        approx = self.attributes.get("approximate")
+        if approx is not None and not (isinstance(approx, StringAttr) and approx.data in ("none", "tanh")):
+            raise VerifyException(f"'fusion.gelu' op attribute 'approximate' must be \"none\" or \"tanh\", got {approx}")
+
+    @property
+    def approximate(self) -> str:
+        a = self.attributes.get("approximate")
+        return a.data if isinstance(a, StringAttr) else "none"
+
+
+UNARY_OPS = [NegOp, AbsOp, ExpOp, LogOp, TanhOp, SqrtOp, RsqrtOp, ReluOp, SigmoidOp, SiluOp, GeluOp]
+
+# ------------------------------------------------------------------ binary ops
+
+
+class BinaryOp(IRDLOperation):
+    """Elementwise binary op; both operands and the result have one type."""
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
+
+    def verify_(self) -> None:
+        _check_tensor(self, "operand #0 ('lhs')", self.lhs.type, FLOAT_TYPES)
+        _check_tensor(self, "operand #1 ('rhs')", self.rhs.type, FLOAT_TYPES)
+        if self.rhs.type != self.lhs.type:
+            raise VerifyException(
+                f"'{self.name}' op operand #1 ('rhs') has type {self.rhs.type}, expected {self.lhs.type} "
+                "(the type of operand #0 'lhs'); use fusion.broadcast or fusion.cast to match them")
+        if self.result.type != self.lhs.type:
+            raise VerifyException(f"'{self.name}' op result type {self.result.type} must equal the operand type {self.lhs.type}")
+
+    # Custom syntax: the one type is both operands' and the result's (see UnaryOp).
+    @classmethod
+    def parse(cls, parser: Parser):
+        a = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        b = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls.create(operands=[parser.resolve_operand(a, t), parser.resolve_operand(b, t)], result_types=[t])
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer):
+        printer.print_string(" ")
+        printer.print_operand(self.lhs)
+        printer.print_string(", ")
+        printer.print_operand(self.rhs)
+        _print_attrs(printer, self, [])
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
+class AddOp(BinaryOp):
+    """a + b"""
+
+    name = "fusion.add"
+
+
+@irdl_op_definition
+class SubOp(BinaryOp):
+    """a - b"""
+
+    name = "fusion.sub"
+
+
+@irdl_op_definition
+class MulOp(BinaryOp):
+    """a * b"""
+
+    name = "fusion.mul"
+
+
+@irdl_op_definition
+class DivOp(BinaryOp):
+    """a / b"""
+
+    name = "fusion.div"
+
+
+@irdl_op_definition
+class MaxOp(BinaryOp):
+    """max(a, b); NaN if either is NaN"""
+
+    name = "fusion.max"
+
+
+@irdl_op_definition
+class MinOp(BinaryOp):
+    """min(a, b); NaN if either is NaN"""
+
+    name = "fusion.min"
+
+
+@irdl_op_definition
+class PowOp(BinaryOp):
+    """a ** b"""
+
+    name = "fusion.pow"
+
+BINARY_OPS = [AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp]
+
+# ------------------------------------------------------------- other pointwise
+
+CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+@irdl_op_definition
+class CmpOp(IRDLOperation):
+    """Elementwise comparison producing an i1 mask: `fusion.cmp lt, %a, %b : tensor<4xf32>`."""
+
+    name = "fusion.cmp"
+    predicate = prop_def(StringAttr)
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, predicate: str, lhs: SSAValue, rhs: SSAValue):
+        rt = TensorType(i1, _dims(lhs.type))
+        super().__init__(operands=[lhs, rhs], result_types=[rt], properties={"predicate": StringAttr(predicate)})
+
+    def verify_(self) -> None:
+        if self.predicate.data not in CMP_PREDICATES:
+            raise VerifyException(f"'fusion.cmp' op predicate '{self.predicate.data}' is not one of {', '.join(CMP_PREDICATES)}")
+        _check_tensor(self, "operand #0 ('lhs')", self.lhs.type, FLOAT_TYPES)
+        if self.rhs.type != self.lhs.type:
+            raise VerifyException(f"'fusion.cmp' op operand #1 ('rhs') has type {self.rhs.type}, expected {self.lhs.type}")
+        if self.result.type != TensorType(i1, _dims(self.lhs.type)):
+            raise VerifyException(f"'fusion.cmp' op result must be {TensorType(i1, _dims(self.lhs.type))}, got {self.result.type}")
+
+    # Custom syntax: the predicate is a bare identifier, and the i1 result type is derived from the
+    # operands' type.
+    @classmethod
+    def parse(cls, parser: Parser):
+        pred = parser.parse_identifier()
+        parser.parse_punctuation(",")
+        a = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        b = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        rt = TensorType(i1, _dims(t)) if isinstance(t, TensorType) else t
+        op = cls.create(operands=[parser.resolve_operand(a, t), parser.resolve_operand(b, t)], result_types=[rt],
+                        properties={"predicate": StringAttr(pred)})
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer):
+        printer.print_string(f" {self.predicate.data}, ")
+        printer.print_operand(self.lhs)
+        printer.print_string(", ")
+        printer.print_operand(self.rhs)
+        _print_attrs(printer, self, [])
+        printer.print_string(" : ")
+        printer.print_attribute(self.lhs.type)
+
+
+@irdl_op_definition
+class WhereOp(IRDLOperation):
+    """`cond ? a : b` elementwise: `fusion.where %c, %a, %b : tensor<4xf32>`."""
+
+    name = "fusion.where"
+    cond = operand_def(TensorType)
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, cond: SSAValue, a: SSAValue, b: SSAValue):
+        super().__init__(operands=[cond, a, b], result_types=[a.type])
+
+    def verify_(self) -> None:
+        t = _check_tensor(self, "operand #1 ('lhs')", self.lhs.type, FLOAT_TYPES)
+        c = _check_tensor(self, "operand #0 ('cond')", self.cond.type)
+        if c != TensorType(i1, _dims(t)):
+            raise VerifyException(f"'fusion.where' op operand #0 ('cond') has type {c}, expected {TensorType(i1, _dims(t))}")
+        if self.rhs.type != t:
+            raise VerifyException(f"'fusion.where' op operand #2 ('rhs') has type {self.rhs.type}, expected {t}")
+        if self.result.type != t:
+            raise VerifyException(f"'fusion.where' op result type {self.result.type} must be {t}")
+
+    # Custom syntax: the condition's i1 type is derived from the one type spelled.
+    @classmethod
+    def parse(cls, parser: Parser):
+        ops = [parser.parse_unresolved_operand()]
+        for _ in range(2):
+            parser.parse_punctuation(",")
+            ops.append(parser.parse_unresolved_operand())
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        ct = TensorType(i1, _dims(t)) if isinstance(t, TensorType) else t
+        resolved = [parser.resolve_operand(ops[0], ct), parser.resolve_operand(ops[1], t), parser.resolve_operand(ops[2], t)]
+        op = cls.create(operands=resolved, result_types=[t])
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer):
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        _print_attrs(printer, self, [])
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
+class CastOp(_ConvertLike):
+    """Elementwise dtype conversion: `fusion.cast %x : tensor<4xbf16> to tensor<4xf32>`."""
+
+    name = "fusion.cast"
+    assembly_format = _CONVERT_FORMAT
+
+    def __init__(self, input: SSAValue, dtype: str | Attribute):
+        super().__init__(operands=[input], result_types=[tensor(_dims(input.type), dtype)])
+
+    def verify_(self) -> None:
+        t = _check_tensor(self, "operand #0 ('input')", self.input.type)
+        r = _check_tensor(self, "result", self.result.type)
+        if _dims(t) != _dims(r):
+            raise VerifyException(f"'fusion.cast' op changes the shape: {t} to {r}; a cast changes only the element type")
+
+
+@irdl_op_definition
+class FullOp(IRDLOperation):
+    """A tensor filled with one value: `fusion.full 2.0 : tensor<4x5xf32>`."""
+
+    name = "fusion.full"
+    value = prop_def(FloatAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, value: float, shape: Sequence[int], dtype: str | Attribute = "f32"):
+        super().__init__(result_types=[tensor(shape, dtype)], properties={"value": FloatAttr(float(value), Float64Type())})
+
+    def verify_(self) -> None:
+        _check_tensor(self, "result", self.result.type, FLOAT_TYPES)
+
+    # Custom syntax: the value is a bare float literal, with inf and nan as keywords.
+    @classmethod
+    def parse(cls, parser: Parser):
+        neg = parser.parse_optional_punctuation("-") is not None
+        if parser.parse_optional_keyword("inf"):
+            v = math.inf
+        elif parser.parse_optional_keyword("nan"):
+            v = math.nan
+        else:
+            v = float(parser.parse_number())
+        v = -v if neg else v
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls.create(result_types=[t], properties={"value": FloatAttr(v, Float64Type())})
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer):
+        printer.print_string(f" {_float_text(self.value.value.data)}")
+        _print_attrs(printer, self, [])
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+
+def _float_text(v: float) -> str:
+    """A float literal that the parser reads back to the same value (inf and nan as keywords)."""
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    s = repr(v)
+    return s.replace("e", ".0e") if "e" in s and "." not in s else s
+
+
+POINTWISE_OPS = tuple(UNARY_OPS + BINARY_OPS + [CmpOp, WhereOp, CastOp, FullOp])

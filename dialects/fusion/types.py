@@ -1,0 +1,160 @@
+"""Element types, tensor checks and the assembly helpers shared by the `fusion` dialect's ops.
+
+Every shape check in the dialect goes through `_dims`, the one place that would learn about
+symbolic extents (`?`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    DenseArrayBase,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    TensorType,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import IRDLOperation, operand_def, result_def, traits_def
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+# --------------------------------------------------------------------------- types
+
+FLOAT_TYPES = (Float32Type, Float16Type, BFloat16Type)
+DTYPE_NAMES = {"f32": Float32Type(), "f16": Float16Type(), "bf16": BFloat16Type(), "i1": i1, "i64": i64,
+               "f64": Float64Type()}
+
+
+def dtype_name(t: Attribute) -> str:
+    """Short dtype name of an element type (f32, f16, bf16, i1, i64)."""
+    for name, ty in DTYPE_NAMES.items():
+        if t == ty:
+            return name
+    return str(t)
+
+
+def is_float(t: Attribute) -> bool:
+    return isinstance(t, FLOAT_TYPES)
+
+
+def _dims(t: Attribute) -> tuple[int, ...]:
+    assert isinstance(t, TensorType)
+    return tuple(t.get_shape())
+
+
+def _elem(v: SSAValue | Attribute) -> Attribute:
+    t = v.type if isinstance(v, SSAValue) else v
+    assert isinstance(t, TensorType)
+    return t.element_type
+
+
+def tensor(shape: Sequence[int], dtype: str | Attribute) -> TensorType:
+    et = DTYPE_NAMES[dtype] if isinstance(dtype, str) else dtype
+    return TensorType(et, list(shape))
+
+
+def _fmt(t: Attribute) -> str:
+    return str(t)
+
+
+def _check_tensor(op: Operation, what: str, t: Attribute, allowed: tuple[type, ...] | None = None) -> TensorType:
+    if not isinstance(t, TensorType):
+        raise VerifyException(f"'{op.name}' op {what} must be a ranked tensor, got {_fmt(t)}")
+    if any(d < 0 for d in t.get_shape()):
+        raise VerifyException(f"'{op.name}' op {what} has a dynamic extent ({_fmt(t)}); only static shapes are supported")
+    if allowed is not None and not isinstance(t.element_type, allowed):
+        names = ", ".join(sorted(dtype_name(a()) for a in allowed if a not in (IntegerType,)))
+        raise VerifyException(f"'{op.name}' op {what} has element type {t.element_type}, expected one of {names}")
+    return t
+
+
+def _check_dims_list(op: Operation, dims: Sequence[int], rank: int, what: str = "dims") -> None:
+    if len(set(dims)) != len(dims):
+        raise VerifyException(f"'{op.name}' op {what} {list(dims)} has repeated entries")
+    for d in dims:
+        if not 0 <= d < rank:
+            raise VerifyException(f"'{op.name}' op {what} entry {d} is out of range for rank {rank}")
+
+
+# ---------------------------------------------------------------- assembly helpers
+
+
+def _print_int_list(printer: Printer, values: Sequence[int]) -> None:
+    printer.print_string("[" + ", ".join(str(v) for v in values) + "]")
+
+
+def _parse_int_list(parser: Parser) -> list[int]:
+    return parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+
+
+def _i64_array(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+def _print_attrs(printer: Printer, op: Operation, elided: Sequence[str]) -> None:
+    printer.print_op_attributes(op.attributes, reserved_attr_names=elided)
+
+
+# ----------------------------------------------- one tensor in, one tensor out
+
+
+class _ConvertLike(IRDLOperation):
+    """Base of the one-tensor-in, one-tensor-out ops written `fusion.X %x <extra> : T1 to T2`.
+
+    Without `<extra>` a subclass declares `assembly_format = _CONVERT_FORMAT`; with one it derives
+    from `_ConvertLikeExtra`.
+    """
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+
+_CONVERT_FORMAT = "$input attr-dict `:` type($input) `to` type($result)"
+
+
+class _ConvertLikeExtra(_ConvertLike):
+    """`fusion.X %x <extra> : T1 to T2`, where a subclass prints and parses `<extra>` (properties).
+
+    Custom syntax: the extras are bare integer lists (`dims [0]`, `[1, 0]`), where the declarative
+    format would print the array properties (of any element type) as `array<i64: ...>`.
+    """
+
+    def _print_extra(self, printer: Printer) -> None:
+        pass
+
+    @classmethod
+    def _parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
+        return {}
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        x = parser.parse_unresolved_operand()
+        props = cls._parse_extra(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        xt = parser.parse_type()
+        parser.parse_keyword("to")
+        t = parser.parse_type()
+        op = cls.create(operands=[parser.resolve_operand(x, xt)], result_types=[t], properties=props)
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer):
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        self._print_extra(printer)
+        _print_attrs(printer, self, [])
+        printer.print_string(" : ")
+        printer.print_attribute(self.input.type)
+        printer.print_string(" to ")
+        printer.print_attribute(self.result.type)
+
