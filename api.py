@@ -8,6 +8,9 @@
         fb.output(fuser.cast(y, "bf16"))
     print(fb.mlir())
 
+(One file past 600 lines on purpose: it is the `fuser.*` namespace users read, builder, op
+functions and `compile` together; issue 15 will revisit it with the front-door work.)
+
 Every function appends fusion-dialect ops to the builder that owns its operands and checks each
 op's verifier at once, so a mistake raises where it is made. Conveniences are spelled out as ops
 in the IR: numpy-style broadcasting becomes `fusion.reshape` + `fusion.broadcast`, and a Python
