@@ -1,31 +1,21 @@
-"""nvvm-level kernels -> LLVM IR -> PTX -> ptxas (sm_90a), and the accuracy of the math expansions.
+"""nvvm-level kernels -> LLVM IR -> PTX -> ptxas (sm_90a).
 
 The kernels are hand-written nvvm-level MLIR (docs/ir-levels.md). `gpu.module` is written in the
 generic form because xDSL 0.74's gpu.module has no custom syntax (upstream MLIR parses both).
 ptxas acceptance is the bar: there is no GPU here. Tests that need ptxas skip when it is missing.
-
-Accuracy (evaluated in numpy float32 with the coefficients of lowering/llvmir.py, ex2 modelled as
-correctly rounded; and on the host CPU by JIT-compiling the emitted helpers with ex2 -> llvm.exp2):
-  exp  max relative error 1.2e-7 on [-87, 88]
-  tanh max relative error 1.9e-7 (|x| >= 1e-4); 3e-13 absolute below
-  erf  max relative error 1.7e-7 (|x| >= 1e-4); 9e-12 absolute below
-On the GPU, ex2.approx.ftz adds up to ~2^-22 relative error (about 2 ulp).
+The accuracy of the math expansions is test_libm_accuracy.py's.
 """
 
 from __future__ import annotations
 
-import ctypes
-import math
 import re
 
-import numpy as np
 import pytest
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, gpu, llvm, math as mathd, scf, vector
 from xdsl.parser import Parser
 
 from fuser.dialects.nvvm import NVVM
-from fuser.lowering import llvmir
 from fuser.lowering.llvmir import TranslationError, gpu_modules_to_llvm_ir, module_to_llvm_ir
 from fuser.lowering.ptx import (
     PtxasError,
@@ -522,155 +512,3 @@ define ptx_kernel void @k(ptr addrspace(1) %p) {
 def test_archs(arch):
     _, ptx = compile_and_assemble(BLOCK_REDUCE, arch)
     assert f".target {arch}" in ptx
-
-
-# ----------------------------------------------------------------------------------------------
-# Accuracy of the math expansions: a numpy float32 model of the emitted sequences
-# ----------------------------------------------------------------------------------------------
-
-f32 = np.float32
-
-
-@pytest.fixture(autouse=True)
-def _quiet_numpy():
-    with np.errstate(all="ignore"):  # inf/NaN lanes of the unselected branch
-        yield
-
-
-def _fma(a, b, c):
-    # a*b is exact in float64 (24+24 bits); one more rounding of the sum, then to float32.
-    return f32(np.float64(a) * np.float64(b) + np.float64(c))
-
-
-def _horner(coeffs, x):
-    acc = f32(coeffs[-1])
-    for c in reversed(coeffs[:-1]):
-        acc = _fma(acc, x, f32(c))
-    return acc
-
-
-def _ex2(t):  # ex2.approx.ftz modelled as correctly rounded, subnormal results flushed
-    r = f32(np.exp2(np.float64(t)))
-    return np.where(np.abs(r) < f32(2.0**-126), f32(0), r)
-
-
-def model_exp(x):
-    lo, hi = llvmir.EXP_CLAMP
-    x = np.minimum(np.maximum(f32(x), f32(lo)), f32(hi))
-    l2e = f32(llvmir.LOG2E)
-    t = f32(x * l2e)
-    err = _fma(x, l2e, -t)
-    err = _fma(x, f32(llvmir.LOG2E - float(l2e)), err)
-    p = _ex2(t)
-    r = _fma(p, f32(err * f32(llvmir.LN2)), p)
-    return np.where(p == np.inf, p, r)
-
-
-def model_tanh(x):
-    x = f32(x)
-    ax = np.abs(x)
-    s = f32(x * x)
-    small = _fma(f32(x * s), _horner(llvmir.TANH_POLY, s), x)
-    e = model_exp(f32(ax * f32(2)))
-    big = np.copysign(f32(f32(1) - f32(f32(2) / f32(e + f32(1)))), x)
-    return np.where(ax < f32(llvmir.TANH_SMALL), small, big)
-
-
-def model_erf(x):
-    x = f32(x)
-    ax = np.abs(x)
-    small = f32(x * _horner(llvmir.ERF_SMALL_POLY, f32(x * x)))
-    t = np.minimum(ax, f32(llvmir.ERF_CLAMP))
-    r = _horner(llvmir.ERF_LARGE_POLY, f32(t - f32(llvmir.ERF_CENTER)))
-    big = np.copysign(f32(f32(1) - model_exp(r)), x)
-    return np.where(ax < f32(llvmir.ERF_SMALL), small, big)
-
-
-def _grid(lo, hi, n=400_001):
-    x = np.linspace(lo, hi, n).astype(f32)
-    return np.concatenate([x, -x])
-
-
-def _errors(got, ref, x, near_zero=1e-4):
-    away = np.abs(x) >= near_zero
-    rel = np.abs(got[away].astype(np.float64) - ref[away]) / np.abs(ref[away])
-    absolute = np.abs(got[~away].astype(np.float64) - ref[~away])
-    return rel.max(), (absolute.max() if absolute.size else 0.0)
-
-
-def test_exp_model_accuracy():
-    x = np.linspace(-87, 88, 1_000_001).astype(f32)
-    ref = np.exp(x.astype(np.float64))
-    rel = np.max(np.abs(model_exp(x) - ref) / ref)
-    assert rel < 2.5e-7, rel  # ~2 ulp; plus ex2.approx's own error on the GPU
-    assert model_exp(f32(100)) == np.inf and model_exp(f32(-200)) == 0
-    assert np.isnan(model_exp(f32(np.nan)))
-
-
-def test_tanh_model_accuracy():
-    x = np.concatenate([_grid(0, 1), _grid(1, 12), _grid(0, 1e-3, 10_001)])
-    ref = np.tanh(x.astype(np.float64))
-    rel, absolute = _errors(model_tanh(x), ref, x)
-    assert rel < 2e-6 and absolute < 1e-12, (rel, absolute)
-    assert model_tanh(f32(np.inf)) == 1 and model_tanh(f32(-np.inf)) == -1
-    assert np.isnan(model_tanh(f32(np.nan)))
-
-
-def test_erf_model_accuracy():
-    erf = np.vectorize(math.erf)
-    x = np.concatenate([_grid(0, 1, 200_001), _grid(1, 6, 200_001), _grid(0, 1e-3, 10_001)])
-    ref = erf(x.astype(np.float64))
-    rel, absolute = _errors(model_erf(x), ref, x)
-    assert rel < 2e-6 and absolute < 1e-10, (rel, absolute)
-    assert model_erf(f32(np.inf)) == 1 and model_erf(f32(-np.inf)) == -1
-    assert np.isnan(model_erf(f32(np.nan)))
-
-
-# ----------------------------------------------------------------------------------------------
-# The emitted helpers themselves, JIT-compiled for the host CPU (NVVM ex2/lg2 -> llvm.exp2/log2)
-# ----------------------------------------------------------------------------------------------
-
-
-def _host_helpers() -> dict[str, ctypes.CFUNCTYPE]:
-    import llvmlite.binding as lb
-
-    lb.initialize_native_target()
-    lb.initialize_native_asmprinter()
-    ir = module_to_llvm_ir(parse(MATH_ALL))
-    ir = ir.replace('target triple = "nvptx64-nvidia-cuda"', "")
-    ir = ir.replace("ptx_kernel ", "")
-    ir = ir.replace("@llvm.nvvm.ex2.approx.ftz.f(", "@llvm.exp2.f32(")
-    ir = ir.replace("@llvm.nvvm.lg2.approx.f(", "@llvm.log2.f32(")
-    ir = ir.replace("declare float @llvm.nvvm.rsqrt.approx.f(float)", "")
-    ir = re.sub(r"define internal float @__fuser_rsqrtf.*?\n}\n", "", ir, flags=re.S)
-    ir = re.sub(r"define void @math_all.*?\n}\n", "", ir, flags=re.S)
-    ir = re.sub(r"^declare .*@llvm\.nvvm\..*$", "", ir, flags=re.M)
-    ir = ir.replace("define internal float", "define float")
-    # exp2/log2 may be declared twice after the renaming
-    seen, lines = set(), []
-    for line in ir.splitlines():
-        if line.startswith("declare"):
-            if line in seen:
-                continue
-            seen.add(line)
-        lines.append(line)
-    mod = lb.parse_assembly("\n".join(lines))
-    mod.verify()
-    tm = lb.Target.from_default_triple().create_target_machine()
-    engine = lb.create_mcjit_compiler(mod, tm)
-    engine.finalize_object()
-    proto = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float)
-    _host_helpers.engine = engine  # keep alive
-    return {n: proto(engine.get_function_address(f"__fuser_{n}f")) for n in ("exp", "tanh", "erf")}
-
-
-def test_emitted_helpers_match_model_on_host():
-    helpers = _host_helpers()
-    rng = np.random.default_rng(0)
-    xs = np.concatenate([rng.uniform(-6, 6, 3000), rng.uniform(-1e-3, 1e-3, 200), [0.0, 0.55, -1.0, 4.0]])
-    xs = xs.astype(f32)
-    for name, model in (("exp", model_exp), ("tanh", model_tanh), ("erf", model_erf)):
-        got = np.array([helpers[name](float(x)) for x in xs], dtype=f32)
-        want = model(xs)
-        # the host's exp2 may differ from the model's rounding by an ulp
-        np.testing.assert_allclose(got, want, rtol=3e-7, atol=1e-30, err_msg=name)
