@@ -18,6 +18,7 @@ _PASSES: dict[str, str] = {
     "convert-fusion-to-sched": "fuser.lowering.fusion_to_sched:ConvertFusionToSched",
     "convert-sched-to-nvvm": "fuser.lowering.sched_to_nvvm:ConvertSchedToNVVM",
     "sched-verify-buffers": "fuser.passes.verify_buffers:VerifyBuffers",
+    "sched-alias-smem": "fuser.passes.alias_smem:AliasSmem",
     "sched-flush-wgmma": "fuser.passes.flush_wgmma:FlushWgmma",
     "canonicalize": "xdsl.transforms.canonicalize:CanonicalizePass",
     "cse": "xdsl.transforms.common_subexpression_elimination:CommonSubexpressionElimination",
