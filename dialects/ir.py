@@ -8,6 +8,8 @@ way (`input.mlir:3:8: error: 'fusion.add' op ...`) instead of as a Python traceb
 
 from __future__ import annotations
 
+import re
+
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation
 from xdsl.parser import Parser
@@ -30,8 +32,29 @@ class _LocatingParser(Parser):
         return op
 
 
+# One token of a line, each alternative linear: a whole string literal, a comment, a run of
+# other characters, or a lone '/'. A '"' that matches none of them opens a string the line
+# never closes.
+_LINE_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|[^"/\n]+|/')
+
+
+def check_strings(text: str, filename: str, line_offset: int = 0) -> None:
+    """Refuse a string literal left open at the end of its line. xDSL 0.74's lexer matches
+    string literals with a nested-quantifier regex that backtracks exponentially on an open
+    one: a one-character typo made fuser-opt spin for minutes."""
+    for n, line in enumerate(text.split("\n"), 1):
+        pos = 0
+        while pos < len(line):
+            m = _LINE_TOKEN.match(line, pos)
+            if m is None:
+                raise FuserDiagnostic(f"{filename}:{n + line_offset}:{pos + 1}: error: string literal not closed "
+                                      f"on its line (MLIR strings cannot span lines)")
+            pos = m.end()
+
+
 def parse_module(text: str, filename: str = "<input>", line_offset: int = 0, verify: bool = True) -> ModuleOp:
     """Parse MLIR text into a verified module; errors become `FuserDiagnostic`."""
+    check_strings(text, filename, line_offset)
     ctx = make_context()
     try:
         parser = _LocatingParser(ctx, text, filename)
@@ -46,6 +69,19 @@ def parse_module(text: str, filename: str = "<input>", line_offset: int = 0, ver
     if verify:
         verify_module(module)
     return module
+
+
+def decode_source(data: bytes, filename: str) -> str:
+    """The text of an input file; bytes that are not UTF-8 are a located diagnostic, not a
+    UnicodeDecodeError."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        before = data[:e.start].decode("utf-8", errors="replace")
+        line = before.count("\n") + 1
+        col = len(before) - (before.rfind("\n") + 1) + 1
+        raise FuserDiagnostic(f"{filename}:{line}:{col}: error: byte 0x{data[e.start]:02x} is not valid UTF-8 "
+                              f"(MLIR text must be UTF-8)") from None
 
 
 def _shift_locations(module: ModuleOp, line_offset: int) -> None:

@@ -19,7 +19,7 @@ import argparse
 import dataclasses
 import sys
 
-from fuser.dialects.ir import FuserDiagnostic, parse_module, print_module
+from fuser.dialects.ir import FuserDiagnostic, decode_source, parse_module, print_module
 from fuser.passes.pipeline import NAMED_PIPELINES, PipelineError, build_pipeline, run_passes
 from fuser.passes.registry import available_passes
 
@@ -129,10 +129,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     name = args.input_file or "<stdin>"
     try:
-        text = open(args.input_file).read() if args.input_file else sys.stdin.read()
+        if args.input_file:
+            with open(args.input_file, "rb") as f:
+                data = f.read()
+        else:
+            data = sys.stdin.buffer.read()
+        text = decode_source(data, name)
     except OSError as e:
         print(f"fuser-opt: error: cannot read {name}: {e.strerror}", file=sys.stderr)
         return 2
+    except FuserDiagnostic as e:
+        print(e, file=sys.stderr)
+        return 1
     chunks = [(text, 0)]
     if args.split_input_file:
         chunks, offset = [], 0

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from fuser.dialects.ir import FuserDiagnostic, parse_module
+from fuser.dialects.ir import FuserDiagnostic, decode_source, parse_module
 from fuser.passes.pipeline import PipelineError
 
 TOLERANCE = {"f32": 1e-4, "f16": 2e-3, "bf16": 1.6e-2, "f64": 1e-9}
@@ -77,7 +77,8 @@ def _run(args) -> int:
     from fuser.runtime.arrays import ArgumentError
     from fuser.runtime.reference import run_reference
 
-    text = open(args.input_file).read()
+    with open(args.input_file, "rb") as f:
+        text = decode_source(f.read(), args.input_file)
     module = parse_module(text, args.input_file)
     fns = [op for op in module.body.block.ops if op.name == "func.func"]
     if len(fns) != 1:

@@ -1,0 +1,107 @@
+"""Bad input gets a located diagnostic and a non-zero exit, fast, never a traceback or a hang
+(regressions from issue 11's first attacks), and deep fusions compile without recursing on the
+op count.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fuser.dialects.ir import FuserDiagnostic, check_strings, decode_source, parse_module
+from fuser.lowering.ptx import assemble_ptx, find_ptxas
+from fuser.passes.pipeline import build_pipeline, run_passes
+
+ROOT = Path(__file__).resolve().parents[2]
+FUSER_OPT = [sys.executable, "-m", "fuser.tools.fuser_opt"]
+
+
+def _opt(path: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(FUSER_OPT + [str(path), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_non_utf8_bytes_are_a_located_error(tmp_path):
+    good = (ROOT / "examples" / "row_sum.mlir").read_bytes()
+    at = good.index(b"fusion.reduce")
+    bad = tmp_path / "bad.mlir"
+    bad.write_bytes(good[:at] + b"\xff" + good[at + 1:])
+    line = good[:at].count(b"\n") + 1
+    col = at - good[:at].rfind(b"\n")
+    r = _opt(bad)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.strip() == f"{bad}:{line}:{col}: error: byte 0xff is not valid UTF-8 (MLIR text must be UTF-8)"
+
+
+def test_decode_source_points_at_the_byte():
+    with pytest.raises(FuserDiagnostic, match=r"^f.mlir:2:3: error: byte 0xc3 is not valid UTF-8"):
+        decode_source(b"ok\nab\xc3(\n", "f.mlir")
+
+
+def test_unterminated_string_is_refused_at_once(tmp_path):
+    """xDSL's string-literal regex backtracks exponentially on an open string: a one-byte
+    corruption of a lit test made fuser-opt spin for minutes."""
+    text = (ROOT / "test" / "lit" / "fusion" / "matmul-split-k.mlir").read_text()
+    bad = tmp_path / "open-string.mlir"
+    bad.write_text(text.replace('{fuser.split_k = "note"} :', '{fuser.split_k = "note} :'))
+    r = _opt(bad, timeout=30)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "error: string literal not closed on its line" in r.stderr
+    assert f"{bad}:15:" in r.stderr
+
+
+@pytest.mark.parametrize("line,ok", [
+    ('%a = "x" // "open', True),
+    ('%a = "esc \\" quote"', True),
+    ('// only a "comment', True),
+    ('%a = 1 / 2', True),
+    ('%a = "open', False),
+    ('%a = "x" "y', False),
+])
+def test_check_strings(line, ok):
+    if ok:
+        check_strings(line, "f.mlir")
+    else:
+        with pytest.raises(FuserDiagnostic, match=r"^f.mlir:1:\d+: error: string literal not closed"):
+            check_strings(line, "f.mlir")
+
+
+def _chain(n: int) -> str:
+    lines = ["func.func @deep(%x: tensor<64x96xf32>) -> (tensor<64x96xf32>, tensor<64xf32>) {"]
+    prev, prev2 = "%x", "%x"
+    for i in range(n):
+        if i % 5 == 4:
+            lines.append(f"  %v{i} = fusion.add {prev}, {prev2} : tensor<64x96xf32>")
+        else:
+            lines.append(f"  %v{i} = fusion.{'tanh' if i % 3 == 0 else 'neg'} {prev} : tensor<64x96xf32>")
+        prev2, prev = prev, f"%v{i}"
+    lines += [f"  %s = fusion.reduce sum {prev} dims [1] : tensor<64x96xf32> to tensor<64xf32>",
+              "  %b = fusion.broadcast %s dims [1] : tensor<64xf32> to tensor<64x96xf32>",
+              f"  %y = fusion.sub {prev}, %b : tensor<64x96xf32>",
+              "  func.return %y, %s : tensor<64x96xf32>, tensor<64xf32>", "}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("n", [400, 1500])
+def test_deep_fusions_compile_without_recursing_on_the_op_count(n):
+    m = parse_module(_chain(n))
+    run_passes(build_pipeline("to-sched"), m, verify_each=False)  # normalization + a long chain
+    assert sum(1 for op in m.walk() if op.name == "math.tanh") >= n // 3
+
+
+def test_pow_compiles_to_ptx():
+    """fusion.pow has no NVPTX powf: it is expanded into exp2/log2 with C's special cases."""
+    from fuser.lowering.ptx import module_to_ptx
+
+    m = parse_module("""
+func.func @p(%x: tensor<1024xf32>, %y: tensor<1024xf32>) -> tensor<1024xf32> {
+  %z = fusion.pow %x, %y : tensor<1024xf32>
+  func.return %z : tensor<1024xf32>
+}""")
+    run_passes(build_pipeline("default"), m, verify_each=False)
+    ptx = module_to_ptx(m, "sm_90a")
+    assert "ex2.approx" in ptx and "lg2.approx" in ptx
+    if find_ptxas() is not None:
+        assert assemble_ptx(ptx, "sm_90a")[:4] == b"\x7fELF"
