@@ -70,16 +70,20 @@ def vector_lanes(last_extent: int, max_bytes: int, limit: int = 0) -> int:
 
 
 def leaves(v: SSAValue, materialized: set[SSAValue], args: set[SSAValue], seen=None) -> set[SSAValue]:
-    """Materialized values and arguments that computing `v` in registers reads."""
+    """Materialized values and arguments that computing `v` in registers reads. (Iterative: a
+    fusion may chain thousands of ops.)"""
     seen = set() if seen is None else seen
-    if v in seen:
-        return set()
-    seen.add(v)
-    if v in materialized or v in args:
-        return {v}
     out: set[SSAValue] = set()
-    for o in v.owner.operands:
-        out |= leaves(o, materialized, args, seen)
+    todo = [v]
+    while todo:
+        x = todo.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        if x in materialized or x in args:
+            out.add(x)
+        else:
+            todo.extend(x.owner.operands)
     return out
 
 
@@ -90,14 +94,17 @@ def reaches(v: SSAValue, targets: set[SSAValue], materialized: set, args: set) -
 
 def pointwise_path_only(v: SSAValue, targets: set[SSAValue], materialized, args) -> bool:
     """True if every route from `v` to `targets` crosses only elementwise ops (same index)."""
-    if v in targets:
-        return True
-    if v in materialized or v in args:
-        return True
-    op = v.owner
-    reach = any(t in leaves(o, materialized | targets, args) for o in op.operands for t in targets)
-    if not reach:
-        return True
-    if isinstance(op, SHAPE_OPS) or not isinstance(op, F.POINTWISE_OPS):
-        return False
-    return all(pointwise_path_only(o, targets, materialized, args) for o in op.operands)
+    stop = materialized | targets
+    todo, seen = [v], set()
+    while todo:
+        x = todo.pop()
+        if x in seen or x in targets or x in materialized or x in args:
+            continue
+        seen.add(x)
+        op = x.owner
+        if not any(t in leaves(o, stop, args) for o in op.operands for t in targets):
+            continue
+        if isinstance(op, SHAPE_OPS) or not isinstance(op, F.POINTWISE_OPS):
+            return False
+        todo.extend(op.operands)
+    return True

@@ -36,10 +36,33 @@ class Evaluator:
         self.memo: dict = {}
 
     def __call__(self, v: SSAValue, idx: Sequence[SSAValue], lanes: int = 1) -> list[SSAValue]:
-        key = (v, tuple(idx), lanes)
-        if key not in self.memo:
-            self.memo[key] = self._eval(v, list(idx), lanes)
-        return self.memo[key]
+        idx = tuple(idx)
+        if (v, idx, lanes) not in self.memo:
+            # The elementwise ops under `v` read their operands at the same index: evaluate them
+            # operands first, in the order a recursive walk would, so that a long chain of them
+            # (thousands of ops) needs no deep recursion; only shape ops recurse.
+            for u in self._elementwise_cone(v, idx, lanes):
+                self.memo[(u, idx, lanes)] = self._eval(u, list(idx), lanes)
+        return self.memo[(v, idx, lanes)]
+
+    def _elementwise_cone(self, v: SSAValue, idx: tuple, lanes: int) -> list[SSAValue]:
+        """`v` and the not yet evaluated values it reads at the same index, operands first."""
+        order: list[SSAValue] = []
+        done: set[SSAValue] = set()
+        todo: list[tuple[SSAValue, bool]] = [(v, False)]
+        while todo:
+            u, expanded = todo.pop()
+            if u in done or (u, idx, lanes) in self.memo:
+                continue
+            op = u.owner
+            leaf = u in self.overrides or u in self.buffers or not isinstance(op, F.POINTWISE_OPS)
+            if expanded or leaf:
+                done.add(u)
+                order.append(u)
+                continue
+            todo.append((u, True))
+            todo.extend((o, False) for o in reversed(op.operands))
+        return order
 
     def _per_lane(self, fn: Callable[[list[SSAValue]], list[SSAValue]], idx: list[SSAValue], lanes: int) -> list[SSAValue]:
         out = []
@@ -176,5 +199,27 @@ def emit_binary(kb: KernelBuilder, op: F.BinaryOp, a: SSAValue, b: SSAValue) -> 
         case F.MinOp():
             return kb.fmin(a, b)
         case F.PowOp():
-            return kb.v(mathd.PowFOp(a, b))
+            return emit_pow(kb, a, b)
     raise ScheduleError(f"'{op.name}' has no lowering")
+
+
+def emit_pow(kb: KernelBuilder, a: SSAValue, b: SSAValue) -> SSAValue:
+    """a ** b as C's powf (and numpy) define it, from exp2 and log2 (NVPTX has no powf):
+    |a| ** b = exp2(b * log2|a|), which also gives 0 ** b (inf for b < 0, 0 for b > 0); a
+    negative base takes the sign of an odd integer exponent and is NaN for a non-integer one;
+    b == 0 or a == 1 give 1 exactly. Accuracy: lg2.approx's error scaled by |b * log2|a||,
+    within a few ulp for results of ordinary size."""
+    def cmp(x, y, pred):
+        return kb.v(arith.CmpfOp(x, y, pred))
+
+    def select(c, x, y):
+        return kb.v(arith.SelectOp(c, x, y))
+
+    mag = kb.v(mathd.Exp2Op(kb.fmul(b, kb.v(mathd.Log2Op(kb.v(mathd.AbsFOp(a)))))))
+    b_int = cmp(kb.v(mathd.TruncOp(b)), b, "oeq")
+    half = kb.fmul(b, kb.cf(0.5))
+    b_odd = kb.v(arith.AndIOp(b_int, cmp(kb.v(mathd.TruncOp(half)), half, "one")))
+    negative = select(b_odd, kb.fsub(kb.cf(0.0), mag), mag)
+    r = select(cmp(a, kb.cf(0.0), "olt"), select(b_int, negative, kb.cf(math.nan)), mag)
+    one = kb.v(arith.OrIOp(cmp(b, kb.cf(0.0), "oeq"), cmp(a, kb.cf(1.0), "oeq")))
+    return select(one, kb.cf(1.0), r)

@@ -61,15 +61,25 @@ def plan_fusion(fn: func.FuncOp, opts: ScheduleOptions = ScheduleOptions()) -> P
     level: dict[SSAValue, int] = {a: 0 for a in args}
 
     def lvl(v: SSAValue) -> int:
-        if v in level:
-            return level[v]
-        op = v.owner
-        if isinstance(op, REDUCTION_OPS + (F.SegmentSetOp, F.MatmulOp)):
-            deps = set().union(*(leaves(o, materialized - set(op.results), args) for o in op.operands))
-            level[v] = 1 + max((lvl(d) for d in deps), default=0)
-        else:
-            deps = leaves(v, materialized - {v}, args)
-            level[v] = max((lvl(d) for d in deps), default=0)
+        # Dependencies first, without recursion (a fusion may chain thousands of ops).
+        todo = [v]
+        while todo:
+            x = todo[-1]
+            if x in level:
+                todo.pop()
+                continue
+            op = x.owner
+            kernel_boundary = isinstance(op, REDUCTION_OPS + (F.SegmentSetOp, F.MatmulOp))
+            if kernel_boundary:
+                deps = set().union(*(leaves(o, materialized - set(op.results), args) for o in op.operands))
+            else:
+                deps = leaves(x, materialized - {x}, args)
+            missing = [d for d in deps if d not in level]
+            if missing:
+                todo.extend(missing)
+                continue
+            level[x] = int(kernel_boundary) + max((level[d] for d in deps), default=0)
+            todo.pop()
         return level[v]
 
     tasks: list[Task] = []
@@ -253,23 +263,37 @@ def _inner_split(op) -> int | None:
 
 def _aligned(v: SSAValue, g: NormGroup, row_region: bool, materialized: set, args: set) -> bool:
     """True if computing `v` at a position of the current row reads the group's results only at
-    that row. In the full region indices are (row, column); in the row region only the row."""
+    that row. In the full region indices are (row, column); in the row region only the row.
+    (Iterative: a fusion may chain thousands of ops.)"""
     results = g.results
-    if v in results:
-        return row_region
-    if v in materialized or v in args or not reaches(v, results, materialized, args):
-        return True
-    op = v.owner
     rows = math.prod(g.in_shape[:g.k])
-    if isinstance(op, F.BroadcastOp) and not row_region:
-        new = list(op.dims.get_values())
-        return (shape_of(v) == g.in_shape and new == list(range(g.k, len(g.in_shape)))
-                and _aligned(op.input, g, True, materialized, args))
-    if isinstance(op, F.ReshapeOp) and row_region:
-        return math.prod(shape_of(op.input)) == rows and _aligned(op.input, g, True, materialized, args)
-    if isinstance(op, SHAPE_OPS) or not isinstance(op, F.POINTWISE_OPS):
-        return False
-    return all(_aligned(o, g, row_region, materialized, args) for o in op.operands)
+    todo, seen = [(v, row_region)], set()
+    while todo:
+        x, row = todo.pop()
+        if (x, row) in seen:
+            continue
+        seen.add((x, row))
+        if x in results:
+            if not row:
+                return False
+            continue
+        if x in materialized or x in args or not reaches(x, results, materialized, args):
+            continue
+        op = x.owner
+        if isinstance(op, F.BroadcastOp) and not row:
+            new = list(op.dims.get_values())
+            if not (shape_of(x) == g.in_shape and new == list(range(g.k, len(g.in_shape)))):
+                return False
+            todo.append((op.input, True))
+        elif isinstance(op, F.ReshapeOp) and row:
+            if math.prod(shape_of(op.input)) != rows:
+                return False
+            todo.append((op.input, True))
+        elif isinstance(op, SHAPE_OPS) or not isinstance(op, F.POINTWISE_OPS):
+            return False
+        else:
+            todo.extend((o, row) for o in op.operands)
+    return True
 
 
 def form_groups(tasks: list[Task], materialized: set, args: set, lvl,

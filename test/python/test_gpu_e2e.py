@@ -134,3 +134,24 @@ func.func @f(%x: tensor<4096x1024xf32>) -> tensor<4096x1024xf32> {
     y = api.compile(text)(x)
     assert isinstance(y, torch.Tensor) and y.is_cuda
     torch.testing.assert_close(y, torch.sigmoid(x), rtol=1e-5, atol=1e-6)
+
+
+def test_pow_special_cases_and_accuracy():
+    """fusion.pow, expanded into exp2/log2: C's powf special cases (negative bases with integer
+    and fractional exponents, zeros, x ** 0, 1 ** y) and its accuracy against float64."""
+    rng = np.random.default_rng()
+    n = 4099
+    x = rng.uniform(-4, 4, n).astype(np.float32)
+    y = np.where(rng.random(n) < 0.5, rng.integers(-3, 4, n), rng.uniform(-3, 3, n)).astype(np.float32)
+    x[:8] = [0.0, 0.0, 0.0, -2.0, -2.0, 1.0, np.nan, 3.0]
+    y[:8] = [2.0, -1.0, 0.0, 3.0, 0.5, np.nan, 0.0, 0.25]
+    t = f"tensor<{n}xf32>"
+    text = f"func.func @p(%x: {t}, %y: {t}) -> {t} {{\n  %z = fusion.pow %x, %y : {t}\n  func.return %z : {t}\n}}"
+    got = np.asarray(api.compile(text)(x, y), dtype=np.float64)
+    with np.errstate(all="ignore"):
+        want = np.power(x.astype(np.float64), y.astype(np.float64))
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.array_equal(np.isinf(got), np.isinf(want)) and np.array_equal(got[np.isinf(got)], want[np.isinf(want)])
+    fin = np.isfinite(want)
+    rel = np.abs(got[fin] - want[fin]) / np.maximum(np.abs(want[fin]), 1e-30)
+    assert rel.max() < 2e-5, f"max relative error {rel.max():.2e}"
