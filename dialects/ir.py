@@ -9,6 +9,7 @@ way (`input.mlir:3:8: error: 'fusion.add' op ...`) instead of as a Python traceb
 from __future__ import annotations
 
 import re
+import sys
 
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation
@@ -64,6 +65,9 @@ def parse_module(text: str, filename: str = "<input>", line_offset: int = 0, ver
         raise FuserDiagnostic(format_parse_error(e, line_offset)) from None
     except DiagnosticException as e:  # unknown dialect/op and similar
         raise FuserDiagnostic(f"{filename}: error: {first_line(e)}") from None
+    except RecursionError:  # xDSL's parser recurses once per nested region
+        raise FuserDiagnostic(f"{filename}: error: regions nest too deeply to parse "
+                              f"(Python's recursion limit, {sys.getrecursionlimit()})") from None
     if line_offset:
         _shift_locations(module, line_offset)
     if verify:

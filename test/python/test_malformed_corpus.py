@@ -1,0 +1,73 @@
+"""fuser-opt on the malformed-input corpus (malformed_corpus.py): every case, plain and through
+`-p default -t ptx`, ends with exit 0 (the mutation left valid IR) or a non-zero exit and a
+located diagnostic or one-line reason; never a Python traceback, never a hang (10 s a case).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import signal
+
+import pytest
+from malformed_corpus import corpus, located_or_one_line
+
+from fuser.tools.fuser_opt import main
+
+
+class _Hang(Exception):
+    pass
+
+
+def _alarm(*_):
+    raise _Hang()
+
+
+def _run(path, args) -> tuple[str, int | None, str]:
+    err, out = io.StringIO(), io.StringIO()
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(10)
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+            rc = main([str(path), *args])
+        return "ok", rc, err.getvalue()
+    except _Hang:
+        return "hang", None, err.getvalue()
+    except SystemExit as e:  # argparse
+        return "ok", e.code if isinstance(e.code, int) else 1, err.getvalue()
+    except BaseException as e:  # noqa: BLE001 - a traceback is the failure being tested for
+        return f"traceback {type(e).__name__}: {e}", None, err.getvalue()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_malformed_corpus(tmp_path):
+    cases = corpus()
+    assert len(cases) >= 500
+    path = tmp_path / "case.mlir"
+    failures, rejected, valid = [], 0, 0
+    for c in cases:
+        for args in ([c.args] if c.args else [(), ("-p", "default", "-t", "ptx")]):
+            path.write_bytes(c.data)
+            kind, rc, err = _run(path, args)
+            if kind != "ok":
+                failures.append(f"{c.name} {' '.join(args)}: {kind}")
+            elif rc == 0:
+                valid += 1
+            elif located_or_one_line(err) and "Traceback" not in err:
+                rejected += 1
+            else:
+                failures.append(f"{c.name} {' '.join(args)}: exit {rc} without a diagnostic: {err[:200]!r}")
+    print(f"\nmalformed corpus: {len(cases)} inputs, {rejected} runs rejected with a diagnostic, "
+          f"{valid} left valid by their mutation, {len(failures)} failures")
+    assert not failures, "\n".join(failures[:30])
+
+
+@pytest.mark.parametrize("name", ["empty", "garbage", "deep-nesting", "dynamic-shape", "f64-exp", "reduce-bad-dim"])
+def test_hand_written_cases_are_rejected(tmp_path, name):
+    c = next(c for c in corpus() if c.name == name)
+    path = tmp_path / "case.mlir"
+    path.write_bytes(c.data)
+    kind, rc, err = _run(path, ("-p", "default", "-t", "ptx"))
+    assert kind == "ok" and rc != 0 and located_or_one_line(err), (kind, rc, err)
