@@ -10,7 +10,7 @@ import random
 from pathlib import Path
 
 import pytest
-from fusion_gen import random_fusion
+from fuser.tools.fuzz import random_fusion
 from xdsl.dialects import func
 
 from fuser import api

@@ -1,0 +1,42 @@
+"""fuser-fuzz on the CPU: its float64 evaluation agrees with the reference interpreter's
+independent one, a run of random fusions (compile with varied options, ptxas, reference vs
+float64) finds nothing, and a wrong answer is caught and shrunk to the output that shows it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fuser.runtime.reference import numpy_dtype, reference_from_text
+from fuser.tools import fuzz
+
+
+def _inputs(case, seed):
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(-2, 2, shape).astype(np.float32).astype(numpy_dtype(dt)) for shape, dt in case.inputs]
+
+
+def test_fuzzer_semantics_agree_with_the_reference_interpreter():
+    for seed in range(100):
+        case = fuzz.fuzz_case(seed)
+        xs = _inputs(case, seed)
+        mine = case.evaluate(xs)
+        ref = reference_from_text(case.text)(*xs, precision="f64")
+        for a, b in zip(mine, ref):
+            np.testing.assert_allclose(np.asarray(b, np.float64), a, rtol=1e-9, atol=1e-12, err_msg=f"seed {seed}")
+
+
+def test_a_cpu_run_finds_nothing(capsys):
+    counts = fuzz.run(60, 1000, gpu=False)
+    assert counts["ok"] + counts["refused"] == 60, counts
+
+
+def test_a_wrong_answer_is_caught_and_shrunk(tmp_path):
+    case = fuzz.fuzz_case(3)
+    xs = _inputs(case, 3)
+    want = case.evaluate(xs)
+    want[0] = want[0] + 1.0  # pretend the kernel got output #0 wrong
+    status, detail = fuzz.check(case, case.text, "", xs, want, gpu=False)
+    assert status == "mismatch" and detail.startswith("output #0")
+    text, keep = fuzz.shrink(case, "", xs, want, False, status)
+    assert keep == [0] and text.count("tensor<") < case.text.count("tensor<")

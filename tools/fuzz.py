@@ -1,0 +1,418 @@
+"""fuser-fuzz: random multi-output fusions, compiled and checked against an independent float64
+evaluation.
+
+    fuser-fuzz --cases 1000 --seed 7            # CPU: compile (default pipeline, random options),
+                                                # ptxas, reference interpreter vs float64
+    fuser-fuzz --cases 1000 --gpu               # and run every kernel on the GPU
+    fuser-fuzz --cases 200 --save-failures dir/ # failing cases, shrunk, as .mlir reproducers
+
+Every fusion works on one 2-D shape R x C (odd extents included) and its row (R) and column (C)
+vectors. It draws pointwise chains, broadcasts, row and column reductions, var_mean and
+segment_sets, then returns two to four values, preferring the shapes that broke the planner:
+an output that another output reads, a value returned twice, an input returned as is, an
+output that also feeds a reduction, outputs of different shapes fed by one value.
+
+Values stay in a modest range (inputs in [-2, 2], exp only of tanh, log only of 1 + |v|,
+reduction sums scaled by 1/extent), so a float32 kernel and the float64 reference agree to a
+tolerance that fits the output dtype, and any real mismatch is a bug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import re
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+SHAPES = [(31, 33), (64, 96), (7, 128), (129, 257), (2, 1024), (256, 64), (5, 3000), (1000, 24), (33, 512)]
+UNARY = ["neg", "abs", "tanh", "sigmoid", "relu", "silu", "gelu"]
+BINARY = ["add", "sub", "mul", "max", "min"]
+OUT_DTYPES = ["f32", "f32", "f32", "bf16", "f16"]
+
+
+@dataclass
+class Value:
+    name: str
+    kind: str  # "full" (R x C), "row" (R), "col" (C)
+    dtype: str = "f32"
+
+
+class _Gen:
+    def __init__(self, rng: random.Random, name: str):
+        self.rng = rng
+        self.name = name
+        self.rows, self.cols = rng.choice(SHAPES)
+        self.lines: list[str] = []
+        self.values: list[Value] = []
+        self.args: list[Value] = []
+        self.uses: dict[str, set[str]] = {}  # value -> values computed from it (directly)
+        self.count = 0
+        # The fuzzer's own float64 semantics, written apart from the reference interpreter:
+        # (result names, numpy function, operand names), in program order.
+        self.steps: list[tuple[list[str], object, list[str]]] = []
+
+    def ty(self, kind: str, dtype: str = "f32") -> str:
+        shape = {"full": f"{self.rows}x{self.cols}", "row": f"{self.rows}", "col": f"{self.cols}"}[kind]
+        return f"tensor<{shape}x{dtype}>"
+
+    def fresh(self, stem: str) -> str:
+        self.count += 1
+        return f"{stem}{self.count}"
+
+    def emit(self, stem: str, kind: str, rhs: str, operands: list[Value], dtype: str = "f32",
+             listed: bool = True) -> Value:
+        v = Value(self.fresh(stem), kind, dtype)
+        self.lines.append(f"  %{v.name} = {rhs}")
+        self.steps.append(([v.name], self._numpy(rhs, kind), [o.name for o in operands]))
+        for o in operands:
+            self.uses.setdefault(o.name, set()).add(v.name)
+        if listed:
+            self.values.append(v)
+        return v
+
+    def shape(self, kind: str) -> tuple[int, ...]:
+        return {"full": (self.rows, self.cols), "row": (self.rows,), "col": (self.cols,)}[kind]
+
+    def _numpy(self, rhs: str, kind: str):
+        """The float64 function of one emitted op, from its text."""
+        op = rhs.split()[0].removeprefix("fusion.")
+        if op == "full":
+            value, shape = float(rhs.split()[1]), self.shape(kind)
+            return lambda: np.full(shape, value)
+        if op == "broadcast":  # a row gains columns (dims [1]); a column gains rows (dims [0])
+            rows, cols = self.rows, self.cols
+            return (lambda x: np.broadcast_to(x[:, None], (rows, cols))) if "dims [1]" in rhs else \
+                (lambda x: np.broadcast_to(x[None, :], (rows, cols)))
+        if op == "reduce":
+            fn = {"sum": np.sum, "max": np.max, "min": np.min}[rhs.split()[1]]
+            axis = 1 if "dims [1]" in rhs else 0
+            return lambda x: fn(x, axis=axis)
+        return _NUMPY[op]
+
+    def pick(self, kind: str | None = None) -> Value:
+        pool = [v for v in self.values if kind is None or v.kind == kind]
+        return self.rng.choice(pool)
+
+    # -------------------------------------------------------------- ops
+    def const(self, value: float, kind: str) -> Value:
+        return self.emit("c", kind, f"fusion.full {value:.9e} : {self.ty(kind)}", [], listed=False)
+
+    def unary(self) -> Value:
+        x = self.pick()
+        r = self.rng.random()
+        if r < 0.12:  # exp of a bounded value
+            t = self.emit("t", x.kind, f"fusion.tanh %{x.name} : {self.ty(x.kind)}", [x])
+            return self.emit("e", x.kind, f"fusion.exp %{t.name} : {self.ty(x.kind)}", [t])
+        if r < 0.2:  # log of 1 + |x|
+            a = self.emit("a", x.kind, f"fusion.abs %{x.name} : {self.ty(x.kind)}", [x])
+            one = self.const(1.0, x.kind)
+            s = self.emit("s", x.kind, f"fusion.add %{a.name}, %{one.name} : {self.ty(x.kind)}", [a, one])
+            return self.emit("l", x.kind, f"fusion.log %{s.name} : {self.ty(x.kind)}", [s])
+        op = self.rng.choice(UNARY)
+        return self.emit(op[:2], x.kind, f"fusion.{op} %{x.name} : {self.ty(x.kind)}", [x])
+
+    def binary(self) -> Value:
+        a = self.pick()
+        kind = a.kind
+        if kind == "full" and self.rng.random() < 0.4:  # a broadcast row or column operand
+            b = self.broadcast(self.rng.choice(["row", "col"]))
+        else:
+            b = self.pick(kind)
+        if self.rng.random() < 0.5:
+            a, b = b, a
+        op = self.rng.choice(BINARY)
+        return self.emit(op[:2], kind, f"fusion.{op} %{a.name}, %{b.name} : {self.ty(kind)}", [a, b])
+
+    def broadcast(self, src_kind: str) -> Value:
+        x = self.pick(src_kind) if any(v.kind == src_kind for v in self.values) else self.reduce(src_kind)
+        dims = "[1]" if src_kind == "row" else "[0]"
+        return self.emit("b", "full", f"fusion.broadcast %{x.name} dims {dims} : {self.ty(src_kind)} to "
+                                      f"{self.ty('full')}", [x])
+
+    def reduce(self, kind: str) -> Value:
+        x = self.pick("full")
+        dims, n = ("[1]", self.cols) if kind == "row" else ("[0]", self.rows)
+        op = self.rng.choice(["sum", "sum", "max", "min"])
+        r = self.emit("r", kind, f"fusion.reduce {op} %{x.name} dims {dims} : {self.ty('full')} to {self.ty(kind)}", [x])
+        if op != "sum":
+            return r
+        scale = self.const(1.0 / n, kind)
+        return self.emit("m", kind, f"fusion.mul %{r.name}, %{scale.name} : {self.ty(kind)}", [r, scale])
+
+    def var_mean(self) -> Value:
+        x = self.pick("full")
+        var, mean = Value(self.fresh("var"), "row"), Value(self.fresh("mean"), "row")
+        self.lines.append(f"  %{var.name}, %{mean.name} = fusion.var_mean %{x.name} dims [1] correction 0 : "
+                          f"{self.ty('full')} to {self.ty('row')}, {self.ty('row')}")
+        self.uses.setdefault(x.name, set()).update({var.name, mean.name})
+        self.steps.append(([var.name, mean.name], lambda a: (np.var(a, axis=1), np.mean(a, axis=1)), [x.name]))
+        self.values += [var, mean]
+        return self.rng.choice([var, mean])
+
+    def segment(self) -> Value:
+        x = self.pick()
+        return self.emit("g", x.kind, f"fusion.segment_set %{x.name} : {self.ty(x.kind)} to {self.ty(x.kind)}", [x])
+
+    # -------------------------------------------------------------- the fusion
+    def build(self) -> str:
+        rng = self.rng
+        n_in = rng.randint(1, 3)
+        for i in range(n_in):
+            kind = "full" if i == 0 else rng.choice(["full", "row", "col"])
+            dtype = rng.choice(["f32", "f32", "bf16"])
+            arg = Value(f"in{i}", kind, dtype)
+            self.args.append(arg)
+            if dtype == "f32":
+                self.values.append(arg)
+            else:
+                self.emit("x", kind, f"fusion.cast %{arg.name} : {self.ty(kind, dtype)} to {self.ty(kind)}", [arg])
+        steps = rng.randint(2, 9)
+        for _ in range(steps):
+            r = rng.random()
+            if r < 0.35:
+                self.unary()
+            elif r < 0.7:
+                self.binary()
+            elif r < 0.85:
+                self.reduce(rng.choice(["row", "col"]))
+            elif r < 0.93:
+                self.var_mean()
+            else:
+                self.segment()
+        return self.finish()
+
+    def finish(self) -> str:
+        rng = self.rng
+        computed = [v for v in self.values if v.name not in {a.name for a in self.args}]
+        n_out = rng.randint(2, 4)
+        outs: list[Value] = []
+        # Prefer a value another value reads (an output feeding an output), then the last value.
+        fed = [v for v in computed if self.uses.get(v.name)]
+        if fed:
+            outs.append(rng.choice(fed))
+        outs.append(computed[-1])
+        while len(outs) < n_out:
+            r = rng.random()
+            if r < 0.15:
+                outs.append(rng.choice(outs))                      # a value returned twice
+            elif r < 0.22:
+                outs.append(rng.choice(self.args))                 # an input returned as is
+            else:
+                outs.append(rng.choice(computed))
+        rng.shuffle(outs)
+        final: list[Value] = []
+        for v in outs:
+            dtype = rng.choice(OUT_DTYPES) if v.dtype == "f32" else v.dtype
+            if dtype != v.dtype:
+                v = self.emit("o", v.kind, f"fusion.cast %{v.name} : {self.ty(v.kind)} to {self.ty(v.kind, dtype)}",
+                              [v], dtype, listed=False)
+            final.append(v)
+        params = ", ".join(f"%{a.name}: {self.ty(a.kind, a.dtype)}" for a in self.args)
+        results = ", ".join(self.ty(v.kind, v.dtype) for v in final)
+        body = "\n".join(self.lines)
+        names = ", ".join(f"%{v.name}" for v in final)
+        self.outputs = final
+        return (f"func.func @{self.name}({params}) -> ({results}) {{\n{body}\n"
+                f"  func.return {names} : {results}\n}}\n")
+
+    def evaluate(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        env = {a.name: np.asarray(x, dtype=np.float64) for a, x in zip(self.args, inputs)}
+        for names, fn, operands in self.steps:
+            out = fn(*(env[o] for o in operands))
+            for n, x in zip(names, out if len(names) > 1 else [out]):
+                env[n] = np.asarray(x, dtype=np.float64)
+        return [env[v.name] for v in self.outputs]
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+_ERF = np.vectorize(math.erf, otypes=[np.float64])
+_IDENTITY = lambda x: x  # noqa: E731
+_NUMPY = {
+    "neg": np.negative, "abs": np.abs, "tanh": np.tanh, "exp": np.exp, "log": np.log,
+    "sigmoid": _sigmoid, "relu": lambda x: np.maximum(x, 0.0), "silu": lambda x: x * _sigmoid(x),
+    "gelu": lambda x: 0.5 * x * (1.0 + _ERF(x / math.sqrt(2.0))),
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum,
+    "cast": _IDENTITY, "segment_set": _IDENTITY,
+}
+
+
+@dataclass
+class FuzzCase:
+    seed: int
+    text: str
+    inputs: list[tuple[tuple[int, ...], str]]   # (shape, dtype) of each argument
+    outputs: list[str]                          # dtype of each result
+    evaluate: object = field(repr=False)        # inputs -> float64 results
+
+
+def fuzz_case(seed: int, name: str = "fuzz") -> FuzzCase:
+    g = _Gen(random.Random(seed), name)
+    text = g.build()
+    return FuzzCase(seed, text, [(g.shape(a.kind), a.dtype) for a in g.args], [v.dtype for v in g.outputs],
+                    g.evaluate)
+
+
+def random_fusion(seed: int, name: str = "fuzz") -> str:
+    """The MLIR text of one random multi-output fusion (the same text for the same seed)."""
+    return fuzz_case(seed, name).text
+
+
+TOLERANCE = {"f32": 2e-4, "bf16": 2e-2, "f16": 4e-3}
+
+
+def mismatch(got, want, dtype: str) -> str | None:
+    """None if `got` matches the float64 `want` for an output of `dtype`, else a short reason.
+
+    Elementwise |got - want| <= tol * (|want| + max(max|want|, 1e-3)): relative to the element,
+    with an absolute floor scaled by the output's magnitude (sums of many terms cancel), and
+    never below 1e-3 * tol: a value that cancels to 0 in float32 and to 1e-32 in float64 (the
+    variance of a constant row) is rounding, not a wrong answer, since inputs are of order 1."""
+    import numpy as np
+
+    g = np.asarray(got, dtype=np.float64)
+    w = np.asarray(want, dtype=np.float64)
+    if g.shape != w.shape:
+        return f"shape {g.shape} != {w.shape}"
+    tol = TOLERANCE[dtype]
+    scale = float(np.max(np.abs(w))) if w.size else 0.0
+    bad = ~(np.abs(g - w) <= tol * (np.abs(w) + max(scale, 1e-3))) & ~(np.isnan(g) & np.isnan(w))
+    if bad.any():
+        i = np.unravel_index(int(np.argmax(bad)), w.shape)
+        return f"{int(bad.sum())} of {w.size} elements differ; first at {tuple(int(x) for x in i)}: {g[i]} vs {w[i]}"
+    return None
+
+
+# ------------------------------------------------------------------ the run
+
+OPTION_VARIANTS = ["", "block=128", "vector=2", "persistent=false", "split=1", "split=3", "sms=16"]
+
+
+def pipeline_for(options: str) -> str:
+    """The default pipeline with schedule options (pipeline-wide) on convert-fusion-to-sched."""
+    from fuser.passes.pipeline import NAMED_PIPELINES
+
+    text = NAMED_PIPELINES["default"]
+    return text.replace("convert-fusion-to-sched", f"convert-fusion-to-sched{{{options}}}") if options else text
+
+
+def _refusal_pattern(message: str) -> str:
+    """A refusal's message without the names and numbers that differ between cases."""
+    m = re.sub(r"%\w+|@\w+|\d+", "N", message.split("failed:", 1)[-1].strip())
+    return m[:120]
+
+
+def check(case: FuzzCase, text: str, options: str, inputs, want, gpu: bool) -> tuple[str, str]:
+    """('ok' | 'refused' | 'mismatch' | 'crash', detail) for one fusion text."""
+    from fuser import api
+    from fuser.dialects.ir import FuserDiagnostic
+    from fuser.lowering.ptx import PtxasError, assemble_ptx, find_ptxas
+    from fuser.runtime.reference import reference_from_text
+
+    try:
+        k = api.compile(text, pipeline=pipeline_for(options))
+        if find_ptxas() is not None:
+            assemble_ptx(k.ptx, "sm_90a")
+    except FuserDiagnostic as e:
+        if "convert-fusion-to-sched' failed" in str(e) or "fusion-split-k' failed" in str(e):
+            return "refused", _refusal_pattern(str(e))
+        return "crash", str(e).splitlines()[0]
+    except PtxasError as e:
+        return "crash", f"ptxas: {str(e).splitlines()[0]}"
+    except Exception as e:  # noqa: BLE001 - anything else is a compiler bug to report
+        return "crash", f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    try:
+        got = k(*inputs) if gpu else reference_from_text(text)(*inputs, precision="f64")
+    except Exception as e:  # noqa: BLE001
+        return "crash", f"run: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    got = got if isinstance(got, (tuple, list)) else [got]
+    for i, (g, w, dt) in enumerate(zip(got, want, case.outputs)):
+        why = mismatch(g, w, dt)
+        if why:
+            return "mismatch", f"output #{i} ({dt}): {why}"
+    return "ok", ""
+
+
+def _without_output(text: str, i: int) -> str:
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import FunctionType
+
+    from fuser.dialects.ir import parse_module, print_module
+
+    m = parse_module(text)
+    fn = next(op for op in m.walk() if isinstance(op, func.FuncOp))
+    ret = fn.body.block.last_op
+    kept = [v for j, v in enumerate(ret.operands) if j != i]
+    ret.operands = kept
+    fn.function_type = FunctionType.from_lists(list(fn.function_type.inputs.data), [v.type for v in kept])
+    return print_module(m)
+
+
+def shrink(case: FuzzCase, options: str, inputs, want, gpu: bool, status: str) -> tuple[str, list[int]]:
+    """Drop outputs while the failure stays; returns the smaller text and the outputs kept."""
+    text, keep = case.text, list(range(len(case.outputs)))
+    i = 0
+    while len(keep) > 1 and i < len(keep):
+        trial = _without_output(text, i)
+        sub = FuzzCase(case.seed, trial, case.inputs, [case.outputs[j] for j in keep if j != keep[i]], case.evaluate)
+        if check(sub, trial, options, inputs, [want[j] for j in keep if j != keep[i]], gpu)[0] == status:
+            text, keep = trial, [j for j in keep if j != keep[i]]
+        else:
+            i += 1
+    return text, keep
+
+
+def run(cases: int, seed: int, gpu: bool = False, save: Path | None = None, log=print) -> Counter:
+    from fuser.runtime.reference import numpy_dtype
+
+    counts: Counter = Counter()
+    refusals: Counter = Counter()
+    t0 = time.perf_counter()
+    for s in range(seed, seed + cases):
+        rng = np.random.default_rng(s)
+        case = fuzz_case(s)
+        options = OPTION_VARIANTS[s % len(OPTION_VARIANTS)]
+        inputs = [rng.uniform(-2, 2, shape).astype(np.float32).astype(numpy_dtype(dt)) for shape, dt in case.inputs]
+        want = case.evaluate(inputs)
+        status, detail = check(case, case.text, options, inputs, want, gpu)
+        counts[status] += 1
+        if status == "refused":
+            refusals[detail] += 1
+        elif status != "ok":
+            log(f"seed {s} ({options or 'default options'}): {status}: {detail}")
+            if save is not None:
+                text, keep = shrink(case, options, inputs, want, gpu, status)
+                save.mkdir(parents=True, exist_ok=True)
+                (save / f"fuzz-{s}.mlir").write_text(
+                    f"// fuser-fuzz seed {s}, pipeline options '{options}', {status}: {detail}\n"
+                    f"// kept outputs {keep} of the original case\n{text}")
+    log(f"fuser-fuzz: {cases} cases from seed {seed} on the {'GPU' if gpu else 'CPU'} in "
+        f"{time.perf_counter() - t0:.0f} s: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    for pattern, n in refusals.most_common():
+        log(f"  refused {n}x: {pattern}")
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="fuser-fuzz", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--cases", type=int, default=200, help="how many random fusions (default 200)")
+    p.add_argument("--seed", type=int, default=0, help="first seed (case i uses seed + i)")
+    p.add_argument("--gpu", action="store_true", help="run every kernel on the GPU (else: the reference interpreter)")
+    p.add_argument("--save-failures", type=Path, help="write each failing case, shrunk, as a .mlir reproducer here")
+    args = p.parse_args(argv)
+    counts = run(args.cases, args.seed, args.gpu, args.save_failures)
+    return 1 if counts["mismatch"] or counts["crash"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
