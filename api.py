@@ -33,7 +33,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from fuser.dialects import fusion as F
-from fuser.dialects.ir import parse_module
+from fuser.dialects.ir import decode_source, parse_module
 from fuser.runtime.reference import find_func, run_reference
 
 __all__ = [
@@ -145,6 +145,8 @@ class FusionBuilder:
 def _shape_tuple(shape: Shape | int) -> tuple[int, ...]:
     if isinstance(shape, numbers.Integral):
         shape = (shape,)
+    if isinstance(shape, (str, bytes)) or not all(isinstance(d, numbers.Integral) for d in shape):
+        raise TypeError(f"shape must be an int or a sequence of ints, got {shape!r}")
     out = tuple(int(d) for d in shape)
     if any(d < 0 for d in out):
         raise ValueError(f"shape {out} has a negative extent")
@@ -555,8 +557,19 @@ def _as_module(fusion: FusionBuilder | ModuleOp | str) -> ModuleOp:
         fusion.verify()
         return fusion
     if isinstance(fusion, str):
+        if "\n" not in fusion and ("{" not in fusion or fusion.endswith(".mlir")):
+            return _read_mlir_file(fusion)  # a path, not MLIR text
         return parse_module(fusion, "<string>")
     raise TypeError(f"compile: expected a FusionBuilder, an xDSL ModuleOp or MLIR text, got {type(fusion).__name__}")
+
+
+def _read_mlir_file(path: str) -> ModuleOp:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise FileNotFoundError(f"compile: {path!r} is neither MLIR text nor a readable file ({e.strerror})") from None
+    return parse_module(decode_source(data, path), path)
 
 
 def _check_pipeline(pipeline: str | Sequence[ModulePass]) -> str | list[ModulePass]:

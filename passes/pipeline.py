@@ -76,11 +76,31 @@ def build_pipeline(spec: str | Sequence[ModulePass]) -> list[ModulePass]:
         if s.name not in known:
             raise PipelineError(f"unknown pass '{s.name}'; available passes: {', '.join(sorted(known))}")
         cls = known[s.name]()
+        _check_option_types(s, cls)
         try:
             passes.append(cls.from_pass_spec(s))
         except Exception as e:
             raise PipelineError(f"bad options for pass '{s.name}': {e}") from None
     return _share_schedule_options(passes, [set(s.parameters) for s in specs])
+
+
+_TYPE_WORDS = {"int": ("an integer", int), "bool": ("true or false", bool), "str": ("a string", str)}
+
+
+def _check_option_types(spec, cls) -> None:
+    """Name the option and the value when a value has the wrong type (xDSL says only
+    "Incompatible types: given ('x',), expected <class 'int'>")."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for name, values in spec.parameters.items():
+        f = fields.get(name)
+        want = _TYPE_WORDS.get(f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")) if f else None
+        if want is None or len(values) != 1:
+            continue
+        value = values[0]
+        ok = isinstance(value, want[1]) and (want[1] is bool or not isinstance(value, bool))
+        if not ok:
+            raise PipelineError(f"bad options for pass '{spec.name}': option '{name}' takes {want[0]}, "
+                                f"got {value!r}")
 
 
 def _share_schedule_options(passes: list[ModulePass], given: list[set[str] | None]) -> list[ModulePass]:

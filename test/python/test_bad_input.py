@@ -105,3 +105,31 @@ func.func @p(%x: tensor<1024xf32>, %y: tensor<1024xf32>) -> tensor<1024xf32> {
     assert "ex2.approx" in ptx and "lg2.approx" in ptx
     if find_ptxas() is not None:
         assert assemble_ptx(ptx, "sm_90a")[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("option,message", [
+    ("block=x", "option 'block' takes an integer, got 'x'"),
+    ("persistent=maybe", "option 'persistent' takes true or false, got 'maybe'"),
+    ("sms=true", "option 'sms' takes an integer, got True"),
+])
+def test_option_type_errors_name_the_option(option, message):
+    from fuser.passes.pipeline import PipelineError
+
+    with pytest.raises(PipelineError, match=f"bad options for pass 'convert-fusion-to-sched': {message}"):
+        build_pipeline(f"convert-fusion-to-sched{{{option}}}")
+
+
+def test_compile_reads_a_path(tmp_path):
+    import fuser
+
+    k = fuser.compile(str(ROOT / "examples" / "row_sum.mlir"))
+    assert k.name == "row_stats"
+    with pytest.raises(FileNotFoundError, match="neither MLIR text nor a readable file"):
+        fuser.compile(str(tmp_path / "missing.mlir"))
+
+
+def test_builder_shape_errors_are_type_errors():
+    import fuser
+
+    with pytest.raises(TypeError, match="shape must be an int or a sequence of ints, got 'abc'"):
+        fuser.FusionBuilder("f").input("abc")
