@@ -74,7 +74,8 @@ def build_pipeline(spec: str | Sequence[ModulePass]) -> list[ModulePass]:
     passes = []
     for s in specs:
         if s.name not in known:
-            raise PipelineError(f"unknown pass '{s.name}'; available passes: {', '.join(sorted(known))}")
+            raise PipelineError(f"unknown pass '{s.name}'; available passes: {', '.join(sorted(known))}; "
+                                f"named pipelines: {', '.join(NAMED_PIPELINES)}")
         cls = known[s.name]()
         _check_option_types(s, cls)
         try:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.metadata
+import io
 import sys
 
 from fuser.dialects.ir import FuserDiagnostic, decode_source, parse_module, print_module
@@ -61,13 +63,20 @@ def describe_passes() -> str:
     return "\n".join(lines)
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("fuser")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def make_arg_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="fuser-opt",
         description="Run fuser passes over MLIR and print MLIR, LLVM IR or PTX.",
         epilog=describe_passes(),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("input_file", nargs="?", help="input .mlir file (default: stdin)")
+    p.add_argument("input_file", nargs="?", help="input .mlir file ('-' or none: stdin)")
     p.add_argument("-o", "--output-file", help="write the output here instead of stdout")
     p.add_argument("-p", "--passes", "--pipeline", dest="passes", default="",
                    help="pass pipeline, e.g. 'canonicalize,convert-fusion-to-sched{block=128}' or a named "
@@ -82,6 +91,7 @@ def make_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--print-op-generic", action="store_true", help="print ops in the generic form")
     p.add_argument("--print-debuginfo", action="store_true", help="print op locations")
     p.add_argument("--list-passes", action="store_true", help="list passes, their options and named pipelines")
+    p.add_argument("--version", action="store_true", help="print fuser's version and exit")
     return p
 
 
@@ -119,6 +129,9 @@ def process_chunk(text: str, name: str, line_offset: int, args, out) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = make_arg_parser().parse_args(argv)
+    if args.version:
+        print(f"fuser-opt {_version()}")
+        return 0
     if args.list_passes:
         print(describe_passes())
         return 0
@@ -127,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     except PipelineError as e:
         print(f"fuser-opt: error: {e}", file=sys.stderr)
         return 2
+    if args.input_file == "-":  # MLIR tools read standard input for '-'
+        args.input_file = None
     name = args.input_file or "<stdin>"
     try:
         if args.input_file:
@@ -147,23 +162,30 @@ def main(argv: list[str] | None = None) -> int:
         for piece in text.split("// -----"):
             chunks.append((piece, offset))
             offset += piece.count("\n")
-    out = open(args.output_file, "w") if args.output_file else sys.stdout
+    # The output is collected first and written only at the end, so a failed run leaves an
+    # existing -o file as it was instead of truncating it.
+    out = io.StringIO()
     status = 0
-    try:
-        for i, (chunk, offset) in enumerate(chunks):
-            if i:
-                out.write("// -----\n")
-            try:
-                process_chunk(chunk, name, offset, args, out)
-            except FuserDiagnostic as e:
-                if args.verify_diagnostics:
-                    out.write(f"{e}\n")
-                else:
-                    print(e, file=sys.stderr)
-                    status = 1
-    finally:
-        if out is not sys.stdout:
-            out.close()
+    for i, (chunk, offset) in enumerate(chunks):
+        if i:
+            out.write("// -----\n")
+        try:
+            process_chunk(chunk, name, offset, args, out)
+        except FuserDiagnostic as e:
+            if args.verify_diagnostics:
+                out.write(f"{e}\n")
+            else:
+                print(e, file=sys.stderr)
+                status = 1
+    if not args.output_file:
+        sys.stdout.write(out.getvalue())
+    elif status == 0 or args.verify_diagnostics:
+        try:
+            with open(args.output_file, "w") as f:
+                f.write(out.getvalue())
+        except OSError as e:
+            print(f"fuser-opt: error: cannot write {args.output_file}: {e.strerror}", file=sys.stderr)
+            return 2
     return status
 
 

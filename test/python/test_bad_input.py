@@ -133,3 +133,23 @@ def test_builder_shape_errors_are_type_errors():
 
     with pytest.raises(TypeError, match="shape must be an int or a sequence of ints, got 'abc'"):
         fuser.FusionBuilder("f").input("abc")
+
+
+def test_fuser_opt_tool_habits(tmp_path):
+    """--version; '-' reads stdin; a failed run leaves an existing -o file alone; an unwritable
+    -o is an error, not a traceback; a misspelt pipeline lists the named ones."""
+    r = subprocess.run(FUSER_OPT + ["--version"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith("fuser-opt ")
+    src = (ROOT / "examples" / "row_sum.mlir").read_text()
+    r = subprocess.run(FUSER_OPT + ["-", "-p", "to-sched"], input=src, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "sched.kernel @row_stats_k0" in r.stdout
+    out = tmp_path / "out.mlir"
+    out.write_text("keep")
+    bad = tmp_path / "bad.mlir"
+    bad.write_text(src.replace("fusion.reduce", "fusion.reduc"))
+    r = _opt(bad, "-o", str(out))
+    assert r.returncode == 1 and out.read_text() == "keep"
+    r = _opt(ROOT / "examples" / "row_sum.mlir", "-o", str(tmp_path / "no" / "such" / "dir.mlir"))
+    assert r.returncode == 2 and "cannot write" in r.stderr and "Traceback" not in r.stderr
+    r = _opt(ROOT / "examples" / "row_sum.mlir", "-p", "defualt")
+    assert r.returncode == 2 and "named pipelines: default, to-sched" in r.stderr
