@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from xdsl.ir import SSAValue
 
 from fuser.dialects import fusion as F
+from fuser.dialects import sched
 
 SHAPE_OPS = (F.BroadcastOp, F.ReshapeOp, F.PermuteOp)
 REDUCTION_OPS = (F.ReduceOp, F.WelfordOp, F.VarMeanOp)
@@ -49,7 +50,7 @@ def shape_of(v: SSAValue) -> tuple[int, ...]:
 
 
 def elem_bytes(t) -> int:
-    return {"f32": 4, "f16": 2, "bf16": 2, "i1": 1, "i64": 8, "f64": 8}[F.dtype_name(t)]
+    return sched.element_bytes(t)
 
 
 def next_pow2(n: int) -> int:

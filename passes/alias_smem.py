@@ -49,7 +49,6 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from fuser.dialects import sched
-from fuser.lowering.sched_to_nvvm.common import element_bytes
 
 HOPPER_SMEM_BUDGET = 232448  # bytes of dynamic shared memory one block may opt into on H100/H200
 SWIZZLED_ALIGN = 1024
@@ -177,7 +176,7 @@ def _interval(alloc: sched.AllocOp, order: _Order) -> tuple[int, int, list[Opera
 
 
 def _alignment(alloc: sched.AllocOp, uses: list[Operation]) -> int:
-    eb = element_bytes(alloc.result.type.element_type)
+    eb = sched.element_bytes(alloc.result.type.element_type)
     swizzled = any(isinstance(u, (sched.TmaLoadOp, sched.TmaStoreOp, sched.WgmmaDescOp)) for u in uses)
     return max(SWIZZLED_ALIGN if swizzled else 16, eb)
 
@@ -186,7 +185,7 @@ def _size(t: MemRefType) -> int:
     n = 1
     for d in t.get_shape():
         n *= d
-    return n * element_bytes(t.element_type)
+    return n * sched.element_bytes(t.element_type)
 
 
 # ------------------------------------------------------------------ the pass
@@ -200,7 +199,7 @@ def alias_kernel(kernel: sched.KernelOp, budget: int) -> None:
     if not any(a.offset is None for a in allocs):
         return
     bufs: dict[sched.AllocOp, Buffer] = {}
-    first_use: dict[sched.AllocOp, Operation] = {}
+    used: set[sched.AllocOp] = set()
     for i, a in enumerate(allocs):
         req = a.attributes.get("fuser.smem")
         req = req.data if isinstance(req, StringAttr) else "reuse"
@@ -209,7 +208,7 @@ def alias_kernel(kernel: sched.KernelOp, budget: int) -> None:
                                  f"{', '.join(REQUESTS)}, got '{req}'", a)
         start, end, uses = _interval(a, order)
         if uses:
-            first_use[a] = min(uses, key=lambda u: order.pos[u])
+            used.add(a)
         name = f"%{a.result.name_hint}" if a.result.name_hint else f"alloc #{i}"
         bufs[a] = Buffer(name, _size(a.result.type), _alignment(a, uses), start, end, req == "no_reuse",
                          a.offset.value.data if a.offset is not None else None, str(a.result.type))
@@ -222,7 +221,7 @@ def alias_kernel(kernel: sched.KernelOp, budget: int) -> None:
         if a.offset is None:
             a.properties["offset"] = IntegerAttr(b.offset, i64)
         earlier = [o for x, o in bufs.items() if x is not a and o.end < b.start and o.overlaps_bytes(b)]
-        if not earlier or a not in first_use:
+        if not earlier or a not in used:
             continue
         reuses.append(f"{b.name} reuses {', '.join(o.name for o in sorted(earlier, key=lambda o: o.start))}")
         _insert_barrier(order, max(o.end for o in earlier), order.ops[b.start])

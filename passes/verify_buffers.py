@@ -106,7 +106,9 @@ def check_host(fn: func.FuncOp, kernels: dict[str, sched.KernelOp]) -> None:
         if kernel is None or len(kernel.body.block.args) != len(op.args):
             raise FuserDiagnostic(f"{location_of(op)}: error: 'sched.launch' op in @{fn.sym_name.data}: "
                                   f"no sched.kernel @{name} taking {len(op.args)} arguments in this module")
-        acc = accesses.get(name) or accesses.setdefault(name, kernel_accesses(kernel))
+        if name not in accesses:
+            accesses[name] = kernel_accesses(kernel)
+        acc = accesses[name]
         where = location_of(op) if location_of(op) != "<unknown>" else location_of(fn)
         for i, reads in sorted(acc.reads.items()):
             buf = _buffer_of(op.args[i])

@@ -104,7 +104,7 @@ from fuser.dialects.sched.tma import (
     TmaLoadOp,
     TmaStoreOp,
 )
-from fuser.dialects.sched.types import GLOBAL, REGISTER, SHARED, TensorMapType, memory_space, memref
+from fuser.dialects.sched.types import GLOBAL, REGISTER, SHARED, TensorMapType, element_bytes, memory_space, memref
 from fuser.dialects.sched.wgmma import (
     WGMMA_TYPES,
     NamedBarrierOp,
@@ -132,7 +132,7 @@ __all__ = [
     # dialect and op groups
     "Sched", "HOPPER_OPS", "CLUSTER_OPS",
     # types and memory spaces
-    "GLOBAL", "SHARED", "REGISTER", "memory_space", "memref", "TensorMapType", "IndexType",
+    "GLOBAL", "SHARED", "REGISTER", "element_bytes", "memory_space", "memref", "TensorMapType", "IndexType",
     # core
     "KernelOp", "ReturnOp", "WorkspaceOp", "LaunchOp", "ThreadIdxOp", "BlockIdxOp", "BlockDimOp", "GridDimOp",
     "PARALLEL_BINDINGS", "ForOp", "YieldOp", "AllocOp", "LoadOp", "StoreOp", "BarrierOp", "ShflXorOp",

@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
+    AnyFloat,
     ArrayAttr,
     BFloat16Type,
     Float16Type,
     Float32Type,
     IntAttr,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     NoneAttr,
     i64,
@@ -39,6 +41,15 @@ def memory_space(t: MemRefType) -> int:
     if isinstance(ms, IntegerAttr):
         return ms.value.data
     raise ValueError(f"unsupported memory space {ms} in {t}")
+
+
+def element_bytes(t: Attribute) -> int:
+    """Storage size of an element type in bytes (i1 takes a byte)."""
+    if isinstance(t, IntegerType):
+        return max(1, (t.width.data + 7) // 8)
+    if isinstance(t, AnyFloat):
+        return t.bitwidth // 8
+    raise ValueError(f"unsupported buffer element type {t}")
 
 
 def memref(shape: Sequence[int], elem: Attribute, space: int = GLOBAL) -> MemRefType:

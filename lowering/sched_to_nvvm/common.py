@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, llvm
-from xdsl.dialects.builtin import AnyFloat, IndexType, IntAttr, IntegerAttr, IntegerType, MemRefType
+from xdsl.dialects.builtin import IndexType, IntAttr, IntegerAttr, MemRefType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from fuser.dialects import sched
@@ -37,12 +37,11 @@ def where(op: Operation) -> str:
 
 
 def element_bytes(t: Attribute) -> int:
-    """Storage size of a memref element type in bytes."""
-    if isinstance(t, IntegerType):
-        return max(1, (t.width.data + 7) // 8)
-    if isinstance(t, AnyFloat):
-        return t.bitwidth // 8
-    raise SchedToNVVMError(f"unsupported buffer element type {t}")
+    """Storage size of a memref element type in bytes, an unsupported type being this pass's error."""
+    try:
+        return sched.element_bytes(t)
+    except ValueError as e:
+        raise SchedToNVVMError(str(e)) from None
 
 
 def const_index(v: SSAValue) -> int | None:
