@@ -28,10 +28,10 @@ class KernelEmitter:
         self.count = 0
 
     # A kernel over a fixed list of host buffers; `body(kb, args)` fills it.
-    def kernel(self, host_bufs: list[SSAValue], grid, block, body, schedule: str = "", smem: int = 0) -> None:
-        """`smem`: bytes of dynamic shared memory (buffers placed there with an `offset`)."""
+    def kernel(self, host_bufs: list[SSAValue], grid, block, body, schedule: str = "") -> None:
+        """The kernel's shared buffers get their offsets, and it its `smem`, from sched-alias-smem."""
         name = self.next_kernel_name()
-        k = sched.KernelOp(name, [b.type for b in host_bufs], list(grid), list(block), smem)
+        k = sched.KernelOp(name, [b.type for b in host_bufs], list(grid), list(block), 0)
         if schedule:  # the scheduler's decision, readable in the IR
             k.attributes["fuser.schedule"] = StringAttr(schedule)
         kb = KernelBuilder(k.body.block)

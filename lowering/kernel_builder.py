@@ -50,6 +50,12 @@ class KernelBuilder:
     def v(self, op: Operation) -> SSAValue:
         return self.emit(op).results[0]
 
+    def alloc(self, shape: list[int], elem: Attribute, name: str) -> SSAValue:
+        """A named shared buffer; sched-alias-smem gives it its offset."""
+        buf = self.v(sched.AllocOp(sched.memref(shape, elem, sched.SHARED)))
+        buf.name_hint = name
+        return buf
+
     # -------------------------------------------------------------- constants
     def c(self, n: int) -> SSAValue:
         key = ("index", n)

@@ -84,7 +84,7 @@ from fuser.lowering.common import ScheduleError, Task, leaves, shape_of
 from fuser.lowering.emitter import KernelEmitter
 from fuser.lowering.kernel_builder import KernelBuilder, emit_if, emit_if_else, f32
 from fuser.lowering.matmul_epilogue import Staging, emit_epilogue, out_elem_bytes, tma_store_blocker, wg_named_barrier
-from fuser.lowering.schedulers.matmul import BK, STAGING_TOTAL, MatmulParams, matmul_params
+from fuser.lowering.schedulers.matmul import BK, MatmulParams, matmul_params
 
 
 def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> None:
@@ -179,7 +179,8 @@ class MatmulKernel:
         self.m, self.n, self.k = m, n, k = mnk
         self.nsplit, self.kc = op.splits, op.chunk
         self.ta, self.tb = op.transpose_a is not None, op.transpose_b is not None
-        self.bm, self.bn, self.S = bm, bn, S = p.bm, p.bn, p.stages
+        bm, bn = p.bm, p.bn
+        self.bm, self.bn, self.S = bm, bn, p.stages
         self.nb = nb = len(mats)
         # Epilogue reads: leaves of the outputs other than the matmul results.
         results = [x.result for x in mats]
@@ -190,15 +191,9 @@ class MatmulKernel:
         reads -= set(results)
         self.reads = sorted(reads, key=lambda v: str(v.name_hint))
         self.cl = p.cluster > 1
-        # Shared memory: the A and B slots, the full/empty barriers, then the TMA-store staging.
+        # Shared memory (placed by sched-alias-smem): the A and B slots, the full and empty
+        # barriers, and with TMA stores the staging bytes.
         self.a_elems, self.b_elems = a_elems, b_elems = bm * BK, bn * BK
-        self.a_off = 0
-        self.b_off = S * a_elems * 2
-        self.bar_off = self.b_off + nb * S * b_elems * 2
-        self.smem = self.bar_off + 2 * S * 8
-        self.staging_off = -(-self.smem // 1024) * 1024  # the 128-byte swizzle wants 1024-byte alignment
-        if p.tma_store:
-            self.smem = self.staging_off + STAGING_TOTAL
         self.tiles_m, self.tiles_n = math.ceil(m / bm), math.ceil(n / bn)
         self.last_m0 = (self.tiles_m - 1) * bm if self.cl and self.tiles_m % 2 else None
         if self.cl:  # an even number of tile rows (the padding row's CTAs load real A rows, store nothing)
@@ -257,7 +252,7 @@ class MatmulKernel:
         """The kernel op, its attributes, and the kernel-side views of the host buffers."""
         em, p, op = self.em, self.p, self.op
         self.name = em.next_kernel_name()
-        kop = sched.KernelOp(self.name, [b.type for b in self.host_bufs], [p.grid, 1, 1], [p.threads, 1, 1], self.smem)
+        kop = sched.KernelOp(self.name, [b.type for b in self.host_bufs], [p.grid, 1, 1], [p.threads, 1, 1], 0)
         kop.attributes["fuser.matmul"] = StringAttr(
             f"tile={self.bm}x{self.bn} stages={self.S} persistent={int(p.persistent)} grid={p.grid} "
             f"tiles={self.n_tiles}"
@@ -283,24 +278,19 @@ class MatmulKernel:
                 operands=[part], result_types=[view_t],
                 properties={"reassociation": ArrayAttr([ArrayAttr([IntegerAttr(0, i64), IntegerAttr(1, i64)]),
                                                         ArrayAttr([IntegerAttr(2, i64)])])}))
-        self.staging = Staging(kb, self.staging_off, self.outputs, [karg(t) for t in self.tm_outs]) \
+        self.staging = Staging(kb, self.outputs, [karg(t) for t in self.tm_outs]) \
             if p.tma_store else None
 
     def alloc_shared(self) -> None:
-        """The shared-memory layout: `stages` slots of A and of each B, then the full and empty barriers."""
+        """The shared buffers: `stages` slots of A and of each B, the full and empty barriers
+        (sched-alias-smem gives them their offsets)."""
         kb, S = self.kb, self.S
         elem_t = F._elem(self.op.a)
-        self.sa = kb.v(sched.AllocOp(sched.memref([S, self.a_elems], elem_t, sched.SHARED)))
-        self.sa.owner.properties["offset"] = IntegerAttr(self.a_off, i64)
-        self.sbs = []
-        for j in range(self.nb):
-            sb = kb.v(sched.AllocOp(sched.memref([S, self.b_elems], elem_t, sched.SHARED)))
-            sb.owner.properties["offset"] = IntegerAttr(self.b_off + j * S * self.b_elems * 2, i64)
-            self.sbs.append(sb)
-        self.full = kb.v(sched.AllocOp(sched.memref([S], i64, sched.SHARED)))
-        self.full.owner.properties["offset"] = IntegerAttr(self.bar_off, i64)
-        self.empty = kb.v(sched.AllocOp(sched.memref([S], i64, sched.SHARED)))
-        self.empty.owner.properties["offset"] = IntegerAttr(self.bar_off + S * 8, i64)
+        self.sa = kb.alloc([S, self.a_elems], elem_t, "a_slots")
+        self.sbs = [kb.alloc([S, self.b_elems], elem_t, "b_slots" if self.nb == 1 else f"b{j}_slots")
+                    for j in range(self.nb)]
+        self.full = kb.alloc([S], i64, "full")
+        self.empty = kb.alloc([S], i64, "empty")
 
     def init_barriers(self) -> None:
         kb = self.kb

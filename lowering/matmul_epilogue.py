@@ -6,15 +6,15 @@ lowering/matmul.py describes both store paths.
 
 from __future__ import annotations
 
-from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr, i64
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import i8
 from xdsl.ir import SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
 from fuser.lowering.evaluator import Evaluator
 from fuser.lowering.kernel_builder import KernelBuilder, emit_if, emit_if_else
-from fuser.lowering.schedulers.matmul import STAGING_BYTES
+from fuser.lowering.schedulers.matmul import STAGING_BYTES, STAGING_TOTAL
 
 
 def wg_named_barrier(kb: KernelBuilder, is_wg0: SSAValue, action: str, ids: tuple[int, int], count: int) -> None:
@@ -47,15 +47,16 @@ class Staging:
     to the other buffer while the first is read out. There is one view of the buffers per
     output element type (they share the offset)."""
 
-    def __init__(self, kb: KernelBuilder, offset: int, outputs, maps):
+    def __init__(self, kb: KernelBuilder, outputs, maps):
         self.maps = dict(zip(outputs, maps))
+        # one byte buffer (sched-alias-smem places it), seen through a view per element type
+        self.bytes = kb.alloc([STAGING_TOTAL], i8, "staging")
         self.bufs = {}
         for o in outputs:
             t = F._elem(o)
             if t not in self.bufs:
-                buf = kb.v(sched.AllocOp(sched.memref([2, 2, STAGING_BYTES // out_elem_bytes(o)], t, sched.SHARED)))
-                buf.owner.properties["offset"] = IntegerAttr(offset, i64)
-                self.bufs[t] = buf
+                view_t = sched.memref([2, 2, STAGING_BYTES // out_elem_bytes(o)], t, sched.SHARED)
+                self.bufs[t] = kb.v(memref.ViewOp(self.bytes, kb.c(0), [], view_t))
 
     @staticmethod
     def barrier(b: KernelBuilder, wg: SSAValue) -> None:

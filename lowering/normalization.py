@@ -20,13 +20,13 @@ from __future__ import annotations
 import math
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr, i64
+
 from xdsl.ir import SSAValue
 
 from fuser.dialects import sched
 from fuser.dialects import fusion as F
 from fuser.lowering.combiners import Joint, finalize, is_welford, select_state, state_for
-from fuser.lowering.common import Task, elem_bytes, leaves, reaches
+from fuser.lowering.common import Task, leaves, reaches
 from fuser.lowering.emitter import KernelEmitter
 from fuser.lowering.evaluator import Evaluator
 from fuser.lowering.kernel_builder import KernelBuilder, emit_if
@@ -88,11 +88,9 @@ def emit_persistent(em: KernelEmitter, task: Task, materialized: set, args: set)
         else:
             # Copy the rows into shared memory once; every stage and the outputs read them there
             # with a fresh Evaluator, so nothing stays live in registers between stages.
-            copies, offset = {}, 0
+            copies = {}
             for v in g.cached:
-                buf = kb.v(sched.AllocOp(sched.memref([p.by, cols], F._elem(v), sched.SHARED)))
-                buf.owner.properties["offset"] = IntegerAttr(offset, i64)
-                offset += p.by * cols * elem_bytes(F._elem(v))
+                buf = kb.alloc([p.by, cols], F._elem(v), f"row_{v.name_hint}" if v.name_hint else "row")
                 copies[v] = buf
                 for s in range(p.slots):
                     col = kb.linearize(idx[s][g.k:], col_shape)
@@ -133,4 +131,4 @@ def emit_persistent(em: KernelEmitter, task: Task, materialized: set, args: set)
                 cond = ok_row if valid[s] is None else kb.andi(ok_row, valid[s])
                 emit_if(kb, cond, lambda b, xs=xs, s=s: b.store(xs, amap[o], idx[s]))
 
-    em.kernel(host_bufs, (math.ceil(rows / p.by), 1, 1), (p.bx, p.by, 1), body, schedule=p.describe(), smem=p.smem)
+    em.kernel(host_bufs, (math.ceil(rows / p.by), 1, 1), (p.bx, p.by, 1), body, schedule=p.describe())

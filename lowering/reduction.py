@@ -287,7 +287,7 @@ def _col_reduce_kernel(em: KernelEmitter, host_bufs, values, rows, col_vecs, lan
                     store(b, amap, col, s)
 
         if by > 1:
-            smem = kb.v(sched.AllocOp(sched.memref([by, bx * lanes * w], f32, sched.SHARED)))
+            smem = kb.alloc([by, bx * lanes * w], f32, "column_partials")
             for l, s in enumerate(states):
                 for c, x in enumerate(s):
                     kb.store([x], smem, [ty, kb.add(kb.mul(tx, lanes * w), l * w + c)])
@@ -339,7 +339,7 @@ def block_reduce(kb: KernelBuilder, st, state: list[SSAValue], tx: SSAValue, ty:
     if nwarps <= 1:
         return state
     w = len(state)
-    smem = kb.v(sched.AllocOp(sched.memref([by * nwarps * w], f32, sched.SHARED)))
+    smem = kb.alloc([by * nwarps * w], f32, "warp_partials")
     lane, warp = kb.rem(tx, 32), kb.div(tx, 32)
     slot = kb.mul(kb.add(kb.mul(ty, nwarps), warp), w)
     emit_if(kb, kb.eq(lane, 0), lambda b: [b.store([x], smem, [b.add(slot, c)]) for c, x in enumerate(state)])

@@ -200,6 +200,7 @@ def alias_kernel(kernel: sched.KernelOp, budget: int) -> None:
         return
     bufs: dict[sched.AllocOp, Buffer] = {}
     used: set[sched.AllocOp] = set()
+    seen_names: dict[str, int] = {}
     for i, a in enumerate(allocs):
         req = a.attributes.get("fuser.smem")
         req = req.data if isinstance(req, StringAttr) else "reuse"
@@ -209,7 +210,7 @@ def alias_kernel(kernel: sched.KernelOp, budget: int) -> None:
         start, end, uses = _interval(a, order)
         if uses:
             used.add(a)
-        name = f"%{a.result.name_hint}" if a.result.name_hint else f"alloc #{i}"
+        name = _display_name(a.result, i, seen_names)
         bufs[a] = Buffer(name, _size(a.result.type), _alignment(a, uses), start, end, req == "no_reuse",
                          a.offset.value.data if a.offset is not None else None, str(a.result.type))
     peak = place(list(bufs.values()))
@@ -229,6 +230,15 @@ def alias_kernel(kernel: sched.KernelOp, budget: int) -> None:
     kernel.properties["smem"] = IntegerAttr(max(kernel.smem.value.data, peak), i64)
     note = f"peak {peak} bytes, {total} without reuse"
     kernel.attributes["fuser.smem"] = StringAttr(note + ("; " + "; ".join(reuses) if reuses else ""))
+
+
+def _display_name(v: SSAValue, i: int, seen: dict[str, int]) -> str:
+    """The buffer's name as the printer shows it (a repeated hint gets `_1`, `_2`, ...)."""
+    if not v.name_hint:
+        return f"alloc #{i}"
+    n = seen.get(v.name_hint, 0)
+    seen[v.name_hint] = n + 1
+    return f"%{v.name_hint}" + (f"_{n}" if n else "")
 
 
 def _insert_barrier(order: _Order, old_end: int, first: Operation) -> None:

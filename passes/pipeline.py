@@ -18,8 +18,8 @@ from fuser.passes.registry import available_passes
 
 NAMED_PIPELINES: dict[str, str] = {
     # fusion IR -> sched IR -> nvvm/llvm IR; -t llvm / -t ptx continue from there.
-    "default": "canonicalize,fusion-translate-welford,fusion-split-k,convert-fusion-to-sched,sched-verify-buffers,sched-flush-wgmma,cse,convert-sched-to-nvvm,cse",
-    "to-sched": "canonicalize,fusion-translate-welford,fusion-split-k,convert-fusion-to-sched,sched-verify-buffers,sched-flush-wgmma,cse",
+    "default": "canonicalize,fusion-translate-welford,fusion-split-k,convert-fusion-to-sched,sched-verify-buffers,sched-flush-wgmma,sched-alias-smem,cse,convert-sched-to-nvvm,cse",
+    "to-sched": "canonicalize,fusion-translate-welford,fusion-split-k,convert-fusion-to-sched,sched-verify-buffers,sched-flush-wgmma,sched-alias-smem,cse",
 }
 
 

@@ -41,6 +41,7 @@ class KernelContext:
         self.buffers: dict[SSAValue, Buffer] = {}
         self.tensor_maps: dict[SSAValue, SSAValue] = {}
         self.globals: list[llvm.GlobalOp] = []
+        self.static_smem = 0  # bytes of the shared buffers lowered to globals
         self.dead_ops: list[Operation] = []  # sched.alloc / memref.collapse_shape, erased after the walk
         self.loops: set[Operation] = set()  # the scf.for ops made from sched.for, whose sched.yield is pending
         self.error: SchedToNVVMError | None = None  # the first failure; the patterns stop there

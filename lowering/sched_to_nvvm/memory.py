@@ -7,6 +7,8 @@
   indexed by constants, and NVPTX's own lowering moves what is left to .local;
 - `memref.collapse_shape` of a buffer (the split-K matmul stores its [S, M, N] partials as [S*M, N]
   rows) is the same pointer with the collapsed row-major type: nothing is emitted;
+- `memref.view` of a byte buffer (the matmul epilogue's staging bytes, seen as each output's
+  element type) is the buffer's pointer moved by a constant byte shift;
 - `sched.load` / `sched.store` become `llvm.getelementptr` on the buffer's pointer with the row-major
   (or static strided) linear offset, then `llvm.load` / `llvm.store`.
 
@@ -23,12 +25,14 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 
 from fuser.dialects import sched
 
-from .common import Buffer, element_bytes, low_bit, ptr_type, row_major
+from .common import Buffer, SchedToNVVMError, const_index, element_bytes, low_bit, ptr_type, row_major, where
 from .context import KernelContext, KernelPattern
+
+STATIC_SMEM_LIMIT = 48 * 1024  # static shared memory a block may declare
 
 _BUFFER_USERS = (sched.LoadOp, sched.StoreOp, sched.MBarrierInitOp, sched.MBarrierArriveOp,
                  sched.MBarrierArriveExpectTxOp, sched.MBarrierWaitOp, sched.TmaLoadOp, sched.TmaStoreOp,
-                 sched.WgmmaDescOp, sched.MBarrierArriveClusterOp)
+                 sched.WgmmaDescOp, sched.MBarrierArriveClusterOp, memref.ViewOp)
 
 
 def _access_bytes(buf: SSAValue) -> list[int]:
@@ -63,6 +67,12 @@ class LowerAlloc(KernelPattern):
                 llvm.GEPOp(base, [byte_off], IntegerType(8), result_type=ptr_type(3))).results[0]
             k.buffers[op.result] = Buffer(ptr, t, align_cap=min(16, low_bit(byte_off)))
         elif space == sched.SHARED:
+            k.static_smem += count * element_bytes(elem)
+            if k.static_smem > STATIC_SMEM_LIMIT:
+                raise SchedToNVVMError(
+                    f"'sched.alloc'{where(op)} in kernel @{k.name}: the shared buffers without an offset take "
+                    f"{k.static_smem} bytes, over the {STATIC_SMEM_LIMIT}-byte limit of static shared memory; "
+                    "run sched-alias-smem before convert-sched-to-nvvm to place them in dynamic shared memory")
             sym = f"__smem_{k.name}_{len(k.globals)}"
             k.globals.append(llvm.GlobalOp(llvm.LLVMArrayType(count, elem), sym, "internal", addr_space=3,
                                            alignment=max(16, access_align)))
@@ -96,6 +106,26 @@ class LowerCollapseShape(KernelPattern):
         self.k.dead_ops.append(op)
 
 
+class LowerView(KernelPattern):
+    """A typed row-major view of a byte buffer at a constant byte shift."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.ViewOp, rewriter: PatternRewriter) -> None:
+        k = self.k
+        src = k.buffers.get(op.source)
+        t = op.result.type
+        if src is None:
+            raise k.fail(op, "cannot lower (source not a sched.alloc)")
+        shift = const_index(op.byte_shift)
+        if shift is None or op.sizes or not isinstance(t, MemRefType) or t.get_strides() != row_major(t):
+            raise k.fail(op, "cannot lower (only static row-major views at a constant byte shift)")
+        ptr = src.ptr if shift == 0 else k.at_entry(
+            llvm.GEPOp(src.ptr, [shift], IntegerType(8), result_type=src.ptr.type)).results[0]
+        cap = src.align_cap if shift == 0 else min(src.align_cap or 16, low_bit(shift))
+        k.buffers[op.result] = Buffer(ptr, t, cap)
+        k.dead_ops.append(op)
+
+
 class LowerAccess(KernelPattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.LoadOp | sched.StoreOp, rewriter: PatternRewriter) -> None:
@@ -112,4 +142,4 @@ class LowerAccess(KernelPattern):
 
 
 def memory_patterns(k: KernelContext) -> list[RewritePattern]:
-    return [LowerAlloc(k), LowerCollapseShape(k), LowerAccess(k)]
+    return [LowerAlloc(k), LowerCollapseShape(k), LowerView(k), LowerAccess(k)]

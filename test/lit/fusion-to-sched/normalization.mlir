@@ -1,4 +1,4 @@
-// RUN: fuser-opt %s --split-input-file -p convert-fusion-to-sched | filecheck %s
+// RUN: fuser-opt %s --split-input-file -p convert-fusion-to-sched,sched-alias-smem | filecheck %s
 // RUN: fuser-opt %s --split-input-file -p 'convert-fusion-to-sched{persistent=false}' | filecheck %s --check-prefix=SPLIT
 
 // The normalization scheduler keeps a row in registers between a reduction and the outputs
@@ -93,7 +93,7 @@ func.func @softmax(%x: tensor<1000x4096xf32>) -> tensor<1000x4096xf32> {
 // dynamic shared memory once (16-byte vectors), then the statistics and the normalized output
 // read it there. Still one read of x from global memory and one write of y.
 // CHECK-LABEL: sched.kernel @smem_rows_k0
-// CHECK-SAME:    grid [8, 1, 1] block [1024, 1, 1] smem 131072
+// CHECK-SAME:    grid [8, 1, 1] block [1024, 1, 1] smem 131456
 // CHECK-SAME:    fuser.schedule = "persistent: 1 row(s)/block, 1024 threads/row, 8 x 8-element vectors/thread in 131072 bytes of shared memory"
 // CHECK:         %[[ROW:.*]] = sched.alloc offset 0 : i64 : memref<1x65536xbf16, 3 : i64>
 // CHECK-COUNT-8: sched.store %{{.*}}, %[[ROW]][%{{.*}}, %{{.*}}] : vector<8xbf16>, memref<1x65536xbf16, 3 : i64>

@@ -25,10 +25,10 @@
 // CL:        sched.tma.load {{.*}} multicast 3 : !sched.tensor_map<memref<520x904xbf16>, box [64, 64]
 // CL-NOT:    sched.tma.load
 // CL:      sched.setmaxnreg inc 232
-// CL:          sched.mbarrier.arrive %[[E:[0-9]+]][%[[I:[0-9]+]]]
+// CL:          sched.mbarrier.arrive %[[E:[a-z0-9_]+]][%[[I:[0-9]+]]]
 // CL-NEXT:     sched.mbarrier.arrive_cluster %[[E]][%[[I]]], cta
 // CL:        sched.wgmma.wait_group 0
-// CL:        sched.mbarrier.arrive %[[E2:[0-9]+]][%[[I2:[0-9]+]]]
+// CL:        sched.mbarrier.arrive %[[E2:[a-z0-9_]+]][%[[I2:[0-9]+]]]
 // CL-NEXT:   sched.mbarrier.arrive_cluster %[[E2]][%[[I2]]], cta
 // CL:      sched.cluster.barrier
 // CL-NEXT: sched.return

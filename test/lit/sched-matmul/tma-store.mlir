@@ -1,19 +1,23 @@
-// RUN: fuser-opt %s -p 'convert-fusion-to-sched{sms=4},sched-flush-wgmma' | filecheck %s
+// RUN: fuser-opt %s -p 'convert-fusion-to-sched{sms=4},sched-flush-wgmma,sched-alias-smem' | filecheck %s
 // RUN: fuser-opt %s -p 'convert-fusion-to-sched{sms=4 matmul_store=direct},sched-flush-wgmma' | filecheck %s --check-prefix=DIRECT
 // RUN: not fuser-opt %s -p 'convert-fusion-to-sched{sms=4 matmul_store=tma}' 2>&1 | filecheck %s --check-prefix=FORCED
 // RUN: not fuser-opt %s -p 'convert-fusion-to-sched{sms=4 matmul_store=smem}' 2>&1 | filecheck %s --check-prefix=BAD
 
 // The TMA-store epilogue: each consumer warpgroup writes a 64-row x 128-byte chunk of an output
-// into one of its two swizzled staging buffers (after the pipeline's slots and barriers, 1024-byte
-// aligned), fences the async proxy, syncs its 128 threads on its named barrier (3 or 4), and one
+// into one of its two swizzled staging buffers (bytes of their own, placed by sched-alias-smem
+// after the B and A slots, 1024-byte aligned; seen as bf16 through a view), fences the async proxy, syncs its 128 threads on its named barrier (3 or 4), and one
 // thread stores the chunk with TMA, then waits until the previous chunk's buffer has been read.
 
 // CHECK-LABEL: sched.kernel @mm_k0
 // the output's tensor map: 64 rows x 64 bf16 (128 bytes) boxes
 // CHECK-SAME:  !sched.tensor_map<memref<696x904xbf16>, box [64, 64], swizzle 128>
-// CHECK-SAME:  smem 230400
+// CHECK-SAME:  smem 229440
 // CHECK-SAME:  fuser.matmul = "tile=128x256 stages=4 persistent=1 grid=4 tiles=24 store=tma"
-// CHECK:       %[[STAGE:.*]] = sched.alloc offset 197632 : i64 : memref<2x2x4096xbf16, 3 : i64>
+// CHECK-SAME:  fuser.smem = "peak 229440 bytes, 229440 without reuse"
+// CHECK:       %[[BYTES:.*]] = sched.alloc offset 196608 : i64 : memref<32768xi8, 3 : i64>
+// CHECK:       %[[STAGE:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<32768xi8, 3 : i64> to memref<2x2x4096xbf16, 3 : i64>
+// CHECK:       sched.alloc offset 131072 : i64 : memref<4x8192xbf16, 3 : i64>
+// CHECK:       sched.alloc offset 0 : i64 : memref<4x16384xbf16, 3 : i64>
 // CHECK:       sched.wgmma.wait_group 0
 // CHECK:       sched.store %{{.*}}, %[[STAGE]][%{{.*}}, %{{.*}}, %{{.*}}] : vector<2xbf16>
 // CHECK:       sched.fence.proxy_async
@@ -48,8 +52,9 @@ func.func @mm(%a: tensor<696x520xbf16>, %b: tensor<520x904xbf16>) -> tensor<696x
 // CHECK-SAME:  !sched.tensor_map<memref<256x512xf32>, box [64, 32], swizzle 128>
 // CHECK-SAME:  !sched.tensor_map<memref<256x512xbf16>, box [64, 64], swizzle 128>
 // CHECK-SAME:  store=tma
-// CHECK-DAG:   sched.alloc offset [[OFF:[0-9]+]] : i64 : memref<2x2x2048xf32, 3 : i64>
-// CHECK-DAG:   sched.alloc offset [[OFF]] : i64 : memref<2x2x4096xbf16, 3 : i64>
+// CHECK:       %[[BYTES:.*]] = sched.alloc offset {{[0-9]+}} : i64 : memref<32768xi8, 3 : i64>
+// CHECK:       memref.view %[[BYTES]][%{{.*}}][] : memref<32768xi8, 3 : i64> to memref<2x2x2048xf32, 3 : i64>
+// CHECK:       memref.view %[[BYTES]][%{{.*}}][] : memref<32768xi8, 3 : i64> to memref<2x2x4096xbf16, 3 : i64>
 // CHECK:       sched.tma.store {{.*}} : memref<2x2x2048xf32, 3 : i64>, !sched.tensor_map<memref<256x512xf32>
 // CHECK:       sched.tma.store {{.*}} : memref<2x2x4096xbf16, 3 : i64>, !sched.tensor_map<memref<256x512xbf16>
 func.func @two(%a: tensor<256x64xbf16>, %b: tensor<64x512xbf16>) -> (tensor<256x512xf32>, tensor<256x512xbf16>) {

@@ -53,3 +53,19 @@ sched.kernel @unflushed(%out : memref<4xf32>) grid [1, 1, 1] block [128, 1, 1] s
   sched.return
 }
 // CHECK: error: pass 'convert-sched-to-nvvm' failed: 'sched.kernel' @unflushed: 'vector.extract' at {{.*}}errors.mlir:51:3 reads a 'sched.wgmma.mma_async' result before any 'sched.wgmma.wait_group 0'; run sched-flush-wgmma before convert-sched-to-nvvm
+
+// -----
+
+// Shared buffers without offsets become static globals; past 48 KiB the kernel cannot declare
+// them, and the error says which pass places them in dynamic shared memory instead.
+sched.kernel @unplaced(%out : memref<4xf32>) grid [1, 1, 1] block [128, 1, 1] smem 0 {
+  %c0 = arith.constant 0 : index
+  %a = sched.alloc : memref<8192xf32, 3>
+  %b = sched.alloc : memref<8192xf32, 3>
+  %x = sched.load %a[%c0] : memref<8192xf32, 3> -> f32
+  %y = sched.load %b[%c0] : memref<8192xf32, 3> -> f32
+  %s = arith.addf %x, %y : f32
+  sched.store %s, %out[%c0] : f32, memref<4xf32>
+  sched.return
+}
+// CHECK: error: pass 'convert-sched-to-nvvm' failed: 'sched.alloc' at {{.*}}errors.mlir:[[# @LINE - 7]]:3 in kernel @unplaced: the shared buffers without an offset take 65536 bytes, over the 49152-byte limit of static shared memory; run sched-alias-smem before convert-sched-to-nvvm to place them in dynamic shared memory
