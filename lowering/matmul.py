@@ -119,7 +119,7 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     try:
         p = matmul_params(m, n, min(k, kc or k), 2, opts.sms, len(mats), tile, opts.stages,
                           opts.matmul_persistent, opts.matmul_pingpong, opts.matmul_cluster, opts.matmul_store,
-                          blocker, nsplit)
+                          blocker, nsplit, opts.matmul_smem_reuse)
     except ValueError as err:
         raise ScheduleError(f"'fusion.matmul' {m}x{n}x{k}: {err}", op) from None
     MatmulKernel(em, mats, outputs, p, (m, n, k), et, materialized, args).emit()
@@ -258,7 +258,9 @@ class MatmulKernel:
             f"tiles={self.n_tiles}"
             + (f" split={self.nsplit} k_chunk={self.kc}" if self.nsplit > 1 else "")
             + (" pingpong=1" if p.pingpong else "")
-            + (f" cluster={p.cluster}" if self.cl else "") + (" store=tma" if p.tma_store else " store=direct"))
+            + (f" cluster={p.cluster}" if self.cl else "") + (" store=tma" if p.tma_store else " store=direct")
+            + (" smem_reuse=1" if p.smem_reuse else ""))
+        kop.attributes["fuser.matmul_epilogue"] = StringAttr(p.plan)
         kop.attributes["nvvm.minctasm"] = IntegerAttr(1, i64)
         if self.cl:
             kop.properties["cluster"] = DenseArrayBase.from_list(i64, [p.cluster, 1, 1])
@@ -436,6 +438,11 @@ class MatmulKernel:
         m = self.m
         accs = _for(tk, tk.c(0), ks.bound(tk), regs.inits,
                     lambda lb, kt, accs: self.mma_slice(lb, regs, base, kt, accs))
+        if self.p.smem_reuse:
+            # One tile per CTA: the consumers have waited for every slot the producer filled,
+            # and once their last wgmmas complete, nothing reads the slots again; the staging
+            # may take their bytes (sched-alias-smem adds the consumers' barrier).
+            tk.emit(sched.ReleaseOp([self.sa, *self.sbs], 128 * self.p.consumers))
         if after_mainloop is not None:
             after_mainloop(tk)
         # The accumulators are still in flight here: sched-flush-wgmma puts the one

@@ -75,6 +75,7 @@ from fuser.dialects.sched.cluster import (
 from fuser.dialects.sched.core import (
     PARALLEL_BINDINGS,
     AllocOp,
+    ReleaseOp,
     BarrierOp,
     BlockDimOp,
     BlockIdxOp,
@@ -124,7 +125,7 @@ HOPPER_OPS = [TensorMapOp, MBarrierInitOp, MBarrierArriveOp, MBarrierArriveExpec
 Sched = Dialect(
     "sched",
     [KernelOp, ReturnOp, WorkspaceOp, LaunchOp, ThreadIdxOp, BlockIdxOp, BlockDimOp, GridDimOp, ForOp, YieldOp,
-     AllocOp, LoadOp, StoreOp, BarrierOp, ShflXorOp, *HOPPER_OPS, *CLUSTER_OPS],
+     AllocOp, LoadOp, StoreOp, BarrierOp, ReleaseOp, ShflXorOp, *HOPPER_OPS, *CLUSTER_OPS],
     [TensorMapType],
 )
 
@@ -135,7 +136,7 @@ __all__ = [
     "GLOBAL", "SHARED", "REGISTER", "element_bytes", "memory_space", "memref", "TensorMapType", "IndexType",
     # core
     "KernelOp", "ReturnOp", "WorkspaceOp", "LaunchOp", "ThreadIdxOp", "BlockIdxOp", "BlockDimOp", "GridDimOp",
-    "PARALLEL_BINDINGS", "ForOp", "YieldOp", "AllocOp", "LoadOp", "StoreOp", "BarrierOp", "ShflXorOp",
+    "PARALLEL_BINDINGS", "ForOp", "YieldOp", "AllocOp", "LoadOp", "StoreOp", "BarrierOp", "ReleaseOp", "ShflXorOp",
     # mbarrier
     "MBarrierInitOp", "MBarrierArriveOp", "MBarrierArriveExpectTxOp", "MBarrierWaitOp",
     # TMA

@@ -427,6 +427,58 @@ class BarrierOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ReleaseOp(IRDLOperation):
+    """`sched.release %a, %b threads 256 : memref<...>, memref<...>`: the scheduler's promise to
+    sched-alias-smem that these shared buffers are dead from here on. Every thread that touched
+    them reaches this op (`threads` of them, a multiple of 32) after its last access, and the
+    asynchronous copies into them have completed, as those threads observed (an mbarrier wait);
+    pending wgmma reads of them count until their `wait_group 0`. The pass may then give their
+    bytes to buffers used after this op in its block, behind a barrier of those threads. It
+    emits nothing itself.
+    """
+
+    name = "sched.release"
+    buffers = var_operand_def(MemRefType)
+    threads = prop_def(IntegerAttr)
+
+    def __init__(self, buffers: Sequence[SSAValue], threads: int):
+        super().__init__(operands=[list(buffers)], properties={"threads": IntegerAttr(threads, i64)})
+
+    def verify_(self) -> None:
+        n = self.threads.value.data
+        if n <= 0 or n % 32 or n > 1024:
+            raise VerifyException(f"'sched.release' op thread count {n} must be a positive multiple of 32 up to 1024")
+        if not self.buffers:
+            raise VerifyException("'sched.release' op needs at least one buffer")
+        for i, b in enumerate(self.buffers):
+            if memory_space(b.type) != SHARED:
+                raise VerifyException(f"'sched.release' op operand #{i} must be a shared buffer (memory space 3), "
+                                      f"got {b.type}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.buffers, printer.print_operand)
+        printer.print_string(f" threads {self.threads.value.data}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_list((b.type for b in self.buffers), printer.print_attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ReleaseOp:
+        names = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
+        parser.parse_keyword("threads")
+        threads = parser.parse_integer()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        if len(types) != len(names):
+            parser.raise_error(f"'sched.release' has {len(names)} buffers but {len(types)} types")
+        op = cls([parser.resolve_operand(n, t) for n, t in zip(names, types)], threads)
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
 class ShflXorOp(IRDLOperation):
     """Butterfly exchange within a warp: each lane gets `value` from lane (lane ^ offset).
 

@@ -32,7 +32,7 @@ STATIC_SMEM_LIMIT = 48 * 1024  # static shared memory a block may declare
 
 _BUFFER_USERS = (sched.LoadOp, sched.StoreOp, sched.MBarrierInitOp, sched.MBarrierArriveOp,
                  sched.MBarrierArriveExpectTxOp, sched.MBarrierWaitOp, sched.TmaLoadOp, sched.TmaStoreOp,
-                 sched.WgmmaDescOp, sched.MBarrierArriveClusterOp, memref.ViewOp)
+                 sched.WgmmaDescOp, sched.MBarrierArriveClusterOp, memref.ViewOp, sched.ReleaseOp)
 
 
 def _access_bytes(buf: SSAValue) -> list[int]:
@@ -126,6 +126,15 @@ class LowerView(KernelPattern):
         k.dead_ops.append(op)
 
 
+class LowerRelease(RewritePattern):
+    """A release is sched-alias-smem's information (the pass erases the ones it reads); without
+    the pass the buffers have bytes of their own and it means nothing."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.ReleaseOp, rewriter: PatternRewriter) -> None:
+        rewriter.erase_op(op)
+
+
 class LowerAccess(KernelPattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.LoadOp | sched.StoreOp, rewriter: PatternRewriter) -> None:
@@ -142,4 +151,4 @@ class LowerAccess(KernelPattern):
 
 
 def memory_patterns(k: KernelContext) -> list[RewritePattern]:
-    return [LowerAlloc(k), LowerCollapseShape(k), LowerView(k), LowerAccess(k)]
+    return [LowerAlloc(k), LowerCollapseShape(k), LowerView(k), LowerRelease(), LowerAccess(k)]

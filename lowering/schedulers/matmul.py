@@ -34,6 +34,8 @@ class MatmulParams:
     pingpong: bool = False  # each consumer warpgroup owns whole tiles, alternating (see module doc)
     cluster: int = 1  # CTAs per cluster along M (2: the pair shares and multicasts the B tile)
     tma_store: bool = False  # epilogue staged in shared memory and written by TMA stores (see module doc)
+    smem_reuse: bool = False  # the staging takes the operand slots' bytes after the main loop (`epilogue_plan`)
+    plan: str = ""  # the epilogue plans compared, and the one taken
 
     @property
     def threads(self) -> int:
@@ -62,7 +64,7 @@ def store_choice(store: str, blocker: str = "") -> bool:
 def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n_b: int = 1,
                   tile: tuple[int, int] | None = None, stages: int = 0, persistent: int = -1,
                   pingpong: int = -1, cluster: int = 0, store: str = "auto", store_blocker: str = "",
-                  splits: int = 1) -> MatmulParams:
+                  splits: int = 1, reuse: int = -1) -> MatmulParams:
     """Tile and pipeline depth for an MxNxK matmul (`n_b` B operands share the A tile).
 
     Larger tiles halve the operand traffic per FLOP (128x256 moves 3/4 of 128x128's bytes per
@@ -88,14 +90,18 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
     `splits` > 1 (a split-K matmul, `k` being one split's K): the grid covers tiles x splits work
     items, and the tile is chosen by the same rule with work items in place of tiles (so the
     splits that fill the machine let the wide tiles run).
+
+    `reuse` (-1 = heuristic, 0 = off, 1 = on): whether the TMA-store staging takes the operand
+    slots' bytes once the main loop is done (see `epilogue_plan`).
     """
     tma = store_choice(store, store_blocker)
-    reserve = STAGING_TOTAL if tma else 0
+    if reuse not in (-1, 0, 1):
+        raise ValueError(f"matmul_smem_reuse={reuse}: must be -1 (heuristic), 0 (off) or 1 (on)")
     pp = _pingpong_heuristic(m, n, k, n_b, sms, tile) if pingpong < 0 else bool(pingpong)
     if pp:
         if cluster == 2:
             raise ValueError("ping-pong consumers and 2-CTA clusters are not combined; force one of them")
-        return _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages, reserve, splits)
+        return _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages, tma, splits, reuse)
     if tile is None:
         if n_b > 1:
             tile = (128, 128)
@@ -115,14 +121,50 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
         raise ValueError(f"tile {bm}x{bn} is not one of {', '.join(f'{a}x{b}' for a, b in TILES)}")
     if n_b > 1 and (bm, bn) != (128, 128):
         raise ValueError(f"a horizontally fused matmul needs the 128x128 tile, not {bm}x{bn}")
-    stages = _stage_count(bm, bn, n_b, elem_bytes, k, stages, reserve)
     n_items = math.ceil(m / bm) * math.ceil(n / bn) * splits
     persist = n_items > sms if persistent < 0 else bool(persistent)
     grid = min(sms, n_items) if persist else n_items
+    stages, shared, plan = epilogue_plan(bm, bn, n_b, elem_bytes, k, stages, tma, persist, reuse)
     cl = cluster_choice(m, n, k, bm, bn, cluster)
     if cl > 1:
-        return replace(_cluster_params(m, n, bm, bn, stages, persist, sms, cl, splits), tma_store=tma)
-    return MatmulParams(bm, bn, stages, persistent=persist, grid=grid, tma_store=tma)
+        return replace(_cluster_params(m, n, bm, bn, stages, persist, sms, cl, splits), tma_store=tma,
+                       smem_reuse=shared, plan=plan)
+    return MatmulParams(bm, bn, stages, persistent=persist, grid=grid, tma_store=tma, smem_reuse=shared, plan=plan)
+
+
+def epilogue_plan(bm: int, bn: int, n_b: int, elem_bytes: int, k: int, stages: int, tma: bool, persistent: bool,
+                  reuse: int) -> tuple[int, bool, str]:
+    """(stages, reuse, plan note) of the epilogue's shared memory. Three plans: stores straight
+    from the registers (no shared memory); TMA stores from `STAGING_TOTAL` bytes of staging of
+    their own; or staging in the operand slots' bytes, free once the last wgmma of the tile has
+    completed (sched-alias-smem places it there, behind a barrier of the consumer warpgroups).
+    Every plan runs one CTA per SM (384 threads at 40 + 2 x 232 registers take the register
+    file), so shared memory buys pipeline depth only: the staging reuses the slots when that
+    gives more (useful) stages than staging of its own, since the reuse costs a barrier. A
+    persistent kernel cannot: its producer loads the next tile's slices into the slots while
+    the consumers run the epilogue. The store choice (`tma`) is `store_choice`'s."""
+    per = stage_bytes(bm, bn, n_b, elem_bytes)
+    slices = max(2, math.ceil(k / BK))
+
+    def depth(reserve: int) -> int:
+        return max(2, min((SMEM_BUDGET - 1024 - reserve) // per, 8, slices))
+    direct, own = depth(0), depth(STAGING_TOTAL)
+    blocker = ("it needs the TMA-store epilogue" if not tma else
+               "persistent: the producer loads the next tile into the slots during the epilogue" if persistent else "")
+    if reuse == 1 and blocker:
+        raise ValueError(f"matmul_smem_reuse=1: {blocker}")
+    if stages > 0:  # forced: reuse when only the reuse makes room for them
+        shared = tma and not blocker and reuse != 0 and (reuse == 1 or stages > own)
+    else:
+        shared = tma and not blocker and reuse != 0 and (reuse == 1 or direct > own)
+    if stages <= 0:
+        stages = direct if shared or not tma else own
+    _stage_count(bm, bn, n_b, elem_bytes, k, stages, STAGING_TOTAL if tma and not shared else 0)  # fits
+    taken = "staged+reuse" if shared else "staged" if tma else "direct"
+    why = "" if not tma else blocker or {1: "forced", 0: "off"}.get(reuse, "")
+    plan = (f"direct {direct} stages, staged {own}, staged+reuse {'-' if persistent else direct}: {taken}"
+            + (f" ({why})" if why else ""))
+    return stages, shared, plan
 
 
 def _stage_count(bm: int, bn: int, n_b: int, elem_bytes: int, k: int, stages: int, reserve: int = 0) -> int:
@@ -144,7 +186,7 @@ def _pingpong_heuristic(m: int, n: int, k: int, n_b: int, sms: int, tile) -> boo
     return False
 
 
-def _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages, reserve, splits=1) -> MatmulParams:
+def _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages, tma, splits=1, reuse=-1) -> MatmulParams:
     if tile is None:
         tile = (64, 128) if n_b > 1 else (128, 128)
     bm, bn = tile
@@ -152,9 +194,10 @@ def _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages, reserve, split
         raise ValueError(f"ping-pong tile {bm}x{bn} is not one of {', '.join(f'{a}x{b}' for a, b in PINGPONG_TILES)}")
     if n_b > 1 and (bm, bn) != (64, 128):
         raise ValueError(f"a horizontally fused ping-pong matmul needs the 64x128 tile, not {bm}x{bn}")
-    stages = _stage_count(bm, bn, n_b, elem_bytes, k, stages, reserve)
+    stages, _, plan = epilogue_plan(bm, bn, n_b, elem_bytes, k, stages, tma, True, reuse)
     n_items = math.ceil(m / bm) * math.ceil(n / bn) * splits
-    return MatmulParams(bm, bn, stages, persistent=True, grid=min(sms, n_items), pingpong=True, tma_store=reserve > 0)
+    return MatmulParams(bm, bn, stages, persistent=True, grid=min(sms, n_items), pingpong=True, tma_store=tma,
+                        plan=plan)
 
 
 def cluster_choice(m: int, n: int, k: int, bm: int, bn: int, cluster: int = 0) -> int:

@@ -47,6 +47,8 @@ class ScheduleOptions:
     """Matmul thread-block clusters: 2 = 2-CTA clusters along M sharing (multicasting) the B tile, 1 = off, 0 = heuristic."""
     matmul_store: str = "auto"
     """Matmul epilogue stores: "tma" = staged in shared memory and written by TMA stores, "direct" = st.global from the registers, "auto" = tma where the outputs allow it."""
+    matmul_smem_reuse: int = -1
+    """Matmul TMA-store staging: 1 = in the operand slots' bytes once the main loop is done (one CTA per tile only), 0 = bytes of its own, -1 = heuristic (reuse when it buys pipeline stages)."""
 
     def __post_init__(self):
         if self.sms < 1:

@@ -45,15 +45,44 @@ def lower(text, first="convert-fusion-to-sched", ptx=True):
     sched_ir = print_module(mod)
     if not ptx:
         return sched_ir, None
-    run_passes(build_pipeline("sched-flush-wgmma,cse,convert-sched-to-nvvm,cse"), mod)
+    run_passes(build_pipeline("sched-flush-wgmma,sched-alias-smem,cse,convert-sched-to-nvvm,cse"), mod)
     return sched_ir, module_to_ptx(mod)
+
+
+def test_epilogue_plan():
+    """Reuse only where it buys stages, never in a persistent kernel, forced only where allowed."""
+    p = matmul_params(1000, 1000, 1000)
+    assert p.plan == "direct 7 stages, staged 6, staged+reuse 7: staged+reuse"
+    p = matmul_params(512, 512, 256)  # 4 K-slices: 4 stages either way, no barrier for nothing
+    assert (p.stages, p.smem_reuse) == (4, False)
+    assert p.plan == "direct 4 stages, staged 4, staged+reuse 4: staged"
+    p = matmul_params(8192, 8192, 8192)  # persistent 128x256: 4 stages either way, and no reuse
+    assert not p.smem_reuse and p.plan.endswith("staged (persistent: the producer loads the next tile into "
+                                                "the slots during the epilogue)")
+    assert not matmul_params(1000, 1000, 1000, persistent=1).smem_reuse
+    assert not matmul_params(1000, 1000, 1000, store="direct").smem_reuse
+    assert matmul_params(512, 512, 256, reuse=1).smem_reuse
+    p = matmul_params(1000, 1000, 1000, stages=7)  # 7 forced stages fit only with the reuse
+    assert p.smem_reuse and p.stages == 7
+    with pytest.raises(ValueError, match="exceed"):
+        matmul_params(1000, 1000, 1000, stages=7, reuse=0)
+    with pytest.raises(ValueError, match="matmul_smem_reuse=1: persistent"):
+        matmul_params(8192, 8192, 8192, reuse=1)
+    with pytest.raises(ValueError, match="matmul_smem_reuse=1: it needs the TMA-store epilogue"):
+        matmul_params(1000, 1000, 1000, store="direct", reuse=1)
+    with pytest.raises(ValueError, match="pingpong|persistent"):
+        matmul_params(1000, 1000, 1000, pingpong=1, reuse=1)
+    with pytest.raises(ValueError, match="must be -1"):
+        matmul_params(1000, 1000, 1000, reuse=2)
 
 
 def test_params_heuristic():
     assert (matmul_params(8192, 8192, 8192).bm, matmul_params(8192, 8192, 8192).bn) == (128, 256)
     p = matmul_params(1000, 1000, 1000)
-    # the TMA-store staging buffers (32 KB) take one of 128x128's seven 32 KB slots
-    assert (p.bm, p.bn) == (128, 128) and p.stages == 6 and p.tma_store
+    # one CTA per tile: the TMA-store staging (32 KB) reuses the slots' bytes, so 128x128 keeps
+    # its seven 32 KB slots; with staging of its own, one slot gives way
+    assert (p.bm, p.bn) == (128, 128) and p.stages == 7 and p.tma_store and p.smem_reuse
+    assert matmul_params(1000, 1000, 1000, reuse=0).stages == 6
     assert matmul_params(1000, 1000, 1000, store="direct").stages == 7
     assert not matmul_params(1000, 1000, 1000, store_blocker="rows of 2 bytes").tma_store
     with pytest.raises(ValueError, match="matmul_store=tma: rows of 2 bytes"):

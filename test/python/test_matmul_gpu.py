@@ -46,7 +46,7 @@ def torch_isfinite(x):
 
 def _pipe(opts: str) -> str:
     """The compile pipeline with convert-fusion-to-sched's options `opts` (no translate/split passes)."""
-    return f"canonicalize,convert-fusion-to-sched{{{opts}}},sched-flush-wgmma,cse,convert-sched-to-nvvm,cse"
+    return f"canonicalize,convert-fusion-to-sched{{{opts}}},sched-flush-wgmma,sched-alias-smem,cse,convert-sched-to-nvvm,cse"
 
 
 def _operands(torch, m, n, k, ta, tb, dt):
@@ -304,7 +304,7 @@ def bench() -> None:
         fl = 2 * m * n * k
         for v in variants:
             opt = "" if not v else (f"{{{v}}}" if "=" in v else f'{{tile="{v}"}}')
-            pipe = f"canonicalize,convert-fusion-to-sched{opt},sched-flush-wgmma,cse,convert-sched-to-nvvm,cse"
+            pipe = f"canonicalize,convert-fusion-to-sched{opt},sched-flush-wgmma,sched-alias-smem,cse,convert-sched-to-nvvm,cse"
             k_ = api.compile(text, pipeline=pipe)
             err = _rel(k_(*args), ref)
             t_f = do_bench(lambda: k_(*args), warmup=50, rep=300, return_mode="median")

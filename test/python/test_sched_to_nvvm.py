@@ -88,7 +88,7 @@ def test_output_round_trips_in_xdsl(case):
 def test_output_verifies_upstream(upstream, case):
     module = upstream(_print(_lowered_case(case)))
     text = str(module)
-    assert "gpu.launch_func" in text or case == "memory.mlir"
+    assert "gpu.launch_func" in text or "func.func" not in (LIT / case).read_text()  # kernel-only inputs
     assert "nvvm.kernel" in text
 
 

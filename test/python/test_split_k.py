@@ -351,7 +351,8 @@ def test_auto_schedule_two_kernels():
     kernels = re.findall(r"sched\.kernel @(\w+)\((.*?)\) grid \[(\d+), 1, 1\] block \[(\d+), (\d+), 1\]", ir)
     assert len(kernels) == 2
     assert kernels[0][2:4] == ("128", "384")
-    assert 'fuser.matmul = "tile=128x128 stages=6 persistent=0 grid=128 tiles=1 split=128 k_chunk=1024 store=tma"' in ir
+    assert 'fuser.matmul = "tile=128x128 stages=7 persistent=0 grid=128 tiles=1 split=128 k_chunk=1024 store=tma ' \
+        'smem_reuse=1"' in ir
     args1 = kernels[1][1]
     assert "memref<128x128x128xf32>" in args1 and "memref<128x128xbf16>" in args1
     assert "memref<128x128xf32>" not in args1  # the f32 sum is not stored
@@ -410,12 +411,12 @@ def _assemble(ptx: str) -> None:
 @pytest.mark.parametrize("text,pipeline", [
     (matmul_fn(128, 128, 131072, epilogue=True), "default"),
     (matmul_fn(100, 200, 10000, tb=True, out="bf16"), "default"),
-    (matmul_fn(200, 264, 1000), "canonicalize,fusion-split-k{factor=3},convert-fusion-to-sched{sms=5},sched-flush-wgmma,cse,"
+    (matmul_fn(200, 264, 1000), "canonicalize,fusion-split-k{factor=3},convert-fusion-to-sched{sms=5},sched-flush-wgmma,sched-alias-smem,cse,"
                                 "convert-sched-to-nvvm,cse"),
     (matmul_fn(200, 264, 1000, tb=True), "canonicalize,fusion-split-k{factor=3},"
-                                         "convert-fusion-to-sched{matmul_pingpong=1 sms=4},sched-flush-wgmma,cse,convert-sched-to-nvvm,cse"),
+                                         "convert-fusion-to-sched{matmul_pingpong=1 sms=4},sched-flush-wgmma,sched-alias-smem,cse,convert-sched-to-nvvm,cse"),
     (matmul_fn(328, 264, 1000), "canonicalize,fusion-split-k{factor=3},"
-                                "convert-fusion-to-sched{matmul_cluster=2 matmul_persistent=1 sms=4},sched-flush-wgmma,cse,convert-sched-to-nvvm,cse"),
+                                "convert-fusion-to-sched{matmul_cluster=2 matmul_persistent=1 sms=4},sched-flush-wgmma,sched-alias-smem,cse,convert-sched-to-nvvm,cse"),
 ])
 def test_split_ptx_assembles(text, pipeline):
     from fuser.lowering.ptx import module_to_ptx

@@ -52,7 +52,7 @@ def _operands(torch, m, n, k, ta=False, tb=False, dt="bf16"):
 
 
 def _pipeline(split: str = "fusion-split-k", sched: str = "convert-fusion-to-sched") -> str:
-    return f"canonicalize,{split},{sched},sched-flush-wgmma,cse,convert-sched-to-nvvm,cse"
+    return f"canonicalize,{split},{sched},sched-flush-wgmma,sched-alias-smem,cse,convert-sched-to-nvvm,cse"
 
 
 def _check_split(k_, splits: int | None = None) -> None:

@@ -9,7 +9,7 @@
 // With TMA stores (the default) the partials' tensor map is 3-D and the store names split z,
 // so TMA itself drops a ragged tile's rows past M within the split.
 // TMA:      sched.kernel @mm_k0({{.*}}!sched.tensor_map<memref<128x128x128xf32>, box [1, 64, 32], swizzle 128>
-// TMA-SAME: fuser.matmul = "tile=128x128 stages=6 persistent=0 grid=128 tiles=1 split=128 k_chunk=1024 store=tma"
+// TMA-SAME: fuser.matmul = "tile=128x128 stages=7 persistent=0 grid=128 tiles=1 split=128 k_chunk=1024 store=tma smem_reuse=1"
 // TMA-NOT:  memref.collapse_shape
 // TMA:      %[[Z:.*]] = sched.block_idx x
 // TMA:      sched.tma.store %{{.*}}, %{{.*}}[%[[Z]], %{{.*}}, %{{.*}}] : memref<2x2x2048xf32, 3 : i64>, !sched.tensor_map<memref<128x128x128xf32>, box [1, 64, 32], swizzle 128>

@@ -69,3 +69,16 @@ sched.kernel @unplaced(%out : memref<4xf32>) grid [1, 1, 1] block [128, 1, 1] sm
   sched.return
 }
 // CHECK: error: pass 'convert-sched-to-nvvm' failed: 'sched.alloc' at {{.*}}errors.mlir:[[# @LINE - 7]]:3 in kernel @unplaced: the shared buffers without an offset take 65536 bytes, over the 49152-byte limit of static shared memory; run sched-alias-smem before convert-sched-to-nvvm to place them in dynamic shared memory
+
+// -----
+
+// A view at a byte shift known only at run time has no static pointer offset.
+sched.kernel @dynamic_shift(%out : memref<64xf32>) grid [1, 1, 1] block [32, 1, 1] smem 1024 {
+  %tx = sched.thread_idx x
+  %bytes = sched.alloc offset 0 : i64 : memref<1024xi8, 3>
+  %f = memref.view %bytes[%tx][] : memref<1024xi8, 3> to memref<4x48xf32, 3>
+  %x = sched.load %f[%tx, %tx] : memref<4x48xf32, 3> -> f32
+  sched.store %x, %out[%tx] : f32, memref<64xf32>
+  sched.return
+}
+// CHECK: error: pass 'convert-sched-to-nvvm' failed: cannot lower (only static row-major views at a constant byte shift) 'memref.view' at {{.*}}errors.mlir:[[# @LINE - 5]]:3 in kernel @dynamic_shift
