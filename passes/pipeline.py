@@ -28,10 +28,18 @@ class PipelineError(ValueError):
 
 
 def expand(spec: str) -> str:
-    """Replace named pipelines inside a pipeline string by their pass lists."""
+    """Replace named pipelines inside a pipeline string by their pass lists. A named pipeline
+    may take schedule options, `default{matmul_smem_reuse=0}`: they go to its
+    convert-fusion-to-sched, and so (being pipeline-wide) to all its planning passes."""
     parts = []
     for item in _split_top_level(spec):
-        parts.append(NAMED_PIPELINES.get(item.strip(), item.strip()))
+        item = item.strip()
+        name, brace, opts = item.partition("{")
+        if brace and name.strip() in NAMED_PIPELINES and item.endswith("}"):
+            planner = "convert-fusion-to-sched"
+            parts.append(NAMED_PIPELINES[name.strip()].replace(planner, f"{planner}{{{opts[:-1]}}}", 1))
+        else:
+            parts.append(NAMED_PIPELINES.get(item, item))
     return ",".join(p for p in parts if p)
 
 

@@ -484,3 +484,15 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 }""")
     with pytest.raises(FuserDiagnostic, match="fusion.add"):
         run_passes([BreakTypes()], m, verify_each=verify_each)
+
+
+def test_named_pipeline_takes_schedule_options():
+    """`default{opts}`: the options go to the planning passes of the named pipeline."""
+    from fuser.lowering.schedulers.options import SchedulingPass
+    from fuser.passes.pipeline import PipelineError, build_pipeline, expand
+
+    assert "convert-fusion-to-sched{matmul_smem_reuse=0 sms=4}" in expand("to-sched{matmul_smem_reuse=0 sms=4}")
+    planners = [p for p in build_pipeline("default{matmul_smem_reuse=0}") if isinstance(p, SchedulingPass)]
+    assert len(planners) == 3 and all(p.matmul_smem_reuse == 0 for p in planners)
+    with pytest.raises(PipelineError, match="bogus"):
+        build_pipeline("default{bogus=1}")

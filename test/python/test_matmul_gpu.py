@@ -238,6 +238,26 @@ def test_store_paths(store, m, n, k, opts):
     assert _rel(o, torch.relu(ref)) < TOL["bf16"]
 
 
+@pytest.mark.parametrize("reuse", [1, 0])
+@pytest.mark.parametrize("m,n,k,opts", [(1000, 1000, 1000, ""), (1536, 1280, 4096, ""), (333, 136, 72, ""),
+                                        (696, 904, 520, "matmul_persistent=0 tile=\"128x256\""),
+                                        (1000, 1000, 1000, "matmul_cluster=2 matmul_persistent=0"),
+                                        (200, 264, 1000, "matmul_persistent=0 sms=5")])
+def test_smem_reuse(reuse, m, n, k, opts):
+    """The epilogue staging in the operand slots' bytes (sched.release + sched-alias-smem's
+    barrier of the consumers) and in bytes of its own give the same results: two outputs of
+    different element types, ragged tiles, the wide tile, 2-CTA clusters (the peer multicasts
+    into this CTA's slots), many K-slices."""
+    torch = _torch()
+    a, b, ref = _operands(torch, m, n, k, False, False, "bf16")
+    pipe = _pipe(f"matmul_smem_reuse={reuse} {opts}")
+    f = api.compile(TWO_OUTPUTS.format(m=m, n=n, k=k), pipeline=pipe)
+    assert (" smem_reuse=1" in f.ir("sched")) == bool(reuse)
+    c, o = f(a, b)
+    assert _rel(c, ref) < 5e-3
+    assert _rel(o, torch.relu(ref)) < TOL["bf16"]
+
+
 def test_narrow_output_stores_direct():
     """Rows of 100 bf16 (200 bytes) cannot be TMA-stored: the heuristic falls back to st.global."""
     torch = _torch()

@@ -28,6 +28,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile peer (it compiles for minutes)")
     p.add_argument("--markdown", action="store_true", help="print the table as markdown")
     p.add_argument("--rep-ms", type=int, default=100, help="do_bench rep budget in ms (default 100)")
+    p.add_argument("--pipeline", default="default",
+                   help="fuser's pass pipeline, e.g. 'default{matmul_smem_reuse=0}' (default: default)")
     p.add_argument("--peak-tflops", type=float, default=DEFAULT_PEAK_TFLOPS,
                    help="ceiling for TFLOP/s rows (default: Hopper bf16 dense, 989)")
     return p.parse_args(argv)
@@ -59,7 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     peers = ("eager",) if args.no_compile else ("eager", "compile")
-    bench = timing.Bench(quick=args.quick, peers=peers, reps=args.rep_ms, peak_tflops=args.peak_tflops)
+    bench = timing.Bench(quick=args.quick, peers=peers, reps=args.rep_ms, peak_tflops=args.peak_tflops,
+                         pipeline=args.pipeline)
     torch = bench.torch
 
     # The copy anchor runs first, always: every GB/s row is reported as a fraction of it.
@@ -68,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = run_all(bench, todo, anchor)
 
     env = environment(torch, bench.timer)
-    run_args = {"quick": args.quick, "filter": args.filter, "peers": list(peers), "rep_ms": args.rep_ms,
+    run_args = {"quick": args.quick, "filter": args.filter, "pipeline": args.pipeline, "peers": list(peers), "rep_ms": args.rep_ms,
                 "peak_tflops": args.peak_tflops, "l2_rotate_below_bytes": L2_BYTES,
                 "torch.compile": "torch.compile(fn) default mode, torch._dynamo.reset() per workload"}
     if args.json:

@@ -135,11 +135,13 @@ class Bench:
     """Runs workloads on the GPU: inputs, correctness, timing, peers."""
 
     def __init__(self, quick: bool = False, peers: Sequence[str] = ("eager", "compile"),
-                 reps: int = 100, peak_tflops: float = DEFAULT_PEAK_TFLOPS, log: Callable[[str], None] | None = None):
+                 reps: int = 100, peak_tflops: float = DEFAULT_PEAK_TFLOPS, log: Callable[[str], None] | None = None,
+                 pipeline: str = "default"):
         import torch
 
         self.torch = torch
         self.quick = quick
+        self.pipeline = pipeline
         self.peers = tuple(peers)
         self.reps = reps
         self.peak_tflops = peak_tflops
@@ -273,7 +275,7 @@ class Bench:
 
         t0 = time.perf_counter()
         try:
-            kernel = api.compile(w.fusion(self.quick))
+            kernel = api.compile(w.fusion(self.quick), pipeline=self.pipeline)
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as e:  # xDSL's ParseError and friends are not all Exceptions

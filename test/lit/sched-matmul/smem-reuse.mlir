@@ -1,6 +1,6 @@
 // RUN: fuser-opt %s --split-input-file -p to-sched | filecheck %s
-// RUN: fuser-opt %s --split-input-file -p 'fusion-split-k,convert-fusion-to-sched{matmul_smem_reuse=0},sched-flush-wgmma,sched-alias-smem' | filecheck %s --check-prefix=OFF
-// RUN: not fuser-opt %s --split-input-file -p 'fusion-split-k,convert-fusion-to-sched{matmul_persistent=1 matmul_smem_reuse=1}' 2>&1 | filecheck %s --check-prefix=FORCED
+// RUN: fuser-opt %s --split-input-file -p 'to-sched{matmul_smem_reuse=0}' | filecheck %s --check-prefix=OFF
+// RUN: not fuser-opt %s --split-input-file -p 'to-sched{matmul_persistent=1 matmul_smem_reuse=1}' 2>&1 | filecheck %s --check-prefix=FORCED
 
 // Epilogue staging in the operand slots (sched-alias-smem). A 128x128 tile's slot takes 32 KB:
 // with 32 KB of staging of its own the pipeline has 6 slots, in the slots' bytes 7. One CTA

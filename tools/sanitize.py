@@ -1,0 +1,143 @@
+"""fuser-sanitize: the sanitizer set. A fixed list of small fusions that between them take every
+shared-memory and synchronization path the schedulers emit (the matmul epilogue staged in the
+operand slots and in bytes of its own, 2-CTA clusters, the persistent and ping-pong grids,
+split-K with its reduction, block reductions that share scratch, normalization rows kept in
+shared memory, the column-reduction tree), each compiled and run once by `fuser-run` under
+`compute-sanitizer --tool T` for each tool T. It prints one line per case and tool: the
+hazards the tool reported and whether the outputs matched the float64 reference.
+
+    python3 -m fuser.tools.sanitize [--tools memcheck,racecheck,synccheck,initcheck] [--cases REGEX]
+
+compute-sanitizer starts the Python it is given with a clean view of the GPU; this tool hands
+it `--python` (default /usr/bin/python3.12) and a PYTHONPATH that holds fuser, the carried
+wheels and the site-packages of the Python running this tool (numpy, cuda.bindings).
+Exit status 0 when every run reported no hazard and matched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+_MATMUL_TWO = """func.func @mm(%a: tensor<{m}x{k}xf16>, %b: tensor<{k}x{n}xf16>) -> (tensor<{m}x{n}xf32>, tensor<{m}x{n}xf16>) {{
+  %c = fusion.matmul %a, %b : tensor<{m}x{k}xf16>, tensor<{k}x{n}xf16> -> tensor<{m}x{n}xf32>
+  %r = fusion.relu %c : tensor<{m}x{n}xf32>
+  %o = fusion.cast %r : tensor<{m}x{n}xf32> to tensor<{m}x{n}xf16>
+  func.return %c, %o : tensor<{m}x{n}xf32>, tensor<{m}x{n}xf16>
+}}"""
+
+_SOFTMAX = """func.func @softmax(%x: tensor<64x4096xf32>) -> tensor<64x4096xf32> {
+  %m = fusion.reduce max %x dims [1] : tensor<64x4096xf32> to tensor<64xf32>
+  %mb = fusion.broadcast %m dims [1] : tensor<64xf32> to tensor<64x4096xf32>
+  %d = fusion.sub %x, %mb : tensor<64x4096xf32>
+  %e = fusion.exp %d : tensor<64x4096xf32>
+  %s = fusion.reduce sum %e dims [1] : tensor<64x4096xf32> to tensor<64xf32>
+  %sb = fusion.broadcast %s dims [1] : tensor<64xf32> to tensor<64x4096xf32>
+  %y = fusion.div %e, %sb : tensor<64x4096xf32>
+  func.return %y : tensor<64x4096xf32>
+}"""
+
+_LONG_ROWS = """func.func @rows(%x: tensor<8x65536xf16>) -> tensor<8x65536xf16> {
+  %var, %mean = fusion.var_mean %x dims [1] correction 0 : tensor<8x65536xf16> to tensor<8xf32>, tensor<8xf32>
+  %mb = fusion.broadcast %mean dims [1] : tensor<8xf32> to tensor<8x65536xf32>
+  %xf = fusion.cast %x : tensor<8x65536xf16> to tensor<8x65536xf32>
+  %d = fusion.sub %xf, %mb : tensor<8x65536xf32>
+  %y = fusion.cast %d : tensor<8x65536xf32> to tensor<8x65536xf16>
+  func.return %y : tensor<8x65536xf16>
+}"""
+
+_COLUMNS = """func.func @cols(%x: tensor<4096x512xf32>) -> tensor<512xf32> {
+  %s = fusion.reduce sum %x dims [0] : tensor<4096x512xf32> to tensor<512xf32>
+  func.return %s : tensor<512xf32>
+}"""
+
+# name -> (fusion text, pipeline)
+CASES: dict[str, tuple[str, str]] = {
+    "matmul_reuse": (_MATMUL_TWO.format(m=256, n=384, k=1024), "default{matmul_smem_reuse=1}"),
+    "matmul_own_staging": (_MATMUL_TWO.format(m=256, n=384, k=1024), "default{matmul_smem_reuse=0}"),
+    "matmul_cluster_reuse": (_MATMUL_TWO.format(m=512, n=256, k=512),
+                             "default{matmul_cluster=2 matmul_persistent=0 matmul_smem_reuse=1}"),
+    "matmul_persistent": (_MATMUL_TWO.format(m=520, n=264, k=256), "default{matmul_persistent=1 sms=4}"),
+    "matmul_pingpong": (_MATMUL_TWO.format(m=520, n=264, k=256), "default{matmul_pingpong=1 sms=3}"),
+    "matmul_split_k": (_MATMUL_TWO.format(m=128, n=128, k=16384), "default"),
+    "softmax": (_SOFTMAX, "default"),
+    "rows_in_smem": (_LONG_ROWS, "default"),
+    "column_tree": (_COLUMNS, "default{split=1}"),
+}
+
+TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+
+
+def _pythonpath() -> str:
+    """fuser's parent, the carried wheels and this Python's site-packages (numpy, cuda.bindings)."""
+    import site
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the fuser package
+    parts = [os.path.dirname(here)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    parts += site.getsitepackages() + [site.getusersitepackages()]
+    return os.pathsep.join(dict.fromkeys(p for p in parts if p))
+
+
+def _sanitizer() -> str:
+    return shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+
+
+def run_case(name: str, tool: str, python: str, workdir: str) -> tuple[str, str, float]:
+    """(hazards, outputs, seconds) of one case under one tool."""
+    text, pipeline = CASES[name]
+    path = os.path.join(workdir, f"{name}.mlir")
+    with open(path, "w") as f:
+        f.write(text)
+    env = dict(os.environ, PYTHONPATH=_pythonpath(), FUSER_CACHE_DIR=os.path.join(workdir, "cache"))
+    cmd = [_sanitizer(), "--tool", tool, "--error-exitcode", "9", python, "-m", "fuser.tools.fuser_run", path,
+           "-p", pipeline, "--reps", "1"]
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    dt = time.perf_counter() - t0
+    out = r.stdout + r.stderr
+    m = re.search(r"ERROR SUMMARY: (\d+) error", out)
+    hazards = m.group(1) if m else "?"
+    m = re.search(r"RACECHECK SUMMARY: (\d+) hazard", out)  # racecheck's warnings count too
+    if m and hazards == "0":
+        hazards = m.group(1)
+    outputs = "MISMATCH" if "MISMATCH" in out else "ok" if " OK" in out else "no run"
+    if hazards != "0" or outputs != "ok":
+        sys.stderr.write(f"--- {name} / {tool} (exit {r.returncode})\n{out[-4000:]}\n")
+    return hazards, outputs, dt
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="fuser-sanitize", description=__doc__.split("\n\n")[0])
+    p.add_argument("--tools", default="memcheck,racecheck,synccheck", help=f"comma-separated, of {', '.join(TOOLS)}")
+    p.add_argument("--cases", default="", metavar="REGEX", help="run the cases whose name matches")
+    p.add_argument("--python", default="/usr/bin/python3.12", help="the Python compute-sanitizer starts")
+    p.add_argument("--list", action="store_true", help="list the cases and exit")
+    args = p.parse_args(argv)
+    names = [n for n in CASES if re.search(args.cases, n)]
+    if args.list:
+        for n in names:
+            print(f"{n:22} {CASES[n][1]}")
+        return 0
+    tools = [t for t in args.tools.split(",") if t]
+    bad = [t for t in tools if t not in TOOLS]
+    if bad:
+        p.error(f"unknown tool {bad[0]!r}; choose from {', '.join(TOOLS)}")
+    ok = True
+    with tempfile.TemporaryDirectory() as work:
+        print(f"{'case':22} {'tool':10} {'hazards':>8} {'outputs':>8} {'seconds':>8}", flush=True)
+        for n in names:
+            for t in tools:
+                hz, outs, dt = run_case(n, t, args.python, work)
+                ok &= hz == "0" and outs == "ok"
+                print(f"{n:22} {t:10} {hz:>8} {outs:>8} {dt:8.1f}", flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
