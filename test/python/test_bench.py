@@ -429,7 +429,7 @@ def test_compile_error_becomes_a_row_not_a_traceback(monkeypatch):
     from fuser.dialects.ir import FuserDiagnostic
 
     w = _by_name("var_mean_bf16_32768x4096")
-    fake_self = types.SimpleNamespace(quick=True)
+    fake_self = types.SimpleNamespace(quick=True, pipeline="default")
 
     seen = []
 
