@@ -101,11 +101,8 @@ def run_case(name: str, tool: str, python: str, workdir: str) -> tuple[str, str,
     r = subprocess.run(cmd, env=env, capture_output=True, text=True)
     dt = time.perf_counter() - t0
     out = r.stdout + r.stderr
-    m = re.search(r"ERROR SUMMARY: (\d+) error", out)
-    hazards = m.group(1) if m else "?"
-    m = re.search(r"RACECHECK SUMMARY: (\d+) hazard", out)  # racecheck's warnings count too
-    if m and hazards == "0":
-        hazards = m.group(1)
+    m = re.search(r"ERROR SUMMARY: (\d+) error", out) or re.search(r"RACECHECK SUMMARY: (\d+) hazard", out)
+    hazards = m.group(1) if m else "?"  # racecheck's summary counts its warnings too
     outputs = "MISMATCH" if "MISMATCH" in out else "ok" if " OK" in out else "no run"
     if hazards != "0" or outputs != "ok":
         sys.stderr.write(f"--- {name} / {tool} (exit {r.returncode})\n{out[-4000:]}\n")
