@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     for w in todo:
         shape = w.shape
         sets = bench.input_sets(w, shape)
-        ref = w.torch_fn(*[x.float() for x in sets[0]])
+        ref = w.torch_fn(*sets[0])
         kernels = []
         for pipe in args.pipelines:
             k = api.compile(w.fusion(), pipeline=pipe)
