@@ -20,6 +20,11 @@ PINGPONG_TILES = ((64, 256), (128, 128), (64, 128))
 # tile's main loop wins (1024x1024x32768: 672 vs 547 TFLOP/s), at 4096 the partials do
 # (512x512x65536: 483 vs 499; 256x4096x16384: 481 vs 507).
 SPLIT_WIDE_MIN_K = 8192
+# The most pipeline slots worth having. Measured on the H100 (docs/matmul-notes.md, Version 7):
+# a 128x128 tile (one CTA per tile, direct or TMA stores) ran 3-6% slower with 7 slots than
+# with 6; other tiles fit at most 4 (128x256, 256x128) or were not measured past what fits.
+MAX_STAGES = {(128, 128): 6}
+DEFAULT_MAX_STAGES = 8
 
 
 @dataclass(frozen=True)
@@ -140,28 +145,35 @@ def epilogue_plan(bm: int, bn: int, n_b: int, elem_bytes: int, k: int, stages: i
     completed (sched-alias-smem places it there, behind a barrier of the consumer warpgroups).
     Every plan runs one CTA per SM (384 threads at 40 + 2 x 232 registers take the register
     file), so shared memory buys pipeline depth only: the staging reuses the slots when that
-    gives more (useful) stages than staging of its own, since the reuse costs a barrier. A
-    persistent kernel cannot: its producer loads the next tile's slices into the slots while
-    the consumers run the epilogue. The store choice (`tma`) is `store_choice`'s."""
+    gives more stages (up to `MAX_STAGES`) than staging of its own, since the reuse costs a
+    barrier. With today's tiles it never does: 128x128 has its 6 slots either way, the wide
+    tiles their 4 (measured: docs/matmul-notes.md, Version 7); `reuse=1` forces it. A persistent
+    kernel cannot reuse: its producer loads the next tile's slices into the slots while the
+    consumers run the epilogue. The store choice (`tma`) is `store_choice`'s."""
     per = stage_bytes(bm, bn, n_b, elem_bytes)
     slices = max(2, math.ceil(k / BK))
 
+    def fit(reserve: int) -> int:
+        return (SMEM_BUDGET - 1024 - reserve) // per
+
     def depth(reserve: int) -> int:
-        return max(2, min((SMEM_BUDGET - 1024 - reserve) // per, 8, slices))
+        return max(2, min(fit(reserve), MAX_STAGES.get((bm, bn), DEFAULT_MAX_STAGES), slices))
     direct, own = depth(0), depth(STAGING_TOTAL)
     blocker = ("it needs the TMA-store epilogue" if not tma else
                "persistent: the producer loads the next tile into the slots during the epilogue" if persistent else "")
     if reuse == 1 and blocker:
         raise ValueError(f"matmul_smem_reuse=1: {blocker}")
-    if stages > 0:  # forced: reuse when only the reuse makes room for them
-        shared = tma and not blocker and reuse != 0 and (reuse == 1 or stages > own)
+    forced = stages > 0
+    if forced:  # reuse when only the reuse makes room for them
+        shared = tma and not blocker and reuse != 0 and (reuse == 1 or stages > fit(STAGING_TOTAL))
     else:
         shared = tma and not blocker and reuse != 0 and (reuse == 1 or direct > own)
-    if stages <= 0:
         stages = direct if shared or not tma else own
     _stage_count(bm, bn, n_b, elem_bytes, k, stages, STAGING_TOTAL if tma and not shared else 0)  # fits
     taken = "staged+reuse" if shared else "staged" if tma else "direct"
     why = "" if not tma else blocker or {1: "forced", 0: "off"}.get(reuse, "")
+    if forced:
+        why = ", ".join(x for x in (why, f"{stages} stages forced") if x)
     plan = (f"direct {direct} stages, staged {own}, staged+reuse {'-' if persistent else direct}: {taken}"
             + (f" ({why})" if why else ""))
     return stages, shared, plan
@@ -169,12 +181,12 @@ def epilogue_plan(bm: int, bn: int, n_b: int, elem_bytes: int, k: int, stages: i
 
 def _stage_count(bm: int, bn: int, n_b: int, elem_bytes: int, k: int, stages: int, reserve: int = 0) -> int:
     """Pipeline depth: `stages` if given (checked against the shared-memory budget), else as
-    many slots as fit next to `reserve` bytes (and the barriers), at most 8 and no more than
-    the K-slices."""
+    many slots as fit next to `reserve` bytes (and the barriers), at most `MAX_STAGES` and no
+    more than the K-slices."""
     per = stage_bytes(bm, bn, n_b, elem_bytes)
     fit = (SMEM_BUDGET - 1024 - reserve) // per
     if stages <= 0:
-        stages = max(2, min(fit, 8, max(2, math.ceil(k / BK))))
+        stages = max(2, min(fit, MAX_STAGES.get((bm, bn), DEFAULT_MAX_STAGES), max(2, math.ceil(k / BK))))
     if stages > fit:
         raise ValueError(f"{stages} stages of {per} bytes" + (f" and {reserve} bytes of epilogue staging" if reserve else "")
                          + f" exceed the {SMEM_BUDGET}-byte shared-memory budget")

@@ -6,7 +6,7 @@
 // recomputed inside a kernel" while the split's cast back to bf16, a pointwise output, counted
 // as materialized).
 // CHECK:      sched.kernel @f_k0
-// CHECK-SAME:   fuser.matmul = "tile=128x128 stages=7 persistent=0 grid=128 tiles=8 split=16 k_chunk=4096
+// CHECK-SAME:   fuser.matmul = "tile=128x128 stages=6 persistent=0 grid=128 tiles=8 split=16 k_chunk=4096
 // CHECK:      sched.kernel @f_k1
 // CHECK:      sched.kernel @f_k2
 // CHECK-SAME:   fuser.schedule = "persistent:

@@ -9,13 +9,13 @@
 // With TMA stores (the default) the partials' tensor map is 3-D and the store names split z,
 // so TMA itself drops a ragged tile's rows past M within the split.
 // TMA:      sched.kernel @mm_k0({{.*}}!sched.tensor_map<memref<128x128x128xf32>, box [1, 64, 32], swizzle 128>
-// TMA-SAME: fuser.matmul = "tile=128x128 stages=7 persistent=0 grid=128 tiles=1 split=128 k_chunk=1024 store=tma smem_reuse=1"
+// TMA-SAME: fuser.matmul = "tile=128x128 stages=6 persistent=0 grid=128 tiles=1 split=128 k_chunk=1024 store=tma"
 // TMA-NOT:  memref.collapse_shape
 // TMA:      %[[Z:.*]] = sched.block_idx x
 // TMA:      sched.tma.store %{{.*}}, %{{.*}}[%[[Z]], %{{.*}}, %{{.*}}] : memref<2x2x2048xf32, 3 : i64>, !sched.tensor_map<memref<128x128x128xf32>, box [1, 64, 32], swizzle 128>
 // CHECK:      sched.kernel @mm_k0({{.*}}memref<128x128x128xf32>
 // CHECK-SAME: grid [128, 1, 1] block [384, 1, 1]
-// CHECK-SAME: fuser.matmul = "tile=128x128 stages=7 persistent=0 grid=128 tiles=1 split=128 k_chunk=1024 store=direct"
+// CHECK-SAME: fuser.matmul = "tile=128x128 stages=6 persistent=0 grid=128 tiles=1 split=128 k_chunk=1024 store=direct"
 // CHECK:        %[[VIEW:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0 : i64, 1 : i64], [2 : i64]] : memref<128x128x128xf32> into memref<16384x128xf32>
 // CHECK:        %[[Z:.*]] = sched.block_idx x
 // the producer: 16 K-slices from 16z
