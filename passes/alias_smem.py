@@ -64,7 +64,6 @@ from xdsl.passes import ModulePass
 from fuser.dialects import sched
 from fuser.dialects.ir import location_of
 
-HOPPER_SMEM_BUDGET = 232448  # bytes of dynamic shared memory one block may opt into on H100/H200
 SWIZZLED_ALIGN = 1024
 REQUESTS = ("reuse", "no_reuse")
 
@@ -415,7 +414,7 @@ class AliasSmem(ModulePass):
 
     name = "sched-alias-smem"
 
-    budget: int = HOPPER_SMEM_BUDGET
+    budget: int = sched.HOPPER_SMEM_PER_BLOCK
     """Dynamic shared memory one block may use, in bytes (232448 on H100/H200)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

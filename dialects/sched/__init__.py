@@ -105,7 +105,7 @@ from fuser.dialects.sched.tma import (
     TmaLoadOp,
     TmaStoreOp,
 )
-from fuser.dialects.sched.types import GLOBAL, REGISTER, SHARED, TensorMapType, element_bytes, memory_space, memref
+from fuser.dialects.sched.types import GLOBAL, HOPPER_SMEM_PER_BLOCK, REGISTER, SHARED, TensorMapType, element_bytes, memory_space, memref
 from fuser.dialects.sched.wgmma import (
     WGMMA_TYPES,
     NamedBarrierOp,
@@ -133,7 +133,7 @@ __all__ = [
     # dialect and op groups
     "Sched", "HOPPER_OPS", "CLUSTER_OPS",
     # types and memory spaces
-    "GLOBAL", "SHARED", "REGISTER", "element_bytes", "memory_space", "memref", "TensorMapType", "IndexType",
+    "GLOBAL", "SHARED", "REGISTER", "HOPPER_SMEM_PER_BLOCK", "element_bytes", "memory_space", "memref", "TensorMapType", "IndexType",
     # core
     "KernelOp", "ReturnOp", "WorkspaceOp", "LaunchOp", "ThreadIdxOp", "BlockIdxOp", "BlockDimOp", "GridDimOp",
     "PARALLEL_BINDINGS", "ForOp", "YieldOp", "AllocOp", "LoadOp", "StoreOp", "BarrierOp", "ReleaseOp", "ShflXorOp",

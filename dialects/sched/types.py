@@ -30,6 +30,7 @@ from xdsl.utils.exceptions import VerifyException
 # ------------------------------------------------------------------ memory spaces
 
 GLOBAL, SHARED, REGISTER = 0, 3, 5
+HOPPER_SMEM_PER_BLOCK = 232448  # bytes of dynamic shared memory one block may opt into on H100/H200
 _SPACE_NAMES = {GLOBAL: "global", SHARED: "shared", REGISTER: "register"}
 
 

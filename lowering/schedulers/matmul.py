@@ -8,8 +8,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from fuser.dialects.sched import HOPPER_SMEM_PER_BLOCK
+
 BK = 64                 # K elements per pipeline slot: one 128-byte swizzle row of bf16/f16
-SMEM_BUDGET = 227 * 1024  # bytes of dynamic shared memory a Hopper CTA may use
+SMEM_BUDGET = HOPPER_SMEM_PER_BLOCK
 TILES = ((128, 128), (128, 256), (256, 128))
 # ping-pong tiles belong to one consumer warpgroup: 64x256 and 128x128 hold 128 f32 accumulators
 # per thread (one m64n256 or two m64n128 wgmmas per k16 step); two B operands take 64x128

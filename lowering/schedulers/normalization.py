@@ -11,13 +11,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from fuser.dialects.sched import HOPPER_SMEM_PER_BLOCK
 from fuser.lowering.common import next_pow2
 
 TARGET_VECTORS_PER_THREAD = 4
 ROW_THREADS_MAX = 1024
 REGISTER_FILE = 65536          # 32-bit registers per SM on Hopper
 CACHE_REGISTER_CAP = 64        # at most this many registers of a thread hold the cached row
-SHARED_CACHE_BYTES = 200 * 1024  # of the 227 KB a Hopper block may have; the rest is for reductions
+REDUCE_SCRATCH_BYTES = 1024    # the block reductions' scratch: 32 warps x a state of <= 4 words, which
+#                                sched-alias-smem lets successive reductions share
+SHARED_CACHE_BYTES = HOPPER_SMEM_PER_BLOCK - REDUCE_SCRATCH_BYTES  # for the rows themselves
 MAX_SLOTS = 64                 # vectors per thread the kernel unrolls over
 
 

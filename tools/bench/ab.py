@@ -3,10 +3,10 @@ each workload are timed in alternating rounds (A B A B ...), so that clock and t
 fall on both alike; the report gives each variant's median over the rounds and B/A.
 
     python3 -m fuser.tools.bench.ab --pipelines 'default{matmul_smem_reuse=0}' default \\
-        [--filter REGEX] [--matmul 1536x1280x4096 ...] [--rounds 5]
+        [--filter REGEX] [--matmul 1536x1280x4096 ...] [--layer-norm 1024x55296 ...] [--rounds 5]
 
 Workloads: fuser-bench's workloads matching --filter, plus plain bf16 matmuls of the given
-MxNxK shapes. Every variant's output is checked against torch before it is timed.
+MxNxK shapes and f32 layer norms of the given RxC shapes. Every variant's output is checked against torch before it is timed.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import argparse
 import statistics
 import sys
 
-from fuser.tools.bench.workloads import matmul, select
+from fuser.tools.bench.workloads import layer_norm, matmul, select
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,6 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pipelines", nargs="+", required=True, metavar="PIPE", help="the variants; the first is A")
     p.add_argument("--filter", metavar="REGEX", help="fuser-bench workloads to include")
     p.add_argument("--matmul", action="append", default=[], metavar="MxNxK", help="a plain bf16 matmul shape")
+    p.add_argument("--layer-norm", action="append", default=[], metavar="RxC", help="an f32 layer norm shape")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--rep-ms", type=int, default=100)
     args = p.parse_args(argv)
@@ -35,6 +36,12 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError:
             p.error(f"--matmul {s!r}: expected MxNxK")
         todo.append(matmul("none", (m, n, k), (m, n, k)))
+    for s in args.layer_norm:
+        try:
+            r, c = (int(x) for x in s.lower().split("x"))
+        except ValueError:
+            p.error(f"--layer-norm {s!r}: expected RxC")
+        todo.append(layer_norm((r, c), "f32", (r, c)))
     if not todo:
         p.error("no workloads: give --filter or --matmul")
 

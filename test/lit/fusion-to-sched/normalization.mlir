@@ -112,6 +112,23 @@ func.func @smem_rows(%x: tensor<8x65536xbf16>) -> tensor<8x65536xbf16> {
 }
 
 // -----
+// Rows of 55296 f32 (216 KB): the block reductions' scratch (here one Welford state per warp,
+// 384 bytes) takes under 1 KB now that sched-alias-smem places it beside the row (successive
+// reductions share it), so the row gets the rest of the block's 227 KB and stays on chip; it
+// did not with the 200 KB row budget before.
+// CHECK-LABEL: sched.kernel @wide_rows_k0
+// CHECK-SAME:    smem 221568
+// CHECK-SAME:    fuser.schedule = "persistent: 1 row(s)/block, 1024 threads/row, 14 x 4-element vectors/thread in 221184 bytes of shared memory"
+// CHECK-SAME:    fuser.smem = "peak 221568 bytes, 221568 without reuse"
+// CHECK-NOT:   sched.kernel @wide_rows_k1
+func.func @wide_rows(%x: tensor<16x55296xf32>) -> tensor<16x55296xf32> {
+  %var, %mean = fusion.var_mean %x dims [1] correction 0 : tensor<16x55296xf32> to tensor<16xf32>, tensor<16xf32>
+  %mb = fusion.broadcast %mean dims [1] : tensor<16xf32> to tensor<16x55296xf32>
+  %y = fusion.sub %x, %mb : tensor<16x55296xf32>
+  func.return %y : tensor<16x55296xf32>
+}
+
+// -----
 // A row of 65536 f32 fits neither in registers nor in shared memory: no persistent kernel; the Welford statistics kernel splits each row across blocks, then a
 // pointwise kernel reads x again.
 // CHECK-LABEL: sched.kernel @long_rows_k0

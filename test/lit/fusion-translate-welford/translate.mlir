@@ -49,7 +49,7 @@ func.func @layer_norm(%x: tensor<4096x1024xbf16>, %w: tensor<1024xf32>, %b: tens
 // Rows of 65536 f32 fit neither in registers nor in shared memory: auto keeps the one-pass
 // Welford reduction (the two-pass form would read x twice) and says why; always translates anyway.
 // AUTO-LABEL: func.func @long_rows
-// AUTO:         fusion.var_mean %x dims [1] correction 1 {fuser.welford = "kept (a row of 65536 elements from 1 input(s) needs 64 registers/thread at 1024 threads/block (budget 32) or 262144 bytes of shared memory (budget 204800))"}
+// AUTO:         fusion.var_mean %x dims [1] correction 1 {fuser.welford = "kept (a row of 65536 elements from 1 input(s) needs 64 registers/thread at 1024 threads/block (budget 32) or 262144 bytes of shared memory (budget 231424))"}
 // ALWAYS-LABEL: func.func @long_rows
 // ALWAYS-NOT:     = fusion.var_mean
 // ALWAYS:         fusion.reduce sum %x dims [1] {fuser.welford = "translated from fusion.var_mean (mode=always)"}
