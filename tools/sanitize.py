@@ -25,12 +25,14 @@ import sys
 import tempfile
 import time
 
-_MATMUL_TWO = """func.func @mm(%a: tensor<{m}x{k}xf16>, %b: tensor<{k}x{n}xf16>) -> (tensor<{m}x{n}xf32>, tensor<{m}x{n}xf16>) {{
-  %c = fusion.matmul %a, %b : tensor<{m}x{k}xf16>, tensor<{k}x{n}xf16> -> tensor<{m}x{n}xf32>
+MATMUL_TWO_OUTPUTS = """func.func @mm(%a: tensor<{m}x{k}x{dt}>, %b: tensor<{k}x{n}x{dt}>) -> (tensor<{m}x{n}xf32>, tensor<{m}x{n}x{dt}>) {{
+  %c = fusion.matmul %a, %b : tensor<{m}x{k}x{dt}>, tensor<{k}x{n}x{dt}> -> tensor<{m}x{n}xf32>
   %r = fusion.relu %c : tensor<{m}x{n}xf32>
-  %o = fusion.cast %r : tensor<{m}x{n}xf32> to tensor<{m}x{n}xf16>
-  func.return %c, %o : tensor<{m}x{n}xf32>, tensor<{m}x{n}xf16>
+  %o = fusion.cast %r : tensor<{m}x{n}xf32> to tensor<{m}x{n}x{dt}>
+  func.return %c, %o : tensor<{m}x{n}xf32>, tensor<{m}x{n}x{dt}>
 }}"""
+"""A matmul with two outputs of different element types: the f32 product and relu of it in
+{dt} (the matmul epilogue's staging seen as two types)."""
 
 _SOFTMAX = """func.func @softmax(%x: tensor<64x4096xf32>) -> tensor<64x4096xf32> {
   %m = fusion.reduce max %x dims [1] : tensor<64x4096xf32> to tensor<64xf32>
@@ -59,13 +61,13 @@ _COLUMNS = """func.func @cols(%x: tensor<4096x512xf32>) -> tensor<512xf32> {
 
 # name -> (fusion text, pipeline)
 CASES: dict[str, tuple[str, str]] = {
-    "matmul_reuse": (_MATMUL_TWO.format(m=256, n=384, k=1024), "default{matmul_smem_reuse=1}"),
-    "matmul_own_staging": (_MATMUL_TWO.format(m=256, n=384, k=1024), "default{matmul_smem_reuse=0}"),
-    "matmul_cluster_reuse": (_MATMUL_TWO.format(m=512, n=256, k=512),
+    "matmul_reuse": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=256, n=384, k=1024), "default{matmul_smem_reuse=1}"),
+    "matmul_own_staging": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=256, n=384, k=1024), "default{matmul_smem_reuse=0}"),
+    "matmul_cluster_reuse": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=512, n=256, k=512),
                              "default{matmul_cluster=2 matmul_persistent=0 matmul_smem_reuse=1}"),
-    "matmul_persistent": (_MATMUL_TWO.format(m=520, n=264, k=256), "default{matmul_persistent=1 sms=4}"),
-    "matmul_pingpong": (_MATMUL_TWO.format(m=520, n=264, k=256), "default{matmul_pingpong=1 sms=3}"),
-    "matmul_split_k": (_MATMUL_TWO.format(m=128, n=128, k=16384), "default"),
+    "matmul_persistent": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=520, n=264, k=256), "default{matmul_persistent=1 sms=4}"),
+    "matmul_pingpong": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=520, n=264, k=256), "default{matmul_pingpong=1 sms=3}"),
+    "matmul_split_k": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=128, n=128, k=16384), "default"),
     "softmax": (_SOFTMAX, "default"),
     "rows_in_smem": (_LONG_ROWS, "default"),
     "column_tree": (_COLUMNS, "default{split=1}"),

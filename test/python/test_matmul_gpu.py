@@ -21,6 +21,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fuser import api  # noqa: E402
 from test_matmul import GATED, matmul_text  # noqa: E402
 
+from fuser.tools.sanitize import MATMUL_TWO_OUTPUTS  # noqa: E402
+
 TOL = {"bf16": 1.6e-2, "f16": 4e-3, "f32": 3e-3}
 
 
@@ -215,12 +217,7 @@ def test_epilogues(epi, out):
     assert _rel(got, want) < TOL[out] + 5e-3
 
 
-TWO_OUTPUTS = """func.func @two(%a: tensor<{m}x{k}xbf16>, %b: tensor<{k}x{n}xbf16>) -> (tensor<{m}x{n}xf32>, tensor<{m}x{n}xbf16>) {{
-  %c = fusion.matmul %a, %b : tensor<{m}x{k}xbf16>, tensor<{k}x{n}xbf16> -> tensor<{m}x{n}xf32>
-  %r = fusion.relu %c : tensor<{m}x{n}xf32>
-  %o = fusion.cast %r : tensor<{m}x{n}xf32> to tensor<{m}x{n}xbf16>
-  func.return %c, %o : tensor<{m}x{n}xf32>, tensor<{m}x{n}xbf16>
-}}"""
+TWO_OUTPUTS = MATMUL_TWO_OUTPUTS.replace("{dt}", "bf16")
 
 
 @pytest.mark.parametrize("store", ["tma", "direct"])
