@@ -57,6 +57,7 @@ class _Gen:
         # The fuzzer's own float64 semantics, written apart from the reference interpreter:
         # (result names, numpy function, operand names), in program order.
         self.steps: list[tuple[list[str], object, list[str]]] = []
+        self.mag_steps: list[object] = []  # per step: (operand values, their magnitudes) -> magnitude(s)
 
     def ty(self, kind: str, dtype: str = "f32") -> str:
         shape = {"full": f"{self.rows}x{self.cols}", "row": f"{self.rows}", "col": f"{self.cols}"}[kind]
@@ -71,6 +72,7 @@ class _Gen:
         v = Value(self.fresh(stem), kind, dtype)
         self.lines.append(f"  %{v.name} = {rhs}")
         self.steps.append(([v.name], self._numpy(rhs, kind), [o.name for o in operands]))
+        self.mag_steps.append(self._magnitude(rhs))
         for o in operands:
             self.uses.setdefault(o.name, set()).add(v.name)
         if listed:
@@ -95,6 +97,31 @@ class _Gen:
             axis = 1 if "dims [1]" in rhs else 0
             return lambda x: fn(x, axis=axis)
         return _NUMPY[op]
+
+    def _magnitude(self, rhs: str):
+        """How one op scales the rounding error it is handed: the magnitude of its result, for an
+        error bound of eps * magnitude. Sums add the magnitudes of their terms (so a sum that
+        cancels keeps the size of what it added), products multiply them, and a function of x
+        takes |f'(x)| * magnitude(x) + |f(x)|."""
+        op = rhs.split()[0].removeprefix("fusion.")
+        fn = self._numpy(rhs, "full") if op != "full" else None
+        if op == "full":
+            value = abs(float(rhs.split()[1]))
+            return lambda vals, mags: value
+        if op in ("broadcast", "cast", "segment_set", "neg", "abs", "relu"):
+            return (lambda vals, mags: fn(mags[0])) if op == "broadcast" else (lambda vals, mags: mags[0])
+        if op == "reduce":
+            axis = 1 if "dims [1]" in rhs else 0
+            return lambda vals, mags: np.sum(mags[0], axis=axis) if "sum" in rhs.split()[1] else \
+                np.max(mags[0], axis=axis)
+        if op in ("add", "sub"):
+            return lambda vals, mags: mags[0] + mags[1]
+        if op == "mul":
+            return lambda vals, mags: mags[0] * mags[1]
+        if op in ("max", "min"):
+            return lambda vals, mags: np.maximum(mags[0], mags[1])
+        slope = _SLOPE[op]
+        return lambda vals, mags: np.abs(slope(vals[0])) * mags[0] + np.abs(fn(vals[0]))
 
     def pick(self, kind: str | None = None) -> Value:
         pool = [v for v in self.values if kind is None or v.kind == kind]
@@ -153,6 +180,7 @@ class _Gen:
                           f"{self.ty('full')} to {self.ty('row')}, {self.ty('row')}")
         self.uses.setdefault(x.name, set()).update({var.name, mean.name})
         self.steps.append(([var.name, mean.name], lambda a: (np.var(a, axis=1), np.mean(a, axis=1)), [x.name]))
+        self.mag_steps.append(lambda vals, mags: (np.mean(mags[0] ** 2, axis=1), np.mean(mags[0], axis=1)))
         self.values += [var, mean]
         return self.rng.choice([var, mean])
 
@@ -223,12 +251,19 @@ class _Gen:
                 f"  func.return {names} : {results}\n}}\n")
 
     def evaluate(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        return self.evaluate_with_magnitudes(inputs)[0]
+
+    def evaluate_with_magnitudes(self, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """The float64 results, and the magnitudes their rounding errors scale with (`_magnitude`)."""
         env = {a.name: np.asarray(x, dtype=np.float64) for a, x in zip(self.args, inputs)}
-        for names, fn, operands in self.steps:
-            out = fn(*(env[o] for o in operands))
-            for n, x in zip(names, out if len(names) > 1 else [out]):
+        mag = {n: np.abs(x) for n, x in env.items()}
+        for (names, fn, operands), mfn in zip(self.steps, self.mag_steps):
+            vals = [env[o] for o in operands]
+            out, m = fn(*vals), mfn(vals, [mag[o] for o in operands])
+            for n, x, y in zip(names, out if len(names) > 1 else [out], m if len(names) > 1 else [m]):
                 env[n] = np.asarray(x, dtype=np.float64)
-        return [env[v.name] for v in self.outputs]
+                mag[n] = np.broadcast_to(np.asarray(y, dtype=np.float64), env[n].shape)
+        return [env[v.name] for v in self.outputs], [mag[v.name] for v in self.outputs]
 
 
 def _sigmoid(x):
@@ -236,6 +271,17 @@ def _sigmoid(x):
 
 
 _ERF = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _gelu_slope(x):
+    return 0.5 * (1.0 + _ERF(x / math.sqrt(2.0))) + x * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+
+
+_SLOPE = {  # derivatives of the unary ops that are not plain sign changes
+    "tanh": lambda x: 1.0 - np.tanh(x) ** 2, "exp": np.exp, "log": lambda x: 1.0 / x,
+    "sigmoid": lambda x: _sigmoid(x) * (1.0 - _sigmoid(x)),
+    "silu": lambda x: _sigmoid(x) * (1.0 + x * (1.0 - _sigmoid(x))), "gelu": _gelu_slope,
+}
 _IDENTITY = lambda x: x  # noqa: E731
 _NUMPY = {
     "neg": np.negative, "abs": np.abs, "tanh": np.tanh, "exp": np.exp, "log": np.log,
@@ -253,13 +299,14 @@ class FuzzCase:
     inputs: list[tuple[tuple[int, ...], str]]   # (shape, dtype) of each argument
     outputs: list[str]                          # dtype of each result
     evaluate: object = field(repr=False)        # inputs -> float64 results
+    with_magnitudes: object = field(repr=False, default=None)  # inputs -> (results, their error magnitudes)
 
 
 def fuzz_case(seed: int, name: str = "fuzz") -> FuzzCase:
     g = _Gen(random.Random(seed), name)
     text = g.build()
     return FuzzCase(seed, text, [(g.shape(a.kind), a.dtype) for a in g.args], [v.dtype for v in g.outputs],
-                    g.evaluate)
+                    g.evaluate, g.evaluate_with_magnitudes)
 
 
 def random_fusion(seed: int, name: str = "fuzz") -> str:
@@ -270,13 +317,20 @@ def random_fusion(seed: int, name: str = "fuzz") -> str:
 TOLERANCE = {"f32": 2e-4, "bf16": 2e-2, "f16": 4e-3}
 
 
-def mismatch(got, want, dtype: str) -> str | None:
+ROUNDING_SLACK = 16 * 2.0 ** -24
+"""Rounding a float32 kernel may add to an element, per unit of its magnitude (see `_Gen._magnitude`):
+16 float32 epsilons, for the summation order and the approximate exp/log/division."""
+
+
+def mismatch(got, want, dtype: str, magnitude=None) -> str | None:
     """None if `got` matches the float64 `want` for an output of `dtype`, else a short reason.
 
-    Elementwise |got - want| <= tol * (|want| + max(max|want|, 1e-3)): relative to the element,
-    with an absolute floor scaled by the output's magnitude (sums of many terms cancel), and
-    never below 1e-3 * tol: a value that cancels to 0 in float32 and to 1e-32 in float64 (the
-    variance of a constant row) is rounding, not a wrong answer, since inputs are of order 1."""
+    Elementwise |got - want| <= tol * (|want| + max(max|want|, 1e-3)) + ROUNDING_SLACK * magnitude:
+    relative to the element, with an absolute floor scaled by the output's magnitude and never
+    below 1e-3 * tol (a value that cancels to 0 in float32 and to 1e-32 in float64, the variance
+    of a constant row, is rounding, since inputs are of order 1), plus the rounding that the
+    computation itself amplifies: a sum of 1000 terms of order 1 that cancels to 1e-13 in
+    float64 is 1e-5 in float32, and that is not a wrong answer either."""
     import numpy as np
 
     g = np.asarray(got, dtype=np.float64)
@@ -285,7 +339,8 @@ def mismatch(got, want, dtype: str) -> str | None:
         return f"shape {g.shape} != {w.shape}"
     tol = TOLERANCE[dtype]
     scale = float(np.max(np.abs(w))) if w.size else 0.0
-    bad = ~(np.abs(g - w) <= tol * (np.abs(w) + max(scale, 1e-3))) & ~(np.isnan(g) & np.isnan(w))
+    slack = 0.0 if magnitude is None else ROUNDING_SLACK * np.asarray(magnitude, dtype=np.float64)
+    bad = ~(np.abs(g - w) <= tol * (np.abs(w) + max(scale, 1e-3)) + slack) & ~(np.isnan(g) & np.isnan(w))
     if bad.any():
         i = np.unravel_index(int(np.argmax(bad)), w.shape)
         return f"{int(bad.sum())} of {w.size} elements differ; first at {tuple(int(x) for x in i)}: {g[i]} vs {w[i]}"
@@ -311,7 +366,7 @@ def _refusal_pattern(message: str) -> str:
     return m[:120]
 
 
-def check(case: FuzzCase, text: str, options: str, inputs, want, gpu: bool) -> tuple[str, str]:
+def check(case: FuzzCase, text: str, options: str, inputs, want, gpu: bool, mags=None) -> tuple[str, str]:
     """('ok' | 'refused' | 'mismatch' | 'crash', detail) for one fusion text."""
     from fuser import api
     from fuser.dialects.ir import FuserDiagnostic
@@ -336,7 +391,7 @@ def check(case: FuzzCase, text: str, options: str, inputs, want, gpu: bool) -> t
         return "crash", f"run: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     got = got if isinstance(got, (tuple, list)) else [got]
     for i, (g, w, dt) in enumerate(zip(got, want, case.outputs)):
-        why = mismatch(g, w, dt)
+        why = mismatch(g, w, dt, None if mags is None else mags[i])
         if why:
             return "mismatch", f"output #{i} ({dt}): {why}"
     return "ok", ""
@@ -357,14 +412,16 @@ def _without_output(text: str, i: int) -> str:
     return print_module(m)
 
 
-def shrink(case: FuzzCase, options: str, inputs, want, gpu: bool, status: str) -> tuple[str, list[int]]:
+def shrink(case: FuzzCase, options: str, inputs, want, gpu: bool, status: str, mags=None) -> tuple[str, list[int]]:
     """Drop outputs while the failure stays; returns the smaller text and the outputs kept."""
     text, keep = case.text, list(range(len(case.outputs)))
     i = 0
     while len(keep) > 1 and i < len(keep):
         trial = _without_output(text, i)
         sub = FuzzCase(case.seed, trial, case.inputs, [case.outputs[j] for j in keep if j != keep[i]], case.evaluate)
-        if check(sub, trial, options, inputs, [want[j] for j in keep if j != keep[i]], gpu)[0] == status:
+        kept = [j for j in keep if j != keep[i]]
+        if check(sub, trial, options, inputs, [want[j] for j in kept], gpu,
+                 None if mags is None else [mags[j] for j in kept])[0] == status:
             text, keep = trial, [j for j in keep if j != keep[i]]
         else:
             i += 1
@@ -382,15 +439,15 @@ def run(cases: int, seed: int, gpu: bool = False, save: Path | None = None, log=
         case = fuzz_case(s)
         options = OPTION_VARIANTS[s % len(OPTION_VARIANTS)]
         inputs = [rng.uniform(-2, 2, shape).astype(np.float32).astype(numpy_dtype(dt)) for shape, dt in case.inputs]
-        want = case.evaluate(inputs)
-        status, detail = check(case, case.text, options, inputs, want, gpu)
+        want, mags = case.with_magnitudes(inputs)
+        status, detail = check(case, case.text, options, inputs, want, gpu, mags)
         counts[status] += 1
         if status == "refused":
             refusals[detail] += 1
         elif status != "ok":
             log(f"seed {s} ({options or 'default options'}): {status}: {detail}")
             if save is not None:
-                text, keep = shrink(case, options, inputs, want, gpu, status)
+                text, keep = shrink(case, options, inputs, want, gpu, status, mags)
                 save.mkdir(parents=True, exist_ok=True)
                 (save / f"fuzz-{s}.mlir").write_text(
                     f"// fuser-fuzz seed {s}, pipeline options '{options}', {status}: {detail}\n"

@@ -40,3 +40,20 @@ def test_a_wrong_answer_is_caught_and_shrunk(tmp_path):
     assert status == "mismatch" and detail.startswith("output #0")
     text, keep = fuzz.shrink(case, "", xs, want, False, status)
     assert keep == [0] and text.count("tensor<") < case.text.count("tensor<")
+
+
+def test_cancellation_is_rounding_not_a_mismatch():
+    """Seed 40533 on the H100: an output is sum(x - mean(x)) over 1000 rows, 0 in exact
+    arithmetic, -2.7e-13 in float64 and -1.9e-5 from the float32 kernel. Its magnitude (the sum
+    of what it added, ~2000) puts that within rounding; an error of 0.01 is still a mismatch."""
+    rng = np.random.default_rng(40533)
+    case = fuzz.fuzz_case(40533)
+    xs = [rng.uniform(-2, 2, s).astype(np.float32).astype(numpy_dtype(dt)) for s, dt in case.inputs]
+    want, mags = case.with_magnitudes(xs)
+    got = want[1].copy()
+    got[1] = -1.9073486328125e-05
+    assert fuzz.mismatch(got, want[1], "f32", mags[1]) is None
+    assert fuzz.mismatch(got, want[1], "f32") is not None  # without the magnitude it looked wrong
+    got[1] = 0.01
+    assert fuzz.mismatch(got, want[1], "f32", mags[1]) is not None
+    assert np.all(mags[0] >= np.abs(want[0]))  # a magnitude bounds its value
