@@ -36,11 +36,13 @@ from fuser.dialects import fusion as F
 from fuser.dialects.ir import decode_source, parse_module
 from fuser.runtime.reference import find_func, run_reference
 
+# `compile`, `abs`, `pow` and `sum` are left out of __all__ so that `from fuser import *` does not
+# shadow the builtins; use them as `fuser.compile`, `fuser.sum`, ...
 __all__ = [
-    "FusionBuilder", "Tensor", "CompiledFusion", "compile",
-    "exp", "log", "tanh", "sqrt", "rsqrt", "relu", "sigmoid", "silu", "gelu", "abs", "neg",
-    "add", "sub", "mul", "div", "maximum", "minimum", "pow", "where", "cast", "full",
-    "broadcast_to", "broadcast", "reshape", "permute", "sum", "amax", "amin", "welford", "var_mean",
+    "FusionBuilder", "Tensor", "CompiledFusion",
+    "exp", "log", "tanh", "sqrt", "rsqrt", "relu", "sigmoid", "silu", "gelu", "neg",
+    "add", "sub", "mul", "div", "maximum", "minimum", "where", "cast", "full",
+    "broadcast_to", "broadcast", "reshape", "permute", "amax", "amin", "welford", "var_mean",
     "matmul", "segment_set",
 ]
 
@@ -625,16 +627,43 @@ class CompiledFusion:
             return str(self.module)
         raise KeyError(f"no IR stage {level!r}; available: {', '.join(stages)}")
 
-    def __call__(self, *arrays: Any) -> Any:
+    def __call__(self, *arrays: Any, **named: Any) -> Any:
+        """Run on the GPU. Inputs go by position, or by name (the fusion's argument names)."""
+        arrays = self._bind(arrays, named)
         if self._executor is None:  # the first call loads the kernels
             from fuser.runtime.executor import Executor
 
             self._executor = Executor(self.result.program)
         return self._executor(*arrays)
 
-    def reference(self, *arrays: Any, precision: str = "native") -> Any:
+    def input_names(self) -> list[str]:
+        """The fusion's argument names, in order (`arg<i>` for an unnamed one)."""
+        return [a.name_hint or f"arg{i}" for i, a in enumerate(self.func.body.block.args)]
+
+    def _bind(self, arrays: tuple, named: dict[str, Any]) -> tuple:
+        """Positional and keyword inputs as one positional tuple, with Python's own errors."""
+        if not named:
+            return arrays
+        names = self.input_names()
+        if len(arrays) > len(names):
+            raise TypeError(f"@{self.name} takes {len(names)} inputs ({', '.join(names)}), got {len(arrays)}")
+        bound: dict[str, Any] = dict(zip(names, arrays))
+        for k, v in named.items():
+            if k not in names:
+                raise TypeError(f"@{self.name} got an unexpected keyword argument '{k}'; its inputs are "
+                                f"{', '.join(names)}")
+            if k in bound:
+                raise TypeError(f"@{self.name} got multiple values for input '{k}'")
+            bound[k] = v
+        missing = [n for n in names if n not in bound]
+        if missing:
+            raise TypeError(f"@{self.name} is missing input{'s' if len(missing) > 1 else ''} "
+                            f"{', '.join(repr(m) for m in missing)}")
+        return tuple(bound[n] for n in names)
+
+    def reference(self, *arrays: Any, precision: str = "native", **named: Any) -> Any:
         """The numpy interpreter's answer, shaped like a GPU call's: one array, or a tuple."""
-        outs = run_reference(self.func, arrays, precision)
+        outs = run_reference(self.func, self._bind(arrays, named), precision)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def __repr__(self) -> str:

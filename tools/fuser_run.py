@@ -30,6 +30,11 @@ def _dtype_name(t) -> str:
 def _make_inputs(fn, given: dict[str, str], seed: int) -> list[np.ndarray]:
     from fuser.runtime.arrays import numpy_dtype
     rng = np.random.default_rng(seed)
+    names = [arg.name_hint or f"arg{i}" for i, arg in enumerate(fn.body.block.args)]
+    for key in given:
+        if key not in names and not (key.isdigit() and int(key) < len(names)):
+            raise FuserDiagnostic(f"error: --input {key}=...: the fusion has no argument '{key}'; its arguments are "
+                                  f"{', '.join(names)} (or positions 0-{len(names) - 1})")
     arrays = []
     for i, arg in enumerate(fn.body.block.args):
         name = arg.name_hint or f"arg{i}"
@@ -86,23 +91,24 @@ def _run(args) -> int:
     fn = fns[0]
     given = dict(kv.split("=", 1) for kv in args.input)
     inputs = _make_inputs(fn, given, args.seed)
-    ref = run_reference(fn, inputs, precision="f64")
     out_types = [_dtype_name(t) for t in fn.function_type.outputs.data]
 
+    # Compile first, on any machine: pipeline and schedule errors surface with or without a GPU.
+    from fuser import api
+    t0 = time.perf_counter()
+    k = api.compile(text, pipeline=args.pipeline, arch=args.arch)
+    compile_s = time.perf_counter() - t0
     try:
         driver.require_gpu()
-    except driver.NoGPUError as e:
-        print(f"fuser-run: {e}; ran the reference interpreter instead")
+    except driver.NoGPUError:
+        print(f"fuser-run: compiled in {compile_s * 1e3:.0f} ms; no GPU here, so these are the reference "
+              "interpreter's outputs")
         outputs = run_reference(fn, inputs, precision="native")
         for i, o in enumerate(outputs):
             print(f"  output {i}: shape {o.shape} dtype {o.dtype} mean {np.mean(o.astype(np.float64)):.6g}")
         _save(args, outputs)
         return 0
-
-    from fuser import api
-    t0 = time.perf_counter()
-    k = api.compile(text, pipeline=args.pipeline, arch=args.arch)
-    compile_s = time.perf_counter() - t0
+    ref = run_reference(fn, inputs, precision="f64")
     try:
         got = k(*inputs)
     except ArgumentError as e:

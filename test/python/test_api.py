@@ -496,3 +496,46 @@ def test_named_pipeline_takes_schedule_options():
     assert len(planners) == 3 and all(p.matmul_smem_reuse == 0 for p in planners)
     with pytest.raises(PipelineError, match="bogus"):
         build_pipeline("default{bogus=1}")
+
+
+def test_inputs_by_name():
+    """Inputs by position or by the fusion's argument names, with Python's own kind of errors."""
+    with fuser.FusionBuilder("named") as fb:
+        x = fb.input((4,), "f32", name="x")
+        b = fb.input((4,), "f32", name="b")
+        fb.output(x - b)
+    cf = fuser.compile(fb)
+    assert cf.input_names() == ["x", "b"]
+    xv, bv = np.arange(4, dtype=np.float32), np.ones(4, dtype=np.float32)
+    np.testing.assert_array_equal(cf.reference(b=bv, x=xv), xv - bv)
+    np.testing.assert_array_equal(cf.reference(xv, b=bv), xv - bv)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'q'; its inputs are x, b"):
+        cf.reference(xv, q=bv)
+    with pytest.raises(TypeError, match="multiple values for input 'x'"):
+        cf.reference(xv, x=xv)
+    with pytest.raises(TypeError, match="missing input 'b'"):
+        cf.reference(x=xv)
+    with pytest.raises(TypeError, match="missing input 'b'"):
+        cf(x=xv)  # checked before any GPU is needed
+
+
+def test_star_import_does_not_shadow_builtins():
+    import builtins
+
+    ns: dict = {}
+    exec("from fuser import *", ns)  # noqa: S102
+    assert not [n for n in ns if n != "__builtins__" and hasattr(builtins, n)]
+    import fuser as package
+    import fuser.api as api
+
+    assert package.compile is api.compile and package.sum is api.sum
+
+
+def test_pass_classes_from_fuser_passes():
+    from fuser.lowering.fusion_to_sched import ConvertFusionToSched
+    from fuser.passes import AliasSmem, ConvertFusionToSched as C
+
+    assert C is ConvertFusionToSched and AliasSmem.name == "sched-alias-smem"
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        import fuser.passes
+        fuser.passes.Nope  # noqa: B018

@@ -67,3 +67,19 @@ def test_list_passes_specs_parse():
         spec = pass_spec(load())
         assert f"  {spec}\n" in text + "\n"
         assert [p.name for p in build_pipeline(spec)] == [name]
+
+
+def test_error_example(tmp_path):
+    """The README's error example is examples/bad.mlir, and prints exactly what the README shows."""
+    block = README.split("Errors are MLIR-style and exit non-zero:", 1)[1].split("```", 2)[1]
+    cmd, shown = [ln for ln in block.splitlines() if ln.strip()][:2]
+    r = _run(shlex.split(cmd.removeprefix("$ "))[1:], tmp_path)
+    assert r.returncode == 1
+    assert r.stderr.strip() == shown.strip()
+
+
+def test_no_reference_outside_the_repository():
+    """Docs point at files in the repository, never at ../shared or other outside paths."""
+    for path in ["README.md"] + [os.path.join("docs", f) for f in os.listdir(os.path.join(ROOT, "docs"))]:
+        text = open(os.path.join(ROOT, path)).read()
+        assert "../shared" not in text and "shared/PERF.md" not in text, path
