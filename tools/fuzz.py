@@ -7,14 +7,17 @@ evaluation.
     fuser-fuzz --cases 200 --save-failures dir/ # failing cases, shrunk, as .mlir reproducers
 
 Every fusion works on one 2-D shape R x C (odd extents included) and its row (R) and column (C)
-vectors. It draws pointwise chains, broadcasts, row and column reductions, var_mean and
-segment_sets, then returns two to four values, preferring the shapes that broke the planner:
+vectors. One case in seven opens with a bf16 matmul (random layouts, K from 64 to 1000) as its
+first R x C value. It draws pointwise chains, broadcasts, row and column reductions (some with
+keepdim), var_mean and segment_sets, then returns two to four values, preferring the shapes
+that broke the planner:
 an output that another output reads, a value returned twice, an input returned as is, an
 output that also feeds a reduction, outputs of different shapes fed by one value.
 
 Values stay in a modest range (inputs in [-2, 2], exp only of tanh, log only of 1 + |v|,
 reduction sums scaled by 1/extent), so a float32 kernel and the float64 reference agree to a
-tolerance that fits the output dtype, and any real mismatch is a bug.
+tolerance that fits the output dtype plus the rounding each output's computation amplifies (its
+magnitude: what a sum added up, what a function's slope scales), and any real mismatch is a bug.
 """
 
 from __future__ import annotations
@@ -32,6 +35,10 @@ from pathlib import Path
 import numpy as np
 
 SHAPES = [(31, 33), (64, 96), (7, 128), (129, 257), (2, 1024), (256, 64), (5, 3000), (1000, 24), (33, 512)]
+# Matmul cases: R x C (= M x N) with rows of a multiple of 16 bytes, so the Hopper matmul takes
+# them (ragged tiles, one tile, several); K from one 64-slice to many, ragged included.
+MATMUL_SHAPES = [(128, 128), (200, 264), (64, 96), (333, 136), (256, 64), (1000, 24)]
+MATMUL_K = [64, 72, 256, 520, 1000]
 UNARY = ["neg", "abs", "tanh", "sigmoid", "relu", "silu", "gelu"]
 BINARY = ["add", "sub", "mul", "max", "min"]
 OUT_DTYPES = ["f32", "f32", "f32", "bf16", "f16"]
@@ -49,6 +56,7 @@ class _Gen:
         self.rng = rng
         self.name = name
         self.rows, self.cols = rng.choice(SHAPES)
+        self.k, self.ta, self.tb = 0, False, False  # a matmul case's K and operand layouts
         self.lines: list[str] = []
         self.values: list[Value] = []
         self.args: list[Value] = []
@@ -60,8 +68,7 @@ class _Gen:
         self.mag_steps: list[object] = []  # per step: (operand values, their magnitudes) -> magnitude(s)
 
     def ty(self, kind: str, dtype: str = "f32") -> str:
-        shape = {"full": f"{self.rows}x{self.cols}", "row": f"{self.rows}", "col": f"{self.cols}"}[kind]
-        return f"tensor<{shape}x{dtype}>"
+        return "tensor<" + "x".join(str(d) for d in self.shape(kind)) + f"x{dtype}>"
 
     def fresh(self, stem: str) -> str:
         self.count += 1
@@ -72,7 +79,7 @@ class _Gen:
         v = Value(self.fresh(stem), kind, dtype)
         self.lines.append(f"  %{v.name} = {rhs}")
         self.steps.append(([v.name], self._numpy(rhs, kind), [o.name for o in operands]))
-        self.mag_steps.append(self._magnitude(rhs))
+        self.mag_steps.append(self._magnitude(rhs, kind))
         for o in operands:
             self.uses.setdefault(o.name, set()).add(v.name)
         if listed:
@@ -80,7 +87,9 @@ class _Gen:
         return v
 
     def shape(self, kind: str) -> tuple[int, ...]:
-        return {"full": (self.rows, self.cols), "row": (self.rows,), "col": (self.cols,)}[kind]
+        m, n, k = self.rows, self.cols, self.k
+        return {"full": (m, n), "row": (m,), "col": (n,), "rowk": (m, 1),
+                "mma": (k, m) if self.ta else (m, k), "mmb": (n, k) if self.tb else (k, n)}[kind]
 
     def _numpy(self, rhs: str, kind: str):
         """The float64 function of one emitted op, from its text."""
@@ -95,25 +104,34 @@ class _Gen:
         if op == "reduce":
             fn = {"sum": np.sum, "max": np.max, "min": np.min}[rhs.split()[1]]
             axis = 1 if "dims [1]" in rhs else 0
-            return lambda x: fn(x, axis=axis)
+            keep = "keepdim" in rhs
+            return lambda x: fn(x, axis=axis, keepdims=keep)
+        if op == "reshape":
+            shape = self.shape(kind)
+            return lambda x: np.reshape(x, shape)
+        if op == "matmul":
+            ta, tb = self.ta, self.tb
+            return lambda a, b: (a.T if ta else a) @ (b.T if tb else b)
         return _NUMPY[op]
 
-    def _magnitude(self, rhs: str):
+    def _magnitude(self, rhs: str, kind: str):
         """How one op scales the rounding error it is handed: the magnitude of its result, for an
         error bound of eps * magnitude. Sums add the magnitudes of their terms (so a sum that
         cancels keeps the size of what it added), products multiply them, and a function of x
         takes |f'(x)| * magnitude(x) + |f(x)|."""
         op = rhs.split()[0].removeprefix("fusion.")
-        fn = self._numpy(rhs, "full") if op != "full" else None
+        fn = self._numpy(rhs, kind) if op != "full" else None
         if op == "full":
             value = abs(float(rhs.split()[1]))
             return lambda vals, mags: value
-        if op in ("broadcast", "cast", "segment_set", "neg", "abs", "relu"):
-            return (lambda vals, mags: fn(mags[0])) if op == "broadcast" else (lambda vals, mags: mags[0])
+        if op in ("broadcast", "reshape", "matmul"):  # linear in each operand's magnitude
+            return lambda vals, mags: fn(*mags)
+        if op in ("cast", "segment_set", "neg", "abs", "relu"):
+            return lambda vals, mags: mags[0]
         if op == "reduce":
-            axis = 1 if "dims [1]" in rhs else 0
-            return lambda vals, mags: np.sum(mags[0], axis=axis) if "sum" in rhs.split()[1] else \
-                np.max(mags[0], axis=axis)
+            axis, keep = (1 if "dims [1]" in rhs else 0), "keepdim" in rhs
+            return lambda vals, mags: np.sum(mags[0], axis=axis, keepdims=keep) if "sum" in rhs.split()[1] else \
+                np.max(mags[0], axis=axis, keepdims=keep)
         if op in ("add", "sub"):
             return lambda vals, mags: mags[0] + mags[1]
         if op == "mul":
@@ -167,7 +185,13 @@ class _Gen:
         x = self.pick("full")
         dims, n = ("[1]", self.cols) if kind == "row" else ("[0]", self.rows)
         op = self.rng.choice(["sum", "sum", "max", "min"])
-        r = self.emit("r", kind, f"fusion.reduce {op} %{x.name} dims {dims} : {self.ty('full')} to {self.ty(kind)}", [x])
+        if kind == "row" and self.rng.random() < 0.25:  # keepdim (R x 1), then back to a row
+            r = self.emit("k", "rowk", f"fusion.reduce {op} %{x.name} dims [1] keepdim : {self.ty('full')} to "
+                                       f"{self.ty('rowk')}", [x], listed=False)
+            r = self.emit("r", kind, f"fusion.reshape %{r.name} : {self.ty('rowk')} to {self.ty('row')}", [r])
+        else:
+            r = self.emit("r", kind, f"fusion.reduce {op} %{x.name} dims {dims} : {self.ty('full')} to "
+                                     f"{self.ty(kind)}", [x])
         if op != "sum":
             return r
         scale = self.const(1.0 / n, kind)
@@ -189,9 +213,23 @@ class _Gen:
         return self.emit("g", x.kind, f"fusion.segment_set %{x.name} : {self.ty(x.kind)} to {self.ty(x.kind)}", [x])
 
     # -------------------------------------------------------------- the fusion
-    def build(self) -> str:
+    def matmul(self, rng: random.Random) -> None:
+        """A bf16 matmul (random layouts) as the fusion's first R x C value; the rest of the
+        case is its epilogue and whatever else the generator draws. (`rng` is its own, so that
+        the cases without a matmul are the ones the same seeds always gave.)"""
+        self.rows, self.cols = rng.choice(MATMUL_SHAPES)
+        self.k, self.ta, self.tb = rng.choice(MATMUL_K), rng.random() < 0.3, rng.random() < 0.3
+        a, b = Value("ma", "mma", "bf16"), Value("mb", "mmb", "bf16")
+        self.args += [a, b]
+        flags = (" transpose_a" if self.ta else "") + (" transpose_b" if self.tb else "")
+        self.emit("mm", "full", f"fusion.matmul %ma, %mb{flags} : {self.ty('mma', 'bf16')}, {self.ty('mmb', 'bf16')} "
+                                f"-> {self.ty('full')}", [a, b])
+
+    def build(self, matmul_rng: random.Random | None = None) -> str:
         rng = self.rng
-        n_in = rng.randint(1, 3)
+        if matmul_rng is not None:
+            self.matmul(matmul_rng)
+        n_in = rng.randint(1 if not self.args else 0, 3)
         for i in range(n_in):
             kind = "full" if i == 0 else rng.choice(["full", "row", "col"])
             dtype = rng.choice(["f32", "f32", "bf16"])
@@ -304,7 +342,8 @@ class FuzzCase:
 
 def fuzz_case(seed: int, name: str = "fuzz") -> FuzzCase:
     g = _Gen(random.Random(seed), name)
-    text = g.build()
+    side = random.Random(seed * 7919 + 1)  # one case in seven opens with a matmul
+    text = g.build(side if side.random() < 1 / 7 else None)
     return FuzzCase(seed, text, [(g.shape(a.kind), a.dtype) for a in g.args], [v.dtype for v in g.outputs],
                     g.evaluate, g.evaluate_with_magnitudes)
 
