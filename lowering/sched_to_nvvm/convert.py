@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func, gpu
-from xdsl.dialects.builtin import ModuleOp, StringAttr, UnitAttr
+from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 
@@ -53,6 +53,9 @@ class ConvertSchedToNVVM(ModulePass):
                 raise SchedToNVVMError(f"'sched.kernel' @{k.sym_name.data}: '{r.name}'{where(r)} reads a "
                                        f"'sched.wgmma.mma_async' result before any 'sched.wgmma.wait_group 0'; "
                                        f"run sched-flush-wgmma before convert-sched-to-nvvm")
+        if self.index_bitwidth == 32:
+            for k in kernels:
+                _check_32_bit_offsets(k)
         castui = ctx.get_optional_op("arith.index_castui")
         by_name = {k.sym_name.data: k for k in kernels}
         for h in hosts:
@@ -71,3 +74,18 @@ class ConvertSchedToNVVM(ModulePass):
         gmod = gpu.ModuleOp(StringAttr(gpu_name), Region(Block([*globals_, *contents])))  # type: ignore[arg-type]
         op.body.block.add_op(gmod)
         op.attributes["gpu.container_module"] = UnitAttr()
+
+
+def _check_32_bit_offsets(k: sched.KernelOp) -> None:
+    """32-bit element offsets reach 2^31 - 1 elements: refuse a buffer past that rather than
+    wrap around (64-bit offsets, the default, address any size)."""
+    bufs = [a.type for a in k.body.block.args] + [o.result.type for o in k.walk() if isinstance(o, sched.AllocOp)]
+    for t in bufs:
+        if isinstance(t, MemRefType) and all(d >= 0 for d in t.get_shape()):
+            n = 1
+            for d in t.get_shape():
+                n *= d
+            if n > 2**31 - 1:
+                raise SchedToNVVMError(f"'sched.kernel' @{k.sym_name.data}{where(k)}: buffer {t} has {n} elements, past "
+                                       f"the 2^31 - 1 that index-bitwidth=32 offsets reach; use index-bitwidth=64")
+
