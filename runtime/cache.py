@@ -5,12 +5,23 @@ options string, fuser version and a digest of the compiler's source), so any cha
 of them is a miss. An entry
 is a few named text payloads (PTX, ...) plus a small JSON of metadata.
 
-On disk (``$FUSER_CACHE_DIR``, default ``~/.cache/fuser``; ``FUSER_CACHE=0``
-turns the disk layer off) each entry is ``v1/<k[:2]>/<k>.<payload>.txt`` files and
-a ``v1/<k[:2]>/<k>.json`` written last that records each payload's sha256.
+On disk (``$FUSER_CACHE_DIR``; else ``$XDG_CACHE_HOME/fuser`` when that is an absolute
+path; else ``~/.cache/fuser``; ``FUSER_CACHE=0`` turns the disk layer off) each entry is
+``v1/<k[:2]>/<k>.<payload>.txt`` files and a ``v1/<k[:2]>/<k>.json`` written last that
+records each payload's sha256.
 Every file is written to a temporary name and ``os.replace``d into place, so a
 reader never sees half a file; a corrupt or inconsistent entry is treated as a
 miss (and rewritten by the next ``put``), never an exception.
+
+The disk layer is bounded: when its files total more than ``FUSER_CACHE_MAX_BYTES``
+(default 1 GiB; ``0`` = no limit; a suffix K/M/G/T means KiB/MiB/GiB/TiB), a ``put``
+deletes the least recently used entries until it fits. To spare a directory scan per
+``put``, a process scans on its first write and then whenever the last scan's total plus
+its own writes since exceeds the limit. An entry's
+recency is the newest mtime of its files: set by the write, and by every hit, which touches
+the ``.json`` (explicitly: atime updates are often disabled). The entry just written is
+never evicted, even when it alone is over the limit.
+Several processes may share the directory: files that vanish under the scan are skipped.
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ import os
 import re
 import tempfile
 import threading
+import time
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -29,10 +41,50 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 __all__ = ["CacheEntry", "KernelCache", "make_key", "signature_string", "default_cache",
-           "put_program", "get_program", "compiler_fingerprint"]
+           "put_program", "get_program", "compiler_fingerprint", "DEFAULT_MAX_BYTES",
+           "default_directory", "parse_max_bytes"]
 
 _LAYOUT = "v1"
 _NAME_RE = re.compile(r"^[a-z0-9_]+$")
+DEFAULT_MAX_BYTES = 1 << 30
+_SIZE_RE = re.compile(r"^([0-9]+)\s*(?:([kmgt])(?:i?b)?|b)?$", re.I)
+_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_STALE_TMP_S = 24 * 3600  # a temporary file this old was left by a killed writer
+
+
+def default_directory() -> Path:
+    """``$FUSER_CACHE_DIR``, else ``$XDG_CACHE_HOME/fuser``, else ``~/.cache/fuser``."""
+    explicit = os.environ.get("FUSER_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):  # the XDG spec says to ignore a relative path
+        return Path(xdg) / "fuser"
+    return Path.home() / ".cache" / "fuser"
+
+
+def parse_max_bytes(text: str) -> int:
+    """A byte count: '1073741824', '512M', '2GiB' (binary units); 0 means no limit.
+
+    Raises ValueError, naming the accepted forms, for anything else (negative included)."""
+    m = _SIZE_RE.match(text.strip())
+    if not m:
+        raise ValueError(f"expected a byte count such as 1073741824, 512M or 2G (0 = no limit), "
+                         f"got {text!r}")
+    return int(m.group(1)) * _UNITS.get((m.group(2) or "").lower(), 1)
+
+
+def _max_bytes_from_env() -> int:
+    raw = os.environ.get("FUSER_CACHE_MAX_BYTES", "").strip()
+    if not raw:
+        return DEFAULT_MAX_BYTES
+    try:
+        return parse_max_bytes(raw)
+    except ValueError as err:
+        # a typo in a cache setting should not stop compiles: say so and keep the default
+        warnings.warn(f"fuser: ignoring FUSER_CACHE_MAX_BYTES: {err}; using the default "
+                      f"limit of {DEFAULT_MAX_BYTES} bytes", RuntimeWarning, stacklevel=3)
+        return DEFAULT_MAX_BYTES
 
 
 def _fuser_version() -> str:
@@ -117,22 +169,38 @@ def _atomic_write(path: Path, text: str) -> None:
         raise
 
 
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:  # already gone (another process evicted it) or not ours to delete
+        pass
+
+
 class KernelCache:
     """Memory + disk cache of compiled kernels. Thread-safe; never raises on bad disk state."""
 
     def __init__(self, directory: str | os.PathLike | None = None, disk: bool | None = None,
-                 max_memory_entries: int = 1024):
+                 max_memory_entries: int = 1024, max_bytes: int | None = None):
+        """``max_bytes``: limit of the disk layer (0 = none); None reads FUSER_CACHE_MAX_BYTES."""
         if directory is None:
-            directory = os.environ.get("FUSER_CACHE_DIR") or Path.home() / ".cache" / "fuser"
+            directory = default_directory()
         if disk is None:
             disk = os.environ.get("FUSER_CACHE", "1").strip().lower() not in ("0", "false", "off", "no")
+        if max_bytes is None:
+            max_bytes = _max_bytes_from_env()
+        elif max_bytes < 0:
+            raise ValueError(f"max_bytes must be >= 0 (0 = no limit), got {max_bytes}")
         self.directory = Path(directory)
         self.disk = bool(disk)
         self.max_memory_entries = max_memory_entries
+        self.max_bytes = int(max_bytes)
         self._mem: OrderedDict[str, CacheEntry] = OrderedDict()
         self._lock = threading.Lock()
+        self._evict_lock = threading.Lock()  # one eviction scan at a time per process
+        self._disk_bytes: int | None = None   # last scan's total + what we wrote since
         self._warned = False
-        self.stats = {"memory_hits": 0, "disk_hits": 0, "misses": 0, "corrupt": 0, "write_errors": 0}
+        self.stats = {"memory_hits": 0, "disk_hits": 0, "misses": 0, "corrupt": 0, "write_errors": 0,
+                      "evicted": 0}
 
     # -- paths
     def _meta_path(self, key: str) -> Path:
@@ -148,7 +216,9 @@ class KernelCache:
             if e is not None:
                 self._mem.move_to_end(key)
                 self.stats["memory_hits"] += 1
-                return e
+        if e is not None:
+            self._touch(key)  # other processes evict by the disk recency
+            return e
         e = self._read_disk(key) if self.disk else None
         with self._lock:
             if e is None:
@@ -156,6 +226,7 @@ class KernelCache:
                 return None
             self.stats["disk_hits"] += 1
             self._remember(e)
+        self._touch(key)
         return e
 
     def put(self, key: str, payloads: dict[str, str], meta: dict[str, Any] | None = None) -> CacheEntry:
@@ -167,7 +238,9 @@ class KernelCache:
         with self._lock:
             self._remember(e)
         if self.disk:
-            self._write_disk(e)
+            written = self._write_disk(e)
+            if written is not None and self.max_bytes:
+                self._enforce_limit(key, written)
         return e
 
     def get_or_create(self, key: str,
@@ -217,20 +290,90 @@ class KernelCache:
             self.stats["corrupt"] += 1
             return None
 
-    def _write_disk(self, e: CacheEntry) -> None:
+    def _write_disk(self, e: CacheEntry) -> int | None:
+        """Write the entry; the bytes written, or None when the directory is not writable."""
         try:
             for name, body in e.payloads.items():
                 _atomic_write(self._payload_path(e.key, name), body)
             meta = {"layout": _LAYOUT, "key": e.key, "meta": e.meta,
                     "payloads": {n: _sha(b) for n, b in e.payloads.items()}}
+            meta_text = json.dumps(meta, sort_keys=True)
             # the metadata goes last: it is the commit point of the entry
-            _atomic_write(self._meta_path(e.key), json.dumps(meta, sort_keys=True))
+            _atomic_write(self._meta_path(e.key), meta_text)
+            return sum(len(t.encode()) for t in (meta_text, *e.payloads.values()))
         except OSError as err:
             self.stats["write_errors"] += 1
             if not self._warned:
                 self._warned = True
                 warnings.warn(f"fuser: kernel cache directory {self.directory} is not writable "
                               f"({err}); caching in memory only", RuntimeWarning, stacklevel=3)
+            return None
+
+    def _touch(self, key: str) -> None:
+        """Mark the entry on disk as just used (_evict reads the newest mtime of its files).
+
+        Done on every hit, limit or not: processes sharing the directory may set other limits."""
+        if self.disk:
+            try:
+                os.utime(self._meta_path(key))
+            except OSError:  # evicted meanwhile, or a read-only cache: only recency is lost
+                pass
+
+    def _enforce_limit(self, key: str, written: int) -> None:
+        # A scan stats every file (about 0.5 s for 20k entries), so it runs on this process's
+        # first write and then only when the last scan's total plus our writes since is over
+        # the limit; other processes' writes are counted at our next scan (and at theirs).
+        with self._evict_lock:
+            if self._disk_bytes is not None:
+                self._disk_bytes += written
+                if self._disk_bytes <= self.max_bytes:
+                    return
+            self._disk_bytes = self._evict(keep=key)
+
+    def _evict(self, keep: str) -> int | None:
+        """Delete least recently used entries until the disk layer fits in max_bytes; the
+        bytes left (None when the directory cannot be listed: scan again next time).
+
+        Another process may be writing or evicting in the same directory, so any file can
+        vanish between the listing and its stat/unlink: those are skipped, never raised."""
+        sizes: dict[str, int] = {}      # key -> bytes of all its files
+        recency: dict[str, float] = {}  # key -> newest mtime of its files
+        files: dict[str, list[Path]] = {}
+        now = time.time()
+        try:
+            shards = [d for d in os.scandir(self.directory / _LAYOUT) if d.is_dir()]
+        except OSError:
+            return None
+        for shard in shards:
+            try:
+                listing = list(os.scandir(shard.path))
+            except OSError:
+                continue
+            for f in listing:
+                try:
+                    st = f.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if f.name.startswith("."):  # a temporary file of a write in progress
+                    if f.name.endswith(".tmp") and now - st.st_mtime > _STALE_TMP_S:
+                        _unlink(Path(f.path))
+                    continue
+                # a hit touches the .json and a write renews every file, so the newest
+                # mtime is the last use (and an entry still being written counts as new)
+                key = f.name.partition(".")[0]
+                sizes[key] = sizes.get(key, 0) + st.st_size
+                recency[key] = max(recency.get(key, 0.0), st.st_mtime)
+                files.setdefault(key, []).append(Path(f.path))
+        total = sum(sizes.values())
+        for key in sorted((k for k in sizes if k != keep), key=lambda k: recency[k]):
+            if total <= self.max_bytes:
+                break
+            # the .json first: from then on readers see a miss, not a half-deleted entry
+            for path in sorted(files[key], key=lambda p: not p.name.endswith(".json")):
+                _unlink(path)
+            total -= sizes[key]
+            self.stats["evicted"] += 1
+        return total
 
     def keys_on_disk(self) -> Iterable[str]:
         root = self.directory / _LAYOUT

@@ -148,6 +148,7 @@ def test_cache_env_defaults(tmp_path, monkeypatch):
     assert c.get("ab" * 32) is not None          # memory layer still works
     assert not (tmp_path / "cdir").exists()       # nothing written to disk
     monkeypatch.delenv("FUSER_CACHE_DIR")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     assert cache.KernelCache().directory == cache.Path.home() / ".cache" / "fuser"
 
 

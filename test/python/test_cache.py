@@ -1,0 +1,316 @@
+"""The on-disk kernel cache's location (FUSER_CACHE_DIR > XDG_CACHE_HOME > ~/.cache) and its
+size limit (FUSER_CACHE_MAX_BYTES, least-recently-used eviction, safe under other processes)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fuser.runtime import cache
+
+PAYLOAD = "x" * 1000
+
+
+@pytest.fixture
+def clean_env(monkeypatch, tmp_path):
+    """No cache setting from the caller's environment; HOME is a scratch directory."""
+    for var in ("FUSER_CACHE_DIR", "XDG_CACHE_HOME", "FUSER_CACHE", "FUSER_CACHE_MAX_BYTES"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    return monkeypatch
+
+
+def key(n: int) -> str:
+    return f"{n:02x}" * 32
+
+
+def put(c: cache.KernelCache, n: int) -> None:
+    """Store entry n; every such entry takes the same number of bytes on disk."""
+    c.put(key(n), {"ptx": PAYLOAD}, {"n": 1})
+
+
+def entry_files(c: cache.KernelCache, k: str) -> list[Path]:
+    return list((c.directory / "v1" / k[:2]).glob(f"{k}.*"))
+
+
+def set_age(c: cache.KernelCache, k: str, t: float) -> None:
+    """Make an entry look last used at time t (seconds since the epoch)."""
+    for f in entry_files(c, k):
+        os.utime(f, (t, t))
+
+
+def disk_bytes(directory: Path) -> int:
+    return sum(f.stat().st_size for f in directory.rglob("*") if f.is_file())
+
+
+def entry_size(tmp_path: Path) -> int:
+    """Bytes one entry of PAYLOAD takes on disk (all test entries have the same size)."""
+    probe = cache.KernelCache(tmp_path / "probe", disk=True, max_bytes=0)
+    put(probe, 0xEE)
+    return disk_bytes(probe.directory)
+
+
+# ------------------------------------------------------------------------ location
+
+def test_location_precedence(clean_env, tmp_path):
+    home_default = tmp_path / "home" / ".cache" / "fuser"
+    assert cache.KernelCache().directory == home_default
+
+    clean_env.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache.KernelCache().directory == tmp_path / "xdg" / "fuser"
+
+    clean_env.setenv("FUSER_CACHE_DIR", str(tmp_path / "explicit"))
+    assert cache.KernelCache().directory == tmp_path / "explicit"
+
+    clean_env.setenv("FUSER_CACHE_DIR", "")  # empty = unset
+    assert cache.KernelCache().directory == tmp_path / "xdg" / "fuser"
+
+
+@pytest.mark.parametrize("value", ["relative/cache", "", "."])
+def test_relative_or_empty_xdg_is_ignored(clean_env, tmp_path, value):
+    clean_env.setenv("XDG_CACHE_HOME", value)
+    assert cache.KernelCache().directory == tmp_path / "home" / ".cache" / "fuser"
+
+
+def test_entries_land_under_xdg(clean_env, tmp_path):
+    clean_env.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    cache.KernelCache().put(key(1), {"ptx": "P"})
+    assert (tmp_path / "xdg" / "fuser" / "v1" / key(1)[:2] / f"{key(1)}.json").is_file()
+    assert cache.KernelCache().get(key(1)).payloads == {"ptx": "P"}
+    assert not (tmp_path / "home").exists()
+
+
+# ------------------------------------------------------------------- the limit setting
+
+@pytest.mark.parametrize("text, expected", [
+    ("0", 0), ("12345", 12345), (" 100 ", 100), ("7b", 7), ("4K", 4096), ("512M", 512 << 20),
+    ("2G", 2 << 30), ("2GiB", 2 << 30), ("3gb", 3 << 30), ("1T", 1 << 40), ("5 MiB", 5 << 20)])
+def test_parse_max_bytes(text, expected):
+    assert cache.parse_max_bytes(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "-1", "1.5G", "ten", "10X", "G", "10 GG", "0x10"])
+def test_parse_max_bytes_rejects(text):
+    with pytest.raises(ValueError, match="byte count"):
+        cache.parse_max_bytes(text)
+
+
+def test_env_limit(clean_env, tmp_path):
+    assert cache.KernelCache(tmp_path).max_bytes == cache.DEFAULT_MAX_BYTES == 1 << 30
+    clean_env.setenv("FUSER_CACHE_MAX_BYTES", "256M")
+    assert cache.KernelCache(tmp_path).max_bytes == 256 << 20
+    clean_env.setenv("FUSER_CACHE_MAX_BYTES", "0")
+    assert cache.KernelCache(tmp_path).max_bytes == 0
+    clean_env.setenv("FUSER_CACHE_MAX_BYTES", "  ")  # blank = unset
+    assert cache.KernelCache(tmp_path).max_bytes == cache.DEFAULT_MAX_BYTES
+    # an explicit argument wins over the environment
+    assert cache.KernelCache(tmp_path, max_bytes=5).max_bytes == 5
+
+
+@pytest.mark.parametrize("value", ["-1", "lots", "1.5G"])
+def test_malformed_env_limit_warns_and_uses_default(clean_env, tmp_path, value):
+    clean_env.setenv("FUSER_CACHE_MAX_BYTES", value)
+    with pytest.warns(RuntimeWarning, match=r"FUSER_CACHE_MAX_BYTES.*byte count.*" + repr(value)):
+        c = cache.KernelCache(tmp_path)
+    assert c.max_bytes == cache.DEFAULT_MAX_BYTES
+    c.put(key(1), {"ptx": "P"})  # and the cache still works
+    assert cache.KernelCache(tmp_path, max_bytes=0).get(key(1)) is not None
+
+
+def test_negative_max_bytes_argument_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match="max_bytes"):
+        cache.KernelCache(tmp_path, max_bytes=-1)
+
+
+# ------------------------------------------------------------------------ eviction
+
+def test_lru_eviction_order_and_hits_refresh(tmp_path):
+    size = entry_size(tmp_path)
+    d = tmp_path / "c"
+    c = cache.KernelCache(d, disk=True, max_bytes=3 * size + size // 2)  # room for 3 entries
+    for n in (1, 2, 3):
+        put(c, n)
+    for n, t in ((1, 1000), (2, 2000), (3, 3000)):
+        set_age(c, key(n), t)
+    assert c.stats["evicted"] == 0
+
+    # a disk hit (fresh process) makes 1 the most recent, so 2 is the oldest now
+    assert cache.KernelCache(d, disk=True).get(key(1)) is not None
+    put(c, 4)
+    assert set(c.keys_on_disk()) == {key(1), key(3), key(4)}
+    assert c.stats["evicted"] == 1 and disk_bytes(d) <= c.max_bytes
+
+    # a memory hit refreshes the disk recency too (other processes evict by it)
+    for n, t in ((1, 1000), (3, 2000), (4, 3000)):
+        set_age(c, key(n), t)
+    assert c.get(key(1)) is not None and c.stats["memory_hits"] == 1
+    put(c, 5)
+    assert set(c.keys_on_disk()) == {key(1), key(4), key(5)}
+    # evicted entries are whole: no payload is left without its .json
+    assert not entry_files(c, key(2)) and not entry_files(c, key(3))
+
+
+def test_eviction_frees_as_many_entries_as_needed(tmp_path):
+    size = entry_size(tmp_path)
+    c = cache.KernelCache(tmp_path / "c", disk=True, max_bytes=0)
+    for n in range(1, 6):
+        put(c, n)
+        set_age(c, key(n), 1000 * n)
+    c.max_bytes = 2 * size + size // 2
+    put(c, 6)
+    assert set(c.keys_on_disk()) == {key(5), key(6)}
+    assert c.stats["evicted"] == 4
+
+
+def test_scans_only_when_the_estimate_is_over_the_limit(tmp_path, monkeypatch):
+    """No directory scan per put: one on the first write, then one when the last scan's
+    total plus our own writes passes the limit, and that scan sees other processes' entries."""
+    size = entry_size(tmp_path)
+    d = tmp_path / "c"
+    c = cache.KernelCache(d, disk=True, max_bytes=4 * size + size // 2)  # room for 4 entries
+    scans = []
+    real_evict = c._evict
+
+    def counting_evict(keep):
+        scans.append(keep)
+        return real_evict(keep)
+
+    monkeypatch.setattr(c, "_evict", counting_evict)
+    for n in (1, 2, 3):
+        put(c, n)
+    assert len(scans) == 1
+    other = cache.KernelCache(d, disk=True, max_bytes=0)  # a process with no limit
+    for n in (4, 5, 6):
+        put(other, n)
+    for n in range(1, 7):
+        set_age(c, key(n), 1000 * n)
+    assert len(scans) == 1
+    put(c, 7)  # our estimate: 4 entries, under the limit; the disk has 7
+    assert len(scans) == 1 and len(list(c.keys_on_disk())) == 7
+    put(c, 8)  # 5 by our count: scan, and evict the oldest, ours or not
+    assert len(scans) == 2
+    assert set(c.keys_on_disk()) == {key(5), key(6), key(7), key(8)}
+
+
+def test_just_written_entry_survives_alone_over_the_limit(tmp_path):
+    c = cache.KernelCache(tmp_path, disk=True, max_bytes=10)  # smaller than any entry
+    put(c, 1)
+    assert list(c.keys_on_disk()) == [key(1)]
+    put(c, 2)
+    assert list(c.keys_on_disk()) == [key(2)]
+    assert cache.KernelCache(tmp_path, disk=True).get(key(2)).payloads["ptx"] == PAYLOAD
+
+
+def test_rewriting_an_entry_makes_it_recent(tmp_path):
+    size = entry_size(tmp_path)
+    c = cache.KernelCache(tmp_path / "c", disk=True, max_bytes=2 * size + size // 2)
+    put(c, 1)
+    put(c, 2)
+    set_age(c, key(1), 1000)
+    set_age(c, key(2), 2000)
+    put(c, 1)  # e.g. a corrupt entry rewritten: now the newest
+    put(c, 3)
+    assert set(c.keys_on_disk()) == {key(1), key(3)}
+
+
+def test_zero_limit_means_unlimited(clean_env, tmp_path):
+    clean_env.setenv("FUSER_CACHE_MAX_BYTES", "0")
+    c = cache.KernelCache(tmp_path, disk=True)
+    for n in range(1, 21):
+        put(c, n)
+    assert len(list(c.keys_on_disk())) == 20 and c.stats["evicted"] == 0
+
+
+def test_temporary_files_are_kept_unless_stale(tmp_path):
+    c = cache.KernelCache(tmp_path, disk=True, max_bytes=10)
+    put(c, 1)
+    shard = c.directory / "v1" / key(1)[:2]
+    fresh, stale = shard / f".{key(2)}.json.a.tmp", shard / f".{key(3)}.json.b.tmp"
+    fresh.write_text("in progress")
+    stale.write_text("left by a killed writer")
+    os.utime(stale, (1000, 1000))
+    put(c, 4)
+    assert fresh.exists() and not stale.exists()
+
+
+def test_eviction_skips_files_deleted_by_another_process(tmp_path, monkeypatch):
+    """Between the listing and the stat, and between the stat and the unlink, another process
+    may remove any file or whole shard: the put neither fails nor loses the new entry."""
+    c = cache.KernelCache(tmp_path, disk=True, max_bytes=0)
+    for n in range(1, 9):
+        put(c, n)
+        set_age(c, key(n), 1000 * n)
+    c.max_bytes = 10
+    new = 0x42
+    real_scandir, real_unlink = os.scandir, Path.unlink
+
+    def racing_scandir(path):
+        entries = list(real_scandir(path))
+        for e in entries:  # "the other process" deletes what was just listed, but our new entry
+            if e.is_dir() and e.name == key(1)[:2]:
+                for f in real_scandir(e.path):
+                    os.unlink(f.path)
+                os.rmdir(e.path)
+            elif e.is_file() and e.name.startswith(key(2)):
+                os.unlink(e.path)
+        return iter(entries)
+
+    def racing_unlink(self, *args, **kwargs):
+        os.unlink(self)  # gone just before we get to it
+        return real_unlink(self, *args, **kwargs)
+
+    monkeypatch.setattr(cache.os, "scandir", racing_scandir)
+    monkeypatch.setattr(cache.Path, "unlink", racing_unlink)
+    put(c, new)
+    monkeypatch.undo()
+    assert list(c.keys_on_disk()) == [key(new)]
+    assert cache.KernelCache(tmp_path, disk=True).get(key(new)).payloads["ptx"] == PAYLOAD
+
+
+def test_eviction_when_the_directory_is_removed(tmp_path, monkeypatch):
+    c = cache.KernelCache(tmp_path / "c", disk=True, max_bytes=10)
+    put(c, 1)
+    real_write = c._write_disk
+
+    def write_then_vanish(e):  # another process wipes the cache right after our write
+        ok = real_write(e)
+        shutil.rmtree(tmp_path / "c")
+        return ok
+
+    monkeypatch.setattr(c, "_write_disk", write_then_vanish)
+    put(c, 2)  # no exception
+    assert c.get(key(2)) is not None  # the memory layer still has it
+
+
+def test_concurrent_processes_share_a_bounded_cache(tmp_path):
+    size = entry_size(tmp_path)
+    limit = 10 * size
+    script = textwrap.dedent(f"""
+        import sys
+        from fuser.runtime import cache
+        c = cache.KernelCache({str(tmp_path / 'c')!r}, disk=True, max_bytes={limit})
+        w = int(sys.argv[1])
+        for i in range(40):
+            k = f"{{w:02x}}{{i:02x}}" * 16
+            c.put(k, {{"ptx": {PAYLOAD!r}}}, {{"n": 1}})
+            c.get(f"{{(w + 1) % 4:02x}}{{i:02x}}" * 16)  # hits and misses on the others' entries
+            c.clear_memory()
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(w)], stderr=subprocess.PIPE,
+                              text=True) for w in range(4)]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        assert "Traceback" not in err and "Warning" not in err, err
+    # each process's last eviction left at most the limit plus what others wrote meanwhile
+    assert disk_bytes(tmp_path / "c") <= limit + 4 * size
+    c = cache.KernelCache(tmp_path / "c", disk=True, max_bytes=0)
+    for k in c.keys_on_disk():
+        assert c.get(k).payloads["ptx"] == PAYLOAD
+    assert c.stats["corrupt"] == 0
