@@ -24,10 +24,12 @@ reference interpreter and every stage's IR at hand.
 from __future__ import annotations
 
 import numbers
+import os
+import sys
 from collections.abc import Sequence
 from typing import Any
 
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -51,6 +53,26 @@ Scalar = (numbers.Real,)
 
 
 # ----------------------------------------------------------------------- builder
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _caller_location() -> FileLineColLoc:
+    """file:line:col of the first frame outside the fuser package (the user's code)."""
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep):
+        frame = frame.f_back
+    if frame is None:
+        return FileLineColLoc(StringAttr("<python>"), IntAttr(0), IntAttr(0))
+    col = 1
+    positions = getattr(frame.f_code, "co_positions", None)
+    if positions is not None:  # Python 3.11+: the column of the call on that line
+        for i, pos in enumerate(positions()):
+            if i == frame.f_lasti // 2 and pos[2] is not None:
+                col = pos[2] + 1
+                break
+    return FileLineColLoc(StringAttr(frame.f_code.co_filename), IntAttr(frame.f_lineno), IntAttr(col))
 
 
 class FusionBuilder:
@@ -132,8 +154,10 @@ class FusionBuilder:
             raise ValueError(f"{what}: the tensor belongs to another FusionBuilder ('{t.builder.name}')")
 
     def _emit(self, op: Operation) -> Any:
-        """Append `op`, verify it now (so errors point at the user's line), wrap its results."""
+        """Append `op`, verify it now (so errors point at the user's line), wrap its results.
+        The op carries the caller's file:line, so the compiler's later diagnostics point there too."""
         self._check_open()
+        op.location = _caller_location()
         self._block.add_op(op)
         try:
             op.verify()

@@ -539,3 +539,17 @@ def test_pass_classes_from_fuser_passes():
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         import fuser.passes
         fuser.passes.Nope  # noqa: B018
+
+
+def test_compile_errors_point_at_the_users_line():
+    """An op built in Python carries the caller's file:line:col, so a scheduler's refusal at
+    compile time names the user's line, not <unknown>."""
+    import inspect
+
+    with fuser.FusionBuilder("rank3") as fb:
+        x = fb.input((4, 5, 6), "f32", name="x")
+        line = inspect.currentframe().f_lineno + 1
+        y = fuser.sum(x, dims=[1])
+        fb.output(y)
+    with pytest.raises(Exception, match=rf"test_api.py:{line}:\d+: error: .*'fusion.reduce' over dims \[1\]"):
+        fuser.compile(fb)
