@@ -24,7 +24,6 @@ reference interpreter and every stage's IR at hand.
 from __future__ import annotations
 
 import numbers
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -55,13 +54,10 @@ Scalar = (numbers.Real,)
 # ----------------------------------------------------------------------- builder
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-
-
 def _caller_location() -> FileLineColLoc:
     """file:line:col of the first frame outside the fuser package (the user's code)."""
     frame = sys._getframe(1)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep):
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "fuser":
         frame = frame.f_back
     if frame is None:
         return FileLineColLoc(StringAttr("<python>"), IntAttr(0), IntAttr(0))
