@@ -297,7 +297,8 @@ class _Gen:
         mag = {n: np.abs(x) for n, x in env.items()}
         for (names, fn, operands), mfn in zip(self.steps, self.mag_steps):
             vals = [env[o] for o in operands]
-            out, m = fn(*vals), mfn(vals, [mag[o] for o in operands])
+            with np.errstate(over="ignore"):  # exp(-x) of a very negative x: inf, and sigmoid 0, as meant
+                out, m = fn(*vals), mfn(vals, [mag[o] for o in operands])
             for n, x, y in zip(names, out if len(names) > 1 else [out], m if len(names) > 1 else [m]):
                 env[n] = np.asarray(x, dtype=np.float64)
                 mag[n] = np.broadcast_to(np.asarray(y, dtype=np.float64), env[n].shape)
