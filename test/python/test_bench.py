@@ -234,6 +234,14 @@ def test_json_from_results(tmp_path):
     assert by_name["row_sum_f32_32768x4096"]["fuser_over_eager"] is None
 
 
+def test_png_is_drawn(tmp_path):
+    """A real chart, when matplotlib is installed: a PNG file, and no error."""
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "chart.png"
+    assert report.draw_png(str(path), _fake_rows(), "t", 4200.0) is None
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_png_without_matplotlib_says_so(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     why = report.draw_png(str(tmp_path / "c.png"), _fake_rows(), "t", 4200.0)
@@ -419,6 +427,26 @@ def test_run_all_carries_on_after_errors():
     assert "unsupported" in next(line for line in text.splitlines() if line.startswith("var_mean_f32"))
     n = report.notes(rows)
     assert any(line.startswith("rms_norm_f32_32768x4096: fuser ERROR: not run") for line in n)
+
+
+def test_run_all_reports_each_row_as_it_finishes(tmp_path):
+    """Each finished row is logged with its numbers and how many are left, and handed to
+    on_row, where the CLI rewrites its JSON (a crash keeps what was measured)."""
+    ws = [_by_name(n) for n in ("copy_f32", "scale_f32", "layer_norm_f32_32768x4096")]
+    fake = _FakeBench({})
+    seen = []
+    path = tmp_path / "partial.json"
+
+    def on_row(rows):
+        seen.append(len(rows))
+        report.write_json(str(path), rows, {}, {}, None)
+    timing.run_all(fake, ws, anchor=ws[0], on_row=on_row)
+    assert seen == [1, 2, 3]
+    done = [m for m in fake.logged if "left" in m]
+    assert done[0].strip().startswith("ok, eager 100.0 GB/s") and done[0].endswith("2 left")
+    assert done[-1].endswith("0 left")
+    import json
+    assert len(json.loads(path.read_text())["rows"]) == 3
 
 
 def test_compile_error_becomes_a_row_not_a_traceback(monkeypatch):

@@ -68,14 +68,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The copy anchor runs first, always: every GB/s row is reported as a fraction of it.
     anchor = next(w for w in WORKLOADS if w.family == "copy")
     todo = [anchor] + [w for w in selected if w is not anchor]
-    rows = run_all(bench, todo, anchor)
-
     env = environment(torch, bench.timer)
-    run_args = {"quick": args.quick, "filter": args.filter, "pipeline": args.pipeline, "peers": list(peers), "rep_ms": args.rep_ms,
-                "peak_tflops": args.peak_tflops, "l2_rotate_below_bytes": L2_BYTES,
+    run_args = {"quick": args.quick, "filter": args.filter, "pipeline": args.pipeline, "peers": list(peers),
+                "rep_ms": args.rep_ms, "peak_tflops": args.peak_tflops, "l2_rotate_below_bytes": L2_BYTES,
                 "torch.compile": "torch.compile(fn) default mode, torch._dynamo.reset() per workload"}
+
+    def save(rows_so_far) -> None:  # after every row: a crash keeps what was measured
+        if args.json:
+            write_json(args.json, rows_so_far, env, run_args, bench.copy_gbps)
+
+    rows = run_all(bench, todo, anchor, on_row=save)
     if args.json:
-        write_json(args.json, rows, env, run_args, bench.copy_gbps)
         bench.log(f"wrote {args.json}")
     if args.png:
         title = f"fuser vs torch on {env['device']['name']} ({env['date'][:10]}{', quick' if args.quick else ''})"

@@ -134,8 +134,10 @@ def write_json(path: str, rows: Sequence[RowResult], env: dict[str, Any], args: 
                copy_gbps: float | None) -> None:
     doc = {"env": env, "args": args, "copy_gbps": copy_gbps, "rows": [r.as_json() for r in rows]}
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:  # rewritten after every row: a reader never sees half a file
         json.dump(doc, f, indent=2)
+    os.replace(tmp, path)
 
 
 def draw_png(path: str, rows: Sequence[RowResult], title: str, copy_gbps: float | None) -> str | None:
@@ -171,11 +173,11 @@ def draw_png(path: str, rows: Sequence[RowResult], title: str, copy_gbps: float 
         ax.set_xticklabels([r.workload.name if r.workload.name.endswith(fmt_shape(r.shape))
                             else f"{r.workload.name}\n{fmt_shape(r.shape)}" for r in sel], rotation=60, ha="right", fontsize=7)
         ax.set_ylabel(unit)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)  # off the bars
         ax.grid(axis="y", alpha=0.3)
     axes[0, 0].set_title(title, fontsize=10)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")  # keeps the legend beside the panels
     plt.close(fig)
     return None
