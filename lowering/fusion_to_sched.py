@@ -51,6 +51,7 @@ class ConvertFusionToSched(SchedulingPass):
                 self._convert(op, fn)
 
     def _convert(self, module: ModuleOp, fn: func.FuncOp) -> None:
+        _refuse_empty_tensors(fn)
         opts = self.schedule_options()
         plan = plan_fusion(fn, opts)
         body = fn.body.block
@@ -99,6 +100,17 @@ class ConvertFusionToSched(SchedulingPass):
             emit_copy(em, o, a)
         host.emit(func.ReturnOp())
         module.body.block.erase_op(fn)
+
+
+def _refuse_empty_tensors(fn: func.FuncOp) -> None:
+    """A tensor with a zero extent has nothing to compute, and a kernel over it would launch an
+    empty grid: refused, naming the value, until empty fusions are short-cut on the host."""
+    values = [(a, fn) for a in fn.body.block.args] + [(r, o) for o in fn.walk() for r in o.results]
+    for v, where in values:
+        if isinstance(v.type, TensorType) and 0 in v.type.get_shape():
+            name = f"%{v.name_hint}" if v.name_hint else "a value"
+            raise ScheduleError(f"{name} is {v.type}, a tensor with no elements: fuser compiles fusions over "
+                                "non-empty tensors (an empty input needs no kernel)", where)
 
 
 def _has_tensor_signature(fn: func.FuncOp) -> bool:
