@@ -3,6 +3,7 @@
     fuser-opt input.mlir -p default -t ptx
     fuser-opt input.mlir -p 'canonicalize,convert-fusion-to-sched{block=128}' --print-ir-after-all
     fuser-opt invalid.mlir --split-input-file --verify-diagnostics
+    fuser-opt input.mlir -p default -t ptx --time-passes
 
 Why not xDSL's `xDSLOptMain` (checked against xdsl 0.74): its `run` re-raises a parse or
 verifier error as a Python exception unless a diagnostics flag is given, where fuser-opt must
@@ -16,12 +17,15 @@ underneath: xDSL's parser and printer, its pipeline syntax (`parse_pipeline`) an
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib.metadata
 import io
+import re
 import sys
+import time
 
-from fuser.dialects.ir import FuserDiagnostic, decode_source, parse_module, print_module
+from fuser.dialects.ir import FuserDiagnostic, decode_source, parse_module, print_module, verify_module
 from fuser.passes.pipeline import NAMED_PIPELINES, PipelineError, build_pipeline, run_passes
 from fuser.passes.registry import available_passes
 
@@ -85,7 +89,14 @@ def make_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--arch", choices=ARCHES, default="sm_90a", help="GPU target for -t llvm/ptx (default: sm_90a)")
     p.add_argument("--split-input-file", action="store_true", help="process each '// -----' chunk separately")
     p.add_argument("--verify-diagnostics", action="store_true",
-                   help="print diagnostics to stdout and exit 0 (for verifier tests)")
+                   help="check diagnostics against '// expected-error {{message}}' annotations (also "
+                        "expected-warning, expected-note; '@+N', '@-N', '@above', '@below' or '@unknown' "
+                        "for another line): each must be produced and every produced error expected, else "
+                        "exit 1. Input (or a --split-input-file chunk) without annotations: print its "
+                        "diagnostics to stdout and exit 0 (for FileCheck-based verifier tests)")
+    p.add_argument("--time-passes", action="store_true",
+                   help="at the end, print to stderr a table of the wall time of parsing, of each pass (in "
+                        "pipeline order), of verification and of printing (or translating, for -t llvm/ptx)")
     p.add_argument("--print-ir-after-all", "--print-between-passes", dest="print_after_all", action="store_true",
                    help="print the IR after every pass (to stderr)")
     p.add_argument("--print-op-generic", action="store_true", help="print ops in the generic form")
@@ -111,20 +122,162 @@ def _has_kernels(module) -> bool:
     return any(op.name == "gpu.module" for op in module.walk())
 
 
-def process_chunk(text: str, name: str, line_offset: int, args, out) -> None:
-    module = parse_module(text, name, line_offset)
-    passes = build_pipeline(args.passes)
+class PhaseTimer:
+    """Wall time per phase for --time-passes, summed over --split-input-file chunks. The rows
+    are fixed up front (parse, each pass in pipeline order, verify, print or translate), so a
+    pass that runs twice, like `cse` in `-p default`, keeps one row per place in the pipeline."""
 
-    def dump(p, m) -> None:
+    def __init__(self, labels: dict) -> None:
+        self.labels = labels  # row key -> printed name, in report order
+        self.seconds = dict.fromkeys(labels, 0.0)
+        self.start = time.perf_counter()
+        self.pass_end = self.start  # when the last pass returned (see process_chunk's `after`)
+
+    @contextlib.contextmanager
+    def phase(self, key):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[key] += time.perf_counter() - t0
+
+    def report(self) -> str:
+        """mlir-opt's table. Total runs from the start of main (Python's own start-up and the
+        imports before it are not counted); `rest` is what no row covers (reading the input,
+        loading the dialects, writing the output)."""
+        total = time.perf_counter() - self.start
+        rows = [(self.labels[k], s) for k, s in self.seconds.items()]
+        rows += [("rest", max(total - sum(self.seconds.values()), 0.0)), ("Total", total)]
+        bar = "===" + "-" * 73 + "==="
+        lines = [bar, "... Execution time report ...".center(len(bar)).rstrip(), bar,
+                 f"  Total Execution Time: {total:.4f} seconds", "", "  ----Wall Time----  ----Name----"]
+        for label, s in rows:
+            lines.append(f"  {s:8.4f} ({100 * s / total if total else 0.0:5.1f}%)  {label}")
+        return "\n".join(lines) + "\n"
+
+
+class _TimedPass:
+    """Stands in for a pass in `run_passes` to time the pass alone: run_passes verifies the
+    module after each pass, and that time goes to the `verify` row instead (see process_chunk)."""
+
+    def __init__(self, inner, timer: PhaseTimer, key) -> None:
+        self.inner, self.timer, self.key = inner, timer, key
+        self.name = inner.name  # run_passes names the pass in its errors
+
+    def apply(self, ctx, module) -> None:
+        t0 = time.perf_counter()
+        try:
+            self.inner.apply(ctx, module)
+        finally:
+            self.timer.pass_end = time.perf_counter()
+            self.timer.seconds[self.key] += self.timer.pass_end - t0
+
+
+def _phase(timer: PhaseTimer | None, key):
+    return timer.phase(key) if timer else contextlib.nullcontext()
+
+
+def process_chunk(text: str, name: str, line_offset: int, args, out, timer: PhaseTimer | None = None) -> None:
+    with _phase(timer, "parse"):
+        module = parse_module(text, name, line_offset, verify=False)
+    with _phase(timer, "verify"):  # what parse_module's own verify does, timed apart from parsing
+        verify_module(module)
+    passes = build_pipeline(args.passes)
+    if timer:
+        passes = [_TimedPass(p, timer, ("pass", i)) for i, p in enumerate(passes)]
+
+    def after(p, m) -> None:
+        if timer:  # run_passes has verified the module since the pass returned
+            timer.seconds["verify"] += time.perf_counter() - timer.pass_end
         if args.print_after_all:
             sys.stderr.write(f"// -----// IR Dump After {p.name} //----- //\n{print_module(m)}\n")
 
     try:
-        run_passes(passes, module, after=dump)
+        run_passes(passes, module, after=after)
     except FuserDiagnostic as e:
         text = str(e)
         raise FuserDiagnostic(f"{name}: {text}" if text.startswith("error:") else text) from None  # name the file
-    out.write(_emit(module, args))
+    with _phase(timer, "emit"):
+        out.write(_emit(module, args))
+
+
+# --verify-diagnostics with annotations, as mlir-opt reads them:
+#   // expected-error {{part of the message}}        on this line
+#   // expected-error@+1 {{...}}  @-2, @above, @below  another line (@above/@below: the nearest line
+#                                                     without an annotation of its own)
+#   // expected-error@unknown {{...}}                 a diagnostic with no line (e.g. an unknown op)
+# and expected-warning / expected-note alike. One annotation a line. A comment that names
+# expected-error without `{{` after it (prose, a CHECK line) is no annotation.
+_ANNOTATION = re.compile(r"//.*?\b(expected-(?:error|warning|note))\S*\s*\{\{")
+_DIRECTIVE = re.compile(r"expected-(error|warning|note)(?:@([+-]\d+|above|below|unknown))?\s*\{\{(.*)\}\}")
+# A diagnostic's first line: `file:line:col: error: message`, `file: error: message` or `error: message`.
+_DIAGNOSTIC = re.compile(r"(?:(?P<file>.*?):(?P<line>\d+):(?P<col>\d+): |(?P<ufile>.*?): )?"
+                         r"(?P<severity>error|warning|note|remark): (?P<message>.*)")
+
+
+@dataclasses.dataclass
+class Expected:
+    severity: str
+    message: str  # a substring of the diagnostic's message
+    line: int | None  # the file line the diagnostic must be on; None: @unknown
+    where: str  # the annotation's own file:line:col, to point at when it is not produced
+    seen: bool = False
+
+
+def parse_expectations(text: str, name: str, line_offset: int) -> tuple[list[Expected], list[str]]:
+    """The annotations of one input chunk, with file line numbers, and complaints about
+    annotations that do not parse. Both empty: the chunk has none (the old behaviour)."""
+    lines = text.split("\n")
+    found = [_ANNOTATION.search(line) for line in lines]
+    expected, complaints = [], []
+    for i, m in enumerate(found):
+        if m is None:
+            continue
+        where = f"{name}:{i + 1 + line_offset}:{m.start(1) + 1}"
+        d = _DIRECTIVE.match(lines[i], m.start(1))
+        if d is None:
+            complaints.append(f"{where}: error: malformed {m.group(1)} annotation; expected "
+                              f"'{m.group(1)}[@+N|@-N|@above|@below|@unknown] {{{{message}}}}'")
+            continue
+        severity, at, message = d.groups()
+        if at is None or at[0] in "+-":
+            target = i + int(at or 0)
+        elif at == "unknown":
+            target = None
+        else:  # the nearest line above or below that is not an annotation itself
+            step = -1 if at == "above" else 1
+            target = next((j for j in range(i + step, -1 if step < 0 else len(lines), step) if found[j] is None), -1)
+            if target == -1:
+                complaints.append(f"{where}: error: no line {at} for '@{at}' to refer to")
+                continue
+        line = None if target is None else target + 1 + line_offset
+        expected.append(Expected(severity, message, line, where))
+    return expected, complaints
+
+
+def check_expectations(expected: list[Expected], produced: list[str], name: str) -> list[str]:
+    """Match produced diagnostics to the annotations (same severity and line, the annotation's
+    text inside the message); mlir-opt's complaints for what is left on either side."""
+    complaints = []
+    for text in produced:
+        first = text.splitlines()[0] if text else ""
+        m = _DIAGNOSTIC.fullmatch(first)
+        if m is None:  # not in the usual form: take it as an error with no line
+            severity, message, line, where = "error", first, None, name
+        else:
+            severity, message = m["severity"], m["message"]
+            line = int(m["line"]) if m["line"] else None
+            where = f"{m['file']}:{m['line']}:{m['col']}" if m["line"] else (m["ufile"] or name)
+        hit = next((x for x in expected
+                    if not x.seen and x.severity == severity and x.line == line and x.message in message), None)
+        if hit:
+            hit.seen = True
+        else:
+            complaints.append(f"{where}: error: unexpected {severity}: {message}")
+    for x in expected:
+        if not x.seen:
+            complaints.append(f'{x.where}: error: expected {x.severity} "{x.message}" was not produced')
+    return complaints
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,10 +289,22 @@ def main(argv: list[str] | None = None) -> int:
         print(describe_passes())
         return 0
     try:
-        build_pipeline(args.passes)  # fail early on an unknown pass or option
+        pipeline = build_pipeline(args.passes)  # fail early on an unknown pass or option
     except PipelineError as e:
         print(f"fuser-opt: error: {e}", file=sys.stderr)
         return 2
+    timer = None
+    if args.time_passes:
+        emit = "print" if args.target == "mlir" else f"translate to {args.target}"
+        timer = PhaseTimer({"parse": "parse", **{("pass", i): p.name for i, p in enumerate(pipeline)},
+                            "verify": "verify", "emit": emit})
+    status = _run(args, timer)
+    if timer:
+        sys.stderr.write(timer.report())
+    return status
+
+
+def _run(args, timer: PhaseTimer | None) -> int:
     if args.input_file == "-":  # MLIR tools read standard input for '-'
         args.input_file = None
     name = args.input_file or "<stdin>"
@@ -169,14 +334,25 @@ def main(argv: list[str] | None = None) -> int:
     for i, (chunk, offset) in enumerate(chunks):
         if i:
             out.write("// -----\n")
+        expected, complaints = parse_expectations(chunk, name, offset) if args.verify_diagnostics else ([], [])
+        produced = []
         try:
-            process_chunk(chunk, name, offset, args, out)
+            process_chunk(chunk, name, offset, args, out, timer)
         except FuserDiagnostic as e:
-            if args.verify_diagnostics:
-                out.write(f"{e}\n")
-            else:
-                print(e, file=sys.stderr)
+            produced.append(str(e))
+        if expected or complaints:
+            # An annotated chunk: its diagnostics are checked, not printed (mlir-opt's way).
+            complaints += check_expectations(expected, produced, name)
+            for c in complaints:
+                print(c, file=sys.stderr)
+            if complaints:
                 status = 1
+        elif produced and args.verify_diagnostics:
+            # No annotations: print the diagnostics for FileCheck, as before annotations were read.
+            out.write(f"{produced[0]}\n")
+        elif produced:
+            print(produced[0], file=sys.stderr)
+            status = 1
     if not args.output_file:
         sys.stdout.write(out.getvalue())
     elif status == 0 or args.verify_diagnostics:
