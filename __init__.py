@@ -6,13 +6,18 @@ passes -> convert-sched-to-nvvm -> LLVM IR -> PTX -> runtime launch.
 The Python API lives in `fuser.api` and is re-exported here: `fuser.FusionBuilder`,
 `fuser.compile`, and the op functions (`fuser.exp`, `fuser.sum`, ...). `from fuser import *`
 brings in all but the four named like builtins (`compile`, `abs`, `pow`, `sum`), which stay
-`fuser.compile` and so on.
+`fuser.compile` and so on. The API (numpy, xDSL) loads on first use, so that the command-line
+tools start fast.
 """
 
 __version__ = "0.1.0"
 
-from fuser.api import *  # noqa: E402,F401,F403
-from fuser.api import __all__ as _api_all  # noqa: E402
-from fuser.api import abs, compile, pow, sum  # noqa: E402,F401,A004 (attributes, not in __all__)
 
-__all__ = ["__version__", *_api_all]
+def __getattr__(name: str):
+    import fuser.api as api
+
+    if name == "__all__":
+        return ["__version__", *api.__all__]
+    if name in ("compile", "abs", "pow", "sum") or name in api.__all__:
+        return getattr(api, name)
+    raise AttributeError(f"module 'fuser' has no attribute '{name}'")

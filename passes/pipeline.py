@@ -14,13 +14,9 @@ from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError
 
 from fuser.lowering.schedulers.options import SchedulingPass, explicit_options
+from fuser.passes.named import NAMED_PIPELINES
 from fuser.passes.registry import available_passes
 
-NAMED_PIPELINES: dict[str, str] = {
-    # fusion IR -> sched IR -> nvvm/llvm IR; -t llvm / -t ptx continue from there.
-    "default": "canonicalize,fusion-translate-welford,fusion-split-k,convert-fusion-to-sched,sched-verify-buffers,sched-flush-wgmma,sched-alias-smem,cse,convert-sched-to-nvvm,cse",
-    "to-sched": "canonicalize,fusion-translate-welford,fusion-split-k,convert-fusion-to-sched,sched-verify-buffers,sched-flush-wgmma,sched-alias-smem,cse",
-}
 
 
 class PipelineError(ValueError):

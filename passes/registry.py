@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from xdsl.passes import ModulePass
+if TYPE_CHECKING:  # loading xDSL is most of a tool's start-up: only the passes themselves need it
+    from xdsl.passes import ModulePass
 
 # pipeline name -> "module:Class"
 _PASSES: dict[str, str] = {
@@ -36,6 +38,11 @@ def _loader(target: str) -> Callable[[], type[ModulePass]]:
         mod, cls = target.split(":")
         return getattr(importlib.import_module(mod), cls)
     return load
+
+
+def pass_names() -> list[str]:
+    """Every pass's pipeline name (nothing is imported)."""
+    return list(_PASSES)
 
 
 def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:

@@ -25,9 +25,17 @@ import re
 import sys
 import time
 
-from fuser.dialects.ir import FuserDiagnostic, decode_source, parse_module, print_module, verify_module
-from fuser.passes.pipeline import NAMED_PIPELINES, PipelineError, build_pipeline, run_passes
-from fuser.passes.registry import available_passes
+from fuser.passes.named import NAMED_PIPELINES
+
+
+def _load_compiler() -> None:
+    """The compiler (xDSL, every dialect, the pass machinery), loaded once the arguments are
+    parsed: `--help` and `--version` answer without it."""
+    global FuserDiagnostic, decode_source, parse_module, print_module, verify_module
+    global PipelineError, build_pipeline, run_passes, available_passes
+    from fuser.dialects.ir import FuserDiagnostic, decode_source, parse_module, print_module, verify_module
+    from fuser.passes.pipeline import PipelineError, build_pipeline, run_passes
+    from fuser.passes.registry import available_passes
 
 TARGETS = ("mlir", "llvm", "ptx")
 ARCHES = ("sm_90a", "sm_90", "sm_80")
@@ -67,6 +75,18 @@ def describe_passes() -> str:
     return "\n".join(lines)
 
 
+def _pass_summary() -> str:
+    """The --help epilog: pass names and named pipelines, without loading any pass (the options
+    and descriptions are --list-passes')."""
+    from fuser.passes.registry import pass_names
+
+    lines = ["passes (fuser-opt --list-passes gives their options and what they do):"]
+    lines += [f"  {name}" for name in sorted(pass_names())]
+    lines.append("named pipelines:")
+    lines += [f"  {name} = {text}" for name, text in NAMED_PIPELINES.items()]
+    return "\n".join(lines)
+
+
 def _version() -> str:
     try:
         return importlib.metadata.version("fuser")
@@ -78,7 +98,7 @@ def make_arg_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="fuser-opt",
         description="Run fuser passes over MLIR and print MLIR, LLVM IR or PTX.",
-        epilog=describe_passes(),
+        epilog=_pass_summary(),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input_file", nargs="?", help="input .mlir file ('-' or none: stdin)")
     p.add_argument("-o", "--output-file", help="write the output here instead of stdout")
@@ -285,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.version:
         print(f"fuser-opt {_version()}")
         return 0
+    _load_compiler()
     if args.list_passes:
         print(describe_passes())
         return 0

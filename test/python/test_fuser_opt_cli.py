@@ -145,3 +145,20 @@ def test_annotation_lines():
 def test_malformed_annotations(line, complaint):
     expected, complaints = parse_expectations(line, "f.mlir", 0)
     assert expected == [] and len(complaints) == 1 and complaints[0].startswith(complaint)
+
+
+def test_help_and_version_load_no_compiler():
+    """`fuser-opt --help` and `--version` answer without importing xDSL, numpy or any dialect
+    (that import is most of a run's start-up: ~0.4 s of the 0.45 s --help took before)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom fuser.tools.fuser_opt import main\n"
+            "for argv in (['--help'], ['--version']):\n"
+            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('xdsl', 'numpy') "
+            "or m.startswith('fuser.dialects'))\n"
+            "assert not heavy, heavy\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-1500:]
+    assert "named pipelines:" in r.stdout and "fuser-opt " in r.stdout
