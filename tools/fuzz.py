@@ -219,6 +219,7 @@ class _Gen:
         the cases without a matmul are the ones the same seeds always gave.)"""
         self.rows, self.cols = rng.choice(MATMUL_SHAPES)
         self.k, self.ta, self.tb = rng.choice(MATMUL_K), rng.random() < 0.3, rng.random() < 0.3
+        self.ta &= self.rows % 8 == 0  # a stored K x M needs rows of a multiple of 16 bytes (TMA): M % 8 == 0
         a, b = Value("ma", "mma", "bf16"), Value("mb", "mmb", "bf16")
         self.args += [a, b]
         flags = (" transpose_a" if self.ta else "") + (" transpose_b" if self.tb else "")

@@ -32,7 +32,8 @@ def schedule(text: str, pipeline: str = TO_SCHED):
     return m
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.mlir")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(p for p in (ROOT / "examples").glob("*.mlir") if p.name != "bad.mlir"),
+                         ids=lambda p: p.name)  # bad.mlir is the README's error example
 def test_examples_schedule_passes_the_check(path):
     check_buffers(schedule(path.read_text()))
 
@@ -81,9 +82,10 @@ def _outputs(text: str):
 
 
 def test_generator_draws_the_shapes_that_broke():
-    """Over a fixed set of seeds, every risky pattern appears (so the fuzz run covers them)."""
+    """Over a fixed set of seeds, every risky pattern appears (so the fuzz run covers them); 300
+    seeds since one case in seven became a matmul case, whose inputs are bf16 operands."""
     seen = {"output feeds output": 0, "returned twice": 0, "input returned": 0, "output feeds reduction": 0}
-    for seed in range(200):
+    for seed in range(300):
         fn, outs = _outputs(random_fusion(seed))
         outset = set(outs)
         seen["returned twice"] += len(outs) != len(outset)
