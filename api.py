@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr,
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import VerifyException
 
 from fuser.dialects import fusion as F
 from fuser.dialects.ir import decode_source, parse_module
@@ -93,7 +94,12 @@ class FusionBuilder:
     # -- inputs, outputs, constants
 
     def input(self, shape: Shape, dtype: str = "f32", name: str | None = None) -> Tensor:
+        """A function argument; `name` (unique in the fusion) also names it at call time."""
         self._check_open()
+        if dtype not in INPUT_DTYPES:
+            raise ValueError(f"input dtype {dtype!r}: fuser's kernels take {', '.join(INPUT_DTYPES)} inputs")
+        if name is not None and any(a.name_hint == name for a in self._block.args):
+            raise ValueError(f"input name {name!r} is already taken in fusion '{self.name}'")
         t = F.tensor(_shape_tuple(shape), _dtype_attr(dtype))
         arg = self._block.insert_arg(t, len(self._block.args))
         if name is not None:
@@ -102,6 +108,8 @@ class FusionBuilder:
 
     def output(self, *tensors: Tensor) -> None:
         self._check_open()
+        if not tensors:
+            raise ValueError("output() needs at least one tensor")
         for t in tensors:
             self._own(t, "output")
             self._outputs.append(t)
@@ -157,6 +165,9 @@ class FusionBuilder:
         self._block.add_op(op)
         try:
             op.verify()
+        except VerifyException as e:  # the verifier's message, without xDSL's dump of the block
+            self._block.erase_op(op, safe_erase=False)
+            raise ValueError(str(e).strip().splitlines()[0]) from None
         except Exception:
             self._block.erase_op(op, safe_erase=False)
             raise
@@ -173,6 +184,9 @@ def _shape_tuple(shape: Shape | int) -> tuple[int, ...]:
     if any(d < 0 for d in out):
         raise ValueError(f"shape {out} has a negative extent")
     return out
+
+
+INPUT_DTYPES = ("f32", "f16", "bf16", "i1")  # what the schedulers load (i1: conditions of `where`)
 
 
 def _dtype_attr(dtype: str):
@@ -474,6 +488,8 @@ def _norm_dim(d: int, rank: int) -> int:
 def _norm_dims(dims: int | Sequence[int], rank: int) -> list[int]:
     if isinstance(dims, numbers.Integral):
         dims = [dims]
+    if not all(isinstance(d, numbers.Integral) for d in dims):
+        raise TypeError(f"dims must be integers, got {list(dims)!r}")
     out = [_norm_dim(int(d), rank) for d in dims]
     if len(set(out)) != len(out):
         raise ValueError(f"dims {list(dims)} repeat a dimension")

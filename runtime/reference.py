@@ -260,9 +260,12 @@ def _check_args(func: FuncOp, args: Sequence[object]) -> list[np.ndarray]:
         want_shape, want_dt = _shape(p), numpy_dtype(p.type.element_type)
         if not isinstance(a, np.ndarray):
             try:
-                a = np.asarray(a)
+                arr = np.asarray(a)
             except Exception:
+                arr = None
+            if arr is None or arr.dtype.kind in "USO":  # a string or an object: say what it was
                 raise ArgumentError(f"{label}: expected {p.type}, got {type(a).__name__}") from None
+            a = arr
         if a.shape != want_shape or a.dtype != want_dt:
             raise ArgumentError(f"{label}: expected {p.type}, got {_dtype_label(a.dtype)} array of shape {a.shape}")
         checked.append(a)

@@ -32,10 +32,9 @@ def _load_compiler() -> None:
     """The compiler (xDSL, every dialect, the pass machinery), loaded once the arguments are
     parsed: `--help` and `--version` answer without it."""
     global FuserDiagnostic, decode_source, parse_module, print_module, verify_module
-    global PipelineError, build_pipeline, run_passes, available_passes
+    global PipelineError, build_pipeline, run_passes
     from fuser.dialects.ir import FuserDiagnostic, decode_source, parse_module, print_module, verify_module
     from fuser.passes.pipeline import PipelineError, build_pipeline, run_passes
-    from fuser.passes.registry import available_passes
 
 TARGETS = ("mlir", "llvm", "ptx")
 ARCHES = ("sm_90a", "sm_90", "sm_80")
@@ -62,6 +61,8 @@ def pass_spec(cls) -> str:
 
 
 def describe_passes() -> str:
+    from fuser.passes.registry import available_passes
+
     lines = ["passes (options in braces, separated by spaces, with their defaults):"]
     for name, load in sorted(available_passes().items()):
         cls = load()
