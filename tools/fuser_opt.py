@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import importlib.metadata
 import io
+import os
 import re
 import sys
 import time
@@ -302,6 +303,14 @@ def check_expectations(expected: list[Expected], produced: list[str], name: str)
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # the reader went away (`| head`): not an error, and no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python flushes stdout at exit
+        return 0
+
+
+def _main(argv: list[str] | None) -> int:
     args = make_arg_parser().parse_args(argv)
     if args.version:
         print(f"fuser-opt {_version()}")

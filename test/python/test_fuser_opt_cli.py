@@ -162,3 +162,16 @@ def test_help_and_version_load_no_compiler():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-1500:]
     assert "named pipelines:" in r.stdout and "fuser-opt " in r.stdout
+
+
+def test_closed_pipe_is_not_a_traceback():
+    """`fuser-opt ... | head`: the reader closes the pipe early; fuser-opt exits quietly."""
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-m", "fuser.tools.fuser_opt", "--list-passes"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.readline()
+    p.stdout.close()  # like `head -1`
+    err = p.stderr.read().decode()
+    assert p.wait() == 0 and "Traceback" not in err, err
