@@ -83,3 +83,33 @@ def test_no_reference_outside_the_repository():
     for path in ["README.md"] + [os.path.join("docs", f) for f in os.listdir(os.path.join(ROOT, "docs"))]:
         text = open(os.path.join(ROOT, path)).read()
         assert "../shared" not in text and "shared/PERF.md" not in text, path
+
+
+def _sh_lines(prefixes: tuple[str, ...]) -> list[tuple[str, list[str]]]:
+    """Every line of every ```sh block that starts with one of `prefixes`, with the `#   ` comment
+    lines that follow it (the output the README shows)."""
+    out = []
+    for block in re.findall(r"```sh\n(.*?)```", README, re.S):
+        lines = block.splitlines()
+        for i, ln in enumerate(lines):
+            if ln.startswith(prefixes):
+                shown = []
+                for nxt in lines[i + 1:]:
+                    if not nxt.startswith("#   "):
+                        break
+                    shown.append(nxt[4:].strip())
+                out.append((ln.split("  #")[0].strip(), shown))
+    return out
+
+
+@pytest.mark.parametrize("line,shown", _sh_lines(("fuser-opt ",)), ids=lambda x: x if isinstance(x, str) else "")
+def test_every_fuser_opt_command(line, shown, tmp_path):
+    """Every fuser-opt command in the README's sh blocks (pipes included) runs, and where the
+    README shows output under it, that output's words are there."""
+    env = dict(os.environ, FUSER_CACHE_DIR=str(tmp_path / "cache"))
+    cmd = line.replace("fuser-opt ", f"{shlex.quote(sys.executable)} -m fuser.tools.fuser_opt ", 1)
+    r = subprocess.run(cmd, shell=True, cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)  # noqa: S602
+    assert r.returncode == 0, r.stderr[-2000:]
+    text = " ".join(shown)  # what the README shows: its quoted strings and launch geometry must be there
+    for part in re.findall(r'"([^"]+)"', text) + re.findall(r"grid \[[^\]]*\] block \[[^\]]*\]", text):
+        assert part in r.stdout, (part, r.stdout[-2000:])
