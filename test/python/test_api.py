@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import VerifyException
 
 from fuser import api as fuser
 from fuser.dialects.ir import parse_module
@@ -136,7 +135,7 @@ def test_explicit_broadcast_and_errors():
             x + fb.input((4,), "f32")
         with pytest.raises(ValueError, match="cannot broadcast"):
             fuser.broadcast_to(y, (5,))
-        with pytest.raises(VerifyException, match="'fusion.broadcast' op"):
+        with pytest.raises(ValueError, match="'fusion.broadcast' op"):  # the verifier's message
             fuser.broadcast(x, (4, 2), [1])  # the verifier's own message comes through
         fb.output(y)
     # The rejected op did not stay in the function.
@@ -296,7 +295,7 @@ def test_matmul(rng):
         e = fuser.cast(a, "f32") @ fuser.cast(fuser.permute(b, (1, 0)), "f32")
         assert c.shape == (32, 24) and c.dtype == "f32"
         assert d.shape == (16, 16) and d.dtype == "bf16"
-        with pytest.raises(VerifyException, match="contraction extents differ"):
+        with pytest.raises(ValueError, match="contraction extents differ"):
             fuser.matmul(a, b)
         fb.output(c, d, e)
     roundtrip(fb)

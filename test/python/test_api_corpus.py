@@ -32,7 +32,7 @@ def _builder_case(make):
 
 # (id, call, exception types, regex the message must match)
 BUILDER = [
-    ("bad dtype", lambda fb, a, b, c, d: fb.input((4,), "float"), ValueError, r"float"),
+    ("bad dtype", lambda fb, a, b, c, d: fb.input((4,), "float"), ValueError, r"unknown dtype .float."),
     ("bad dtype type", lambda fb, a, b, c, d: fb.input((4,), 3), (TypeError, ValueError), r"dtype"),
     ("negative extent", lambda fb, a, b, c, d: fb.input((4, -1), "f32"), ValueError, r"-1|negative|extent"),
     ("shape not ints", lambda fb, a, b, c, d: fb.input(("a", 2), "f32"), TypeError, r"shape|int"),
