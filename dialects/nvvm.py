@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import (
     I32,
     Float32Type,
     IntegerAttr,
+    StringAttr,
     IntegerType,
     UnitAttr,
     i32,
@@ -303,10 +304,11 @@ class WgmmaWaitGroupSyncOp(IRDLOperation):
 
 
 @irdl_op_definition
-class MBarrierInitSharedOp(IRDLOperation):
-    """`nvvm.mbarrier.init.shared %addr, %count : !llvm.ptr<3>, i32`."""
+class MBarrierInitOp(IRDLOperation):
+    """`nvvm.mbarrier.init %addr, %count : !llvm.ptr<3>, i32` (upstream's name and syntax; a
+    shared-memory address gives PTX `mbarrier.init.shared.b64`)."""
 
-    name = "nvvm.mbarrier.init.shared"
+    name = "nvvm.mbarrier.init"
     addr = operand_def(LLVMPointerType)
     count = operand_def(I32)
     assembly_format = "$addr `,` $count attr-dict `:` type(operands)"
@@ -316,10 +318,10 @@ class MBarrierInitSharedOp(IRDLOperation):
 
 
 @irdl_op_definition
-class MBarrierArriveSharedOp(IRDLOperation):
-    """`%state = nvvm.mbarrier.arrive.shared %addr : !llvm.ptr<3> -> i64`."""
+class MBarrierArriveOp(IRDLOperation):
+    """`%state = nvvm.mbarrier.arrive %addr : !llvm.ptr<3> -> i64` (upstream's name and syntax)."""
 
-    name = "nvvm.mbarrier.arrive.shared"
+    name = "nvvm.mbarrier.arrive"
     addr = operand_def(LLVMPointerType)
     res = result_def(IntegerType)
     assembly_format = "$addr attr-dict `:` type($addr) `->` type($res)"
@@ -329,8 +331,77 @@ class MBarrierArriveSharedOp(IRDLOperation):
         super().__init__(operands=[addr], result_types=[i64])
 
 
-HOPPER_OPS = [WgmmaFenceAlignedOp, WgmmaGroupSyncAlignedOp, WgmmaWaitGroupSyncOp, MBarrierInitSharedOp,
-              MBarrierArriveSharedOp]
+@irdl_op_definition
+class CpAsyncBulkCommitGroupOp(IRDLOperation):
+    """`nvvm.cp.async.bulk.commit.group` (PTX `cp.async.bulk.commit_group`): the bulk copies
+    this thread issued since the last commit form one group."""
+
+    name = "nvvm.cp.async.bulk.commit.group"
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class CpAsyncBulkWaitGroupOp(IRDLOperation):
+    """`nvvm.cp.async.bulk.wait_group 1 {read}` (PTX `cp.async.bulk.wait_group[.read] 1`): wait
+    until at most N groups are pending; with `read`, only until their sources have been read."""
+
+    name = "nvvm.cp.async.bulk.wait_group"
+    group = prop_def(IntegerAttr)
+
+    def __init__(self, group: int, read: bool = False):
+        from xdsl.dialects.builtin import UnitAttr, i32
+        super().__init__(properties={"group": IntegerAttr(group, i32)},
+                         attributes={"read": UnitAttr()} if read else {})
+
+    def verify_(self) -> None:
+        if self.group.value.data < 0:
+            raise VerifyException(f"'{self.name}' op group {self.group.value.data} must be >= 0")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.group.value.data}")
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        op = cls(parser.parse_integer())
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+
+@irdl_op_definition
+class SetMaxRegisterOp(IRDLOperation):
+    """`nvvm.setmaxregister increase 232` (PTX `setmaxnreg.inc.sync.aligned.u32 232`): the
+    warpgroup's per-thread register budget, raised or lowered."""
+
+    name = "nvvm.setmaxregister"
+    action = prop_def(StringAttr)
+    regCount = prop_def(IntegerAttr)  # noqa: N815 (upstream's attribute name)
+
+    def __init__(self, action: str, count: int):
+        from xdsl.dialects.builtin import i32
+        super().__init__(properties={"action": StringAttr(action), "regCount": IntegerAttr(count, i32)})
+
+    def verify_(self) -> None:
+        if self.action.data not in ("increase", "decrease"):
+            raise VerifyException(f"'{self.name}' op action must be increase or decrease, got '{self.action.data}'")
+        n = self.regCount.value.data
+        if not 24 <= n <= 256 or n % 8:
+            raise VerifyException(f"'{self.name}' op register count {n} must be a multiple of 8 in 24..256")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.action.data} {self.regCount.value.data}")
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        action = parser.parse_identifier()
+        op = cls(action, parser.parse_integer())
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+
+HOPPER_OPS = [WgmmaFenceAlignedOp, WgmmaGroupSyncAlignedOp, WgmmaWaitGroupSyncOp, MBarrierInitOp, MBarrierArriveOp,
+              CpAsyncBulkCommitGroupOp, CpAsyncBulkWaitGroupOp, SetMaxRegisterOp]
 
 
 NVVM = Dialect(

@@ -1,5 +1,6 @@
-"""Handlers for `nvvm` ops: special registers, barriers, warp shuffles, and the Hopper wgmma
-group and mbarrier ops (the rest of Hopper's instructions arrive as `llvm.inline_asm`).
+"""Handlers for `nvvm` ops: special registers, barriers, warp shuffles, and the Hopper ops (wgmma
+groups and mbarriers as LLVM intrinsics; bulk-copy groups and setmaxregister as the inline PTX
+statement they stand for; the rest of Hopper's instructions still arrive as `llvm.inline_asm`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from xdsl.dialects.builtin import DenseArrayBase
 from xdsl.ir import Operation
 
 from .common import TranslationError, int_prop, op_name, prop
-from .llvm_types import llvm_type
+from .llvm_types import escape, llvm_type
 
 if TYPE_CHECKING:
     from .function import FunctionTranslator
@@ -89,14 +90,35 @@ def _mbarrier_arrive(ft: FunctionTranslator, op: Operation) -> None:
     ft.set_result(op, ft.e.call("i64", "llvm.nvvm.mbarrier.arrive.shared", args))
 
 
+# Hopper ops that this translation writes as inline PTX, the statement NVPTX would emit for them
+# (the same text the kernels carried as llvm.inline_asm before these ops existed).
+
+
+def _ptx(ft: FunctionTranslator, text: str) -> None:
+    ft.e.emit(f'call void asm sideeffect "{escape(text)}", "~{{memory}}"()')
+
+
+def _bulk_wait(ft: FunctionTranslator, op: Operation) -> None:
+    read = ".read" if "read" in op.attributes else ""
+    _ptx(ft, f"cp.async.bulk.wait_group{read} {int_prop(op, 'group')};")
+
+
+def _setmaxregister(ft: FunctionTranslator, op: Operation) -> None:
+    action = {"increase": "inc", "decrease": "dec"}[prop(op, "action").data]
+    _ptx(ft, f"setmaxnreg.{action}.sync.aligned.u32 {int_prop(op, 'regCount')};")
+
+
 HANDLERS: dict[str, Callable[[FunctionTranslator, Operation], None]] = {
     "nvvm.barrier": _barrier,
     "nvvm.shfl.sync": _shfl,
     "nvvm.wgmma.fence.aligned": _wgmma_fence,
     "nvvm.wgmma.commit.group.sync.aligned": _wgmma_commit,
     "nvvm.wgmma.wait.group.sync.aligned": _wgmma_wait,
-    "nvvm.mbarrier.init.shared": _mbarrier_init,
-    "nvvm.mbarrier.arrive.shared": _mbarrier_arrive,
+    "nvvm.mbarrier.init": _mbarrier_init,
+    "nvvm.mbarrier.arrive": _mbarrier_arrive,
+    "nvvm.cp.async.bulk.commit.group": lambda ft, op: _ptx(ft, "cp.async.bulk.commit_group;"),
+    "nvvm.cp.async.bulk.wait_group": _bulk_wait,
+    "nvvm.setmaxregister": _setmaxregister,
 }
 PREFIX_HANDLERS: tuple[tuple[str, Callable[[FunctionTranslator, Operation], None]], ...] = (
     ("nvvm.read.ptx.sreg.", _read_sreg),

@@ -1,9 +1,10 @@
 """Asynchronous copies and their synchronisation: TMA loads (optionally multicast to a cluster) and
 stores, mbarriers, bulk-async groups and the async-proxy fence.
 
-`nvvm.mbarrier.init.shared` / `nvvm.mbarrier.arrive.shared` are upstream ops; the TMA copies,
-`mbarrier.arrive.expect_tx`, the `try_wait.parity` spin loop, the bulk groups and `fence.proxy.async`
-become `llvm.inline_asm` (upstream lowers these through inline PTX too). A `!sched.tensor_map` is a
+mbarrier init / arrive and the bulk groups become the upstream ops (`nvvm.mbarrier.init`,
+`nvvm.mbarrier.arrive`, `nvvm.cp.async.bulk.commit.group`, `nvvm.cp.async.bulk.wait_group`); the
+TMA copies, `mbarrier.arrive.expect_tx`, the `try_wait.parity` spin loop and `fence.proxy.async`
+are still `llvm.inline_asm` (issue 12 moves them to upstream's ops). A `!sched.tensor_map` is a
 kernel parameter (see kernel.py); PTX takes TMA coordinates innermost first.
 """
 
@@ -23,14 +24,14 @@ class LowerMBarrierInit(KernelPattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.MBarrierInitOp, rewriter: PatternRewriter) -> None:
         ptr, _ = self.k.address(rewriter, op, op.barriers, [op.index])
-        rewriter.replace(op, nvvm.MBarrierInitSharedOp(ptr, self.k.const(op.count.value.data, i32)))
+        rewriter.replace(op, nvvm.MBarrierInitOp(ptr, self.k.const(op.count.value.data, i32)))
 
 
 class LowerMBarrierArrive(KernelPattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.MBarrierArriveOp, rewriter: PatternRewriter) -> None:
         ptr, _ = self.k.address(rewriter, op, op.barriers, [op.index])
-        rewriter.replace(op, nvvm.MBarrierArriveSharedOp(ptr), new_results=[])  # its arrival state goes unused
+        rewriter.replace(op, nvvm.MBarrierArriveOp(ptr), new_results=[])  # its arrival state goes unused
 
 
 class LowerMBarrierArriveExpectTx(KernelPattern):
@@ -103,10 +104,9 @@ class LowerBulkGroup(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.BulkCommitGroupOp | sched.BulkWaitGroupOp, rewriter: PatternRewriter) -> None:
         if isinstance(op, sched.BulkCommitGroupOp):
-            text = "cp.async.bulk.commit_group;"
+            rewriter.replace(op, nvvm.CpAsyncBulkCommitGroupOp())
         else:
-            text = f"cp.async.bulk.wait_group{'.read' if op.read is not None else ''} {op.pending.value.data};"
-        KernelContext.asm_statement(rewriter, op, text)
+            rewriter.replace(op, nvvm.CpAsyncBulkWaitGroupOp(op.pending.value.data, op.read is not None))
 
 
 class LowerFenceProxyAsync(RewritePattern):

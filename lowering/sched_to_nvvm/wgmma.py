@@ -1,8 +1,8 @@
 """Warpgroup ops: wgmma, `setmaxnreg` and named barriers.
 
-wgmma fence / commit_group / wait_group become the upstream `nvvm.wgmma.*` ops; the descriptor is
-arithmetic on the tile's shared address; `wgmma.mma_async`, `setmaxnreg` and `bar.sync|arrive id, n`
-become `llvm.inline_asm`. Accumulators stay `vector<N x f32>` values; around an asm they are unpacked
+wgmma fence / commit_group / wait_group and `setmaxnreg` become the upstream `nvvm.wgmma.*` and
+`nvvm.setmaxregister` ops; the descriptor is arithmetic on the tile's shared address;
+`wgmma.mma_async` and `bar.sync|arrive id, n` are `llvm.inline_asm`. Accumulators stay `vector<N x f32>` values; around an asm they are unpacked
 to scalars, and a `sched.wgmma.wait_group` re-defines the ones it passes through an empty asm tied to
 them, so no read can be scheduled before the wait.
 """
@@ -91,8 +91,8 @@ class LowerWgmmaWaitGroup(KernelPattern):
 class LowerSetMaxNReg(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.SetMaxNRegOp, rewriter: PatternRewriter) -> None:
-        text = f"setmaxnreg.{op.action.data}.sync.aligned.u32 {op.count.value.data};"
-        KernelContext.asm_statement(rewriter, op, text)
+        action = {"inc": "increase", "dec": "decrease"}[op.action.data]
+        rewriter.replace(op, nvvm.SetMaxRegisterOp(action, op.count.value.data))
 
 
 class LowerNamedBarrier(RewritePattern):

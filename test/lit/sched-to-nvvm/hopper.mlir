@@ -2,26 +2,30 @@
 // RUN: fuser-opt %s -p convert-sched-to-nvvm -t ptx | filecheck %s --check-prefix=PTX
 
 // Hopper ops to the nvvm level: the tensor map becomes a byval grid_constant parameter, wgmma
-// groups and mbarrier init/arrive the upstream nvvm ops, the rest inline PTX; and on to PTX.
+// groups, mbarrier init/arrive, setmaxregister and the bulk-copy groups the upstream nvvm ops
+// (names and syntax upstream MLIR parses), the rest inline PTX; and on to PTX.
 
 // CHECK: sched.tensor_map %x
 // CHECK: "gpu.launch_func"
 // CHECK: llvm.mlir.global external @__dynamic_smem_hopper() {addr_space = 3 : i32, alignment = 1024 : i64}
 // CHECK: llvm.func @hopper(%tm: !llvm.ptr<0> {llvm.byval = !llvm.array<128 x i8>, llvm.align = 64 : i64, nvvm.grid_constant}, %out: !llvm.ptr<1>, %tm_z: !llvm.ptr<0> {llvm.byval = !llvm.array<128 x i8>, llvm.align = 64 : i64, nvvm.grid_constant})
 // CHECK-SAME: nvvm.minctasm = 1 : i64
-// CHECK: nvvm.mbarrier.init.shared %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
+// CHECK: nvvm.mbarrier.init %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
 // CHECK: "fence.proxy.async.shared::cta;"
-// CHECK: "setmaxnreg.inc.sync.aligned.u32 232;"
+// CHECK: nvvm.setmaxregister increase 232
 // CHECK: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;"
 // CHECK: "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];"
 // CHECK: mbarrier.try_wait.parity.shared::cta.b64
-// CHECK: nvvm.mbarrier.arrive.shared %{{.*}} : !llvm.ptr<3> -> i64
+// CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3> -> i64
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [$0, {$1, $2}], [$3];"
-// CHECK: "cp.async.bulk.wait_group.read 0;"
+// CHECK: nvvm.cp.async.bulk.commit.group
+// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK-NOT: llvm.inline_asm {{.*}}"setmaxnreg
+// CHECK-NOT: llvm.inline_asm {{.*}}"cp.async.bulk.wait_group
 
 // PTX:      .extern .shared .align 1024 .b8 __dynamic_smem_hopper[];
 // PTX:      .param .align 64 .b8 hopper_param_0[128]
@@ -34,6 +38,8 @@
 // PTX:      wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // PTX:      wgmma.commit_group.sync.aligned;
 // PTX:      wgmma.wait_group.sync.aligned 0;
+// PTX:      cp.async.bulk.commit_group;
+// PTX:      cp.async.bulk.wait_group.read 0;
 
 builtin.module {
 sched.kernel @hopper(%tm : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>, %out : memref<1000x1000xf32>, %tm_z : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 64], swizzle 128>) grid [1, 1, 1] block [384, 1, 1] smem 33792 attributes {nvvm.minctasm = 1 : i64} {
