@@ -332,6 +332,20 @@ class MBarrierArriveOp(IRDLOperation):
 
 
 @irdl_op_definition
+class MBarrierArriveExpectTxOp(IRDLOperation):
+    """`nvvm.mbarrier.arrive.expect_tx %addr, %bytes : !llvm.ptr<3>, i32`: arrive on the
+    mbarrier and expect `bytes` more of asynchronous copies before its phase completes."""
+
+    name = "nvvm.mbarrier.arrive.expect_tx"
+    addr = operand_def(LLVMPointerType)
+    txcount = operand_def(I32)
+    assembly_format = "$addr `,` $txcount attr-dict `:` type(operands)"
+
+    def __init__(self, addr: SSAValue | Operation, txcount: SSAValue | Operation):
+        super().__init__(operands=[addr, txcount])
+
+
+@irdl_op_definition
 class CpAsyncBulkCommitGroupOp(IRDLOperation):
     """`nvvm.cp.async.bulk.commit.group` (PTX `cp.async.bulk.commit_group`): the bulk copies
     this thread issued since the last commit form one group."""
@@ -401,7 +415,7 @@ class SetMaxRegisterOp(IRDLOperation):
 
 
 HOPPER_OPS = [WgmmaFenceAlignedOp, WgmmaGroupSyncAlignedOp, WgmmaWaitGroupSyncOp, MBarrierInitOp, MBarrierArriveOp,
-              CpAsyncBulkCommitGroupOp, CpAsyncBulkWaitGroupOp, SetMaxRegisterOp]
+              MBarrierArriveExpectTxOp, CpAsyncBulkCommitGroupOp, CpAsyncBulkWaitGroupOp, SetMaxRegisterOp]
 
 
 NVVM = Dialect(

@@ -103,6 +103,14 @@ def _bulk_wait(ft: FunctionTranslator, op: Operation) -> None:
     _ptx(ft, f"cp.async.bulk.wait_group{read} {int_prop(op, 'group')};")
 
 
+def _expect_tx(ft: FunctionTranslator, op: Operation) -> None:
+    """PTX's `mbarrier.arrive.expect_tx` on the 32-bit shared address (the `_` sink: no state)."""
+    addr, tx = op.operands
+    a32 = ft.e.inst(f"ptrtoint {ft.tv(addr)} to i32")
+    ft.e.emit('call void asm sideeffect "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", '
+              f'"r,r,~{{memory}}"(i32 {a32}, {ft.tv(tx)})')
+
+
 def _setmaxregister(ft: FunctionTranslator, op: Operation) -> None:
     action = {"increase": "inc", "decrease": "dec"}[prop(op, "action").data]
     _ptx(ft, f"setmaxnreg.{action}.sync.aligned.u32 {int_prop(op, 'regCount')};")
@@ -116,6 +124,7 @@ HANDLERS: dict[str, Callable[[FunctionTranslator, Operation], None]] = {
     "nvvm.wgmma.wait.group.sync.aligned": _wgmma_wait,
     "nvvm.mbarrier.init": _mbarrier_init,
     "nvvm.mbarrier.arrive": _mbarrier_arrive,
+    "nvvm.mbarrier.arrive.expect_tx": _expect_tx,
     "nvvm.cp.async.bulk.commit.group": lambda ft, op: _ptx(ft, "cp.async.bulk.commit_group;"),
     "nvvm.cp.async.bulk.wait_group": _bulk_wait,
     "nvvm.setmaxregister": _setmaxregister,

@@ -1,10 +1,11 @@
 """Asynchronous copies and their synchronisation: TMA loads (optionally multicast to a cluster) and
 stores, mbarriers, bulk-async groups and the async-proxy fence.
 
-mbarrier init / arrive and the bulk groups become the upstream ops (`nvvm.mbarrier.init`,
-`nvvm.mbarrier.arrive`, `nvvm.cp.async.bulk.commit.group`, `nvvm.cp.async.bulk.wait_group`); the
-TMA copies, `mbarrier.arrive.expect_tx`, the `try_wait.parity` spin loop and `fence.proxy.async`
-are still `llvm.inline_asm` (issue 12 moves them to upstream's ops). A `!sched.tensor_map` is a
+mbarrier init / arrive / arrive.expect_tx and the bulk groups become the upstream ops
+(`nvvm.mbarrier.init`, `nvvm.mbarrier.arrive`, `nvvm.mbarrier.arrive.expect_tx`,
+`nvvm.cp.async.bulk.commit.group`, `nvvm.cp.async.bulk.wait_group`); the TMA copies, the
+`try_wait.parity` spin loop and `fence.proxy.async` are still `llvm.inline_asm` (issue 12 moves
+them to upstream's ops). A `!sched.tensor_map` is a
 kernel parameter (see kernel.py); PTX takes TMA coordinates innermost first.
 """
 
@@ -39,10 +40,7 @@ class LowerMBarrierArriveExpectTx(KernelPattern):
     def match_and_rewrite(self, op: sched.MBarrierArriveExpectTxOp, rewriter: PatternRewriter) -> None:
         k = self.k
         ptr, _ = k.address(rewriter, op, op.barriers, [op.index])
-        addr = k.before(rewriter, llvm.PtrToIntOp(ptr, i32))
-        k.asm(rewriter, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}",
-              [addr, k.const(op.bytes.value.data, i32)])
-        rewriter.erase(op)
+        rewriter.replace(op, nvvm.MBarrierArriveExpectTxOp(ptr, k.const(op.bytes.value.data, i32)))
 
 
 class LowerMBarrierWait(KernelPattern):

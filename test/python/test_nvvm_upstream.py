@@ -128,6 +128,7 @@ def _hopper_nvvm_module() -> builtin.ModuleOp:
     count = llvm.ConstantOp(IntegerAttr(1, i32), i32)
     block.add_ops([
         count, nvvm.MBarrierInitOp(block.args[0], count), nvvm.MBarrierArriveOp(block.args[0]),
+        nvvm.MBarrierArriveExpectTxOp(block.args[0], count),
         nvvm.SetMaxRegisterOp("increase", 232), nvvm.SetMaxRegisterOp("decrease", 40),
         nvvm.WgmmaFenceAlignedOp(), nvvm.WgmmaGroupSyncAlignedOp(), nvvm.WgmmaWaitGroupSyncOp(0),
         nvvm.CpAsyncBulkCommitGroupOp(), nvvm.CpAsyncBulkWaitGroupOp(1, read=True), nvvm.CpAsyncBulkWaitGroupOp(0),
@@ -143,7 +144,8 @@ def test_hopper_nvvm_ops_are_upstream_text(upstream):
     back in xDSL to the same ops."""
     ours = _print(_hopper_nvvm_module())
     theirs = str(upstream(ours))
-    for text in ("nvvm.mbarrier.init %", "nvvm.mbarrier.arrive %", "nvvm.setmaxregister increase 232",
+    for text in ("nvvm.mbarrier.init %", "nvvm.mbarrier.arrive %", "nvvm.mbarrier.arrive.expect_tx %",
+                 "nvvm.setmaxregister increase 232",
                  "nvvm.setmaxregister decrease 40", "nvvm.cp.async.bulk.commit.group",
                  "nvvm.cp.async.bulk.wait_group 1 {read}", "nvvm.cp.async.bulk.wait_group 0"):
         assert text in ours and text in theirs, text
@@ -186,7 +188,7 @@ def test_matmul_kernels_verify_upstream(upstream):
         upstream(kern)
         asm = [ln for ln in kern.splitlines() if "llvm.inline_asm" in ln]
         for ptx in ("setmaxnreg", "cp.async.bulk.commit_group", "cp.async.bulk.wait_group", "mbarrier.init",
-                    "mbarrier.arrive.shared.b64", "wgmma.fence.sync", "wgmma.commit_group.sync",
+                    "mbarrier.arrive.shared.b64", "mbarrier.arrive.expect_tx", "wgmma.fence.sync", "wgmma.commit_group.sync",
                     "wgmma.wait_group.sync"):  # (an empty asm tying the accumulators is commented "wgmma.wait_group")
             assert not [ln for ln in asm if ptx in ln], (name, ptx)
         assert "nvvm.setmaxregister" in kern and "nvvm.mbarrier.init" in kern, name

@@ -2,7 +2,7 @@
 // RUN: fuser-opt %s -p convert-sched-to-nvvm -t ptx | filecheck %s --check-prefix=PTX
 
 // Hopper ops to the nvvm level: the tensor map becomes a byval grid_constant parameter, wgmma
-// groups, mbarrier init/arrive, setmaxregister and the bulk-copy groups the upstream nvvm ops
+// groups, mbarrier init/arrive/expect_tx, setmaxregister and the bulk-copy groups the upstream nvvm ops
 // (names and syntax upstream MLIR parses), the rest inline PTX; and on to PTX.
 
 // CHECK: sched.tensor_map %x
@@ -13,7 +13,7 @@
 // CHECK: nvvm.mbarrier.init %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
 // CHECK: "fence.proxy.async.shared::cta;"
 // CHECK: nvvm.setmaxregister increase 232
-// CHECK: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;"
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
 // CHECK: "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];"
 // CHECK: mbarrier.try_wait.parity.shared::cta.b64
 // CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3> -> i64
@@ -32,6 +32,7 @@
 // PTX:      .minnctapersm 1
 // PTX:      cvta.param.u64
 // PTX:      mbarrier.init.shared.b64
+// PTX:      mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r{{[0-9]+}}], %r{{[0-9]+}};
 // PTX:      cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // PTX:      mbarrier.try_wait.parity.shared::cta.b64
 // PTX:      wgmma.fence.sync.aligned;
