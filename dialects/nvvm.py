@@ -281,16 +281,8 @@ class WgmmaGroupSyncAlignedOp(IRDLOperation):
     assembly_format = "attr-dict"
 
 
-@irdl_op_definition
-class WgmmaWaitGroupSyncOp(IRDLOperation):
-    """`nvvm.wgmma.wait.group.sync.aligned 0` (PTX `wgmma.wait_group.sync.aligned N`)."""
-
-    name = "nvvm.wgmma.wait.group.sync.aligned"
-    group = prop_def(IntegerAttr)
-
-    def __init__(self, group: int):
-        from xdsl.dialects.builtin import i64
-        super().__init__(properties={"group": IntegerAttr(group, i64)})
+class _GroupCountSyntax:
+    """`op N {attrs}`: the syntax of the wait-group ops, whose one operand is the `group` count."""
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.group.value.data}")
@@ -301,6 +293,19 @@ class WgmmaWaitGroupSyncOp(IRDLOperation):
         op = cls(parser.parse_integer())
         op.attributes.update(parser.parse_optional_attr_dict())
         return op
+
+
+@irdl_op_definition
+class WgmmaWaitGroupSyncOp(_GroupCountSyntax, IRDLOperation):
+    """`nvvm.wgmma.wait.group.sync.aligned 0` (PTX `wgmma.wait_group.sync.aligned N`)."""
+
+    name = "nvvm.wgmma.wait.group.sync.aligned"
+    group = prop_def(IntegerAttr)
+
+    def __init__(self, group: int):
+        from xdsl.dialects.builtin import i64
+        super().__init__(properties={"group": IntegerAttr(group, i64)})
+
 
 
 @irdl_op_definition
@@ -355,7 +360,7 @@ class CpAsyncBulkCommitGroupOp(IRDLOperation):
 
 
 @irdl_op_definition
-class CpAsyncBulkWaitGroupOp(IRDLOperation):
+class CpAsyncBulkWaitGroupOp(_GroupCountSyntax, IRDLOperation):
     """`nvvm.cp.async.bulk.wait_group 1 {read}` (PTX `cp.async.bulk.wait_group[.read] 1`): wait
     until at most N groups are pending; with `read`, only until their sources have been read."""
 
@@ -371,15 +376,6 @@ class CpAsyncBulkWaitGroupOp(IRDLOperation):
         if self.group.value.data < 0:
             raise VerifyException(f"'{self.name}' op group {self.group.value.data} must be >= 0")
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.group.value.data}")
-        printer.print_op_attributes(self.attributes)
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        op = cls(parser.parse_integer())
-        op.attributes.update(parser.parse_optional_attr_dict())
-        return op
 
 
 @irdl_op_definition
