@@ -19,5 +19,6 @@ def __getattr__(name: str):
     if name == "__all__":
         return ["__version__", *api.__all__]
     if name in ("compile", "abs", "pow", "sum") or name in api.__all__:
-        return getattr(api, name)
+        value = globals()[name] = getattr(api, name)  # once: later lookups are plain attributes
+        return value
     raise AttributeError(f"module 'fuser' has no attribute '{name}'")

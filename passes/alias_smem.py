@@ -291,10 +291,7 @@ def alias_kernel(kernel: sched.KernelOp, budget: int) -> None:
             if o.released_before(b) and o.release not in synced:
                 synced.add(o.release)
                 _insert_release_barrier(kernel, *releases[o.release])
-    for r, _ in releases.values():
-        r.detach()
-        r.erase()
-    for r in [o for o in kernel.walk() if isinstance(o, sched.ReleaseOp)]:  # releases that freed nothing
+    for r in [o for o in order.ops if isinstance(o, sched.ReleaseOp)]:  # read; the layout holds what they said
         r.detach()
         r.erase()
     total = sum(b.size for b in bufs.values())

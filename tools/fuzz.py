@@ -394,11 +394,8 @@ OPTION_VARIANTS = ["", "block=128", "vector=2", "persistent=false", "split=1", "
 
 
 def pipeline_for(options: str) -> str:
-    """The default pipeline with schedule options (pipeline-wide) on convert-fusion-to-sched."""
-    from fuser.passes.pipeline import NAMED_PIPELINES
-
-    text = NAMED_PIPELINES["default"]
-    return text.replace("convert-fusion-to-sched", f"convert-fusion-to-sched{{{options}}}") if options else text
+    """The default pipeline with these schedule options (`default{...}`: pipeline-wide)."""
+    return f"default{{{options}}}" if options else "default"
 
 
 def _refusal_pattern(message: str) -> str:

@@ -171,7 +171,10 @@ def epilogue_plan(bm: int, bn: int, n_b: int, elem_bytes: int, k: int, stages: i
     else:
         shared = tma and not blocker and reuse != 0 and (reuse == 1 or direct > own)
         stages = direct if shared or not tma else own
-    _stage_count(bm, bn, n_b, elem_bytes, k, stages, STAGING_TOTAL if tma and not shared else 0)  # fits
+    reserve = STAGING_TOTAL if tma and not shared else 0
+    if stages > fit(reserve):
+        raise ValueError(f"{stages} stages of {per} bytes" + (f" and {reserve} bytes of epilogue staging" if reserve else "")
+                         + f" exceed the {SMEM_BUDGET}-byte shared-memory budget")
     taken = "staged+reuse" if shared else "staged" if tma else "direct"
     why = "" if not tma else blocker or {1: "forced", 0: "off"}.get(reuse, "")
     if forced:
@@ -179,20 +182,6 @@ def epilogue_plan(bm: int, bn: int, n_b: int, elem_bytes: int, k: int, stages: i
     plan = (f"direct {direct} stages, staged {own}, staged+reuse {'-' if persistent else direct}: {taken}"
             + (f" ({why})" if why else ""))
     return stages, shared, plan
-
-
-def _stage_count(bm: int, bn: int, n_b: int, elem_bytes: int, k: int, stages: int, reserve: int = 0) -> int:
-    """Pipeline depth: `stages` if given (checked against the shared-memory budget), else as
-    many slots as fit next to `reserve` bytes (and the barriers), at most `MAX_STAGES` and no
-    more than the K-slices."""
-    per = stage_bytes(bm, bn, n_b, elem_bytes)
-    fit = (SMEM_BUDGET - 1024 - reserve) // per
-    if stages <= 0:
-        stages = max(2, min(fit, MAX_STAGES.get((bm, bn), DEFAULT_MAX_STAGES), max(2, math.ceil(k / BK))))
-    if stages > fit:
-        raise ValueError(f"{stages} stages of {per} bytes" + (f" and {reserve} bytes of epilogue staging" if reserve else "")
-                         + f" exceed the {SMEM_BUDGET}-byte shared-memory budget")
-    return stages
 
 
 def _pingpong_heuristic(m: int, n: int, k: int, n_b: int, sms: int, tile) -> bool:
