@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import StringAttr
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from fuser.dialects import sched
 from fuser.lowering.kernel_builder import KernelBuilder, f32
@@ -54,8 +54,11 @@ class KernelEmitter:
     def _host_func_op(self):
         return self.host.b.insertion_point.block.parent_op()
 
-    def workspace(self, shape: Sequence[int], zero: bool = False) -> SSAValue:
-        return self.host.v(sched.WorkspaceOp(sched.memref(shape, f32), zero))
+    def workspace(self, shape: Sequence[int], zero: bool = False, *, dtype: Attribute = f32,
+                  kept_zero: bool = False) -> SSAValue:
+        """A host workspace: `zero` clears it before every call, `kept_zero` once at allocation
+        (its kernels must leave it zero; see `sched.workspace`)."""
+        return self.host.v(sched.WorkspaceOp(sched.memref(shape, dtype), zero, kept_zero))
 
     def kernel_buffers(self, values: Sequence[SSAValue], extra: Sequence[SSAValue] = ()) -> list[SSAValue]:
         return list(dict.fromkeys([self.buffers[v] for v in values] + list(extra)))

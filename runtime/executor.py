@@ -114,6 +114,7 @@ class Executor:
                     raise ValueError(f"launch of {step.kernel}: bad argument reference {ref!r}")
             self._plan.append((step, tuple(fill), tuple(consts), tuple(tfill)))
         self._zero_ws = tuple(i for i, w in enumerate(program.workspaces) if w.zero_init)
+        self._kept_zero_ws = tuple(i for i, w in enumerate(program.workspaces) if w.kept_zero)
         self._zero_out = tuple(program.zero_outputs)
         self._steps: list[_Step] | None = None   # built on the first call (needs the GPU)
         self._ws_pool: dict[int, list[driver.DeviceBuffer]] = {}
@@ -157,7 +158,13 @@ class Executor:
         # One set per stream: launches on one stream are ordered, so reuse is safe there.
         ws = self._ws_pool.get(stream)
         if ws is None:
-            ws = self._ws_pool[stream] = [driver.DeviceBuffer(w.nbytes) for w in self.program.workspaces]
+            ws = [driver.DeviceBuffer(w.nbytes) for w in self.program.workspaces]
+            # Kept-zero workspaces (e.g. split-K tile semaphores) are zeroed here, once: their
+            # kernels leave them zero, so later calls skip the memset. Queued on `stream`, it
+            # precedes this call's launches, and the set never serves another stream.
+            for i in self._kept_zero_ws:
+                ws[i].memset_zero(stream)
+            self._ws_pool[stream] = ws
         return ws
 
     # --------------------------------------------------------------------- call

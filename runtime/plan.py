@@ -42,9 +42,12 @@ class BufferSpec:
 
 @dataclass(frozen=True)
 class WorkspaceSpec:
+    """A buffer the executor owns. `zero_init`: zeroed before every call. `kept_zero`: zeroed once,
+    when allocated; its kernels leave it zero again (a `fuser.kept_zero` gpu.alloc)."""
     shape: tuple[int, ...]
     dtype: str
     zero_init: bool = False
+    kept_zero: bool = False
 
     @property
     def nbytes(self) -> int:
@@ -96,7 +99,7 @@ class Program:
             "format": 1, "name": self.name, "arch": self.arch,
             "inputs": [[b.name, list(b.shape), b.dtype] for b in self.inputs],
             "outputs": [[b.name, list(b.shape), b.dtype] for b in self.outputs],
-            "workspaces": [[list(w.shape), w.dtype, w.zero_init] for w in self.workspaces],
+            "workspaces": [[list(w.shape), w.dtype, w.zero_init, w.kept_zero] for w in self.workspaces],
             "launches": [{"kernel": s.kernel, "grid": list(s.grid), "block": list(s.block),
                           "smem": s.smem, "args": [list(a) for a in s.args],
                           "cluster": None if s.cluster is None else list(s.cluster)}
@@ -119,7 +122,7 @@ class Program:
             name=d["name"],
             inputs=[BufferSpec(n, tuple(s), t) for n, s, t in d["inputs"]],
             outputs=[BufferSpec(n, tuple(s), t) for n, s, t in d["outputs"]],
-            workspaces=[WorkspaceSpec(tuple(s), t, bool(z)) for s, t, z in d["workspaces"]],
+            workspaces=[_workspace_from_json(w) for w in d["workspaces"]],
             launches=[LaunchStep(s["kernel"], tuple(s["grid"]), tuple(s["block"]), int(s["smem"]),
                                  tuple(tuple(a) for a in s["args"]),
                                  None if s.get("cluster") is None else tuple(s["cluster"]))
@@ -129,7 +132,17 @@ class Program:
                          for src, sh, dt, bx, sw in d.get("tensor_maps", [])])
 
 
+def _workspace_from_json(w: list) -> WorkspaceSpec:
+    # [shape, dtype, zero_init] before kept_zero existed, [shape, dtype, zero_init, kept_zero] since
+    shape, dtype, zero_init, *rest = w
+    return WorkspaceSpec(tuple(shape), dtype, bool(zero_init), bool(rest[0]) if rest else False)
+
+
 # --------------------------------------------------------------------- extraction
+
+# The unit attribute on a gpu.alloc that marks a kept-zero workspace (see lowering/sched_to_nvvm/host.py).
+KEPT_ZERO_ATTR = "fuser.kept_zero"
+
 
 def _dtype_of(t: Any) -> str | None:
     from xdsl.dialects import builtin as b
@@ -278,7 +291,8 @@ def extract_program(module: Any, ptx: str, arch: str, name: str | None = None) -
                 raise ProgramError(f"gpu.alloc in @{fname}: dynamic sizes and async dependencies are not supported")
             shape, dtype = _memref_spec(res.type, f"gpu.alloc in @{fname}")
             refs[res] = ("ws", len(workspaces))
-            workspaces.append({"shape": shape, "dtype": dtype, "zero": False})
+            workspaces.append({"shape": shape, "dtype": dtype, "zero": False,
+                               "kept_zero": KEPT_ZERO_ATTR in op.attributes})
         elif opname == "gpu.memset":
             if op.results:
                 raise ProgramError(f"gpu.memset in @{fname}: async memset is not supported")
@@ -294,6 +308,9 @@ def extract_program(module: Any, ptx: str, arch: str, name: str | None = None) -
                 raise ProgramError(f"gpu.memset in @{fname}: target must be a workspace (gpu.alloc) or an output")
             if ref in used:
                 raise ProgramError(f"gpu.memset in @{fname}: zeroing a buffer after a launch used it is not supported")
+            if ref[0] == "ws" and workspaces[ref[1]]["kept_zero"]:
+                raise ProgramError(f"gpu.memset in @{fname}: workspace #{ref[1]} is {KEPT_ZERO_ATTR}, which the "
+                                   f"executor zeroes once at allocation; a per-call memset contradicts it")
             if ref[0] == "ws":
                 workspaces[ref[1]]["zero"] = True
             elif ref[1] not in zero_outputs:
@@ -322,7 +339,7 @@ def extract_program(module: Any, ptx: str, arch: str, name: str | None = None) -
                                f"gpu.dealloc, func.return)")
 
     return Program(fname, inputs, outputs,
-                   [WorkspaceSpec(w["shape"], w["dtype"], w["zero"]) for w in workspaces],
+                   [WorkspaceSpec(w["shape"], w["dtype"], w["zero"], w["kept_zero"]) for w in workspaces],
                    launches, ptx, arch, tuple(zero_outputs), tensor_maps)
 
 

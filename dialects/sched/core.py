@@ -188,16 +188,35 @@ class KernelOp(IRDLOperation):
 class WorkspaceOp(IRDLOperation):
     """A temporary global buffer owned by the executor: `%ws = sched.workspace zero_init : memref<64xf32>`.
 
-    `zero_init` asks the executor to clear it before the first launch that uses it.
+    `zero_init` asks the executor to clear it before every call's first launch that uses it.
+
+    `kept_zero` (`%sem = sched.workspace kept_zero : memref<16xi32>`) asks the executor to clear
+    it once, when it allocates it, and never again. In exchange every kernel that uses it must
+    leave it all zero when the call's launches end (e.g. per-tile semaphores that the last CTA
+    of each tile resets), so the next call finds it zero without a memset. A kernel that breaks
+    this contract corrupts the next call, not its own.
+
+    The two are mutually exclusive; without either the buffer's contents are undefined.
     """
 
     name = "sched.workspace"
     zero_init = opt_prop_def(UnitAttr)
+    kept_zero = opt_prop_def(UnitAttr)
     result = result_def(MemRefType)
-    assembly_format = "(`zero_init` $zero_init^)? attr-dict `:` type($result)"
+    assembly_format = "(`zero_init` $zero_init^)? (`kept_zero` $kept_zero^)? attr-dict `:` type($result)"
 
-    def __init__(self, t: MemRefType, zero_init: bool = False):
-        super().__init__(result_types=[t], properties={"zero_init": UnitAttr()} if zero_init else {})
+    def __init__(self, t: MemRefType, zero_init: bool = False, kept_zero: bool = False):
+        props: dict[str, Attribute] = {}
+        if zero_init:
+            props["zero_init"] = UnitAttr()
+        if kept_zero:
+            props["kept_zero"] = UnitAttr()
+        super().__init__(result_types=[t], properties=props)
+
+    def verify_(self) -> None:
+        if self.zero_init is not None and self.kept_zero is not None:
+            raise VerifyException("'sched.workspace' op 'zero_init' and 'kept_zero' are mutually exclusive: "
+                                  "a kept_zero workspace is zeroed once, at allocation")
 
 
 @irdl_op_definition

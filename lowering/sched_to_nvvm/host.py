@@ -1,7 +1,12 @@
-"""The host side: each `sched.workspace` becomes `gpu.alloc` (+ `gpu.memset` of zero when `zero_init`)
-and a `gpu.dealloc` before its block's terminator; each `sched.launch` becomes a `gpu.launch_func` with
-the kernel's static geometry and dynamic shared memory. `sched.tensor_map` stays: the runtime executes
-it (cuTensorMapEncodeTiled).
+"""The host side, lowered in place:
+
+- each `sched.workspace` becomes `gpu.alloc`, plus `gpu.memset` of zero when `zero_init`; a
+  `kept_zero` one gets no memset but the unit attribute `fuser.kept_zero` on its `gpu.alloc`,
+  which tells the runtime to zero it once when it allocates it (its kernels leave it zero);
+  every workspace gets a `gpu.dealloc` before its block's terminator;
+- each `sched.launch` becomes a `gpu.launch_func` with the kernel's static geometry and dynamic
+  shared memory;
+- `sched.tensor_map` stays: the runtime executes it (cuTensorMapEncodeTiled).
 
 This stays a walk: it is a handful of ops, with constants hoisted to the function's entry and every
 workspace's dealloc placed once all are known; patterns would add a driver and gain nothing.
@@ -10,7 +15,8 @@ workspace's dealloc placed once all are known; patterns would add a driver and g
 from __future__ import annotations
 
 from xdsl.dialects import arith, func, gpu
-from xdsl.dialects.builtin import AnyFloat, FloatAttr, IndexType, IntegerAttr, IntegerType, SymbolRefAttr, i32
+from xdsl.dialects.builtin import (AnyFloat, FloatAttr, IndexType, IntegerAttr, IntegerType, SymbolRefAttr, UnitAttr,
+                                  i32)
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 from xdsl.traits import IsTerminator
@@ -19,6 +25,9 @@ from fuser.dialects import sched
 from fuser.dialects.gpu_ext import MemsetOp
 
 from .common import EntryBuilder, SchedToNVVMError, where
+
+# The gpu.alloc attribute runtime/plan.py reads as WorkspaceSpec.kept_zero.
+KEPT_ZERO_ATTR = "fuser.kept_zero"
 
 
 def _zero(t: Attribute) -> arith.ConstantOp:
@@ -40,6 +49,8 @@ def lower_host(fn: func.FuncOp, kernels: dict[str, sched.KernelOp], gpu_module: 
         if isinstance(op, sched.WorkspaceOp):
             t = op.result.type
             new: list[Operation] = [gpu.AllocOp(t)]
+            if op.kept_zero is not None:
+                new[0].attributes[KEPT_ZERO_ATTR] = UnitAttr()
             if op.zero_init is not None:
                 zero = _zero(t.element_type)
                 new += [zero, MemsetOp(new[0], zero)]

@@ -307,6 +307,83 @@ def test_program_in_the_cache(tmp_path):
     assert cache.get_program(c, "bb" * 32) is None
 
 
+# A split-K-style host function: %sem (per-tile semaphores) is kept zero by its kernels.
+KEPT_ZERO_BODY = """
+    %sem = "gpu.alloc"() <{operandSegmentSizes = array<i32: 0, 0, 0>}> {fuser.kept_zero} : () -> memref<16xi32>
+    %ws2 = "gpu.alloc"() <{operandSegmentSizes = array<i32: 0, 0, 0>}> : () -> memref<4x5xf32>
+    "gpu.memset"(%ws2, %zero) : (memref<4x5xf32>, f32) -> ()
+    "gpu.launch_func"(%c1, %c1, %c1, %c128, %c1, %c1, %sem, %ws2) <{kernel = @f_kernels::@f_k1, operandSegmentSizes = array<i32: 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2, 0>}> : (index, index, index, index, index, index, memref<16xi32>, memref<4x5xf32>) -> ()
+    "gpu.dealloc"(%sem) {operandSegmentSizes = array<i32: 0, 1>} : (memref<16xi32>) -> ()
+    "gpu.dealloc"(%ws2) {operandSegmentSizes = array<i32: 0, 1>} : (memref<4x5xf32>) -> ()
+"""
+
+
+def test_kept_zero_workspace_survives_json():
+    p = plan.extract_program(_parse(_host_ir(KEPT_ZERO_BODY)), PTX, "sm_90a")
+    assert p.workspaces == [WorkspaceSpec((16,), "i32", zero_init=False, kept_zero=True),
+                            WorkspaceSpec((4, 5), "f32", zero_init=True, kept_zero=False)]
+    assert Program.from_json(p.to_json()) == p
+
+
+def test_program_json_reads_workspaces_written_before_kept_zero():
+    p = plan.extract_program(_parse(_host_ir(GOOD_BODY)), PTX, "sm_90a")
+    d = json.loads(p.to_json())
+    d["workspaces"] = [w[:3] for w in d["workspaces"]]  # the old [shape, dtype, zero_init] form
+    assert Program.from_json(json.dumps(d)) == p
+
+
+def test_memset_of_a_kept_zero_workspace_is_an_error():
+    body = KEPT_ZERO_BODY.replace('"gpu.memset"(%ws2, %zero) : (memref<4x5xf32>, f32)',
+                                  '"gpu.memset"(%sem, %zero) : (memref<16xi32>, f32)')
+    with pytest.raises(ProgramError, match=r"gpu.memset in @f: workspace #0 is fuser.kept_zero"):
+        plan.extract_program(_parse(_host_ir(body)), PTX, "sm_90a")
+
+
+class _RecordingBuffer:
+    """Stands for driver.DeviceBuffer: hands out fake pointers and logs memsets in `events`."""
+    events: list = []
+    _next = 0x1000
+
+    def __init__(self, nbytes, stream=None):
+        self.size, self.ptr = nbytes, _RecordingBuffer._next
+        _RecordingBuffer._next += 0x1000
+
+    def memset_zero(self, stream=None):
+        self.events.append(("memset", self.ptr, stream))
+
+
+def test_kept_zero_workspace_is_zeroed_once_per_stream(monkeypatch):
+    from fuser.runtime import executor
+    events = []
+    monkeypatch.setattr(_RecordingBuffer, "events", events)
+    monkeypatch.setattr(driver, "DeviceBuffer", _RecordingBuffer)
+    monkeypatch.setattr(driver, "stream_handle", lambda s: s)
+    prog = Program("f", [], [], [WorkspaceSpec((16,), "i32", kept_zero=True), WorkspaceSpec((8,), "f32"),
+                                 WorkspaceSpec((4,), "f32", zero_init=True)],
+                   [LaunchStep("k", (1, 1, 1), (32, 1, 1), 0, (("ws", 0), ("ws", 1), ("ws", 2)))], PTX, "sm_90a")
+    ex = Executor(prog)
+    # Skip _load (it needs a GPU): one step whose launch is logged after the memsets.
+    step = executor._Step()
+    step.grid, step.block, step.smem, step.cluster = (1, 1, 1), (32, 1, 1), 0, None
+    step.params = SimpleNamespace(values=[0, 0, 0], address=0)
+    step.fill, step.tfill = ((0, 0), (1, 1), (2, 2)), ()
+    step.kernel = SimpleNamespace(launch_raw=lambda grid, block, smem, hs, params, cluster:
+                                  events.append(("launch", hs, tuple(step.params.values))))
+    ex._steps = [step]
+
+    ex(stream=7)
+    sem, plain, zeroed = (b.ptr for b in ex._ws_pool[7])
+    first_call = [("memset", sem, 7), ("memset", zeroed, 7), ("launch", 7, (sem, plain, zeroed))]
+    assert events == first_call
+    ex(stream=7)  # same stream, same set: the kernels left %sem zero, so only zero_init is cleared
+    assert events[3:] == [("memset", zeroed, 7), ("launch", 7, (sem, plain, zeroed))]
+    del events[:]
+    ex(stream=9)  # a new stream gets a new set, zeroed once more
+    sem9, _, zeroed9 = (b.ptr for b in ex._ws_pool[9])
+    assert sem9 != sem
+    assert events[:2] == [("memset", sem9, 9), ("memset", zeroed9, 9)] and events[2][0] == "launch"
+
+
 LAUNCH_K1 = ('"gpu.launch_func"(%c1, %c1, %c1, %c128, %c1, %c1, {a}, %out) <{{kernel = @f_kernels::@{k}, '
              'operandSegmentSizes = array<i32: 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2, 0>}}> : '
              '(index, index, index, index, index, index, {t}, memref<4x5xf32>) -> ()')

@@ -99,3 +99,11 @@ sched.kernel @idxop() grid [1, 1, 1] block [32, 1, 1] smem 0 {
 sched.kernel @grid() grid [0, 1, 1] block [32, 1, 1] smem 0 {
   sched.return
 }
+
+// -----
+
+func.func @ws() {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'sched.workspace' op 'zero_init' and 'kept_zero' are mutually exclusive: a kept_zero workspace is zeroed once, at allocation
+  %ws = sched.workspace zero_init kept_zero : memref<16xi32>
+  func.return
+}
