@@ -14,8 +14,8 @@ Lifetimes, in program order (a pre-order walk of the kernel):
   no loop in the generated code and stretches the lifetime only to itself: a barrier cannot go
   inside it (nor inside an `scf.if`), so two buffers used in one such op never share bytes,
   while buffers of two consecutive bound loops can;
-- asynchronous uses last until the op that completes them: a TMA store's source until the
-  next `sched.bulk.wait_group`, a wgmma operand (through its descriptor) until the next
+- asynchronous uses last until the op that completes them: a TMA store's or reduction's source
+  until the next `sched.bulk.wait_group`, a wgmma operand (through its descriptor) until the next
   `sched.wgmma.wait_group 0` (the kernel's end if none follows).
 
 Placement (a stable rule, independent of the order the allocs were written in): buffers are
@@ -39,8 +39,8 @@ warpgroups), lifetimes alone never allow reuse, since the branch cannot hold a C
 scheduler that knows more says so with `sched.release %a, %b threads N`: every thread that
 touched those buffers reaches the release, N of them, after its last access (asynchronous
 copies into them observed complete). For buffers used only after the release in its block, a
-released buffer is then dead once its wgmma reads and TMA stores (the async uses above) have
-completed; a buffer that takes its bytes gets a barrier of those N threads there (a
+released buffer is then dead once its wgmma reads and TMA stores and reductions (the async uses
+above) have completed; a buffer that takes its bytes gets a barrier of those N threads there (a
 `sched.named_barrier` with the kernel's first free id, or `sched.barrier` when the release is
 at the kernel's top level and N is the whole block). The pass erases the releases; a buffer
 used after its release is an error.
@@ -191,7 +191,7 @@ def _next_after(order: _Order, pos: int, pred) -> int:
 
 def _async_end(order: _Order, u: Operation) -> int:
     """Where an asynchronous use of a buffer completes (the use itself when it is synchronous)."""
-    if isinstance(u, sched.TmaStoreOp):
+    if isinstance(u, (sched.TmaStoreOp, sched.TmaReduceOp)):
         return _next_after(order, order.pos[u], lambda o: isinstance(o, sched.BulkWaitGroupOp))
     if isinstance(u, sched.WgmmaMmaAsyncOp):
         return _next_after(order, order.pos[u],
@@ -227,7 +227,7 @@ def _tile_use(u: Operation, buf: SSAValue) -> bool:
     mbarrier operand is not one)."""
     if isinstance(u, sched.TmaLoadOp):
         return u.barriers is not buf
-    return isinstance(u, (sched.TmaStoreOp, sched.WgmmaDescOp))
+    return isinstance(u, (sched.TmaStoreOp, sched.TmaReduceOp, sched.WgmmaDescOp))
 
 
 def _alignment(alloc: sched.AllocOp, uses: list[Operation]) -> int:

@@ -22,6 +22,7 @@ _PASSES: dict[str, str] = {
     "sched-verify-buffers": "fuser.passes.verify_buffers:VerifyBuffers",
     "sched-alias-smem": "fuser.passes.alias_smem:AliasSmem",
     "sched-flush-wgmma": "fuser.passes.flush_wgmma:FlushWgmma",
+    "sched-insert-bulk-syncs": "fuser.passes.insert_bulk_syncs:InsertBulkSyncs",
     "canonicalize": "xdsl.transforms.canonicalize:CanonicalizePass",
     "cse": "xdsl.transforms.common_subexpression_elimination:CommonSubexpressionElimination",
     "dce": "xdsl.transforms.dead_code_elimination:DeadCodeElimination",

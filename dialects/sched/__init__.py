@@ -22,16 +22,21 @@ Hopper machinery (sm_90a):
 - `sched.tma.load` / `sched.tma.store`: `cp.async.bulk.tensor` between global memory (through a
   tensor map; out-of-bounds boxes read as zero and are not written) and shared memory; loads
   complete on an mbarrier, stores form bulk async-groups (`sched.bulk.commit_group` /
-  `sched.bulk.wait_group`);
+  `sched.bulk.wait_group`); `sched.tma.reduce add|min|max` (`cp.reduce.async.bulk.tensor`)
+  combines a shared box into global memory and joins the bulk groups like a store;
 - mbarriers live in shared `i64` buffers: `sched.mbarrier.init`, `.arrive`, `.arrive_expect_tx`,
   and `.wait` (spins on `try_wait.parity` with the phase's parity);
 - wgmma: `sched.wgmma.desc` builds a shared-memory matrix descriptor; `sched.wgmma.fence`,
   `sched.wgmma.mma_async` (m64nNk16, bf16/f16 in, f32 accumulators held as `vector<N/2 x f32>`
   per thread), `sched.wgmma.commit_group`, `sched.wgmma.wait_group N` (which threads the
   accumulators it makes safe to read through itself, so nothing reads them before the wait);
-- `sched.setmaxnreg inc|dec N`, `sched.named_barrier`, `sched.fence.proxy_async`;
+- `sched.setmaxnreg inc|dec N`, `sched.named_barrier`, `sched.fence.proxy_async` (shared::cta)
+  and `sched.fence.proxy_async global`;
 - thread-block clusters: `sched.cluster.barrier`, `sched.fence.mbarrier_init`,
-  `sched.mbarrier.arrive_cluster`, and multicast TMA loads.
+  `sched.mbarrier.arrive_cluster`, and multicast TMA loads;
+- grid semaphores (i32 counters in a global buffer): `sched.semaphore.wait %sems[%i] until %v`
+  (acquire spin) and `sched.semaphore.signal %sems[%i], %v` (release store), through which CTAs
+  take turns (serial split-K).
 
 Layout of this package (import everything from `fuser.dialects.sched` itself):
 - `types.py`: memory spaces (`GLOBAL`, `SHARED`, `REGISTER`, `memory_space`, `memref`) and
@@ -39,9 +44,10 @@ Layout of this package (import everything from `fuser.dialects.sched` itself):
 - `core.py`: kernel, return, workspace, launch, parallel indices, `sched.for`/`sched.yield`,
   alloc, load/store, barrier, shfl_xor;
 - `mbarrier.py`: the mbarrier ops;
-- `tma.py`: `sched.tensor_map`, TMA load/store, bulk async-groups, `fence.proxy_async`;
+- `tma.py`: `sched.tensor_map`, TMA load/store/reduce, bulk async-groups, `fence.proxy_async`;
 - `wgmma.py`: the wgmma ops, `setmaxnreg` and named barriers;
 - `cluster.py`: the thread-block cluster ops and checks;
+- `semaphore.py`: the grid semaphore ops;
 - `_base.py`: assembly helpers, operand checks and small op bases shared by the modules above.
 """
 
@@ -97,12 +103,16 @@ from fuser.dialects.sched.mbarrier import (
     MBarrierInitOp,
     MBarrierWaitOp,
 )
+from fuser.dialects.sched.semaphore import SEMAPHORE_OPS, SemaphoreSignalOp, SemaphoreWaitOp
 from fuser.dialects.sched.tma import (
+    FENCE_SPACES,
+    REDUCE_KINDS,
     BulkCommitGroupOp,
     BulkWaitGroupOp,
     FenceProxyAsyncOp,
     TensorMapOp,
     TmaLoadOp,
+    TmaReduceOp,
     TmaStoreOp,
 )
 from fuser.dialects.sched.types import GLOBAL, HOPPER_SMEM_PER_BLOCK, REGISTER, SHARED, TensorMapType, element_bytes, memory_space, memref
@@ -118,20 +128,21 @@ from fuser.dialects.sched.wgmma import (
 )
 
 HOPPER_OPS = [TensorMapOp, MBarrierInitOp, MBarrierArriveOp, MBarrierArriveExpectTxOp, MBarrierWaitOp, TmaLoadOp,
-              TmaStoreOp, BulkCommitGroupOp, BulkWaitGroupOp, FenceProxyAsyncOp, SetMaxNRegOp, NamedBarrierOp, WgmmaDescOp,
-              WgmmaFenceOp, WgmmaCommitGroupOp, WgmmaMmaAsyncOp, WgmmaWaitGroupOp]
+              TmaStoreOp, TmaReduceOp, BulkCommitGroupOp, BulkWaitGroupOp, FenceProxyAsyncOp, SetMaxNRegOp,
+              NamedBarrierOp, WgmmaDescOp, WgmmaFenceOp, WgmmaCommitGroupOp, WgmmaMmaAsyncOp, WgmmaWaitGroupOp]
 
 
 Sched = Dialect(
     "sched",
     [KernelOp, ReturnOp, WorkspaceOp, LaunchOp, ThreadIdxOp, BlockIdxOp, BlockDimOp, GridDimOp, ForOp, YieldOp,
-     AllocOp, LoadOp, StoreOp, BarrierOp, ReleaseOp, ShflXorOp, *HOPPER_OPS, *CLUSTER_OPS],
+     AllocOp, LoadOp, StoreOp, BarrierOp, ReleaseOp, ShflXorOp, *HOPPER_OPS, *CLUSTER_OPS,
+     *SEMAPHORE_OPS],
     [TensorMapType],
 )
 
 __all__ = [
     # dialect and op groups
-    "Sched", "HOPPER_OPS", "CLUSTER_OPS",
+    "Sched", "HOPPER_OPS", "CLUSTER_OPS", "SEMAPHORE_OPS",
     # types and memory spaces
     "GLOBAL", "SHARED", "REGISTER", "HOPPER_SMEM_PER_BLOCK", "element_bytes", "memory_space", "memref", "TensorMapType", "IndexType",
     # core
@@ -140,10 +151,13 @@ __all__ = [
     # mbarrier
     "MBarrierInitOp", "MBarrierArriveOp", "MBarrierArriveExpectTxOp", "MBarrierWaitOp",
     # TMA
-    "TensorMapOp", "TmaLoadOp", "TmaStoreOp", "BulkCommitGroupOp", "BulkWaitGroupOp", "FenceProxyAsyncOp",
+    "TensorMapOp", "TmaLoadOp", "TmaStoreOp", "TmaReduceOp", "REDUCE_KINDS", "BulkCommitGroupOp", "BulkWaitGroupOp",
+    "FenceProxyAsyncOp", "FENCE_SPACES",
     # wgmma and warp specialisation
     "WGMMA_TYPES", "WgmmaDescOp", "WgmmaFenceOp", "WgmmaCommitGroupOp", "WgmmaMmaAsyncOp", "WgmmaWaitGroupOp",
     "SetMaxNRegOp", "NamedBarrierOp",
     # clusters
     "ClusterBarrierOp", "FenceMBarrierInitOp", "MBarrierArriveClusterOp",
+    # grid semaphores
+    "SemaphoreWaitOp", "SemaphoreSignalOp",
 ]

@@ -3,16 +3,18 @@
 - `sched.tensor_map %buf` (host side) encodes a `!sched.tensor_map` descriptor for a buffer;
 - `sched.tma.load` copies one box global -> shared and completes on an mbarrier (optionally
   multicast to several CTAs of a cluster); `sched.tma.store` copies one box shared -> global;
-- stores form bulk async-groups: `sched.bulk.commit_group` closes one, `sched.bulk.wait_group N`
-  waits until at most N are pending;
-- `sched.fence.proxy_async` orders ordinary shared-memory accesses before async-proxy ones.
+  `sched.tma.reduce add|min|max` combines one box from shared memory into global memory;
+- stores and reductions form bulk async-groups: `sched.bulk.commit_group` closes one,
+  `sched.bulk.wait_group N` waits until at most N are pending;
+- `sched.fence.proxy_async` orders ordinary shared-memory accesses with async-proxy ones;
+  `sched.fence.proxy_async global` does the same for global memory.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, UnitAttr, i64
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, StringAttr, UnitAttr, i64
 from xdsl.ir import SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
@@ -20,6 +22,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_prop_def,
+    prop_def,
     result_def,
     var_operand_def,
 )
@@ -176,18 +179,85 @@ class TmaStoreOp(IRDLOperation):
         super().__init__(operands=[src, list(src_indices), tensor_map, list(coords)])
 
     def verify_(self) -> None:
-        tm = self.tensor_map.type
-        if len(self.coords) != len(tm.box_dims):
-            raise VerifyException(f"'sched.tma.store' op has {len(self.coords)} coordinates for the rank-{len(tm.box_dims)} tensor map")
-        t = _check_smem(self, "source (operand 'src')", self.src, self.src_indices)
-        if t.element_type != tm.tensor.element_type:
-            raise VerifyException(f"'sched.tma.store' op source element type {t.element_type} differs from the tensor map's "
-                                  f"{tm.tensor.element_type}")
+        _check_box_from_smem(self)
+
+
+REDUCE_KINDS = ("add", "min", "max")
+"""The combining operations of `sched.tma.reduce` (PTX `cp.reduce.async.bulk.tensor`'s `.redOp`)."""
+
+
+@irdl_op_definition
+class TmaReduceOp(IRDLOperation):
+    """Bulk tensor reduction shared -> global of one box: each element of the box in global
+    memory becomes `old <kind> new`, atomically per element; out-of-bounds elements are skipped.
+
+    `sched.tma.reduce add %smem[%c0, %c0], %tm[%row, %col] : memref<128x64xf32, 3>, !sched.tensor_map<...>`
+    Like `sched.tma.store` it joins the thread's current bulk async-group and needs
+    `sched.fence.proxy_async` after ordinary writes of its source.
+    """
+
+    name = "sched.tma.reduce"
+    src = operand_def(MemRefType)
+    src_indices = var_operand_def(IndexType)
+    tensor_map = operand_def(TensorMapType)
+    coords = var_operand_def(IndexType)
+    kind = prop_def(StringAttr)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(self, src, src_indices, tensor_map, coords, kind: str = "add"):
+        super().__init__(operands=[src, list(src_indices), tensor_map, list(coords)],
+                         properties={"kind": StringAttr(kind)})
+
+    def verify_(self) -> None:
+        if self.kind.data not in REDUCE_KINDS:
+            raise VerifyException(f"'sched.tma.reduce' op kind '{self.kind.data}' must be one of "
+                                  f"{', '.join(REDUCE_KINDS)}")
+        _check_box_from_smem(self)
+
+    # Custom syntax: the kind is a bare keyword before the operands.
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.kind.data} ")
+        _print_indexed(printer, self.src, self.src_indices)
+        printer.print_string(", ")
+        _print_indexed(printer, self.tensor_map, self.coords)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_list([self.src.type, self.tensor_map.type], printer.print_attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        kind = parser.parse_identifier()
+        src, sidx = _parse_indexed(parser)
+        parser.parse_punctuation(",")
+        tm, coords = _parse_indexed(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        st = parser.parse_type()
+        parser.parse_punctuation(",")
+        tmt = parser.parse_type()
+        ix = IndexType()
+        op = cls(parser.resolve_operand(src, st), [parser.resolve_operand(c, ix) for c in sidx],
+                 parser.resolve_operand(tm, tmt), [parser.resolve_operand(c, ix) for c in coords], kind)
+        op.attributes.update(attrs)
+        return op
+
+
+def _check_box_from_smem(op: TmaStoreOp | TmaReduceOp) -> None:
+    """A box copied out of shared memory: one coordinate per tensor-map dimension, a shared
+    source indexed in full, holding the map's element type."""
+    tm = op.tensor_map.type
+    if len(op.coords) != len(tm.box_dims):
+        raise VerifyException(f"'{op.name}' op has {len(op.coords)} coordinates for the rank-{len(tm.box_dims)} "
+                              "tensor map")
+    t = _check_smem(op, "source (operand 'src')", op.src, op.src_indices)
+    if t.element_type != tm.tensor.element_type:
+        raise VerifyException(f"'{op.name}' op source element type {t.element_type} differs from the tensor map's "
+                              f"{tm.tensor.element_type}")
 
 
 @irdl_op_definition
 class BulkCommitGroupOp(_NoOperandOp):
-    """Close the thread's current bulk async-group (TMA stores issued since the last commit)."""
+    """Close the thread's current bulk async-group (TMA stores and reductions issued since the last commit)."""
 
     name = "sched.bulk.commit_group"
 
@@ -223,11 +293,51 @@ class BulkWaitGroupOp(_GroupCountOp):
         self._check_pending()
 
 
+FENCE_SPACES = ("shared", "global")
+"""The state spaces `sched.fence.proxy_async` can order (shared::cta, the default, or global)."""
+
+
 @irdl_op_definition
-class FenceProxyAsyncOp(_NoOperandOp):
-    """`fence.proxy.async.shared::cta`: order this thread's ordinary shared-memory accesses
-    before later async-proxy accesses (TMA stores, wgmma operand reads)."""
+class FenceProxyAsyncOp(IRDLOperation):
+    """A bidirectional fence between this thread's ordinary (generic-proxy) accesses and its
+    async-proxy ones (TMA copies and reductions, wgmma operand reads), in one state space.
+
+    `sched.fence.proxy_async` is `fence.proxy.async.shared::cta` (e.g. smem written by stores,
+    then read by a TMA store); `sched.fence.proxy_async global` is `fence.proxy.async.global`
+    (e.g. TMA reductions into global memory, then a release that publishes them). The default
+    space is spelled by the absence of the `space` property, so the shared form prints as before.
+    """
 
     name = "sched.fence.proxy_async"
+    space = opt_prop_def(StringAttr)
+
+    def __init__(self, space: str = "shared"):
+        super().__init__(properties={} if space == "shared" else {"space": StringAttr(space)})
+
+    @property
+    def fenced_space(self) -> str:
+        """"shared" or "global"."""
+        return "shared" if self.space is None else self.space.data
+
+    def verify_(self) -> None:
+        if self.fenced_space not in FENCE_SPACES:
+            raise VerifyException(f"'sched.fence.proxy_async' op space '{self.fenced_space}' must be one of "
+                                  f"{', '.join(FENCE_SPACES)}")
+
+    # Custom syntax: an optional bare keyword for the space (none for shared).
+    def print(self, printer: Printer) -> None:
+        if self.space is not None:
+            printer.print_string(f" {self.space.data}")
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        # keywords only: a bare identifier here may be the next op's name
+        space = "global" if parser.parse_optional_keyword("global") is not None else "shared"
+        if space == "shared":
+            parser.parse_optional_keyword("shared")
+        op = cls(space)
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
 
 

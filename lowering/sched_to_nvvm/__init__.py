@@ -8,7 +8,8 @@ constants, shared-memory globals, launch geometry):
 - indices.py   parallel indices → `nvvm.read.ptx.sreg.*` cast to index
 - memory.py    buffers (globals, dynamic-smem slices, allocas), collapse_shape views, load / store
 - control.py   bound `sched.for` → `scf.for` / `scf.if` / straight-line code; barrier, shfl_xor, return
-- tma.py       TMA copies, mbarriers, bulk-async groups, `fence.proxy.async`
+- tma.py       TMA copies and reductions, mbarriers, bulk-async groups, `fence.proxy.async`, the grid
+               semaphores (`ld.acquire.gpu` spin, `st.release.gpu`)
 - wgmma.py     wgmma fence / commit / descriptor / mma_async / wait_group, setmaxnreg, named barriers
 - cluster.py   cluster barrier, `fence.mbarrier_init`, remote mbarrier arrive
 

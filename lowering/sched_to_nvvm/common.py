@@ -22,9 +22,9 @@ PASSTHROUGH_DIALECTS = frozenset({"arith", "math", "scf", "vector", "llvm", "nvv
 
 HOPPER_OPS = frozenset({
     sched.MBarrierInitOp, sched.MBarrierArriveOp, sched.MBarrierArriveExpectTxOp, sched.MBarrierWaitOp,
-    sched.TmaLoadOp, sched.TmaStoreOp, sched.BulkCommitGroupOp, sched.BulkWaitGroupOp, sched.FenceProxyAsyncOp,
-    sched.SetMaxNRegOp, sched.NamedBarrierOp, sched.WgmmaFenceOp, sched.WgmmaCommitGroupOp, sched.WgmmaDescOp,
-    sched.WgmmaMmaAsyncOp, sched.WgmmaWaitGroupOp, sched.ClusterBarrierOp, sched.FenceMBarrierInitOp,
+    sched.TmaLoadOp, sched.TmaStoreOp, sched.TmaReduceOp, sched.BulkCommitGroupOp, sched.BulkWaitGroupOp,
+    sched.FenceProxyAsyncOp, sched.SetMaxNRegOp, sched.NamedBarrierOp, sched.WgmmaFenceOp, sched.WgmmaCommitGroupOp,
+    sched.WgmmaDescOp, sched.WgmmaMmaAsyncOp, sched.WgmmaWaitGroupOp, sched.ClusterBarrierOp, sched.FenceMBarrierInitOp,
     sched.MBarrierArriveClusterOp,
 })
 """The kernel ops of sched's Hopper and cluster extensions (their presence raises the alignment of dynamic

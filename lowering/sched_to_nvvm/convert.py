@@ -12,6 +12,7 @@ from xdsl.passes import ModulePass
 
 from fuser.dialects import sched
 from fuser.passes.flush_wgmma import inflight_readers
+from fuser.passes.insert_bulk_syncs import unsynced_signals
 
 from .common import SchedToNVVMError, where
 from .host import lower_host
@@ -53,6 +54,13 @@ class ConvertSchedToNVVM(ModulePass):
                 raise SchedToNVVMError(f"'sched.kernel' @{k.sym_name.data}: '{r.name}'{where(r)} reads a "
                                        f"'sched.wgmma.mma_async' result before any 'sched.wgmma.wait_group 0'; "
                                        f"run sched-flush-wgmma before convert-sched-to-nvvm")
+            signals = unsynced_signals(k)  # and the bulk-write syncs of a semaphore hand-over
+            if signals:
+                s = signals[0]
+                raise SchedToNVVMError(f"'sched.kernel' @{k.sym_name.data}: 'sched.semaphore.signal'{where(s)} may "
+                                       f"publish TMA stores or reductions that are not complete and fenced "
+                                       f"(commit_group, wait_group 0, fence.proxy_async global); run "
+                                       f"sched-insert-bulk-syncs before convert-sched-to-nvvm")
         if self.index_bitwidth == 32:
             for k in kernels:
                 _check_32_bit_offsets(k)

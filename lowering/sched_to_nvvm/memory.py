@@ -32,7 +32,7 @@ STATIC_SMEM_LIMIT = 48 * 1024  # static shared memory a block may declare
 
 _BUFFER_USERS = (sched.LoadOp, sched.StoreOp, sched.MBarrierInitOp, sched.MBarrierArriveOp,
                  sched.MBarrierArriveExpectTxOp, sched.MBarrierWaitOp, sched.TmaLoadOp, sched.TmaStoreOp,
-                 sched.WgmmaDescOp, sched.MBarrierArriveClusterOp, memref.ViewOp, sched.ReleaseOp)
+                 sched.TmaReduceOp, sched.WgmmaDescOp, sched.MBarrierArriveClusterOp, memref.ViewOp, sched.ReleaseOp)
 
 
 def _access_bytes(buf: SSAValue) -> list[int]:

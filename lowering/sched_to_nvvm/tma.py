@@ -1,5 +1,5 @@
-"""Asynchronous copies and their synchronisation: TMA loads (optionally multicast to a cluster) and
-stores, mbarriers, bulk-async groups and the async-proxy fence.
+"""Asynchronous copies and their synchronisation: TMA loads (optionally multicast to a cluster),
+stores and reductions, mbarriers, bulk-async groups, the async-proxy fences and grid semaphores.
 
 mbarrier init / arrive / arrive.expect_tx and the bulk groups become the upstream ops
 (`nvvm.mbarrier.init`, `nvvm.mbarrier.arrive`, `nvvm.mbarrier.arrive.expect_tx`,
@@ -7,6 +7,9 @@ mbarrier init / arrive / arrive.expect_tx and the bulk groups become the upstrea
 `try_wait.parity` spin loop and `fence.proxy.async` are still `llvm.inline_asm` (issue 12 moves
 them to upstream's ops). A `!sched.tensor_map` is a
 kernel parameter (see kernel.py); PTX takes TMA coordinates innermost first.
+
+Semaphores are inline PTX on a global pointer: `wait` an `ld.acquire.gpu` spin loop, `signal`
+an `st.release.gpu` (upstream's NVVM has no op for either).
 """
 
 from __future__ import annotations
@@ -84,18 +87,29 @@ class LowerTmaLoad(KernelPattern):
         rewriter.erase(op)
 
 
+def _box_from_smem(k: KernelContext, rewriter: PatternRewriter, op: sched.TmaStoreOp | sched.TmaReduceOp,
+                   instruction: str) -> None:
+    """`instruction [tmap, {coords}], [smem];`, the operand layout TMA stores and reductions share."""
+    tmap, rank = k.tensor_map(op), len(op.coords)
+    src = k.smem_u32(rewriter, op, op.src, op.src_indices)
+    coords = [k.i32_of(rewriter, c) for c in reversed(op.coords)]
+    cs = ", ".join(f"${i + 1}" for i in range(rank))
+    k.asm(rewriter, f"{instruction.format(rank=rank)} [$0, {{{cs}}}], [${rank + 1}];",
+          ",".join(["l"] + ["r"] * rank + ["r", "~{memory}"]), [tmap, *coords, src])
+    rewriter.erase(op)
+
+
 class LowerTmaStore(KernelPattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.TmaStoreOp, rewriter: PatternRewriter) -> None:
-        k = self.k
-        tmap, rank = k.tensor_map(op), len(op.coords)
-        src = k.smem_u32(rewriter, op, op.src, op.src_indices)
-        coords = [k.i32_of(rewriter, c) for c in reversed(op.coords)]
-        cs = ", ".join(f"${i + 1}" for i in range(rank))
-        k.asm(rewriter,
-              f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group [$0, {{{cs}}}], [${rank + 1}];",
-              ",".join(["l"] + ["r"] * rank + ["r", "~{memory}"]), [tmap, *coords, src])
-        rewriter.erase(op)
+        _box_from_smem(self.k, rewriter, op, "cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group")
+
+
+class LowerTmaReduce(KernelPattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.TmaReduceOp, rewriter: PatternRewriter) -> None:
+        _box_from_smem(self.k, rewriter, op,
+                       "cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta." + op.kind.data + ".tile.bulk_group")
 
 
 class LowerBulkGroup(RewritePattern):
@@ -107,12 +121,35 @@ class LowerBulkGroup(RewritePattern):
             rewriter.replace(op, nvvm.CpAsyncBulkWaitGroupOp(op.pending.value.data, op.read is not None))
 
 
+_FENCE_PROXY_ASYNC = {"shared": "fence.proxy.async.shared::cta;", "global": "fence.proxy.async.global;"}
+
+
 class LowerFenceProxyAsync(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.FenceProxyAsyncOp, rewriter: PatternRewriter) -> None:
-        KernelContext.asm_statement(rewriter, op, "fence.proxy.async.shared::cta;")
+        KernelContext.asm_statement(rewriter, op, _FENCE_PROXY_ASYNC[op.fenced_space])
+
+
+class LowerSemaphore(KernelPattern):
+    """wait: reload with acquire until the value matches; signal: one release store. Both at GPU
+    scope (the CTAs taking turns may sit on any SM). The pointer goes in a 64-bit register."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.SemaphoreWaitOp | sched.SemaphoreSignalOp, rewriter: PatternRewriter) -> None:
+        k = self.k
+        ptr, _ = k.address(rewriter, op, op.sems, [op.index])
+        value = k.i32_of(rewriter, op.value)
+        if isinstance(op, sched.SemaphoreWaitOp):
+            k.asm(rewriter, "{\n.reg .pred p;\n.reg .b32 sem;\nLAB_SEM_WAIT_${:uid}:\n"
+                            "ld.acquire.gpu.global.b32 sem, [$0];\n"
+                            "setp.ne.b32 p, sem, $1;\n"
+                            "@p bra LAB_SEM_WAIT_${:uid};\n}", "l,r,~{memory}", [ptr, value])
+        else:
+            k.asm(rewriter, "st.release.gpu.global.b32 [$0], $1;", "l,r,~{memory}", [ptr, value])
+        rewriter.erase(op)
 
 
 def tma_patterns(k: KernelContext) -> list[RewritePattern]:
     return [LowerMBarrierInit(k), LowerMBarrierArrive(k), LowerMBarrierArriveExpectTx(k), LowerMBarrierWait(k),
-            LowerTmaLoad(k), LowerTmaStore(k), LowerBulkGroup(), LowerFenceProxyAsync()]
+            LowerTmaLoad(k), LowerTmaStore(k), LowerTmaReduce(k), LowerBulkGroup(), LowerFenceProxyAsync(),
+            LowerSemaphore(k)]

@@ -48,8 +48,8 @@ def test_time_passes_rows_in_pipeline_order(capsys, tmp_path):
     rows = _timing_rows(err)
     names = [name for _, _, name in rows]
     assert names == ["parse", "canonicalize", "fusion-translate-welford", "fusion-split-k", "convert-fusion-to-sched",
-                     "sched-verify-buffers", "sched-flush-wgmma", "sched-alias-smem", "cse", "verify", "print",
-                     "rest", "Total"]
+                     "sched-verify-buffers", "sched-flush-wgmma", "sched-insert-bulk-syncs", "sched-alias-smem", "cse",
+                     "verify", "print", "rest", "Total"]
     total = rows[-1][0]
     assert rows[-1][1] == 100.0 and f"Total Execution Time: {total:.4f} seconds" in err
     assert sum(s for s, _, _ in rows[:-1]) == pytest.approx(total, abs=1e-3)  # the rows add up to the total

@@ -17,6 +17,7 @@
 // CHECK-NEXT:   {{.*}}%)  convert-fusion-to-sched
 // CHECK-NEXT:   {{.*}}%)  sched-verify-buffers
 // CHECK-NEXT:   {{.*}}%)  sched-flush-wgmma
+// CHECK-NEXT:   {{.*}}%)  sched-insert-bulk-syncs
 // CHECK-NEXT:   {{.*}}%)  sched-alias-smem
 // CHECK-NEXT:   {{.*}}%)  cse
 // CHECK-NEXT:   {{.*}}%)  convert-sched-to-nvvm
