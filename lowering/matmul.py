@@ -59,6 +59,15 @@ The kernel (one CTA per output tile, `matmul_params` picks the tile and the pipe
   stores the partials' tensor map is 3-D ([1, 64, 32] boxes at (z, row, column)), so a ragged
   tile's rows past M are dropped within its split; direct stores use the [S*M, N] view,
   guarded against (z+1)*M.
+- Serial split-K (`fusion.matmul ... k_chunk KC serial`, `MatmulKernel.serial_epilogue`): the
+  same work items, but the result is the product. Each consumer warpgroup's rows of a tile take
+  turns by split through a counter (`sched.semaphore.wait` / `.signal` on a kept_zero
+  workspace of tiles x 2 counters): split 0 TMA-stores its f32 accumulators through the
+  staging buffers into an f32 [M, N] workspace, later splits TMA-reduce-add them
+  (`sched.tma.reduce add`), each hands the turn on (sched-insert-bulk-syncs completes and
+  fences its bulk copies first); the last split takes its turn, resets the counter, and runs
+  the epilogue on accumulator + workspace. The staging is always reserved; the grid is one
+  CTA per work item unless forced persistent; ping-pong, clusters and reuse are refused.
 - Horizontal fusion (`fuse_matmul_tasks`, lowering/planner.py): matmuls sharing A whose results
   only meet in pointwise outputs (the gated MLP `silu(x @ W1) * (x @ W2)`) become one task: both
   wgmmas run in one main loop over one A tile and the epilogue combines the accumulators.
@@ -75,7 +84,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import (ArrayAttr, DenseArrayBase, DenseIntOrFPElementsAttr, IndexType, IntegerAttr, StringAttr,
-                                   VectorType, i64)
+                                   VectorType, i32, i64)
 from xdsl.ir import Block, Region, SSAValue
 
 from fuser.dialects import fusion as F
@@ -83,7 +92,8 @@ from fuser.dialects import sched
 from fuser.lowering.common import ScheduleError, Task, leaves, shape_of
 from fuser.lowering.emitter import KernelEmitter
 from fuser.lowering.kernel_builder import KernelBuilder, emit_if, emit_if_else, f32
-from fuser.lowering.matmul_epilogue import Staging, emit_epilogue, out_elem_bytes, tma_store_blocker, wg_named_barrier
+from fuser.lowering.matmul_epilogue import (Staging, emit_epilogue, out_elem_bytes, store_partial, tma_store_blocker,
+                                            wg_named_barrier)
 from fuser.lowering.schedulers.matmul import BK, MatmulParams, matmul_params
 
 
@@ -110,6 +120,11 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
                             f"K-slices, so k_chunk must be a multiple of {BK}", op)
     if nsplit > 1 and len(mats) > 1:
         raise ScheduleError("'fusion.matmul' with k_chunk cannot share a main loop with another matmul", op)
+    serial = op.serial is not None and nsplit > 1  # (one split is an ordinary matmul)
+    if serial and n % 4:
+        raise ScheduleError(f"'fusion.matmul' k_chunk {kc} serial: N={n}, but the f32 workspace the splits reduce into "
+                            f"takes TMA reductions, whose rows must be a multiple of 16 bytes (N a multiple of 4); "
+                            f"use fusion-split-k{{strategy=two-kernel}}", op)
     results = [x.result for x in mats]
     store = getattr(task, "store_results", set(results))
     outputs = [o for o in dict.fromkeys(task.outputs) if o not in results or o in store]
@@ -119,7 +134,7 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     try:
         p = matmul_params(m, n, min(k, kc or k), 2, opts.sms, len(mats), tile, opts.stages,
                           opts.matmul_persistent, opts.matmul_pingpong, opts.matmul_cluster, opts.matmul_store,
-                          blocker, nsplit, opts.matmul_smem_reuse)
+                          blocker, nsplit, opts.matmul_smem_reuse, serial)
     except ValueError as err:
         raise ScheduleError(f"'fusion.matmul' {m}x{n}x{k}: {err}", op) from None
     MatmulKernel(em, mats, outputs, p, (m, n, k), et, materialized, args).emit()
@@ -148,6 +163,7 @@ class KSpan:
     first: SSAValue | None
     count: SSAValue | int
     split: SSAValue | None = None
+    tile: SSAValue | None = None  # the output tile's index (split-K only)
 
     def bound(self, b: KernelBuilder) -> SSAValue:
         return b.c(self.count) if isinstance(self.count, int) else self.count
@@ -178,6 +194,7 @@ class MatmulKernel:
         self.em, self.op, self.mats, self.outputs, self.p, self.et = em, op, mats, outputs, p, et
         self.m, self.n, self.k = m, n, k = mnk
         self.nsplit, self.kc = op.splits, op.chunk
+        self.serial = p.serial
         self.ta, self.tb = op.transpose_a is not None, op.transpose_b is not None
         bm, bn = p.bm, p.bn
         self.bm, self.bn, self.S = bm, bn, p.stages
@@ -241,12 +258,22 @@ class MatmulKernel:
         # TMA stores write (64 rows x 128 bytes) boxes of each output from the staging buffers
         # (the [S, M, N] split-K partials take [1, 64, 32] boxes: TMA drops a ragged tile's rows past
         # M within its split)
-        lead_box = [1] if self.kc is not None else []
+        lead_box = [1] if self.op.partial_products else []
         self.tm_outs = [host.v(sched.TensorMapOp(em.buffers[o], lead_box + [64, 128 // out_elem_bytes(o)], 128))
                         for o in self.outputs] if p.tma_store else []
         out_bufs = [em.buffers[o] for o in self.outputs]
         read_bufs = [em.buffers[v] for v in self.reads]
-        self.host_bufs = list(dict.fromkeys([self.tm_a, *self.tm_bs, *self.tm_outs, *out_bufs, *read_bufs]))
+        serial_bufs = []
+        if self.serial:
+            # Serial split-K: the f32 tile the splits reduce into (rewritten from scratch by the
+            # first split of every launch) and one turn counter per (tile, consumer warpgroup),
+            # zeroed once by the executor and reset by each tile's last split.
+            self.ws = em.workspace([self.m, self.n])
+            self.sems = em.workspace([self.n_tiles * self.p.consumers], dtype=i32, kept_zero=True)
+            self.tm_ws = host.v(sched.TensorMapOp(self.ws, [64, 32], 128))
+            serial_bufs = [self.tm_ws, self.ws, self.sems]
+        self.host_bufs = list(dict.fromkeys([self.tm_a, *self.tm_bs, *self.tm_outs, *out_bufs, *read_bufs,
+                                             *serial_bufs]))
 
     def create_kernel(self) -> None:
         """The kernel op, its attributes, and the kernel-side views of the host buffers."""
@@ -257,6 +284,7 @@ class MatmulKernel:
             f"tile={self.bm}x{self.bn} stages={self.S} persistent={int(p.persistent)} grid={p.grid} "
             f"tiles={self.n_tiles}"
             + (f" split={self.nsplit} k_chunk={self.kc}" if self.nsplit > 1 else "")
+            + (" serial=1" if self.serial else "")
             + (" pingpong=1" if p.pingpong else "")
             + (f" cluster={p.cluster}" if self.cl else "") + (" store=tma" if p.tma_store else " store=direct")
             + (" smem_reuse=1" if p.smem_reuse else ""))
@@ -273,15 +301,19 @@ class MatmulKernel:
             return kargs[pos[hb]]
         self.k_tma, self.k_tmbs = karg(self.tm_a), [karg(t) for t in self.tm_bs]
         self.amap = amap = {v: karg(em.buffers[v]) for v in list(self.outputs) + self.reads}
-        if self.kc is not None and not p.tma_store:  # the [S, M, N] partials, stored as [S*M, N] rows
+        if op.partial_products and not p.tma_store:  # the [S, M, N] partials, stored as [S*M, N] rows
             part = amap[op.result]
             view_t = sched.memref([self.nsplit * self.m, self.n], f32)
             amap[op.result] = kb.v(memref.CollapseShapeOp.create(
                 operands=[part], result_types=[view_t],
                 properties={"reassociation": ArrayAttr([ArrayAttr([IntegerAttr(0, i64), IntegerAttr(1, i64)]),
                                                         ArrayAttr([IntegerAttr(2, i64)])])}))
-        self.staging = Staging(kb, self.outputs, [karg(t) for t in self.tm_outs]) \
-            if p.tma_store else None
+        targets = {o: (F._elem(o), karg(t)) for o, t in zip(self.outputs, self.tm_outs)}
+        if self.serial:
+            self.k_ws, self.k_sems = karg(self.ws), karg(self.sems)
+            targets[self.k_ws] = (f32, karg(self.tm_ws))
+        self.staging = Staging(kb, targets) if targets else None
+        self.out_staging = self.staging if p.tma_store else None  # (the outputs may still take direct stores)
 
     def alloc_shared(self) -> None:
         """The shared buffers: `stages` slots of A and of each B, the full and empty barriers
@@ -330,11 +362,12 @@ class MatmulKernel:
             return m0, n0, KSpan(None, self.ktiles)
         kcs = self.kcs
         z = b.div(w, self.n_tiles)
-        m0, n0 = self.coords(b, b.rem(w, self.n_tiles))
+        t = b.rem(w, self.n_tiles)
+        m0, n0 = self.coords(b, t)
         first = b.mul(z, kcs)
         count = kcs if not self.short else \
             b.v(arith.MinUIOp(b.c(kcs), b.v(arith.SubiOp(b.c(self.ktiles), first))))
-        return m0, n0, KSpan(first, count, z)
+        return m0, n0, KSpan(first, count, z, t)
 
     def base_of(self, b: KernelBuilder, i: SSAValue) -> SSAValue:
         """K-slices that went through the circular buffer before this CTA's i-th work item: kcs
@@ -447,18 +480,55 @@ class MatmulKernel:
             after_mainloop(tk)
         # The accumulators are still in flight here: sched-flush-wgmma puts the one
         # wait_group 0 of the tile before the epilogue's first read of them.
-        rows, row0, lead = m, m0, []
-        if ks.split is not None and self.staging is not None:  # TMA stores address split z directly
-            lead = [ks.split]
-        elif ks.split is not None:  # split z's rows z*M .. z*M + M-1 of the [S*M, N] view, guarded against M
-            rows = tk.add(tk.mul(ks.split, m), m)
-            row0 = tk.add(m0, tk.mul(ks.split, m))
-        emit_epilogue(tk, accs, self.mats, self.outputs, self.reads, self.amap, rows, self.n, row0, n0, regs.wg_row,
-                      regs.warp, regs.lane, self.msubs, self.bn, self.staging, regs.wg, regs.ltid, lead)
+        if self.serial:
+            self.serial_epilogue(tk, regs, accs, m0, n0, ks)
+        else:
+            rows, row0, lead = m, m0, []
+            if ks.split is not None and self.staging is not None:  # TMA stores address split z directly
+                lead = [ks.split]
+            elif ks.split is not None:  # split z's rows z*M .. z*M + M-1 of the [S*M, N] view, guarded against M
+                rows = tk.add(tk.mul(ks.split, m), m)
+                row0 = tk.add(m0, tk.mul(ks.split, m))
+            emit_epilogue(tk, accs, self.mats, self.outputs, self.reads, self.amap, rows, self.n, row0, n0, regs.wg_row,
+                          regs.warp, regs.lane, self.msubs, self.bn, self.staging, regs.wg, regs.ltid, lead)
         # The last slot goes back once the wgmmas reading it are done: after the epilogue,
         # which the flush before it orders after them.
         last = _slot(tk, base, tk.c(ks.count - 1) if isinstance(ks.count, int) else tk.add(ks.count, -1))
         emit_if(tk, tk.eq(regs.lane, 0), lambda q: _release(q, self.empty, q.rem(last, self.S), regs.peer))
+
+    def serial_epilogue(self, tk: KernelBuilder, regs: ConsumerRegs, accs, m0, n0, ks: KSpan) -> None:
+        """Serial split-K: each consumer warpgroup's rows of the tile take turns by split through
+        its turn counter. Split z waits for turn z, then adds its accumulators into the f32
+        workspace (split 0 stores them, later splits TMA-reduce-add them) and hands turn z + 1
+        on; sched-insert-bulk-syncs completes the bulk copies before that hand-over. The last
+        split waits for its turn, resets the counter for the next launch, and runs the epilogue
+        on its accumulators plus the workspace's sum."""
+        z, last = ks.split, self.nsplit - 1
+        sem = tk.add(tk.mul(ks.tile, self.p.consumers), regs.wg)
+        row0 = tk.add(m0, regs.wg_row)
+
+        def wait_turn(q: KernelBuilder) -> None:
+            q.emit(sched.SemaphoreWaitOp(self.k_sems, sem, z))
+
+        def earlier(q: KernelBuilder) -> None:
+            def copy(r: KernelBuilder, src, idx, tm, coords) -> None:
+                emit_if_else(r, r.eq(z, 0), lambda x: x.emit(sched.TmaStoreOp(src, idx, tm, coords)),
+                             lambda x: x.emit(sched.TmaReduceOp(src, idx, tm, coords, "add")))
+            store_partial(q, accs, self.msubs, self.bn, self.staging, self.k_ws, regs.wg, regs.ltid, regs.warp,
+                          regs.lane, row0, n0, copy, wait_turn)
+            emit_if(q, q.eq(regs.ltid, 0), lambda r: r.emit(sched.SemaphoreSignalOp(self.k_sems, sem, r.add(z, 1))))
+
+        def final(q: KernelBuilder) -> None:
+            def take_turn(r: KernelBuilder) -> None:
+                wait_turn(r)
+                # nothing else touches this counter in this launch: back to 0 for the next one
+                r.emit(sched.SemaphoreSignalOp(self.k_sems, sem, r.c(0)))
+            emit_if(q, q.eq(regs.ltid, 0), take_turn)
+            Staging.barrier(q, regs.wg)  # the warpgroup reads the workspace only after its turn came
+            emit_epilogue(q, accs, self.mats, self.outputs, self.reads, self.amap, self.m, self.n, m0, n0,
+                          regs.wg_row, regs.warp, regs.lane, self.msubs, self.bn, self.out_staging, regs.wg,
+                          regs.ltid, partial=self.k_ws)
+        emit_if_else(tk, tk.eq(z, last), final, earlier)
 
     def mma_slice(self, lb: KernelBuilder, regs: ConsumerRegs, base, kt: SSAValue, accs) -> list[SSAValue]:
         """K-slice kt: wait for its slot, issue its wgmmas, and give the previous slot back."""

@@ -24,9 +24,12 @@ def wg_named_barrier(kb: KernelBuilder, is_wg0: SSAValue, action: str, ids: tupl
                  lambda q: q.emit(sched.NamedBarrierOp(action, ids[1], count)))
 
 
+ELEM_BYTES = {"f32": 4, "bf16": 2, "f16": 2}  # the element types the TMA-store epilogue takes
+
+
 def out_elem_bytes(v: SSAValue) -> int:
     """Bytes per element of an epilogue output (0: a type the TMA stores do not take)."""
-    return {"f32": 4, "bf16": 2, "f16": 2}.get(F.dtype_name(F._elem(v)), 0)
+    return ELEM_BYTES.get(F.dtype_name(F._elem(v)), 0)
 
 
 def tma_store_blocker(outputs, n: int) -> str:
@@ -45,18 +48,20 @@ class Staging:
     buffers in the 128-byte-swizzled layout the output tensor maps expect. A warpgroup writes a
     chunk of one output into a buffer, one thread stores it with TMA, and the next chunk goes
     to the other buffer while the first is read out. There is one view of the buffers per
-    output element type (they share the offset)."""
+    element type (they share the offset).
 
-    def __init__(self, kb: KernelBuilder, outputs, maps):
-        self.maps = dict(zip(outputs, maps))
+    `targets` maps each tensor written through the staging (an output, or a serial split-K
+    workspace) to (element type, tensor map)."""
+
+    def __init__(self, kb: KernelBuilder, targets: dict):
+        self.elem = {o: t for o, (t, _) in targets.items()}
+        self.maps = {o: m for o, (_, m) in targets.items()}
         # one byte buffer (sched-alias-smem places it), seen through a view per element type
         self.bytes = kb.alloc([STAGING_TOTAL], i8, "staging")
         self.bufs = {}
-        for o in outputs:
-            t = F._elem(o)
-            if t not in self.bufs:
-                view_t = sched.memref([2, 2, STAGING_BYTES // out_elem_bytes(o)], t, sched.SHARED)
-                self.bufs[t] = kb.v(memref.ViewOp(self.bytes, kb.c(0), [], view_t))
+        for t in dict.fromkeys(self.elem.values()):
+            view_t = sched.memref([2, 2, STAGING_BYTES // ELEM_BYTES[F.dtype_name(t)]], t, sched.SHARED)
+            self.bufs[t] = kb.v(memref.ViewOp(self.bytes, kb.c(0), [], view_t))
 
     @staticmethod
     def barrier(b: KernelBuilder, wg: SSAValue) -> None:
@@ -64,13 +69,17 @@ class Staging:
         wg_named_barrier(b, b.eq(wg, 0), "sync", (3, 4), 128)
 
     def store_chunks(self, b: KernelBuilder, values, outputs, wg, ltid, warp, lane, row0, n0, bn: int,
-                     lead=()) -> None:
+                     lead=(), copy=None, first=None) -> None:
         """Write one 64-row m-sub: `values[(half, c8, dx)]` are this thread's output values (in
         `outputs` order) at accumulator row 8*half and column 8*c8 + dx of its fragment; `lead`
-        are the outer coordinates of a higher-rank output (the split of split-K partials)."""
+        are the outer coordinates of a higher-rank output (the split of split-K partials).
+        `copy(q, src, src_indices, tensor_map, coords)` issues the bulk copy of a chunk (default:
+        a TMA store); `first(q)` runs in the issuing thread before its first copy."""
+        copy = copy or (lambda q, src, idx, tm, coords: q.emit(sched.TmaStoreOp(src, idx, tm, coords)))
         r8 = b.div(lane, 4)
         for oi, o in enumerate(outputs):
-            t, eb = F._elem(o), out_elem_bytes(o)
+            t = self.elem[o]
+            eb = ELEM_BYTES[F.dtype_name(t)]
             cols = 128 // eb  # columns per chunk: one swizzle row
             buf = self.bufs[t]
             lane_byte = b.mul(b.rem(lane, 4), 2 * eb)
@@ -90,11 +99,12 @@ class Staging:
                 b.emit(sched.FenceProxyAsyncOp())
                 self.barrier(b, wg)
 
-                def issue(q: KernelBuilder, slot=slot, cc=cc, o=o, buf=buf):
-                    q.emit(sched.TmaStoreOp(buf, [wg, q.c(slot), q.c(0)], self.maps[o],
-                                            [*lead, row0, q.add(n0, cc * cols)]))
+                def issue(q: KernelBuilder, slot=slot, cc=cc, o=o, buf=buf, opening=(oi == 0 and cc == 0)):
+                    if opening and first is not None:
+                        first(q)
+                    copy(q, buf, [wg, q.c(slot), q.c(0)], self.maps[o], [*lead, row0, q.add(n0, cc * cols)])
                     q.emit(sched.BulkCommitGroupOp())
-                    # the previous chunk's store has read its buffer: the next chunk may overwrite it
+                    # the previous chunk's copy has read its buffer: the next chunk may overwrite it
                     q.emit(sched.BulkWaitGroupOp(1, read=True))
                 emit_if(b, b.eq(ltid, 0), issue)
                 self.barrier(b, wg)
@@ -106,10 +116,15 @@ class Staging:
 
 
 def emit_epilogue(b: KernelBuilder, accs, mats, outputs, reads, amap, m, n, m0, n0, wg_row, warp, lane, msubs,
-                  bn, staging: Staging | None = None, wg=None, ltid=None, lead=()) -> None:
+                  bn, staging: Staging | None = None, wg=None, ltid=None, lead=(), partial=None) -> None:
     """Evaluate every output at each accumulator element this thread holds, then store: straight
     from the registers (pairs of columns, guarded at the edges), or through `staging` and TMA
     stores (which drop what falls outside the tensor).
+
+    `partial` (serial split-K's last split): an f32 [M, N] workspace holding the sum of the
+    earlier splits; each accumulator element adds its element first (accumulator + sum, always
+    in that order, so the result does not depend on timing). N is a multiple of 4 there, so a
+    column pair never straddles the edge.
 
     Accumulator layout of wgmma m64nNk16 (f32): register j of thread (warp w, lane l) holds row
     16w + l/4 + 8*((j%4)/2), column 8*(j/4) + 2*(l%4) + j%2 of the 64xN tile. Elements past the
@@ -132,6 +147,10 @@ def emit_epilogue(b: KernelBuilder, accs, mats, outputs, reads, amap, m, n, m0, 
             for c8 in range(bn // 8):
                 col = b.add(col_base, 8 * c8)
                 e0 = 4 * c8 + 2 * half
+                if partial is not None:
+                    at = [b.v(arith.MinUIOp(row, b.c(m - 1))), b.v(arith.MinUIOp(col, b.c(n - 2)))]
+                    for dx, x in enumerate(b.load(partial, at, 2)):
+                        vals[0][e0 + dx] = b.fadd(vals[0][e0 + dx], x)
                 for dx in range(2):
                     ev = Evaluator(b, ev_bufs, {r: vals[j][e0 + dx] for j, r in enumerate(results)})
                     values[(half, c8, dx)] = [ev(o, [row_c, clamp(b.add(col, dx), n)], 1)[0] for o in outputs]
@@ -158,3 +177,16 @@ def emit_epilogue(b: KernelBuilder, accs, mats, outputs, reads, amap, m, n, m0, 
             staging.store_chunks(b, values, outputs, wg, ltid, warp, lane, b.add(b.add(m0, wg_row), 64 * i), n0, bn,
                                  lead)
 
+
+
+def store_partial(b: KernelBuilder, accs, msubs: int, bn: int, staging: Staging, ws, wg, ltid, warp, lane, row0, n0,
+                  copy, first) -> None:
+    """Serial split-K, a split before the last: this warpgroup's f32 accumulators (its rows from
+    `row0`) go through the staging to the workspace `ws` with `copy` (the first split's TMA
+    store, the later splits' TMA reduce-add); `first(q)` runs in the issuing thread before its
+    first copy (the wait for this split's turn)."""
+    for i in range(msubs):
+        values = {(half, c8, dx): [b.extract(accs[i], 4 * c8 + 2 * half + dx)]
+                  for half in range(2) for c8 in range(bn // 8) for dx in range(2)}
+        staging.store_chunks(b, values, [ws], wg, ltid, warp, lane, b.add(row0, 64 * i), n0, bn, copy=copy,
+                             first=first if i == 0 else None)

@@ -96,7 +96,7 @@ def plan_fusion(fn: func.FuncOp, opts: ScheduleOptions = ScheduleOptions()) -> P
     for t in tasks:
         if t.kind not in ("reduction", "matmul"):
             continue
-        if t.kind == "matmul" and t.op.k_chunk is not None:  # split-K partials: the sum's kernel has the epilogue
+        if t.kind == "matmul" and t.op.partial_products:  # split-K partials: the sum's kernel has the epilogue
             continue
         rs = set(t.op.results)
         r = t.op.results[0]
@@ -185,7 +185,7 @@ def fuse_matmul_tasks(tasks: list[Task], outputs, materialized: set, args: set) 
             if id(u) in removed or u.level != t.level:
                 continue
             a, b = t.op, u.op
-            if a.k_chunk is not None or b.k_chunk is not None:  # split-K partials: never paired
+            if a.k_chunk is not None or b.k_chunk is not None:  # split-K: never paired
                 continue
             if a.a is not b.a or (a.transpose_a is None) != (b.transpose_a is None) or \
                     (a.transpose_b is None) != (b.transpose_b is None) or \

@@ -39,6 +39,23 @@ def expand(spec: str) -> str:
     return ",".join(p for p in parts if p)
 
 
+def with_split_k(pipeline: str, options: str) -> str:
+    """`pipeline` with `options` given to its fusion-split-k (unchanged when there are none)."""
+    if not options:
+        return pipeline
+    passes = _split_top_level(expand(pipeline))
+    out, done = [], False
+    for p in passes:
+        if not done and p.strip().startswith("fusion-split-k"):
+            name, _, rest = p.strip().partition("{")
+            p = f"{name}{{{options} {rest[:-1]}}}" if rest else f"{name}{{{options}}}"
+            done = True
+        out.append(p)
+    if not done:
+        raise ValueError(f"pipeline {pipeline!r} has no fusion-split-k to give {options!r}")
+    return ",".join(out)
+
+
 def _split_top_level(spec: str) -> list[str]:
     out, depth, cur = [], 0, ""
     for ch in spec:

@@ -55,9 +55,10 @@ from fuser.dialects import fusion as F
 from fuser.lowering.common import ScheduleError
 from fuser.lowering.planner import plan_fusion
 from fuser.lowering.schedulers.options import ScheduleOptions, SchedulingPass
-from fuser.lowering.schedulers.split_k import ForcedSplitError, SplitDecision, auto_decision, forced_decision
+from fuser.lowering.schedulers.split_k import (ForcedSplitError, SplitDecision, auto_decision, forced_decision,
+                                               serial_blocker)
 
-STRATEGIES = ("two-kernel",)
+STRATEGIES = ("auto", "two-kernel", "serial")
 
 
 class SplitKError(ValueError):
@@ -91,18 +92,18 @@ class SplitK(SchedulingPass):
 
     factor: str | int = "auto"
     """auto: split where the output tiles fill at most half of the SMs and K is long; N: split about N ways."""
-    strategy: str = "two-kernel"
-    """two-kernel: partials to a workspace, a reduction kernel sums them (the only one built)."""
+    strategy: str = "auto"
+    """two-kernel: partials to a workspace, a reduction kernel sums them; serial: the splits add
+    into one workspace tile in turn and the last runs the epilogue; auto: the cost model picks."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         forced = _parse_factor(self.factor)
         if self.strategy not in STRATEGIES:
-            raise SplitKError(f"fusion-split-k: strategy must be one of {', '.join(STRATEGIES)} "
-                              f"(the in-kernel serial reduction is not built), got '{self.strategy}'")
+            raise SplitKError(f"fusion-split-k: strategy must be one of {', '.join(STRATEGIES)}, got '{self.strategy}'")
         opts = self.schedule_options()
         for fn in [o for o in op.body.block.ops if isinstance(o, func.FuncOp)]:
             # One walk in program order, no revisits (the new matmuls carry k_chunk anyway).
-            walker = PatternRewriteWalker(SplitKPattern(fn, forced, opts), apply_recursively=False)
+            walker = PatternRewriteWalker(SplitKPattern(fn, forced, self.strategy, opts), apply_recursively=False)
             walker.rewrite_region(fn.body)
 
 
@@ -113,6 +114,7 @@ class SplitKPattern(RewritePattern):
 
     fn: func.FuncOp
     forced: int | None
+    strategy: str
     opts: ScheduleOptions
     _paired: dict[Operation, str] | None = field(default=None, init=False)
 
@@ -126,28 +128,38 @@ class SplitKPattern(RewritePattern):
     def match_and_rewrite(self, op: F.MatmulOp, rewriter: PatternRewriter, /) -> None:
         if op.k_chunk is not None:
             return
-        d = decide(op, self.forced, self.paired() if self.forced is None else {}, self.opts.sms)
-        if d.splits > 1:
+        d = decide(op, self.forced, self.strategy, self.paired() if self.forced is None else {}, self.opts.sms)
+        if d.splits > 1 and d.strategy == "serial":
+            split_serial(op, d.k_chunk, d.reason, rewriter)
+        elif d.splits > 1:
             split(op, d.k_chunk, d.reason, rewriter)
         else:
             op.attributes["fuser.split_k"] = StringAttr(d.reason)
             rewriter.notify_op_modified(op)
 
 
-def decide(op: F.MatmulOp, forced: int | None, paired: dict[Operation, str], sms: int) -> SplitDecision:
-    """How to split `op`: `forced` ways (None: the heuristic's choice); `paired` maps the
-    horizontally fused matmuls, which are kept, to their partners' names."""
+def decide(op: F.MatmulOp, forced: int | None, strategy: str, paired: dict[Operation, str], sms: int) -> SplitDecision:
+    """How to split `op`: `forced` ways (None: the heuristic's choice) with `strategy` (auto:
+    the cost model's choice); `paired` maps the horizontally fused matmuls, which are kept, to
+    their partners' names."""
     m, n, k = op.mnk()
+    blocker = serial_blocker(n)
+    if strategy == "serial" and blocker:
+        raise SplitKError(f"fusion-split-k: strategy=serial: {blocker}; use strategy=two-kernel or auto", op)
     if forced is not None:
         try:
-            return forced_decision(m, n, k, forced)
+            return forced_decision(m, n, k, forced, "two-kernel" if strategy == "auto" else strategy)
         except ForcedSplitError as e:
             raise SplitKError(f"fusion-split-k: {e}; this 'fusion.matmul' has K={k}", op) from e
     if op in paired:
         return SplitDecision(1, None, f"kept (fused horizontally with the matmul {paired[op]} that shares "
                                       "operand A: both accumulate in one main loop)")
     eb = 4 if F.dtype_name(F._elem(op.a)) == "f32" else 2
-    return auto_decision(m, n, k, eb, sms)
+    if blocker and strategy == "auto":
+        d = auto_decision(m, n, k, eb, sms, ("two-kernel",))
+        return d if d.splits == 1 else dataclasses.replace(d, reason=f"{d.reason[:-1]}; not serial: {blocker})")
+    strategies = ("two-kernel", "serial") if strategy == "auto" else (strategy,)
+    return auto_decision(m, n, k, eb, sms, strategies)
 
 
 def _horizontally_fused(fn: func.FuncOp, opts: ScheduleOptions) -> dict[Operation, str]:
@@ -166,6 +178,20 @@ def _horizontally_fused(fn: func.FuncOp, opts: ScheduleOptions) -> dict[Operatio
             out[x] = ", ".join(f"%{y.result.name_hint}" if y.result.name_hint else "(unnamed)"
                                for y in group if y is not x)
     return out
+
+
+def split_serial(op: F.MatmulOp, k_chunk: int, note: str, rewriter: PatternRewriter) -> F.MatmulOp:
+    """Replace `op` by the same matmul with `k_chunk KC serial`: the splits reduce into one tile
+    inside the matmul kernel, so the result, its type and its epilogue stay as they were."""
+    new = F.MatmulOp(op.a, op.b, op.transpose_a is not None, op.transpose_b is not None,
+                     F.dtype_name(F._elem(op.result)), k_chunk=k_chunk, serial=True)
+    new.attributes.update({k: v for k, v in op.attributes.items() if k != "fuser.split_k"})
+    new.attributes["fuser.split_k"] = StringAttr(note)
+    new.location = op.location
+    if op.result.name_hint:
+        new.result.name_hint = op.result.name_hint
+    rewriter.replace(op, new)
+    return new
 
 
 def split(op: F.MatmulOp, k_chunk: int, note: str, rewriter: PatternRewriter) -> F.MatmulOp:

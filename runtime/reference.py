@@ -240,7 +240,7 @@ def _eval_op(it: _Interp, op: Operation, ins: list[np.ndarray]) -> list[np.ndarr
         if op.transpose_b is not None:
             b = b.T
         kc = op.chunk
-        if kc is None:
+        if not op.partial_products:  # serial split-K computes the product itself
             return [a @ b]
         # split-K: one partial product per K-chunk (the last may be shorter), stacked on axis 0
         k = a.shape[1]

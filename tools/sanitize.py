@@ -1,7 +1,7 @@
 """fuser-sanitize: the sanitizer set. A fixed list of small fusions that between them take every
 shared-memory and synchronization path the schedulers emit (the matmul epilogue staged in the
 operand slots and in bytes of its own, 2-CTA clusters, the persistent and ping-pong grids,
-split-K with its reduction, block reductions that share scratch, normalization rows kept in
+two-kernel split-K with its reduction, serial split-K's turns and bulk reductions, block reductions that share scratch, normalization rows kept in
 shared memory, the column-reduction tree), each compiled and run once by `fuser-run` under
 `compute-sanitizer --tool T` for each tool T. It prints one line per case and tool: the
 hazards the tool reported and whether the outputs matched the float64 reference.
@@ -24,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from fuser.passes.named import NAMED_PIPELINES
 
 MATMUL_TWO_OUTPUTS = """func.func @mm(%a: tensor<{m}x{k}x{dt}>, %b: tensor<{k}x{n}x{dt}>) -> (tensor<{m}x{n}xf32>, tensor<{m}x{n}x{dt}>) {{
   %c = fusion.matmul %a, %b : tensor<{m}x{k}x{dt}>, tensor<{k}x{n}x{dt}> -> tensor<{m}x{n}xf32>
@@ -59,6 +61,11 @@ _COLUMNS = """func.func @cols(%x: tensor<4096x512xf32>) -> tensor<512xf32> {
   func.return %s : tensor<512xf32>
 }"""
 
+def _default_with_split_k(options: str) -> str:
+    """The default pipeline with fusion-split-k{options}."""
+    return NAMED_PIPELINES["default"].replace("fusion-split-k", f"fusion-split-k{{{options}}}", 1)
+
+
 # name -> (fusion text, pipeline)
 CASES: dict[str, tuple[str, str]] = {
     "matmul_reuse": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=256, n=384, k=1024), "default{matmul_smem_reuse=1}"),
@@ -67,7 +74,10 @@ CASES: dict[str, tuple[str, str]] = {
                              "default{matmul_cluster=2 matmul_persistent=0 matmul_smem_reuse=1}"),
     "matmul_persistent": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=520, n=264, k=256), "default{matmul_persistent=1 sms=4}"),
     "matmul_pingpong": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=520, n=264, k=256), "default{matmul_pingpong=1 sms=3}"),
-    "matmul_split_k": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=128, n=128, k=16384), "default"),
+    "matmul_split_k": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=128, n=128, k=16384), _default_with_split_k("strategy=two-kernel")),
+    # serial split-K: turn counters, TMA stores and reduce-adds into the workspace, a ragged tile
+    "matmul_serial_split_k": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=200, n=256, k=4096),
+                              _default_with_split_k("strategy=serial factor=4")),
     "softmax": (_SOFTMAX, "default"),
     "rows_in_smem": (_LONG_ROWS, "default"),
     "column_tree": (_COLUMNS, "default{split=1}"),

@@ -24,6 +24,12 @@ class MatmulOp(IRDLOperation):
     partial products, f32: `result[s] = A[:, s*KC : min(K, (s+1)*KC)] @ B[s*KC : ..., :]`, so
     `fusion.reduce sum %p dims [0]` gives the product back.
     `%p = fusion.matmul %a, %b k_chunk 1024 : tensor<128x4096xbf16>, tensor<4096x32xbf16> -> tensor<4x128x32xf32>`
+
+    With `k_chunk KC serial` (serial split-K, made by `fusion-split-k{strategy=serial}`) the
+    result is the whole product again, of any float type: the S splits are still computed by
+    separate CTAs, but they add their f32 tiles into one workspace tile in split order inside
+    the matmul kernel, and the last split runs the epilogue (no partials, no second kernel).
+    `%c = fusion.matmul %a, %b k_chunk 1024 serial : tensor<128x4096xbf16>, tensor<4096x32xbf16> -> tensor<128x32xbf16>`
     """
 
     name = "fusion.matmul"
@@ -32,11 +38,12 @@ class MatmulOp(IRDLOperation):
     transpose_a = opt_prop_def(UnitAttr)
     transpose_b = opt_prop_def(UnitAttr)
     k_chunk = opt_prop_def(IntegerAttr)
+    serial = opt_prop_def(UnitAttr)
     result = result_def(TensorType)
     traits = traits_def(Pure())
 
     def __init__(self, a: SSAValue, b: SSAValue, transpose_a: bool = False, transpose_b: bool = False, dtype: str = "f32",
-                 k_chunk: int | None = None):
+                 k_chunk: int | None = None, serial: bool = False):
         sa, sb = _dims(a.type), _dims(b.type)
         m = sa[1] if transpose_a else sa[0]
         n = sb[0] if transpose_b else sb[1]
@@ -48,6 +55,9 @@ class MatmulOp(IRDLOperation):
         shape = [m, n]
         if k_chunk is not None:
             props["k_chunk"] = IntegerAttr(k_chunk, i64)
+        if serial:
+            props["serial"] = UnitAttr()
+        if k_chunk is not None and not serial:
             k = sa[0] if transpose_a else sa[1]
             shape = [-(-k // k_chunk) if k_chunk > 0 else 0, m, n]
         super().__init__(operands=[a, b], result_types=[tensor(shape, dtype)], properties=props)
@@ -62,6 +72,11 @@ class MatmulOp(IRDLOperation):
     def chunk(self) -> int | None:
         """K elements per partial product (`k_chunk`), None for an ordinary matmul."""
         return None if self.k_chunk is None else self.k_chunk.value.data
+
+    @property
+    def partial_products(self) -> bool:
+        """Whether the result is the S f32 partial products (two-kernel split-K), not the product."""
+        return self.k_chunk is not None and self.serial is None
 
     @property
     def splits(self) -> int:
@@ -85,12 +100,14 @@ class MatmulOp(IRDLOperation):
         m, n, k = self.mnk()
         rt = _check_tensor(self, "result", self.result.type, FLOAT_TYPES)
         kc = self.chunk
-        if kc is None:
+        if self.serial is not None and kc is None:
+            raise VerifyException("'fusion.matmul' op 'serial' needs a k_chunk (it says how the split K is reduced)")
+        if kc is not None and kc <= 0:
+            raise VerifyException(f"'fusion.matmul' op k_chunk must be positive, got {kc}")
+        if not self.partial_products:
             if _dims(rt) != (m, n):
                 raise VerifyException(f"'fusion.matmul' op result has shape {list(_dims(rt))}, expected {[m, n]}")
             return
-        if kc <= 0:
-            raise VerifyException(f"'fusion.matmul' op k_chunk must be positive, got {kc}")
         if rt.element_type != Float32Type():
             raise VerifyException(f"'fusion.matmul' op with k_chunk has element type {rt.element_type}; its partial "
                                   "products must be f32 (cast after the fusion.reduce sum)")
@@ -112,6 +129,8 @@ class MatmulOp(IRDLOperation):
                 props[flag] = UnitAttr()
         if parser.parse_optional_keyword("k_chunk"):
             props["k_chunk"] = IntegerAttr(parser.parse_integer(), i64)
+        if parser.parse_optional_keyword("serial"):
+            props["serial"] = UnitAttr()
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         at = parser.parse_type()
@@ -134,6 +153,8 @@ class MatmulOp(IRDLOperation):
                 printer.print_string(f" {flag}")
         if self.k_chunk is not None:
             printer.print_string(f" k_chunk {self.chunk}")
+        if self.serial is not None:
+            printer.print_string(" serial")
         _print_attrs(printer, self, [])
         printer.print_string(" : ")
         printer.print_attribute(self.a.type)

@@ -43,6 +43,7 @@ class MatmulParams:
     tma_store: bool = False  # epilogue staged in shared memory and written by TMA stores (see module doc)
     smem_reuse: bool = False  # the staging takes the operand slots' bytes after the main loop (`epilogue_plan`)
     plan: str = ""  # the epilogue plans compared, and the one taken
+    serial: bool = False  # serial split-K: the splits add their tiles into a workspace in turn (see module doc)
 
     @property
     def threads(self) -> int:
@@ -71,7 +72,7 @@ def store_choice(store: str, blocker: str = "") -> bool:
 def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n_b: int = 1,
                   tile: tuple[int, int] | None = None, stages: int = 0, persistent: int = -1,
                   pingpong: int = -1, cluster: int = 0, store: str = "auto", store_blocker: str = "",
-                  splits: int = 1, reuse: int = -1) -> MatmulParams:
+                  splits: int = 1, reuse: int = -1, serial: bool = False) -> MatmulParams:
     """Tile and pipeline depth for an MxNxK matmul (`n_b` B operands share the A tile).
 
     Larger tiles halve the operand traffic per FLOP (128x256 moves 3/4 of 128x128's bytes per
@@ -100,10 +101,24 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
 
     `reuse` (-1 = heuristic, 0 = off, 1 = on): whether the TMA-store staging takes the operand
     slots' bytes once the main loop is done (see `epilogue_plan`).
+
+    `serial` (serial split-K, `splits` > 1): every split but the last sends its f32 tile through
+    the staging buffers, so they are reserved whatever the outputs' stores; the kernel is
+    cooperative, unclustered and, by default, one CTA per work item: split z waits for split
+    z - 1 of its tile, which has a lower block index and so was dispatched first, whatever the
+    number of SMs. A forced persistent grid also works, but only while all its CTAs are
+    resident at once (the grid no larger than the GPU's SMs).
     """
     tma = store_choice(store, store_blocker)
     if reuse not in (-1, 0, 1):
         raise ValueError(f"matmul_smem_reuse={reuse}: must be -1 (heuristic), 0 (off) or 1 (on)")
+    if serial:
+        for what, forced in (("matmul_pingpong=1", pingpong == 1), ("matmul_cluster=2", cluster == 2),
+                             ("matmul_smem_reuse=1", reuse == 1)):
+            if forced:
+                raise ValueError(f"{what}: not built for serial split-K")
+        pingpong, cluster, reuse = 0, 1, 0
+        persistent = 0 if persistent < 0 else persistent
     pp = _pingpong_heuristic(m, n, k, n_b, sms, tile) if pingpong < 0 else bool(pingpong)
     if pp:
         if cluster == 2:
@@ -131,12 +146,15 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
     n_items = math.ceil(m / bm) * math.ceil(n / bn) * splits
     persist = n_items > sms if persistent < 0 else bool(persistent)
     grid = min(sms, n_items) if persist else n_items
-    stages, shared, plan = epilogue_plan(bm, bn, n_b, elem_bytes, k, stages, tma, persist, reuse)
+    stages, shared, plan = epilogue_plan(bm, bn, n_b, elem_bytes, k, stages, tma or serial, persist, reuse)
+    if serial:
+        plan += "; serial split-K stages its f32 tiles"
     cl = cluster_choice(m, n, k, bm, bn, cluster)
     if cl > 1:
         return replace(_cluster_params(m, n, bm, bn, stages, persist, sms, cl, splits), tma_store=tma,
                        smem_reuse=shared, plan=plan)
-    return MatmulParams(bm, bn, stages, persistent=persist, grid=grid, tma_store=tma, smem_reuse=shared, plan=plan)
+    return MatmulParams(bm, bn, stages, persistent=persist, grid=grid, tma_store=tma, smem_reuse=shared, plan=plan,
+                        serial=serial)
 
 
 def epilogue_plan(bm: int, bn: int, n_b: int, elem_bytes: int, k: int, stages: int, tma: bool, persistent: bool,

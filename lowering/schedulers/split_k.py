@@ -27,6 +27,40 @@ class SplitDecision:
     splits: int               # S; 1 = kept
     k_chunk: int | None       # K elements per split (a multiple of BK); None when kept
     reason: str               # what goes into fuser.split_k
+    strategy: str = "two-kernel"  # or "serial"
+
+
+def serial_blocker(n: int) -> str:
+    """Why a matmul with N columns cannot take the serial strategy ("" when it can): its splits
+    reduce into an f32 [M, N] workspace by TMA, whose rows must be a multiple of 16 bytes."""
+    return "" if n % 4 == 0 else f"N={n}: the f32 workspace's rows must be a multiple of 16 bytes (N a multiple of 4)"
+
+
+# The cost model that compares the strategies (microseconds; fitted to the H100 SXM runs in
+# docs/matmul-notes.md, "Serial split-K"). A work item's main loop is bound by its tile's
+# tensor-core rate with every SM busy, or by what one CTA's pipeline streams alone; all the
+# items together by HBM. Two-kernel adds the partials' round trip through L2 and the second
+# launch; serial adds one turn per split after the first, on the critical path of every tile.
+SM_FLOP_PER_US = {(128, 128): 4.85e6, (128, 256): 5.2e6, (256, 128): 5.2e6}
+SM_BYTES_PER_US = 97e3        # one CTA streaming alone (2 to 8 splits of 128x128x131072: 92-99 GB/s)
+HBM_BYTES_PER_US = 2.1e6      # operands streamed by a full wave (two-kernel 512x512x65536, 256x4096x16384)
+L2_BYTES_PER_US = 8.0e6       # the two-kernel partials, written then read back
+SECOND_KERNEL_US = 1.0        # the sum kernel's launch gap and fixed cost
+SERIAL_TURN_US = 2.2          # one turn: wait, reduce a warpgroup's 32 KB in 8 KB chunks, complete, hand over
+
+
+def estimate_us(strategy: str, m: int, n: int, k: int, bm: int, bn: int, splits: int, k_chunk: int,
+                elem_bytes: int = 2, sms: int = 132) -> float:
+    """Modelled time of the matmul split `splits` ways (1: unsplit) with `strategy`."""
+    items = math.ceil(m / bm) * math.ceil(n / bn) * splits
+    per_item = max(2 * bm * bn * k_chunk / SM_FLOP_PER_US[(bm, bn)],
+                   (bm + bn) * k_chunk * elem_bytes / SM_BYTES_PER_US)
+    t = max(math.ceil(items / sms) * per_item, (m + n) * k * elem_bytes / HBM_BYTES_PER_US)
+    if splits > 1 and strategy == "two-kernel":
+        t += 2 * splits * m * n * 4 / L2_BYTES_PER_US + SECOND_KERNEL_US
+    elif splits > 1:
+        t += (splits - 1) * SERIAL_TURN_US
+    return t
 
 
 def chunking(k: int, target: int) -> tuple[int, int]:
@@ -37,8 +71,37 @@ def chunking(k: int, target: int) -> tuple[int, int]:
     return kc, math.ceil(k / kc)
 
 
-def auto_decision(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132) -> SplitDecision:
-    """The heuristic: split when the output tiles leave more than half of the SMs idle and K is long."""
+def auto_decision(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132,
+                  strategies: tuple[str, ...] = ("two-kernel",)) -> SplitDecision:
+    """The heuristic: split when the output tiles leave more than half of the SMs idle and K is
+    long. Two-kernel splits fill a wave (`two_kernel_decision`); serial splits take the number of
+    splits the cost model finds fastest; with both `strategies` the model picks between them."""
+    d = two_kernel_decision(m, n, k, elem_bytes, sms)
+    if d.splits == 1 or strategies == ("two-kernel",):
+        return d
+    p1 = matmul_params(m, n, k, elem_bytes, sms)
+    unsplit = estimate_us("two-kernel", m, n, k, p1.bm, p1.bn, 1, k, elem_bytes, sms)
+    best = None  # (time, S, k_chunk)
+    for target in range(2, d.splits + 1):
+        kc, s = chunking(k, target)
+        q = matmul_params(m, n, kc, elem_bytes, sms, splits=s, serial=True)
+        t = estimate_us("serial", m, n, k, q.bm, q.bn, s, kc, elem_bytes, sms)
+        if s > 1 and (best is None or t < best[0]):
+            best = (t, s, kc, q)
+    q2 = matmul_params(m, n, d.k_chunk, elem_bytes, sms, splits=d.splits)
+    two = estimate_us("two-kernel", m, n, k, q2.bm, q2.bn, d.splits, d.k_chunk, elem_bytes, sms)
+    model = f"model: serial {best[0]:.0f} us, two-kernel {two:.0f} us, unsplit {unsplit:.0f} us" if best else ""
+    if best is None or "two-kernel" in strategies and two <= best[0]:
+        return SplitDecision(d.splits, d.k_chunk, d.reason[:-1] + f"; {model})", "two-kernel")
+    t, s, kc, q = best
+    tiles = math.ceil(m / q.bm) * math.ceil(n / q.bn)
+    return SplitDecision(s, kc, f"split {s} ways, k_chunk={kc}, serial ({tiles} tile{'s' if tiles != 1 else ''} of "
+                                f"{q.bm}x{q.bn} on {sms} SMs, K={k}; {model})", "serial")
+
+
+def two_kernel_decision(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132) -> SplitDecision:
+    """Split when the output tiles leave more than half of the SMs idle and K is long, into
+    enough splits to fill about one wave."""
     p = matmul_params(m, n, k, elem_bytes, sms)
     tiles = math.ceil(m / p.bm) * math.ceil(n / p.bn)
     what = f"{tiles} tile{'s' if tiles != 1 else ''} of {p.bm}x{p.bn}"
@@ -69,7 +132,7 @@ def auto_decision(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132) -
                                 f"{q.bm}x{q.bn} on {sms} SMs, K={k})")
 
 
-def forced_decision(m: int, n: int, k: int, factor: int) -> SplitDecision:
+def forced_decision(m: int, n: int, k: int, factor: int, strategy: str = "two-kernel") -> SplitDecision:
     """A split about `factor` ways whatever the heuristic says (factor=1: kept). Only K matters;
     m and n are taken so that both decisions read the same shape. Raises `ForcedSplitError`
     when K has fewer than `factor` slices of BK."""
@@ -80,4 +143,5 @@ def forced_decision(m: int, n: int, k: int, factor: int) -> SplitDecision:
                                f"({factor} slices of {BK})")
     kc, s = chunking(k, factor)
     note = "" if s == factor else f"; {s} chunks of whole {BK}-element slices cover K"
-    return SplitDecision(s, kc, f"split {s} ways, k_chunk={kc} (factor={factor}{note}, K={k})")
+    how = ", serial" if strategy == "serial" else ""
+    return SplitDecision(s, kc, f"split {s} ways, k_chunk={kc}{how} (factor={factor}{note}, K={k})", strategy)

@@ -31,6 +31,9 @@ from fuser.dialects.ir import parse_module, print_module
 from fuser.passes.pipeline import build_pipeline, run_passes
 from fuser.lowering.schedulers.split_k import auto_decision, chunking
 from fuser.runtime.reference import reference_from_text
+from fuser.passes.named import NAMED_PIPELINES
+
+NAMED_DEFAULT = NAMED_PIPELINES["default"]
 
 NP = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
 
@@ -465,3 +468,70 @@ def test_partials_read_by_pointwise_output():
 }"""
     ir = after(text, "convert-fusion-to-sched")
     assert ir.count("sched.kernel") == 3 and ir.count("sched.workspace : memref<4x128x128xf32>") == 1
+
+
+# ------------------------------------------------------------------ the serial strategy
+
+
+@pytest.mark.parametrize("text,opts", [
+    (matmul_fn(100, 120, 8192), "strategy=serial"),
+    (matmul_fn(96, 80, 2000, ta=True, epilogue=True), "strategy=serial factor=5"),
+    (matmul_fn(8, 16, 640, out="f16", dt="f16"), "strategy=serial factor=6"),
+])
+def test_serial_rewrite_matches_reference(text, opts):
+    """The serial form keeps the result (and its type and uses): the reference interpreter gives
+    the same product before and after."""
+    before = reference_from_text(text)
+    rewritten = after(text, f"fusion-split-k{{{opts}}}")
+    assert " serial " in rewritten and "fusion.reduce" not in rewritten
+    ins = _inputs(before)
+    for g, w in zip(reference_from_text(rewritten)(*ins, precision="f64"), before(*ins, precision="f64")):
+        np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("m,n,k,strategy,splits", [
+    (1024, 1024, 32768, "two-kernel", 4),
+    (512, 512, 65536, "two-kernel", 8),
+    (256, 4096, 16384, "serial", 2),      # one turn costs less than the sum kernel (measured 1.04x vs 1.01x)
+    (128, 128, 131072, "two-kernel", 128),
+])
+def test_auto_strategy(m, n, k, strategy, splits):
+    """strategy=auto picks what measured fastest on the H100 (docs/matmul-notes.md)."""
+    d = auto_decision(m, n, k, strategies=("two-kernel", "serial"))
+    assert (d.strategy, d.splits) == (strategy, splits), d.reason
+    assert "model: serial" in d.reason and "two-kernel" in d.reason
+
+
+def test_serial_program():
+    """One launch; the host owns an f32 [M, N] workspace and a kept-zero i32 counter per tile and
+    consumer warpgroup; the PTX has the turns and the TMA reductions, and ptxas takes it."""
+    from fuser import api
+    k_ = api.compile(matmul_fn(200, 256, 4096, epilogue=True),
+                     pipeline=NAMED_DEFAULT.replace("fusion-split-k", "fusion-split-k{strategy=serial factor=4}", 1))
+    prog = k_.program
+    assert len(prog.launches) == 1
+    ws = sorted((w.dtype, w.shape, w.zero_init, w.kept_zero) for w in prog.workspaces)
+    assert ws == [("f32", (200, 256), False, False), ("i32", (8,), False, True)]  # 4 tiles x 2 warpgroups
+    ptx = prog.ptx
+    for needle in ("ld.acquire.gpu.global.b32", "st.release.gpu.global.b32", "fence.proxy.async.global",
+                   "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group"):
+        assert needle in ptx, needle
+    _assemble(ptx)
+
+
+def test_serial_refusals():
+    with pytest.raises(Exception, match="strategy=serial: N=130"):
+        after(matmul_fn(128, 130, 8192, tb=True), "fusion-split-k{strategy=serial}")
+    with pytest.raises(Exception, match="matmul_cluster=2: not built for serial split-K"):
+        after(matmul_fn(128, 128, 8192), "fusion-split-k{strategy=serial},convert-fusion-to-sched{matmul_cluster=2}")
+
+
+def test_with_split_k():
+    from fuser.passes.pipeline import with_split_k
+    assert with_split_k("default", "") == "default"
+    p = with_split_k("default{sms=66}", "strategy=serial")
+    assert "fusion-split-k{strategy=serial}" in p and "convert-fusion-to-sched{sms=66}" in p
+    assert with_split_k("canonicalize,fusion-split-k{factor=2}", "strategy=serial") == \
+        "canonicalize,fusion-split-k{strategy=serial factor=2}"
+    with pytest.raises(ValueError, match="no fusion-split-k"):
+        with_split_k("canonicalize", "strategy=serial")

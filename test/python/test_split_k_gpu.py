@@ -51,8 +51,12 @@ def _operands(torch, m, n, k, ta=False, tb=False, dt="bf16"):
     return a, b, af @ bf
 
 
-def _pipeline(split: str = "fusion-split-k", sched: str = "convert-fusion-to-sched") -> str:
-    return f"canonicalize,{split},{sched},sched-flush-wgmma,sched-alias-smem,cse,convert-sched-to-nvvm,cse"
+def _pipeline(split: str = "", sched: str = "", strategy: str = "two-kernel") -> str:
+    """The default pipeline with fusion-split-k{strategy=..., split} and convert-fusion-to-sched{sched}."""
+    split = " ".join(x for x in (f"strategy={strategy}", split) if x)
+    sched = f"convert-fusion-to-sched{{{sched}}}" if sched else "convert-fusion-to-sched"
+    return (f"canonicalize,fusion-split-k{{{split}}},{sched},sched-flush-wgmma,sched-insert-bulk-syncs,"
+            "sched-alias-smem,cse,convert-sched-to-nvvm,cse")
 
 
 def _check_split(k_, splits: int | None = None) -> None:
@@ -71,7 +75,7 @@ def test_large_k_auto(m, n, k):
     d = auto_decision(m, n, k)
     assert d.splits > 1, d.reason
     a, b, ref = _operands(torch, m, n, k)
-    k_ = api.compile(matmul_text(m, n, k, out="bf16"))
+    k_ = api.compile(matmul_text(m, n, k, out="bf16"), pipeline=_pipeline())
     _check_split(k_, d.splits)
     assert k_.program.launches[0].grid[0] <= 132
     assert _rel(k_(a, b), ref) < TOL["bf16"]
@@ -82,7 +86,7 @@ def test_f32_result(m, n, k):
     """An f32 result is the sum itself (no cast): the tightest check of the partials."""
     torch = _torch()
     a, b, ref = _operands(torch, m, n, k)
-    k_ = api.compile(matmul_text(m, n, k))
+    k_ = api.compile(matmul_text(m, n, k), pipeline=_pipeline())
     _check_split(k_)
     assert _rel(k_(a, b), ref) < 5e-4
 
@@ -95,7 +99,7 @@ def test_ragged():
     d = auto_decision(m, n, k)
     assert d.splits > 1 and k % d.k_chunk, d.reason
     a, b, ref = _operands(torch, m, n, k)
-    k_ = api.compile(matmul_text(m, n, k, out="bf16"))
+    k_ = api.compile(matmul_text(m, n, k, out="bf16"), pipeline=_pipeline())
     _check_split(k_, d.splits)
     assert _rel(k_(a, b), ref) < TOL["bf16"]
 
@@ -106,7 +110,7 @@ def test_layouts(ta, tb, dt):
     torch = _torch()
     m, n, k = 256, 384, 20000
     a, b, ref = _operands(torch, m, n, k, ta, tb, dt)
-    k_ = api.compile(matmul_text(m, n, k, ta, tb, dt=dt), pipeline=_pipeline("fusion-split-k{factor=6}"))
+    k_ = api.compile(matmul_text(m, n, k, ta, tb, dt=dt), pipeline=_pipeline("factor=6"))
     _check_split(k_, 6)
     assert _rel(k_(a, b), ref) < 5e-4
 
@@ -124,7 +128,7 @@ def test_bias_gelu_epilogue():
   func.return %o : tensor<{m}x{n}xbf16>""").replace(f"-> {t} {{", f"-> tensor<{m}x{n}xbf16> {{", 1)
     a, b, ref = _operands(torch, m, n, k)
     bias = _rand(torch, (n,), "f32")
-    k_ = api.compile(text)
+    k_ = api.compile(text, pipeline=_pipeline())
     _check_split(k_, 128)
     want = torch.nn.functional.gelu(ref + bias, approximate="tanh")
     assert _rel(k_(a, b, bias), want) < TOL["bf16"] + 5e-3
@@ -137,7 +141,7 @@ def test_forced_factor(factor, splits):
     torch = _torch()
     m, n, k = 384, 264, 2560
     a, b, ref = _operands(torch, m, n, k)
-    k_ = api.compile(matmul_text(m, n, k, out="bf16"), pipeline=_pipeline(f"fusion-split-k{{factor={factor}}}"))
+    k_ = api.compile(matmul_text(m, n, k, out="bf16"), pipeline=_pipeline(f"factor={factor}"))
     _check_split(k_, splits)
     assert _rel(k_(a, b), ref) < TOL["bf16"]
 
@@ -154,7 +158,7 @@ def test_forced_grids(opts, ta, tb):
     m, n, k = 328, 264, 1000  # K = 16 slices; factor 3 -> 6, 6, 4 slices
     a, b, ref = _operands(torch, m, n, k, ta, tb)
     k_ = api.compile(matmul_text(m, n, k, ta, tb),
-                     pipeline=_pipeline("fusion-split-k{factor=3}", f"convert-fusion-to-sched{{{opts}}}"))
+                     pipeline=_pipeline("factor=3", opts))
     _check_split(k_, 3)
     assert _rel(k_(a, b), ref) < 5e-4
 
@@ -163,7 +167,7 @@ def test_repeat_calls_fresh_partials():
     """The partials workspace is fully rewritten on every call: new inputs, new answer."""
     torch = _torch()
     m, n, k = 128, 128, 131072
-    k_ = api.compile(matmul_text(m, n, k))
+    k_ = api.compile(matmul_text(m, n, k), pipeline=_pipeline())
     for _ in range(3):
         a, b, ref = _operands(torch, m, n, k)
         assert _rel(k_(a, b), ref) < 5e-4
@@ -186,9 +190,8 @@ def bench() -> None:
         tiles = math.ceil(m / 128) * math.ceil(n / 128)
         s128 = min(132 // tiles, math.ceil(k / 64) // 8)
         variants = (("split auto", _pipeline()),
-                    ("split 128x128", _pipeline(f"fusion-split-k{{factor={s128}}}",
-                                                'convert-fusion-to-sched{tile="128x128"}')),
-                    ("unsplit", _pipeline("fusion-split-k{factor=1}")))
+                    ("split 128x128", _pipeline(f"factor={s128}", 'tile="128x128"')),
+                    ("unsplit", _pipeline("factor=1")))
         for label, pipe in variants:
             k_ = api.compile(matmul_text(m, n, k, out="bf16"), pipeline=pipe)
             err = _rel(k_(a, b), ref)

@@ -272,10 +272,11 @@ class Bench:
         The compile time recorded (`compile_seconds["fuser"]`) covers building the fusion with the
         builder API and compiling it, the counterpart of parsing its text and compiling it."""
         import fuser.api as api
+        from fuser.passes.pipeline import with_split_k
 
         t0 = time.perf_counter()
         try:
-            kernel = api.compile(w.fusion(self.quick), pipeline=self.pipeline)
+            kernel = api.compile(w.fusion(self.quick), pipeline=with_split_k(self.pipeline, w.split_k))
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as e:  # xDSL's ParseError and friends are not all Exceptions
@@ -416,3 +417,4 @@ def run_all(bench: Any, todo: Sequence[Workload], anchor: Workload | None = None
                     f"rerun the rest with --filter")
             bench.log(f"      {lost}")
     return rows
+

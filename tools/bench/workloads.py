@@ -61,6 +61,9 @@ class Workload:
     # Multipliers for the torch.randn inputs (one per input; None: all 1.0), e.g. 1/sqrt(K) for a
     # matmul operand so that outputs stay O(1).
     input_scales: Callable[[Shape], list[float]] | None = None
+    # Options for this row's fusion-split-k ("strategy=serial"), added to the run's pipeline:
+    # the large-K rows compare the split-K strategies side by side.
+    split_k: str = ""
 
     def scales_for(self, shape: Shape) -> list[float]:
         n = len(self.inputs(shape, self.dtype))
@@ -360,7 +363,8 @@ def rms_norm(shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
     )
 
 
-def matmul(epilogue: str, shape: Shape, quick_shape: Shape, dtype: str = "bf16", note: str = "") -> Workload:
+def matmul(epilogue: str, shape: Shape, quick_shape: Shape, dtype: str = "bf16", note: str = "",
+           split_k: tuple[str, str] = ("", "")) -> Workload:
     """C[M,N] = A[M,K] @ B[K,N], bf16 operands, f32 accumulation, bf16 output; shape is (M, N, K).
 
     `epilogue` "bias_relu" / "bias_gelu" (tanh) adds bias[N] (broadcast along rows) and applies
@@ -368,6 +372,8 @@ def matmul(epilogue: str, shape: Shape, quick_shape: Shape, dtype: str = "bf16",
     `matmul_bias_relu` / `matmul_bias_gelu`). TFLOP/s rows: flops = 2*M*N*K (the epilogue is not
     counted), ceiling the bf16 tensor-core peak. A is scaled by 1/sqrt(K) so that C is O(1).
     Peers: eager `a @ b` (cuBLAS) plus a pointwise epilogue, and torch.compile of the same.
+    `split_k` = (name suffix, fusion-split-k options): a variant row, e.g. ("serial",
+    "strategy=serial").
     """
     if epilogue not in MATMUL_EPILOGUES:
         raise ValueError(f"matmul epilogue {epilogue!r} is not one of {', '.join(MATMUL_EPILOGUES)}")
@@ -408,7 +414,8 @@ def matmul(epilogue: str, shape: Shape, quick_shape: Shape, dtype: str = "bf16",
         return sum(nbytes(sh, dt) for sh, dt in inputs(s, d)) + nbytes((m, n), d)
 
     return Workload(
-        name=f"{family}_{dtype}_{fmt_shape(shape)}", family=family, shape=shape, dtype=dtype,
+        name=f"{family}_{dtype}_{fmt_shape(shape)}" + (f"_{split_k[0]}" if split_k[0] else ""), family=family,
+        shape=shape, dtype=dtype, split_k=split_k[1],
         quick_shape=quick_shape, inputs=inputs,
         torch_fn=_torch_fn(family, ref),
         bytes_moved=out_bytes,
@@ -443,6 +450,10 @@ MATMUL_LARGE_K_SHAPES = [((1024, 1024, 32768), (128, 128, 8192)),
                          ((128, 128, 131072), (64, 64, 32768))]
 
 
+SPLIT_K_VARIANTS = (("unsplit", "factor=1"), ("two_kernel", "strategy=two-kernel"), ("serial", "strategy=serial"),
+                    ("", ""))
+
+
 def _register_defaults() -> None:
     register(copy_anchor(_BIG_1D, "f32", _QUICK_1D))
     for dt in ("f32", "bf16"):
@@ -466,8 +477,9 @@ def _register_defaults() -> None:
         register(rms_norm((32768, 4096), dt, (256, 4096)))
     for full, quick in MATMUL_SHAPES:
         register(matmul("none", full, quick))
-    for full, quick in MATMUL_LARGE_K_SHAPES:
-        register(matmul("none", full, quick, note="large K: split-K"))
+    for full, quick in MATMUL_LARGE_K_SHAPES:  # each split-K strategy, then auto's choice
+        for variant in SPLIT_K_VARIANTS:
+            register(matmul("none", full, quick, note=f"large K: split-K {variant[0] or 'auto'}", split_k=variant))
     register(matmul("bias_relu", (8192, 8192, 8192), (512, 512, 512)))
     register(matmul("bias_gelu", (4096, 4096, 4096), (256, 256, 256)))
 

@@ -1,4 +1,4 @@
-// RUN: fuser-opt %s -p fusion-split-k | filecheck %s
+// RUN: fuser-opt %s -p 'fusion-split-k{strategy=two-kernel}' | filecheck %s
 
 // A bf16 result read by another matmul: that matmul reads its operand from memory (TMA), so
 // the cast of the sum is put in a buffer again (fusion.segment_set). A matmul that already

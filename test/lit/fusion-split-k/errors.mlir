@@ -2,14 +2,14 @@
 // RUN: not fuser-opt %s -p 'fusion-split-k{factor=0}' 2>&1 | filecheck %s --check-prefix=ZERO
 // RUN: not fuser-opt %s -p 'fusion-split-k{factor=-2}' 2>&1 | filecheck %s --check-prefix=NEG
 // RUN: not fuser-opt %s -p 'fusion-split-k{sms=0}' 2>&1 | filecheck %s --check-prefix=SMS
-// RUN: not fuser-opt %s -p 'fusion-split-k{strategy=serial}' 2>&1 | filecheck %s --check-prefix=SERIAL
+// RUN: not fuser-opt %s -p 'fusion-split-k{strategy=tree}' 2>&1 | filecheck %s --check-prefix=STRATEGY
 // RUN: not fuser-opt %s -p 'fusion-split-k{factor=4}' 2>&1 | filecheck %s --check-prefix=SHORT
 
 // WORD: error: pass 'fusion-split-k' failed: fusion-split-k: factor must be 'auto' or a positive integer, got 'often'
 // ZERO: error: pass 'fusion-split-k' failed: fusion-split-k: factor must be 'auto' or a positive integer, got '0'
 // NEG: error: pass 'fusion-split-k' failed: fusion-split-k: factor must be 'auto' or a positive integer, got '-2'
 // SMS: error: bad options for pass 'fusion-split-k': sms must be a positive integer, got 0
-// SERIAL: error: pass 'fusion-split-k' failed: fusion-split-k: strategy must be one of two-kernel (the in-kernel serial reduction is not built), got 'serial'
+// STRATEGY: error: pass 'fusion-split-k' failed: fusion-split-k: strategy must be one of auto, two-kernel, serial, got 'tree'
 
 // A forced factor needs a whole 64-element K-slice per split; the error points at the matmul.
 // SHORT: errors.mlir:[[# @LINE + 2]]:3: error: pass 'fusion-split-k' failed: fusion-split-k: factor=4 needs K of at least 193 (4 slices of 64); this 'fusion.matmul' has K=160

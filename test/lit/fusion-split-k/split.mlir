@@ -1,6 +1,6 @@
-// RUN: fuser-opt %s --split-input-file -p fusion-split-k | filecheck %s --check-prefix=AUTO
-// RUN: fuser-opt %s --split-input-file -p 'fusion-split-k{factor=4}' | filecheck %s --check-prefix=FOUR
-// RUN: fuser-opt %s --split-input-file -p 'fusion-split-k{sms=8}' | filecheck %s --check-prefix=SMS8
+// RUN: fuser-opt %s --split-input-file -p 'fusion-split-k{strategy=two-kernel}' | filecheck %s --check-prefix=AUTO
+// RUN: fuser-opt %s --split-input-file -p 'fusion-split-k{factor=4 strategy=two-kernel}' | filecheck %s --check-prefix=FOUR
+// RUN: fuser-opt %s --split-input-file -p 'fusion-split-k{sms=8 strategy=two-kernel}' | filecheck %s --check-prefix=SMS8
 
 // One 128x128 tile with K = 131072 (2048 K-slices of 64) on 132 SMs: auto splits it into
 // min(132 // 1, 2048 / 8) = 132 chunks, rounded to whole slices (16 slices, k_chunk = 1024),

@@ -42,3 +42,20 @@ func.func @bf16_partials(%a: tensor<128x256xbf16>, %b: tensor<256x32xbf16>) -> t
   %p = fusion.matmul %a, %b k_chunk 128 : tensor<128x256xbf16>, tensor<256x32xbf16> -> tensor<2x128x32xbf16>
   func.return %p : tensor<2x128x32xbf16>
 }
+
+// -----
+
+// CHECK: matmul-split-k-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.matmul' op 'serial' needs a k_chunk (it says how the split K is reduced)
+func.func @serial_no_chunk(%a: tensor<128x64xbf16>, %b: tensor<64x32xbf16>) -> tensor<128x32xf32> {
+  %p = fusion.matmul %a, %b serial : tensor<128x64xbf16>, tensor<64x32xbf16> -> tensor<128x32xf32>
+  func.return %p : tensor<128x32xf32>
+}
+
+// -----
+
+// The serial form's result is the product, not the partials.
+// CHECK: matmul-split-k-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.matmul' op result has shape [4, 128, 32], expected [128, 32]
+func.func @serial_partials(%a: tensor<128x4096xbf16>, %b: tensor<4096x32xbf16>) -> tensor<4x128x32xf32> {
+  %p = fusion.matmul %a, %b k_chunk 1024 serial : tensor<128x4096xbf16>, tensor<4096x32xbf16> -> tensor<4x128x32xf32>
+  func.return %p : tensor<4x128x32xf32>
+}

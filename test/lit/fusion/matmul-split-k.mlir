@@ -23,3 +23,12 @@ func.func @generic(%a: tensor<8x100xbf16>, %b: tensor<100x16xbf16>) -> tensor<2x
   %p = "fusion.matmul"(%a, %b) <{k_chunk = 64 : i64}> : (tensor<8x100xbf16>, tensor<100x16xbf16>) -> tensor<2x8x16xf32>
   func.return %p : tensor<2x8x16xf32>
 }
+
+// -----
+// The serial form: `k_chunk KC serial`; the result is the whole product, of any float type.
+// CHECK-LABEL: func.func @serial
+func.func @serial(%a: tensor<128x4096xbf16>, %b: tensor<4096x32xbf16>) -> tensor<128x32xbf16> {
+  // CHECK-NEXT: %c = fusion.matmul %a, %b k_chunk 1024 serial : tensor<128x4096xbf16>, tensor<4096x32xbf16> -> tensor<128x32xbf16>
+  %c = fusion.matmul %a, %b k_chunk 1024 serial : tensor<128x4096xbf16>, tensor<4096x32xbf16> -> tensor<128x32xbf16>
+  func.return %c : tensor<128x32xbf16>
+}
