@@ -39,7 +39,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects import func
+from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -53,6 +53,8 @@ _WRITES = {sched.StoreOp: "buffer", sched.TmaStoreOp: "tensor_map", sched.TmaRed
            sched.SemaphoreSignalOp: "sems"}
 # Writes that also read the buffer's data before the launch unless the kernel stores it too.
 _COMBINES = (sched.TmaReduceOp,)
+# Ops that only give another view of a buffer: accesses through the view are the buffer's.
+_VIEWS = (memref.CollapseShapeOp,)
 # Reads ordered by their own protocol, which need data before the launch.
 _WAITS = {sched.SemaphoreWaitOp: "sems"}
 
@@ -105,6 +107,10 @@ def kernel_accesses(kernel: sched.KernelOp) -> KernelAccesses:
     for pos, op in enumerate(kernel.walk()):
         if isinstance(op, sched.BarrierOp):
             acc.barriers.append(pos)
+            continue
+        if isinstance(op, _VIEWS) and op.operands[0] in args:
+            # a view of an argument (split-K's [S*M, N] partials) is that argument
+            args[op.results[0]] = args[op.operands[0]]
             continue
         known = False
         for table, into in ((_READS, acc.reads), (_WRITES, acc.writes), (_WAITS, acc.waits)):
