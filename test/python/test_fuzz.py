@@ -57,3 +57,15 @@ def test_cancellation_is_rounding_not_a_mismatch():
     got[1] = 0.01
     assert fuzz.mismatch(got, want[1], "f32", mags[1]) is not None
     assert np.all(mags[0] >= np.abs(want[0]))  # a magnitude bounds its value
+
+
+def test_overflow_to_inf_is_rounding_not_a_mismatch():
+    """An f16 output whose exact value is past 65520 is inf once rounded (seed 320 of a GPU
+    run: 76519.97 came back as inf); a finite value there, or inf where the value is small, is
+    still a mismatch."""
+    import numpy as np
+    want = np.array([76519.97, -70000.0, 65519.0, 1.0])
+    assert fuzz.mismatch(np.array([np.inf, -np.inf, np.inf, 1.0]), want, "f16") is None
+    assert fuzz.mismatch(np.array([np.inf, np.inf, 65504.0, 1.0]), want, "f16") is not None   # wrong sign
+    assert fuzz.mismatch(np.array([np.inf, -np.inf, 65504.0, np.inf]), want, "f16") is not None  # inf for 1.0
+    assert fuzz.mismatch(np.array([np.inf, -np.inf, 65504.0, 1.0]), want, "f32") is not None  # f32 has room
