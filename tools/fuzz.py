@@ -9,7 +9,7 @@ evaluation.
 Every fusion works on one 2-D shape R x C (odd extents included) and its row (R) and column (C)
 vectors. One case in seven opens with a bf16 matmul (random layouts, K from 64 to 1000) as its
 first R x C value. It draws pointwise chains, broadcasts, row and column reductions (some with
-keepdim), var_mean and segment_sets, then returns two to four values, preferring the shapes
+keepdim), var_mean and welford over rows or columns, and segment_sets, then returns two to four values, preferring the shapes
 that broke the planner:
 an output that another output reads, a value returned twice, an input returned as is, an
 output that also feeds a reduction, outputs of different shapes fed by one value.
@@ -197,16 +197,45 @@ class _Gen:
         scale = self.const(1.0 / n, kind)
         return self.emit("m", kind, f"fusion.mul %{r.name}, %{scale.name} : {self.ty(kind)}", [r, scale])
 
-    def var_mean(self) -> Value:
+    def statistics(self) -> Value:
+        """var_mean or welford over the rows (dims [1]) or the columns (dims [0]) of a value."""
         x = self.pick("full")
-        var, mean = Value(self.fresh("var"), "row"), Value(self.fresh("mean"), "row")
-        self.lines.append(f"  %{var.name}, %{mean.name} = fusion.var_mean %{x.name} dims [1] correction 0 : "
-                          f"{self.ty('full')} to {self.ty('row')}, {self.ty('row')}")
+        kind, axis, n = ("row", 1, self.cols) if self.rng.random() < 0.6 else ("col", 0, self.rows)
+        if self.rng.random() < 0.5:
+            return self.var_mean(x, kind, axis)
+        return self.welford(x, kind, axis, n)
+
+    def var_mean(self, x: Value, kind: str, axis: int) -> Value:
+        var, mean = Value(self.fresh("var"), kind), Value(self.fresh("mean"), kind)
+        self.lines.append(f"  %{var.name}, %{mean.name} = fusion.var_mean %{x.name} dims [{axis}] correction 0 : "
+                          f"{self.ty('full')} to {self.ty(kind)}, {self.ty(kind)}")
         self.uses.setdefault(x.name, set()).update({var.name, mean.name})
-        self.steps.append(([var.name, mean.name], lambda a: (np.var(a, axis=1), np.mean(a, axis=1)), [x.name]))
-        self.mag_steps.append(lambda vals, mags: (np.mean(mags[0] ** 2, axis=1), np.mean(mags[0], axis=1)))
+        self.steps.append(([var.name, mean.name], lambda a: (np.var(a, axis=axis), np.mean(a, axis=axis)), [x.name]))
+        self.mag_steps.append(lambda vals, mags: (np.mean(mags[0] ** 2, axis=axis), np.mean(mags[0], axis=axis)))
         self.values += [var, mean]
         return self.rng.choice([var, mean])
+
+    def welford(self, x: Value, kind: str, axis: int, n: int) -> Value:
+        """avg, m2 (the sum of squared deviations, scaled by 1/n to stay in range) and the count
+        (unused: an i64 result the kernel still has to produce)."""
+        avg, m2, cnt = (Value(self.fresh(s), kind) for s in ("avg", "m2", "n"))
+        self.lines.append(f"  %{avg.name}, %{m2.name}, %{cnt.name} = fusion.welford %{x.name} dims [{axis}] : "
+                          f"{self.ty('full')} to {self.ty(kind)}, {self.ty(kind)}, {self.ty(kind, 'i64')}")
+        self.uses.setdefault(x.name, set()).update({avg.name, m2.name})
+
+        def moments(a):
+            mu = np.mean(a, axis=axis, keepdims=True)
+            return np.squeeze(mu, axis), np.sum((a - mu) ** 2, axis=axis), np.full(mu.size, float(n))
+
+        def magnitudes(vals, mags):
+            mu = np.mean(mags[0], axis=axis, keepdims=True)
+            return np.squeeze(mu, axis), np.sum((mags[0] + mu) ** 2, axis=axis), 0.0
+        self.steps.append(([avg.name, m2.name, cnt.name], moments, [x.name]))
+        self.mag_steps.append(magnitudes)
+        scale = self.const(1.0 / n, kind)
+        m = self.emit("m", kind, f"fusion.mul %{m2.name}, %{scale.name} : {self.ty(kind)}", [m2, scale])
+        self.values.append(avg)
+        return self.rng.choice([avg, m])
 
     def segment(self) -> Value:
         x = self.pick()
@@ -250,7 +279,7 @@ class _Gen:
             elif r < 0.85:
                 self.reduce(rng.choice(["row", "col"]))
             elif r < 0.93:
-                self.var_mean()
+                self.statistics()
             else:
                 self.segment()
         return self.finish()

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.gpu
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fuser import api  # noqa: E402
 from test_matmul import lower, matmul_text  # noqa: E402
-from test_split_k_gpu import LARGE_K, TOL, _operands, _pipeline, _rand, _rel, _torch  # noqa: E402
+from test_split_k_gpu import LARGE_K, TOL, _operands, _pipeline, _rand, _rel, _torch, bias_gelu_text  # noqa: E402
 
 
 def _serial(factor=None, sched="", strategy="serial") -> str:
@@ -91,13 +91,7 @@ def test_bias_gelu_epilogue():
     """bf16(gelu(A @ B + bias)) on 128x128x131072 split 128 ways: the last split's epilogue."""
     torch = _torch()
     m, n, k = 128, 128, 131072
-    t = f"tensor<{m}x{n}xf32>"
-    text = matmul_text(m, n, k, extra_args=f", %bias: tensor<{n}xf32>", epilogue=f"""\
-  %bb = fusion.broadcast %bias dims [0] : tensor<{n}xf32> to {t}
-  %d = fusion.add %c, %bb : {t}
-  %r = fusion.gelu %d {{approximate = "tanh"}} : {t}
-  %o = fusion.cast %r : {t} to tensor<{m}x{n}xbf16>
-  func.return %o : tensor<{m}x{n}xbf16>""").replace(f"-> {t} {{", f"-> tensor<{m}x{n}xbf16> {{", 1)
+    text = bias_gelu_text(m, n, k)
     a, b, ref = _operands(torch, m, n, k)
     bias = _rand(torch, (n,), "f32")
     k_ = api.compile(text, pipeline=_serial(128))

@@ -59,6 +59,17 @@ def _pipeline(split: str = "", sched: str = "", strategy: str = "two-kernel") ->
             "sched-alias-smem,cse,convert-sched-to-nvvm,cse")
 
 
+def bias_gelu_text(m: int, n: int, k: int) -> str:
+    """bf16(gelu_tanh(A @ B + bias)), bias f32 [N]."""
+    t = f"tensor<{m}x{n}xf32>"
+    return matmul_text(m, n, k, extra_args=f", %bias: tensor<{n}xf32>", epilogue=f"""\
+  %bb = fusion.broadcast %bias dims [0] : tensor<{n}xf32> to {t}
+  %d = fusion.add %c, %bb : {t}
+  %r = fusion.gelu %d {{approximate = "tanh"}} : {t}
+  %o = fusion.cast %r : {t} to tensor<{m}x{n}xbf16>
+  func.return %o : tensor<{m}x{n}xbf16>""").replace(f"-> {t} {{", f"-> tensor<{m}x{n}xbf16> {{", 1)
+
+
 def _check_split(k_, splits: int | None = None) -> None:
     """Two launches: the split matmul, then the sum (+ epilogue); with `splits`, the matmul's
     kernel carries split=<splits>."""
@@ -119,13 +130,7 @@ def test_bias_gelu_epilogue():
     """bf16(gelu(A @ B + bias)): the sum of the partials and the epilogue in one kernel."""
     torch = _torch()
     m, n, k = 128, 128, 131072
-    t = f"tensor<{m}x{n}xf32>"
-    text = matmul_text(m, n, k, extra_args=f", %bias: tensor<{n}xf32>", epilogue=f"""\
-  %bb = fusion.broadcast %bias dims [0] : tensor<{n}xf32> to {t}
-  %d = fusion.add %c, %bb : {t}
-  %r = fusion.gelu %d {{approximate = "tanh"}} : {t}
-  %o = fusion.cast %r : {t} to tensor<{m}x{n}xbf16>
-  func.return %o : tensor<{m}x{n}xbf16>""").replace(f"-> {t} {{", f"-> tensor<{m}x{n}xbf16> {{", 1)
+    text = bias_gelu_text(m, n, k)
     a, b, ref = _operands(torch, m, n, k)
     bias = _rand(torch, (n,), "f32")
     k_ = api.compile(text, pipeline=_pipeline())
