@@ -84,11 +84,12 @@ from dataclasses import dataclass
 
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import (ArrayAttr, DenseArrayBase, DenseIntOrFPElementsAttr, IndexType, IntegerAttr, StringAttr,
-                                   VectorType, i32, i64)
+                                   UnitAttr, VectorType, i32, i64)
 from xdsl.ir import Block, Region, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
+from fuser.dialects.host_attrs import CORESIDENT_ATTR
 from fuser.lowering.common import ScheduleError, Task, leaves, shape_of
 from fuser.lowering.emitter import KernelEmitter
 from fuser.lowering.kernel_builder import KernelBuilder, emit_if, emit_if_else, f32
@@ -290,6 +291,8 @@ class MatmulKernel:
             + (" smem_reuse=1" if p.smem_reuse else ""))
         kop.attributes["fuser.matmul_epilogue"] = StringAttr(p.plan)
         kop.attributes["nvvm.minctasm"] = IntegerAttr(1, i64)
+        if self.serial and p.persistent:  # a CTA's later items wait on other CTAs' earlier ones
+            kop.attributes[CORESIDENT_ATTR] = UnitAttr()
         if self.cl:
             kop.properties["cluster"] = DenseArrayBase.from_list(i64, [p.cluster, 1, 1])
         self.kop = kop

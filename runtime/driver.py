@@ -395,6 +395,12 @@ class Kernel:
         self.name = name
         self.module = module  # keep the module loaded while the kernel lives
 
+    def max_active_per_sm(self, threads: int, smem: int) -> int:
+        """How many CTAs of `threads` threads and `smem` bytes of dynamic shared memory one SM holds."""
+        context()
+        return int(check(_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(self.handle, int(threads), int(smem)),
+                         "cuOccupancyMaxActiveBlocksPerMultiprocessor"))
+
     def set_max_dynamic_smem(self, nbytes: int) -> None:
         """Opt in to more than 48 KB of dynamic shared memory."""
         context()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import math
 import threading
 from typing import Any
 
@@ -56,6 +57,18 @@ def _kernel(ptx_key: str, module: driver.Module, name: str, smem: int) -> driver
         k.set_max_dynamic_smem(smem)
         _smem_optin[(ptx_key, name)] = smem
     return k
+
+
+def _check_coresident(s: "_Step", name: str) -> None:
+    """A grid whose CTAs wait on one another hangs unless all of them are resident at once."""
+    ctas = math.prod(s.grid)
+    per_sm = s.kernel.max_active_per_sm(math.prod(s.block), s.smem)
+    sms = driver.device().sm_count
+    if ctas > sms * per_sm:
+        raise driver.CudaError(
+            f"kernel '{name}': its {ctas} CTAs wait on one another (serial split-K on a persistent grid), so all "
+            f"must be resident at once, but this GPU holds {sms * per_sm} ({sms} SMs x {per_sm}); compile with "
+            f"sms={sms * per_sm} or less, or with matmul_persistent=0")
 
 
 def _stream_int(stream: Any) -> int:
@@ -137,6 +150,8 @@ class Executor:
                 s.params.values[slot] = value
             s.fill = fill
             s.tfill = tfill
+            if step.coresident:
+                _check_coresident(s, step.kernel)
             steps.append(s)
         self._steps = steps
         return steps

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from fuser.dialects.host_attrs import CORESIDENT_ATTR, KEPT_ZERO_ATTR
+
 __all__ = ["DTYPES", "BufferSpec", "WorkspaceSpec", "TensorMapSpec", "LaunchStep", "Program", "ArgRef",
            "ProgramError", "extract_program", "tensor_type_str"]
 
@@ -80,6 +82,9 @@ class LaunchStep:
     smem: int
     args: tuple[ArgRef, ...]
     cluster: tuple[int, int, int] | None = None
+    # Its CTAs wait on one another (serial split-K on a persistent grid): the grid must fit on
+    # the GPU at once, which the executor checks (`fuser.coresident` on the gpu.launch_func).
+    coresident: bool = False
 
 
 @dataclass
@@ -102,7 +107,8 @@ class Program:
             "workspaces": [[list(w.shape), w.dtype, w.zero_init, w.kept_zero] for w in self.workspaces],
             "launches": [{"kernel": s.kernel, "grid": list(s.grid), "block": list(s.block),
                           "smem": s.smem, "args": [list(a) for a in s.args],
-                          "cluster": None if s.cluster is None else list(s.cluster)}
+                          "cluster": None if s.cluster is None else list(s.cluster),
+                          "coresident": s.coresident}
                          for s in self.launches],
             "zero_outputs": list(self.zero_outputs),
             "tensor_maps": [[list(t.source), list(t.shape), t.dtype, list(t.box), t.swizzle] for t in self.tensor_maps],
@@ -125,7 +131,8 @@ class Program:
             workspaces=[_workspace_from_json(w) for w in d["workspaces"]],
             launches=[LaunchStep(s["kernel"], tuple(s["grid"]), tuple(s["block"]), int(s["smem"]),
                                  tuple(tuple(a) for a in s["args"]),
-                                 None if s.get("cluster") is None else tuple(s["cluster"]))
+                                 None if s.get("cluster") is None else tuple(s["cluster"]),
+                                 bool(s.get("coresident", False)))
                       for s in d["launches"]],
             ptx=ptx, arch=d["arch"], zero_outputs=tuple(d.get("zero_outputs", ())),
             tensor_maps=[TensorMapSpec((src[0], int(src[1])), tuple(sh), dt, tuple(bx), int(sw))
@@ -139,9 +146,6 @@ def _workspace_from_json(w: list) -> WorkspaceSpec:
 
 
 # --------------------------------------------------------------------- extraction
-
-# The unit attribute on a gpu.alloc that marks a kept-zero workspace (see lowering/sched_to_nvvm/host.py).
-KEPT_ZERO_ATTR = "fuser.kept_zero"
 
 
 def _dtype_of(t: Any) -> str | None:
@@ -383,4 +387,5 @@ def _launch_step(op: Any, fname: str, refs: dict, consts: dict, const_int: Any,
             owner = getattr(getattr(v, "owner", None), "name", "a block argument")
             raise ProgramError(f"gpu.launch_func @{kernel} in @{fname}: operand {k} comes from "
                                f"'{owner}', expected a function argument, a gpu.alloc or a constant")
-    return LaunchStep(kernel, dims["grid"], dims["block"], smem, tuple(args), dims["cluster"])
+    return LaunchStep(kernel, dims["grid"], dims["block"], smem, tuple(args), dims["cluster"],
+                      CORESIDENT_ATTR in op.attributes)

@@ -23,11 +23,9 @@ from xdsl.traits import IsTerminator
 
 from fuser.dialects import sched
 from fuser.dialects.gpu_ext import MemsetOp
+from fuser.dialects.host_attrs import CORESIDENT_ATTR, KEPT_ZERO_ATTR
 
 from .common import EntryBuilder, SchedToNVVMError, where
-
-# The gpu.alloc attribute runtime/plan.py reads as WorkspaceSpec.kept_zero.
-KEPT_ZERO_ATTR = "fuser.kept_zero"
 
 
 def _zero(t: Attribute) -> arith.ConstantOp:
@@ -82,6 +80,8 @@ def lower_host(fn: func.FuncOp, kernels: dict[str, sched.KernelOp], gpu_module: 
                 kernelOperands=list(op.args),
                 dynamicSharedMemorySize=const(k.smem.value.data, i32),
             )
+            if CORESIDENT_ATTR in k.attributes:  # the executor checks that the grid fits on the GPU at once
+                launch.attributes[CORESIDENT_ATTR] = UnitAttr()
             Rewriter.replace_op(op, launch)
         elif isinstance(op, sched.TensorMapOp):
             pass  # a host-side op the runtime executes (cuTensorMapEncodeTiled), kept as is

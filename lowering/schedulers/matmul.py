@@ -107,7 +107,8 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
     cooperative, unclustered and, by default, one CTA per work item: split z waits for split
     z - 1 of its tile, which has a lower block index and so was dispatched first, whatever the
     number of SMs. A forced persistent grid also works, but only while all its CTAs are
-    resident at once (the grid no larger than the GPU's SMs).
+    resident at once: the kernel is marked `fuser.coresident` and the executor refuses to
+    launch it on a GPU that cannot hold the grid (fewer SMs than `sms`), where it would hang.
     """
     tma = store_choice(store, store_blocker)
     if reuse not in (-1, 0, 1):

@@ -595,3 +595,30 @@ def test_compiler_fingerprint_tracks_the_compiler_source(tmp_path, monkeypatch):
     with open(tmp_path / "dialects" / "sched" / "core.py", "a") as f:
         f.write("\n# edited\n")
     assert cache.compiler_fingerprint() != fp2
+
+
+def test_coresident_launch_survives_json():
+    p = plan.extract_program(_parse(_host_ir(KEPT_ZERO_BODY)), PTX, "sm_90a")
+    assert not p.launches[0].coresident
+    launch = [ln for ln in KEPT_ZERO_BODY.splitlines() if "gpu.launch_func" in ln][0]
+    marked = launch.replace("}> : (index", "}> {fuser.coresident} : (index")
+    p = plan.extract_program(_parse(_host_ir(KEPT_ZERO_BODY.replace(launch, marked))), PTX, "sm_90a")
+    assert p.launches[0].coresident
+    assert Program.from_json(p.to_json()) == p
+
+
+@pytest.mark.parametrize("grid,per_sm,fits", [((4, 1, 1), 1, True), ((5, 1, 1), 1, False), ((8, 1, 1), 2, True)])
+def test_coresident_grid_must_fit_the_gpu(monkeypatch, grid, per_sm, fits):
+    """A grid whose CTAs wait on one another (serial split-K, persistent) is refused before it
+    could hang on a GPU that cannot hold all of it (here 4 SMs)."""
+    from fuser.runtime import executor
+    monkeypatch.setattr(driver, "device", lambda: SimpleNamespace(sm_count=4))
+    step = executor._Step()
+    step.grid, step.block, step.smem = grid, (384, 1, 1), 200000
+    step.kernel = SimpleNamespace(max_active_per_sm=lambda threads, smem: per_sm)
+    if fits:
+        executor._check_coresident(step, "mm_k0")
+    else:
+        with pytest.raises(driver.CudaError, match=r"kernel 'mm_k0': its 5 CTAs wait on one another .* this GPU holds "
+                                                   r"4 \(4 SMs x 1\); compile with sms=4 or less"):
+            executor._check_coresident(step, "mm_k0")

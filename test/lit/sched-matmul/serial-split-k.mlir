@@ -1,6 +1,7 @@
 // RUN: fuser-opt %s -p to-sched | filecheck %s
 // RUN: fuser-opt %s -p to-sched | filecheck %s --check-prefix=SYNCS
 // RUN: fuser-opt %s -p 'to-sched{matmul_persistent=1 sms=3}' | filecheck %s --check-prefix=PERS
+// RUN: fuser-opt %s -p 'default{matmul_persistent=1 sms=3}' | filecheck %s --check-prefix=LAUNCH
 // RUN: not fuser-opt %s -p 'to-sched{matmul_pingpong=1}' 2>&1 | filecheck %s --check-prefix=PINGPONG
 
 // Serial split-K (`k_chunk 1024 serial`: 4 splits of one 128x128 tile, one kernel). Each
@@ -15,6 +16,7 @@
 // CHECK-LABEL: sched.kernel @mm_k0
 // CHECK-SAME:    %[[WS:[0-9]+]] : memref<128x128xf32>, %[[SEM:[0-9]+]] : memref<2xi32>) grid [4, 1, 1]
 // CHECK-SAME:    fuser.matmul = "tile=128x128 stages=6 persistent=0 grid=4 tiles=1 split=4 k_chunk=1024 serial=1 store=tma"
+// CHECK-NOT:     fuser.coresident
 // The last split: wait, reset, the warpgroup's barrier, then the sum of the workspace and the accumulators.
 // CHECK:         sched.semaphore.wait %[[SEM]][%[[I:[0-9]+]]] until %[[Z:[0-9]+]] : memref<2xi32>
 // CHECK-NEXT:    sched.fence.proxy_async global
@@ -50,8 +52,13 @@
 // SYNCS-COUNT-2: sched.bulk.wait_group 0{{$}}
 // SYNCS-NOT:     sched.bulk.wait_group 0{{$}}
 
-// A persistent grid of 3 CTAs for the 4 work items.
+// A persistent grid of 3 CTAs for the 4 work items: a CTA's second item waits on other CTAs'
+// first ones, so the grid must be resident at once; the launch carries fuser.coresident and the
+// executor checks the GPU holds the grid (one CTA per item needs no such check: a split waits
+// only for splits of lower block index, dispatched first).
 // PERS: fuser.matmul = "tile=128x128 stages=6 persistent=1 grid=3 tiles=1 split=4 k_chunk=1024 serial=1 store=tma"
+// PERS-SAME: fuser.coresident
+// LAUNCH: "gpu.launch_func"({{.*}}) <{kernel = @mm_kernels::@mm_k0, {{.*}}}> {fuser.coresident}
 
 // PINGPONG: error: pass 'convert-fusion-to-sched' failed: 'fusion.matmul' 128x128x4096: matmul_pingpong=1: not built for serial split-K
 func.func @mm(%a: tensor<128x4096xbf16>, %b: tensor<4096x128xbf16>) -> tensor<128x128xbf16> {
