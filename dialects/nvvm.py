@@ -141,6 +141,22 @@ class BarrierOp(IRDLOperation):
             raise VerifyException("barrier id is missing, it should be set between 0 to 15")
 
 
+@irdl_op_definition
+class BarrierArriveOp(IRDLOperation):
+    """`nvvm.barrier.arrive id = %id number_of_threads = %n`: arrive at a named barrier and go on
+    (PTX `bar.arrive id, n`); the threads that `nvvm.barrier` on it wait for the arrivals."""
+
+    name = "nvvm.barrier.arrive"
+
+    barrierId = opt_operand_def(I32)
+    numberOfThreads = operand_def(I32)  # (one optional operand: upstream has no operandSegmentSizes)
+
+    assembly_format = "(`id` `=` $barrierId^)? `number_of_threads` `=` $numberOfThreads attr-dict"
+
+    def __init__(self, barrier_id: SSAValue | Operation | None, number_of_threads: SSAValue | Operation):
+        super().__init__(operands=[[] if barrier_id is None else [barrier_id], number_of_threads])
+
+
 # --------------------------------------------------------------------------------------------
 # nvvm.shfl.sync
 # --------------------------------------------------------------------------------------------
@@ -416,7 +432,7 @@ HOPPER_OPS = [WgmmaFenceAlignedOp, WgmmaGroupSyncAlignedOp, WgmmaWaitGroupSyncOp
 
 NVVM = Dialect(
     "nvvm",
-    [*SPECIAL_REGISTER_OPS.values(), BarrierOp, ShflOp, *HOPPER_OPS],
+    [*SPECIAL_REGISTER_OPS.values(), BarrierOp, BarrierArriveOp, ShflOp, *HOPPER_OPS],
     [ShflKindAttr],
 )
 

@@ -42,6 +42,13 @@ def _barrier(ft: FunctionTranslator, op: Operation) -> None:
         ft.e.call("void", "llvm.nvvm.barrier.cta.sync.aligned.all", [("i32", bar_id)])
 
 
+def _barrier_arrive(ft: FunctionTranslator, op: Operation) -> None:
+    operands = list(op.operands)  # [id,] count
+    bar_id = ft.v(operands[0]) if len(operands) == 2 else "0"
+    count = ft.v(operands[-1])
+    ft.e.call("void", "llvm.nvvm.barrier.cta.arrive.aligned.count", [("i32", bar_id), ("i32", count)])
+
+
 def _shfl(ft: FunctionTranslator, op: Operation) -> None:
     kind_attr = prop(op, "kind")
     kind = getattr(getattr(kind_attr, "data", None), "value", None)
@@ -118,6 +125,7 @@ def _setmaxregister(ft: FunctionTranslator, op: Operation) -> None:
 
 HANDLERS: dict[str, Callable[[FunctionTranslator, Operation], None]] = {
     "nvvm.barrier": _barrier,
+    "nvvm.barrier.arrive": _barrier_arrive,
     "nvvm.shfl.sync": _shfl,
     "nvvm.wgmma.fence.aligned": _wgmma_fence,
     "nvvm.wgmma.commit.group.sync.aligned": _wgmma_commit,

@@ -1,8 +1,8 @@
 """Warpgroup ops: wgmma, `setmaxnreg` and named barriers.
 
-wgmma fence / commit_group / wait_group and `setmaxnreg` become the upstream `nvvm.wgmma.*` and
-`nvvm.setmaxregister` ops; the descriptor is arithmetic on the tile's shared address;
-`wgmma.mma_async` and `bar.sync|arrive id, n` are `llvm.inline_asm`. Accumulators stay `vector<N x f32>` values; around an asm they are unpacked
+wgmma fence / commit_group / wait_group, `setmaxnreg` and the named barriers become the upstream
+`nvvm.wgmma.*`, `nvvm.setmaxregister`, `nvvm.barrier` and `nvvm.barrier.arrive` ops; the
+descriptor is arithmetic on the tile's shared address; `wgmma.mma_async` is `llvm.inline_asm`. Accumulators stay `vector<N x f32>` values; around an asm they are unpacked
 to scalars, and a `sched.wgmma.wait_group` re-defines the ones it passes through an empty asm tied to
 them, so no read can be scheduled before the wait.
 """
@@ -10,7 +10,7 @@ them, so no read can be scheduled before the wait.
 from __future__ import annotations
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import Float32Type, i64
+from xdsl.dialects.builtin import Float32Type, i32, i64
 from xdsl.dialects import llvm
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
@@ -95,12 +95,17 @@ class LowerSetMaxNReg(RewritePattern):
         rewriter.replace(op, nvvm.SetMaxRegisterOp(action, op.count.value.data))
 
 
-class LowerNamedBarrier(RewritePattern):
+class LowerNamedBarrier(KernelPattern):
+    """`bar.sync|arrive id, n` as upstream's `nvvm.barrier` / `nvvm.barrier.arrive` with an id and a
+    thread count."""
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.NamedBarrierOp, rewriter: PatternRewriter) -> None:
-        KernelContext.asm_statement(rewriter, op, f"bar.{op.action.data} {op.id.value.data}, {op.count.value.data};")
+        bar_id, count = self.k.const(op.id.value.data, i32), self.k.const(op.count.value.data, i32)
+        new = nvvm.BarrierOp(bar_id, count) if op.action.data == "sync" else nvvm.BarrierArriveOp(bar_id, count)
+        rewriter.replace(op, new, new_results=[])
 
 
 def wgmma_patterns(k: KernelContext) -> list[RewritePattern]:
     return [LowerWgmmaFence(), LowerWgmmaCommitGroup(), LowerWgmmaDesc(k), LowerWgmmaMmaAsync(k),
-            LowerWgmmaWaitGroup(k), LowerSetMaxNReg(), LowerNamedBarrier()]
+            LowerWgmmaWaitGroup(k), LowerSetMaxNReg(), LowerNamedBarrier(k)]

@@ -47,6 +47,7 @@ def _all_nvvm_ops_module() -> builtin.ModuleOp:
     one = llvm.ConstantOp(builtin.FloatAttr(1.0, Float32Type()), Float32Type())
     ops += [c64, mask, clamp, one]
     ops += [nvvm.BarrierOp(), nvvm.BarrierOp(tid), nvvm.BarrierOp(tid, c64)]
+    ops += [nvvm.BarrierArriveOp(tid, c64), nvvm.BarrierArriveOp(None, c64)]
     for kind in nvvm.ShflKind:
         ops.append(nvvm.ShflOp(kind, mask, one, tid, clamp))
         ops.append(nvvm.ShflOp(kind, mask, tid, tid, clamp))

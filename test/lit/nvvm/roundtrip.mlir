@@ -40,11 +40,15 @@ llvm.func @sregs() {
 // CHECK-LABEL: llvm.func @barriers(%{{.*}}: i32, %{{.*}}: i32)
 // CHECK-NEXT:    nvvm.barrier{{$}}
 // CHECK-NEXT:    nvvm.barrier id = %[[ID:.*]]{{$}}
-// CHECK-NEXT:    nvvm.barrier id = %[[ID]] number_of_threads = %{{.*}}{{$}}
+// CHECK-NEXT:    nvvm.barrier id = %[[ID]] number_of_threads = %[[N:.*]]{{$}}
+// CHECK-NEXT:    nvvm.barrier.arrive id = %[[ID]] number_of_threads = %[[N]]{{$}}
+// CHECK-NEXT:    nvvm.barrier.arrive number_of_threads = %[[N]]{{$}}
 llvm.func @barriers(%id : i32, %n : i32) {
   nvvm.barrier
   nvvm.barrier id = %id
   nvvm.barrier id = %id number_of_threads = %n
+  nvvm.barrier.arrive id = %id number_of_threads = %n
+  nvvm.barrier.arrive number_of_threads = %n
   llvm.return
 }
 

@@ -1,9 +1,11 @@
 // RUN: fuser-opt %s | filecheck %s
 // RUN: fuser-opt %s | fuser-opt | filecheck %s
+// RUN: fuser-opt %s -p convert-sched-to-nvvm | filecheck %s --check-prefix=NVVM
 // RUN: fuser-opt %s -p convert-sched-to-nvvm -t ptx | filecheck %s --check-prefix=PTX
 
-// Named barriers (the ping-pong matmul's turn-taking): print, parse back, and lower to bar.sync /
-// bar.arrive with an immediate id and thread count.
+// Named barriers (the ping-pong matmul's turn-taking): print, parse back, and lower to upstream's
+// nvvm.barrier.arrive / nvvm.barrier with the id and thread count, which become bar.arrive /
+// bar.sync with immediates.
 
 // CHECK-LABEL: sched.kernel @turns
 sched.kernel @turns() grid [1, 1, 1] block [384, 1, 1] smem 0 {
@@ -14,5 +16,12 @@ sched.kernel @turns() grid [1, 1, 1] block [384, 1, 1] smem 0 {
   sched.return
 }
 
-// PTX: bar.arrive 1, 256;
-// PTX: bar.sync 2, 256;
+// NVVM-DAG:  %[[ONE:.*]] = arith.constant 1 : i32
+// NVVM-DAG:  %[[TWO:.*]] = arith.constant 2 : i32
+// NVVM-DAG:  %[[N:.*]] = arith.constant 256 : i32
+// NVVM:      nvvm.barrier.arrive id = %[[ONE]] number_of_threads = %[[N]]
+// NVVM-NEXT: nvvm.barrier id = %[[TWO]] number_of_threads = %[[N]]
+// NVVM-NOT:  llvm.inline_asm
+
+// PTX: bar.arrive {{[[:space:]]*}}1, 256;
+// PTX: bar.sync {{[[:space:]]*}}2, 256;
