@@ -35,6 +35,7 @@ from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Dialect, Operation, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
+    ParsePropInAttrDict,
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
@@ -45,7 +46,7 @@ from xdsl.irdl import (
     result_def,
     traits_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
@@ -426,14 +427,84 @@ class SetMaxRegisterOp(IRDLOperation):
         return op
 
 
+class ProxyKind(StrEnum):
+    ASYNC = "async"
+    ASYNC_GLOBAL = "async.global"
+    ASYNC_SHARED = "async.shared"
+    ALIAS = "alias"
+
+
+@irdl_attr_definition
+class ProxyKindAttr(EnumAttribute[ProxyKind]):
+    """`#nvvm.proxy_kind<async.shared>`: which proxies a `nvvm.fence.proxy` orders."""
+
+    name = "nvvm.proxy_kind"
+
+    # upstream's form: the value in angle brackets, `#nvvm.proxy_kind<async.shared>`
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser):
+        with parser.in_angle_brackets():
+            return parser.parse_str_enum(cls.enum_type)
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.data.value}>")
+
+
+class SharedSpace(StrEnum):
+    CTA = "cta"
+    CLUSTER = "cluster"
+
+
+@irdl_attr_definition
+class SharedSpaceAttr(EnumAttribute[SharedSpace]):
+    """`#nvvm.shared_space<cta>`: the shared-memory window of an `async.shared` proxy fence."""
+
+    name = "nvvm.shared_space"
+
+    # upstream's form: the value in angle brackets, `#nvvm.proxy_kind<async.shared>`
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser):
+        with parser.in_angle_brackets():
+            return parser.parse_str_enum(cls.enum_type)
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.data.value}>")
+
+
+@irdl_op_definition
+class FenceProxyOp(IRDLOperation):
+    """`nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}`
+    (PTX `fence.proxy.async.shared::cta`): orders this thread's generic-proxy accesses with the
+    async proxy's (TMA, wgmma operand reads); `async.global` for global memory. The properties
+    print in the attribute dictionary, as upstream's."""
+
+    name = "nvvm.fence.proxy"
+    kind = prop_def(ProxyKindAttr)
+    space = opt_prop_def(SharedSpaceAttr)
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "attr-dict"
+
+    def __init__(self, kind: str, space: str | None = None):
+        props: dict[str, Attribute] = {"kind": ProxyKindAttr(ProxyKind(kind))}
+        if space is not None:
+            props["space"] = SharedSpaceAttr(SharedSpace(space))
+        super().__init__(properties=props)
+
+    def verify_(self) -> None:
+        shared = self.kind.data == ProxyKind.ASYNC_SHARED
+        if shared != (self.space is not None):
+            raise VerifyException(f"'{self.name}' op takes a shared-memory space exactly when its kind is async.shared")
+
+
 HOPPER_OPS = [WgmmaFenceAlignedOp, WgmmaGroupSyncAlignedOp, WgmmaWaitGroupSyncOp, MBarrierInitOp, MBarrierArriveOp,
-              MBarrierArriveExpectTxOp, CpAsyncBulkCommitGroupOp, CpAsyncBulkWaitGroupOp, SetMaxRegisterOp]
+              MBarrierArriveExpectTxOp, CpAsyncBulkCommitGroupOp, CpAsyncBulkWaitGroupOp, SetMaxRegisterOp, FenceProxyOp]
 
 
 NVVM = Dialect(
     "nvvm",
     [*SPECIAL_REGISTER_OPS.values(), BarrierOp, BarrierArriveOp, ShflOp, *HOPPER_OPS],
-    [ShflKindAttr],
+    [ShflKindAttr, ProxyKindAttr, SharedSpaceAttr],
 )
 
 __all__: Sequence[str] = [

@@ -123,6 +123,12 @@ def _setmaxregister(ft: FunctionTranslator, op: Operation) -> None:
     _ptx(ft, f"setmaxnreg.{action}.sync.aligned.u32 {int_prop(op, 'regCount')};")
 
 
+def _fence_proxy(ft: FunctionTranslator, op: Operation) -> None:
+    kind = prop(op, "kind").data.value
+    space = prop(op, "space")
+    _ptx(ft, f"fence.proxy.{kind}" + (f"::{space.data.value}" if space is not None else "") + ";")
+
+
 HANDLERS: dict[str, Callable[[FunctionTranslator, Operation], None]] = {
     "nvvm.barrier": _barrier,
     "nvvm.barrier.arrive": _barrier_arrive,
@@ -136,6 +142,7 @@ HANDLERS: dict[str, Callable[[FunctionTranslator, Operation], None]] = {
     "nvvm.cp.async.bulk.commit.group": lambda ft, op: _ptx(ft, "cp.async.bulk.commit_group;"),
     "nvvm.cp.async.bulk.wait_group": _bulk_wait,
     "nvvm.setmaxregister": _setmaxregister,
+    "nvvm.fence.proxy": _fence_proxy,
 }
 PREFIX_HANDLERS: tuple[tuple[str, Callable[[FunctionTranslator, Operation], None]], ...] = (
     ("nvvm.read.ptx.sreg.", _read_sreg),

@@ -1,11 +1,11 @@
 """Asynchronous copies and their synchronisation: TMA loads (optionally multicast to a cluster),
 stores and reductions, mbarriers, bulk-async groups, the async-proxy fences and grid semaphores.
 
-mbarrier init / arrive / arrive.expect_tx and the bulk groups become the upstream ops
-(`nvvm.mbarrier.init`, `nvvm.mbarrier.arrive`, `nvvm.mbarrier.arrive.expect_tx`,
-`nvvm.cp.async.bulk.commit.group`, `nvvm.cp.async.bulk.wait_group`); the TMA copies, the
-`try_wait.parity` spin loop and `fence.proxy.async` are still `llvm.inline_asm` (issue 12 moves
-them to upstream's ops). A `!sched.tensor_map` is a
+mbarrier init / arrive / arrive.expect_tx, the bulk groups and the proxy fences become the
+upstream ops (`nvvm.mbarrier.init`, `nvvm.mbarrier.arrive`, `nvvm.mbarrier.arrive.expect_tx`,
+`nvvm.cp.async.bulk.commit.group`, `nvvm.cp.async.bulk.wait_group`, `nvvm.fence.proxy`); the TMA
+copies and the `try_wait.parity` spin loop are still `llvm.inline_asm` (issue 12 moves them to
+upstream's ops). A `!sched.tensor_map` is a
 kernel parameter (see kernel.py); PTX takes TMA coordinates innermost first.
 
 Semaphores are inline PTX on a global pointer: `wait` an `ld.acquire.gpu` spin loop, `signal`
@@ -121,13 +121,14 @@ class LowerBulkGroup(RewritePattern):
             rewriter.replace(op, nvvm.CpAsyncBulkWaitGroupOp(op.pending.value.data, op.read is not None))
 
 
-_FENCE_PROXY_ASYNC = {"shared": "fence.proxy.async.shared::cta;", "global": "fence.proxy.async.global;"}
+# sched.fence.proxy_async's space -> upstream nvvm.fence.proxy's (kind, shared space)
+_FENCE_PROXY_ASYNC = {"shared": ("async.shared", "cta"), "global": ("async.global", None)}
 
 
 class LowerFenceProxyAsync(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.FenceProxyAsyncOp, rewriter: PatternRewriter) -> None:
-        KernelContext.asm_statement(rewriter, op, _FENCE_PROXY_ASYNC[op.fenced_space])
+        rewriter.replace(op, nvvm.FenceProxyOp(*_FENCE_PROXY_ASYNC[op.fenced_space]))
 
 
 class LowerSemaphore(KernelPattern):

@@ -48,6 +48,8 @@ def _all_nvvm_ops_module() -> builtin.ModuleOp:
     ops += [c64, mask, clamp, one]
     ops += [nvvm.BarrierOp(), nvvm.BarrierOp(tid), nvvm.BarrierOp(tid, c64)]
     ops += [nvvm.BarrierArriveOp(tid, c64), nvvm.BarrierArriveOp(None, c64)]
+    ops += [nvvm.FenceProxyOp("async.shared", "cta"), nvvm.FenceProxyOp("async.shared", "cluster"),
+            nvvm.FenceProxyOp("async.global"), nvvm.FenceProxyOp("async")]
     for kind in nvvm.ShflKind:
         ops.append(nvvm.ShflOp(kind, mask, one, tid, clamp))
         ops.append(nvvm.ShflOp(kind, mask, tid, tid, clamp))

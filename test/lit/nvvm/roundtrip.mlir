@@ -52,6 +52,17 @@ llvm.func @barriers(%id : i32, %n : i32) {
   llvm.return
 }
 
+// The proxy fence: kind and (for async.shared) the shared-memory window, in the attribute
+// dictionary as upstream prints them.
+// CHECK-LABEL: llvm.func @fences()
+// CHECK-NEXT:    nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT:    nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
+llvm.func @fences() {
+  nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+  nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
+  llvm.return
+}
+
 // CHECK-LABEL: llvm.func @shuffles(
 // CHECK-NEXT:    %{{.*}} = nvvm.shfl.sync bfly %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : f32 -> f32
 // CHECK-NEXT:    %{{.*}} = nvvm.shfl.sync down %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : f32 -> f32
