@@ -45,6 +45,7 @@ from xdsl.irdl import (
     prop_def,
     result_def,
     traits_def,
+    var_operand_def,
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
@@ -497,14 +498,90 @@ class FenceProxyOp(IRDLOperation):
             raise VerifyException(f"'{self.name}' op takes a shared-memory space exactly when its kind is async.shared")
 
 
+class TmaReduxKind(StrEnum):
+    ADD = "add"
+    MIN = "min"
+    MAX = "max"
+    INC = "inc"
+    DEC = "dec"
+    AND = "and"
+    OR = "or"
+    XOR = "xor"
+
+
+@irdl_attr_definition
+class TmaReduxKindAttr(EnumAttribute[TmaReduxKind]):
+    """`#nvvm.tma_redux_kind<add>`: how a TMA reduction combines with global memory."""
+
+    name = "nvvm.tma_redux_kind"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser):
+        with parser.in_angle_brackets():
+            return parser.parse_str_enum(cls.enum_type)
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.data.value}>")
+
+
+class _TmaFromShared(IRDLOperation):
+    """A box of shared memory to global through a tensor map: `%tmap, %smem, box[%c0, ...]`, the
+    coordinates i32 and innermost first (PTX's order), completing in the thread's bulk group.
+    The optional L2 cache hint and the store mode (tile) are not modelled: we never emit them."""
+
+    tmaDescriptor = operand_def(LLVMPointerType)
+    srcMem = operand_def(LLVMPointerType)
+    coordinates = var_operand_def(I32)
+
+    assembly_format = ("$tmaDescriptor `,` $srcMem `,` `box` `[` $coordinates `]` attr-dict "
+                       "`:` type($tmaDescriptor) `,` type($srcMem)")
+
+    def verify_(self) -> None:
+        if not 1 <= len(self.coordinates) <= 5:
+            raise VerifyException(f"'{self.name}' op takes 1 to 5 coordinates, got {len(self.coordinates)}")
+        space = self.srcMem.type.addr_space.data
+        if space != 3:
+            raise VerifyException(f"'{self.name}' op source must be a shared-memory pointer (!llvm.ptr<3>), "
+                                  f"got address space {space}")
+
+
+@irdl_op_definition
+class CpAsyncBulkTensorSharedCtaToGlobalOp(_TmaFromShared):
+    """`nvvm.cp.async.bulk.tensor.global.shared.cta %tmap, %smem, box[...]` (PTX
+    `cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group`): a TMA store; what falls
+    outside the tensor is not written."""
+
+    name = "nvvm.cp.async.bulk.tensor.global.shared.cta"
+
+    def __init__(self, tensor_map: SSAValue, src: SSAValue, coordinates: Sequence[SSAValue]):
+        super().__init__(operands=[tensor_map, src, list(coordinates)])
+
+
+@irdl_op_definition
+class CpAsyncBulkTensorReduceOp(_TmaFromShared):
+    """`nvvm.cp.async.bulk.tensor.reduce %tmap, %smem, box[...] {redKind = #nvvm.tma_redux_kind<add>}`
+    (PTX `cp.reduce.async.bulk.tensor.Nd.global.shared::cta.add.tile.bulk_group`): a TMA store
+    that combines with what global memory holds, element by element, atomically."""
+
+    name = "nvvm.cp.async.bulk.tensor.reduce"
+    redKind = prop_def(TmaReduxKindAttr)  # noqa: N815 (upstream's attribute name)
+
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, tensor_map: SSAValue, src: SSAValue, coordinates: Sequence[SSAValue], kind: str):
+        super().__init__(operands=[tensor_map, src, list(coordinates)],
+                         properties={"redKind": TmaReduxKindAttr(TmaReduxKind(kind))})
+
+
 HOPPER_OPS = [WgmmaFenceAlignedOp, WgmmaGroupSyncAlignedOp, WgmmaWaitGroupSyncOp, MBarrierInitOp, MBarrierArriveOp,
-              MBarrierArriveExpectTxOp, CpAsyncBulkCommitGroupOp, CpAsyncBulkWaitGroupOp, SetMaxRegisterOp, FenceProxyOp]
+              MBarrierArriveExpectTxOp, CpAsyncBulkCommitGroupOp, CpAsyncBulkWaitGroupOp, SetMaxRegisterOp, FenceProxyOp,
+              CpAsyncBulkTensorSharedCtaToGlobalOp, CpAsyncBulkTensorReduceOp]
 
 
 NVVM = Dialect(
     "nvvm",
     [*SPECIAL_REGISTER_OPS.values(), BarrierOp, BarrierArriveOp, ShflOp, *HOPPER_OPS],
-    [ShflKindAttr, ProxyKindAttr, SharedSpaceAttr],
+    [ShflKindAttr, ProxyKindAttr, SharedSpaceAttr, TmaReduxKindAttr],
 )
 
 __all__: Sequence[str] = [

@@ -129,6 +129,23 @@ def _fence_proxy(ft: FunctionTranslator, op: Operation) -> None:
     _ptx(ft, f"fence.proxy.{kind}" + (f"::{space.data.value}" if space is not None else "") + ";")
 
 
+def _tma_from_shared(ft: FunctionTranslator, op: Operation) -> None:
+    """A TMA store or reduction: `[tmap, {coords}], [smem]` with the 32-bit shared address."""
+    tmap, src, *coords = op.operands
+    rank = len(coords)
+    if op_name(op).endswith(".reduce"):
+        kind = prop(op, "redKind").data.value
+        instruction = f"cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.{kind}.tile.bulk_group"
+    else:
+        instruction = f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group"
+    a32 = ft.e.inst(f"ptrtoint {ft.tv(src)} to i32")
+    cs = ", ".join(f"${i + 1}" for i in range(rank))
+    constraints = ",".join(["l"] + ["r"] * rank + ["r", "~{memory}"])
+    args = ", ".join([ft.tv(tmap), *(ft.tv(c) for c in coords), f"i32 {a32}"])
+    ft.e.emit(f'call void asm sideeffect "{escape(f"{instruction} [$0, {{{cs}}}], [${rank + 1}];")}", '
+              f'"{constraints}"({args})')
+
+
 HANDLERS: dict[str, Callable[[FunctionTranslator, Operation], None]] = {
     "nvvm.barrier": _barrier,
     "nvvm.barrier.arrive": _barrier_arrive,
@@ -143,6 +160,8 @@ HANDLERS: dict[str, Callable[[FunctionTranslator, Operation], None]] = {
     "nvvm.cp.async.bulk.wait_group": _bulk_wait,
     "nvvm.setmaxregister": _setmaxregister,
     "nvvm.fence.proxy": _fence_proxy,
+    "nvvm.cp.async.bulk.tensor.global.shared.cta": _tma_from_shared,
+    "nvvm.cp.async.bulk.tensor.reduce": _tma_from_shared,
 }
 PREFIX_HANDLERS: tuple[tuple[str, Callable[[FunctionTranslator, Operation], None]], ...] = (
     ("nvvm.read.ptx.sreg.", _read_sreg),

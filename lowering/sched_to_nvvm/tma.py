@@ -1,11 +1,12 @@
 """Asynchronous copies and their synchronisation: TMA loads (optionally multicast to a cluster),
 stores and reductions, mbarriers, bulk-async groups, the async-proxy fences and grid semaphores.
 
-mbarrier init / arrive / arrive.expect_tx, the bulk groups and the proxy fences become the
-upstream ops (`nvvm.mbarrier.init`, `nvvm.mbarrier.arrive`, `nvvm.mbarrier.arrive.expect_tx`,
-`nvvm.cp.async.bulk.commit.group`, `nvvm.cp.async.bulk.wait_group`, `nvvm.fence.proxy`); the TMA
-copies and the `try_wait.parity` spin loop are still `llvm.inline_asm` (issue 12 moves them to
-upstream's ops). A `!sched.tensor_map` is a
+mbarrier init / arrive / arrive.expect_tx, the bulk groups, the proxy fences and the TMA stores
+and reductions become the upstream ops (`nvvm.mbarrier.init`, `nvvm.mbarrier.arrive`,
+`nvvm.mbarrier.arrive.expect_tx`, `nvvm.cp.async.bulk.commit.group`,
+`nvvm.cp.async.bulk.wait_group`, `nvvm.fence.proxy`, `nvvm.cp.async.bulk.tensor.global.shared.cta`,
+`nvvm.cp.async.bulk.tensor.reduce`); the TMA loads and the `try_wait.parity` spin loop are still
+`llvm.inline_asm` (issue 12 moves them to upstream's ops). A `!sched.tensor_map` is a
 kernel parameter (see kernel.py); PTX takes TMA coordinates innermost first.
 
 Semaphores are inline PTX on a global pointer: `wait` an `ld.acquire.gpu` spin loop, `signal`
@@ -87,29 +88,24 @@ class LowerTmaLoad(KernelPattern):
         rewriter.erase(op)
 
 
-def _box_from_smem(k: KernelContext, rewriter: PatternRewriter, op: sched.TmaStoreOp | sched.TmaReduceOp,
-                   instruction: str) -> None:
-    """`instruction [tmap, {coords}], [smem];`, the operand layout TMA stores and reductions share."""
-    tmap, rank = k.tensor_map(op), len(op.coords)
-    src = k.smem_u32(rewriter, op, op.src, op.src_indices)
-    coords = [k.i32_of(rewriter, c) for c in reversed(op.coords)]
-    cs = ", ".join(f"${i + 1}" for i in range(rank))
-    k.asm(rewriter, f"{instruction.format(rank=rank)} [$0, {{{cs}}}], [${rank + 1}];",
-          ",".join(["l"] + ["r"] * rank + ["r", "~{memory}"]), [tmap, *coords, src])
-    rewriter.erase(op)
+def _box_from_smem(k: KernelContext, rewriter: PatternRewriter,
+                   op: sched.TmaStoreOp | sched.TmaReduceOp) -> tuple[SSAValue, SSAValue, list[SSAValue]]:
+    """(tensor map, shared pointer, i32 coordinates innermost first): what TMA stores and
+    reductions take."""
+    src, _ = k.address(rewriter, op, op.src, op.src_indices)
+    return k.tensor_map(op), src, [k.i32_of(rewriter, c) for c in reversed(op.coords)]
 
 
 class LowerTmaStore(KernelPattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.TmaStoreOp, rewriter: PatternRewriter) -> None:
-        _box_from_smem(self.k, rewriter, op, "cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group")
+        rewriter.replace(op, nvvm.CpAsyncBulkTensorSharedCtaToGlobalOp(*_box_from_smem(self.k, rewriter, op)))
 
 
 class LowerTmaReduce(KernelPattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.TmaReduceOp, rewriter: PatternRewriter) -> None:
-        _box_from_smem(self.k, rewriter, op,
-                       "cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta." + op.kind.data + ".tile.bulk_group")
+        rewriter.replace(op, nvvm.CpAsyncBulkTensorReduceOp(*_box_from_smem(self.k, rewriter, op), op.kind.data))
 
 
 class LowerBulkGroup(RewritePattern):

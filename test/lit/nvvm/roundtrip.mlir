@@ -63,6 +63,18 @@ llvm.func @fences() {
   llvm.return
 }
 
+// TMA stores and reductions from shared memory, coordinates innermost first.
+// CHECK-LABEL: llvm.func @tma_from_shared(
+// CHECK-NEXT:    nvvm.cp.async.bulk.tensor.global.shared.cta %tm, %src, box[%c0, %c1] : !llvm.ptr, !llvm.ptr<3>
+// CHECK-NEXT:    nvvm.cp.async.bulk.tensor.reduce %tm, %src, box[%c0, %c1] {redKind = #nvvm.tma_redux_kind<add>} : !llvm.ptr, !llvm.ptr<3>
+// CHECK-NEXT:    nvvm.cp.async.bulk.tensor.reduce %tm, %src, box[%c0] {redKind = #nvvm.tma_redux_kind<max>} : !llvm.ptr, !llvm.ptr<3>
+llvm.func @tma_from_shared(%tm : !llvm.ptr, %src : !llvm.ptr<3>, %c0 : i32, %c1 : i32) {
+  nvvm.cp.async.bulk.tensor.global.shared.cta %tm, %src, box[%c0, %c1] : !llvm.ptr, !llvm.ptr<3>
+  nvvm.cp.async.bulk.tensor.reduce %tm, %src, box[%c0, %c1] {redKind = #nvvm.tma_redux_kind<add>} : !llvm.ptr, !llvm.ptr<3>
+  nvvm.cp.async.bulk.tensor.reduce %tm, %src, box[%c0] {redKind = #nvvm.tma_redux_kind<max>} : !llvm.ptr, !llvm.ptr<3>
+  llvm.return
+}
+
 // CHECK-LABEL: llvm.func @shuffles(
 // CHECK-NEXT:    %{{.*}} = nvvm.shfl.sync bfly %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : f32 -> f32
 // CHECK-NEXT:    %{{.*}} = nvvm.shfl.sync down %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : f32 -> f32

@@ -11,12 +11,12 @@
 // CHECK:       %[[WAITPTR:.*]] = llvm.getelementptr %sems[%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
 // CHECK-NEXT:  %[[Z:.*]] = arith.index_cast %ctaid_z : index to i32
 // CHECK-NEXT:  llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0A.reg .b32 sem;\0ALAB_SEM_WAIT_${:uid}:\0Ald.acquire.gpu.global.b32 sem, [$0];\0Asetp.ne.b32 p, sem, $1;\0A@p bra LAB_SEM_WAIT_${:uid};\0A}", "l,r,~{memory}" %[[WAITPTR]], %[[Z]] : (!llvm.ptr<1>, i32) -> ()
-// CHECK-NEXT:  llvm.inline_asm has_side_effects "fence.proxy.async.global;", "~{memory}" : () -> ()
-// CHECK-NEXT:  llvm.inline_asm has_side_effects "fence.proxy.async.shared::cta;", "~{memory}" : () -> ()
-// CHECK:       llvm.inline_asm has_side_effects "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [$0, {$1, $2}], [$3];", "l,r,r,r,~{memory}" %tm, %{{.*}}, %{{.*}}, %{{.*}} : (!llvm.ptr<0>, i32, i32, i32) -> ()
+// CHECK-NEXT:  nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
+// CHECK-NEXT:  nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK:       nvvm.cp.async.bulk.tensor.reduce %tm, %{{.*}}, box[%{{.*}}, %{{.*}}] {redKind = #nvvm.tma_redux_kind<add>} : !llvm.ptr<0>, !llvm.ptr<3>
 // CHECK-NEXT:  nvvm.cp.async.bulk.commit.group
 // CHECK-NEXT:  nvvm.cp.async.bulk.wait_group 0{{$}}
-// CHECK-NEXT:  llvm.inline_asm has_side_effects "fence.proxy.async.global;", "~{memory}" : () -> ()
+// CHECK-NEXT:  nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
 // CHECK:       %[[SIGPTR:.*]] = llvm.getelementptr %sems[%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
 // CHECK-NEXT:  %[[NEXT:.*]] = arith.index_cast %next : index to i32
 // CHECK-NEXT:  llvm.inline_asm has_side_effects "st.release.gpu.global.b32 [$0], $1;", "l,r,~{memory}" %[[SIGPTR]], %[[NEXT]] : (!llvm.ptr<1>, i32) -> ()

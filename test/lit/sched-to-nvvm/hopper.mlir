@@ -2,8 +2,9 @@
 // RUN: fuser-opt %s -p convert-sched-to-nvvm -t ptx | filecheck %s --check-prefix=PTX
 
 // Hopper ops to the nvvm level: the tensor map becomes a byval grid_constant parameter, wgmma
-// groups, mbarrier init/arrive/expect_tx, setmaxregister and the bulk-copy groups the upstream nvvm ops
-// (names and syntax upstream MLIR parses), the rest inline PTX; and on to PTX.
+// groups, mbarrier init/arrive/expect_tx, setmaxregister, the bulk-copy groups, the proxy fence
+// and the TMA store the upstream nvvm ops (names and syntax upstream MLIR parses), the rest inline
+// PTX; and on to PTX.
 
 // CHECK: sched.tensor_map %x
 // CHECK: "gpu.launch_func"
@@ -11,7 +12,7 @@
 // CHECK: llvm.func @hopper(%tm: !llvm.ptr<0> {llvm.byval = !llvm.array<128 x i8>, llvm.align = 64 : i64, nvvm.grid_constant}, %out: !llvm.ptr<1>, %tm_z: !llvm.ptr<0> {llvm.byval = !llvm.array<128 x i8>, llvm.align = 64 : i64, nvvm.grid_constant})
 // CHECK-SAME: nvvm.minctasm = 1 : i64
 // CHECK: nvvm.mbarrier.init %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
-// CHECK: "fence.proxy.async.shared::cta;"
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK: nvvm.setmaxregister increase 232
 // CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
 // CHECK: "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];"
@@ -21,7 +22,7 @@
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
-// CHECK: "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [$0, {$1, $2}], [$3];"
+// CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta %tm_z, %{{.*}}, box[%{{.*}}, %{{.*}}] : !llvm.ptr<0>, !llvm.ptr<3>
 // CHECK: nvvm.cp.async.bulk.commit.group
 // CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK-NOT: llvm.inline_asm {{.*}}"setmaxnreg

@@ -11,8 +11,8 @@
 // CHECK:       %[[WAITPTR:.*]] = llvm.getelementptr %sems[%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
 // CHECK-NEXT:  %[[Z:.*]] = arith.index_cast %ctaid_y : index to i32
 // CHECK-NEXT:  llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0A.reg .b32 sem;\0ALAB_SEM_WAIT_${:uid}:\0Ald.acquire.gpu.global.b32 sem, [$0];\0Asetp.ne.b32 p, sem, $1;\0A@p bra LAB_SEM_WAIT_${:uid};\0A}", "l,r,~{memory}" %[[WAITPTR]], %[[Z]] : (!llvm.ptr<1>, i32) -> ()
-// CHECK-NEXT:  llvm.inline_asm has_side_effects "fence.proxy.async.global;", "~{memory}" : () -> ()
-// CHECK-NEXT:  llvm.inline_asm has_side_effects "fence.proxy.async.shared::cta;", "~{memory}" : () -> ()
+// CHECK-NEXT:  nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
+// CHECK-NEXT:  nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK:       llvm.store
 // CHECK:       %[[SIGPTR:.*]] = llvm.getelementptr %sems[%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
 // CHECK-NEXT:  %[[NEXT:.*]] = arith.index_cast %next : index to i32
