@@ -14,6 +14,9 @@ that broke the planner:
 an output that another output reads, a value returned twice, an input returned as is, an
 output that also feeds a reduction, outputs of different shapes fed by one value.
 
+Each case is compiled with one of `OPTION_VARIANTS` (schedule options, or a forced split-K
+strategy, serial or two-kernel, for the matmul cases).
+
 Values stay in a modest range (inputs in [-2, 2], exp only of tanh, log only of 1 + |v|,
 reduction sums scaled by 1/extent), so a float32 kernel and the float64 reference agree to a
 tolerance that fits the output dtype plus the rounding each output's computation amplifies (its
@@ -429,11 +432,17 @@ def mismatch(got, want, dtype: str, magnitude=None) -> str | None:
 
 # ------------------------------------------------------------------ the run
 
-OPTION_VARIANTS = ["", "block=128", "vector=2", "persistent=false", "split=1", "split=3", "sms=16"]
+OPTION_VARIANTS = ["", "block=128", "vector=2", "persistent=false", "split=1", "split=3", "sms=16",
+                   # forced split-K (a no-op without a matmul): serial and two-kernel under random epilogues
+                   "fusion-split-k{strategy=serial factor=2}", "fusion-split-k{strategy=two-kernel factor=3}"]
 
 
 def pipeline_for(options: str) -> str:
-    """The default pipeline with these schedule options (`default{...}`: pipeline-wide)."""
+    """The default pipeline with these schedule options (`default{...}`: pipeline-wide), or with
+    `fusion-split-k{...}`'s options."""
+    if options.startswith("fusion-split-k{"):
+        from fuser.passes.pipeline import with_split_k
+        return with_split_k("default", options.removeprefix("fusion-split-k{").removesuffix("}"))
     return f"default{{{options}}}" if options else "default"
 
 
