@@ -428,6 +428,19 @@ class SetMaxRegisterOp(IRDLOperation):
         return op
 
 
+class _BracketedEnum:
+    """Upstream's form of an nvvm enum attribute: the value in angle brackets,
+    `#nvvm.proxy_kind<async.shared>` (xDSL's EnumAttribute prints it bare)."""
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser):
+        with parser.in_angle_brackets():
+            return parser.parse_str_enum(cls.enum_type)
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.data.value}>")
+
+
 class ProxyKind(StrEnum):
     ASYNC = "async"
     ASYNC_GLOBAL = "async.global"
@@ -436,19 +449,10 @@ class ProxyKind(StrEnum):
 
 
 @irdl_attr_definition
-class ProxyKindAttr(EnumAttribute[ProxyKind]):
+class ProxyKindAttr(_BracketedEnum, EnumAttribute[ProxyKind]):
     """`#nvvm.proxy_kind<async.shared>`: which proxies a `nvvm.fence.proxy` orders."""
 
     name = "nvvm.proxy_kind"
-
-    # upstream's form: the value in angle brackets, `#nvvm.proxy_kind<async.shared>`
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser):
-        with parser.in_angle_brackets():
-            return parser.parse_str_enum(cls.enum_type)
-
-    def print_parameter(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.data.value}>")
 
 
 class SharedSpace(StrEnum):
@@ -457,19 +461,10 @@ class SharedSpace(StrEnum):
 
 
 @irdl_attr_definition
-class SharedSpaceAttr(EnumAttribute[SharedSpace]):
+class SharedSpaceAttr(_BracketedEnum, EnumAttribute[SharedSpace]):
     """`#nvvm.shared_space<cta>`: the shared-memory window of an `async.shared` proxy fence."""
 
     name = "nvvm.shared_space"
-
-    # upstream's form: the value in angle brackets, `#nvvm.proxy_kind<async.shared>`
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser):
-        with parser.in_angle_brackets():
-            return parser.parse_str_enum(cls.enum_type)
-
-    def print_parameter(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.data.value}>")
 
 
 @irdl_op_definition
@@ -510,18 +505,10 @@ class TmaReduxKind(StrEnum):
 
 
 @irdl_attr_definition
-class TmaReduxKindAttr(EnumAttribute[TmaReduxKind]):
+class TmaReduxKindAttr(_BracketedEnum, EnumAttribute[TmaReduxKind]):
     """`#nvvm.tma_redux_kind<add>`: how a TMA reduction combines with global memory."""
 
     name = "nvvm.tma_redux_kind"
-
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser):
-        with parser.in_angle_brackets():
-            return parser.parse_str_enum(cls.enum_type)
-
-    def print_parameter(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.data.value}>")
 
 
 class _TmaFromShared(IRDLOperation):
