@@ -31,38 +31,34 @@ def _check_semaphores(op: IRDLOperation, sems: SSAValue) -> None:
                               f"(memref<Nxi32>), got {t}")
 
 
+class _SemaphoreOp(IRDLOperation):
+    """sems[index] and a value: what both semaphore ops take."""
+
+    sems = operand_def(MemRefType)
+    index = operand_def(IndexType)
+    value = operand_def(IndexType)
+
+    def __init__(self, sems: SSAValue, index: SSAValue, value: SSAValue):
+        super().__init__(operands=[sems, index, value])
+
+    def verify_(self) -> None:
+        _check_semaphores(self, self.sems)
+
+
 @irdl_op_definition
-class SemaphoreWaitOp(IRDLOperation):
+class SemaphoreWaitOp(_SemaphoreOp):
     """`sched.semaphore.wait %sems[%i] until %v : memref<Nxi32>`: spin until sems[i] == v (acquire, GPU scope)."""
 
     name = "sched.semaphore.wait"
-    sems = operand_def(MemRefType)
-    index = operand_def(IndexType)
-    value = operand_def(IndexType)
     assembly_format = "$sems `[` $index `]` `until` $value attr-dict `:` type($sems)"
-
-    def __init__(self, sems: SSAValue, index: SSAValue, value: SSAValue):
-        super().__init__(operands=[sems, index, value])
-
-    def verify_(self) -> None:
-        _check_semaphores(self, self.sems)
 
 
 @irdl_op_definition
-class SemaphoreSignalOp(IRDLOperation):
+class SemaphoreSignalOp(_SemaphoreOp):
     """`sched.semaphore.signal %sems[%i], %v : memref<Nxi32>`: sems[i] = v (release, GPU scope)."""
 
     name = "sched.semaphore.signal"
-    sems = operand_def(MemRefType)
-    index = operand_def(IndexType)
-    value = operand_def(IndexType)
     assembly_format = "$sems `[` $index `]` `,` $value attr-dict `:` type($sems)"
-
-    def __init__(self, sems: SSAValue, index: SSAValue, value: SSAValue):
-        super().__init__(operands=[sems, index, value])
-
-    def verify_(self) -> None:
-        _check_semaphores(self, self.sems)
 
 
 SEMAPHORE_OPS = [SemaphoreWaitOp, SemaphoreSignalOp]

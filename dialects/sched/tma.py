@@ -157,8 +157,19 @@ class TmaLoadOp(IRDLOperation):
         return op
 
 
+class _BoxFromSmemOp(IRDLOperation):
+    """A box of shared memory (`src[src_indices]`) to global through a tensor map (`coords`):
+    the operands TMA stores and reductions share."""
+
+    src = operand_def(MemRefType)
+    src_indices = var_operand_def(IndexType)
+    tensor_map = operand_def(TensorMapType)
+    coords = var_operand_def(IndexType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+
 @irdl_op_definition
-class TmaStoreOp(IRDLOperation):
+class TmaStoreOp(_BoxFromSmemOp):
     """Bulk tensor copy shared -> global of one box; out-of-bounds elements are not written.
 
     `sched.tma.store %smem[%c0, %c0], %tm[%row, %col] : memref<128x64xbf16, 3>, !sched.tensor_map<...>`
@@ -167,11 +178,6 @@ class TmaStoreOp(IRDLOperation):
     """
 
     name = "sched.tma.store"
-    src = operand_def(MemRefType)
-    src_indices = var_operand_def(IndexType)
-    tensor_map = operand_def(TensorMapType)
-    coords = var_operand_def(IndexType)
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = ("$src `[` $src_indices `]` `,` $tensor_map `[` $coords `]` attr-dict "
                        "`:` type($src) `,` type($tensor_map)")
 
@@ -187,7 +193,7 @@ REDUCE_KINDS = ("add", "min", "max")
 
 
 @irdl_op_definition
-class TmaReduceOp(IRDLOperation):
+class TmaReduceOp(_BoxFromSmemOp):
     """Bulk tensor reduction shared -> global of one box: each element of the box in global
     memory becomes `old <kind> new`, atomically per element; out-of-bounds elements are skipped.
 
@@ -197,12 +203,7 @@ class TmaReduceOp(IRDLOperation):
     """
 
     name = "sched.tma.reduce"
-    src = operand_def(MemRefType)
-    src_indices = var_operand_def(IndexType)
-    tensor_map = operand_def(TensorMapType)
-    coords = var_operand_def(IndexType)
     kind = prop_def(StringAttr)
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     def __init__(self, src, src_indices, tensor_map, coords, kind: str = "add"):
         super().__init__(operands=[src, list(src_indices), tensor_map, list(coords)],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -90,9 +91,7 @@ def _check_32_bit_offsets(k: sched.KernelOp) -> None:
     bufs = [a.type for a in k.body.block.args] + [o.result.type for o in k.walk() if isinstance(o, sched.AllocOp)]
     for t in bufs:
         if isinstance(t, MemRefType) and all(d >= 0 for d in t.get_shape()):
-            n = 1
-            for d in t.get_shape():
-                n *= d
+            n = math.prod(t.get_shape())
             if n > 2**31 - 1:
                 raise SchedToNVVMError(f"'sched.kernel' @{k.sym_name.data}{where(k)}: buffer {t} has {n} elements, past "
                                        f"the 2^31 - 1 that index-bitwidth=32 offsets reach; use index-bitwidth=64")
