@@ -1,6 +1,6 @@
 """fuser-sanitize: the sanitizer set. A fixed list of small fusions that between them take every
 shared-memory and synchronization path the schedulers emit (the matmul epilogue staged in the
-operand slots and in bytes of its own, 2-CTA clusters, the persistent and ping-pong grids,
+operand slots and in bytes of its own, stores straight from the registers, 2-CTA clusters, the persistent and ping-pong grids,
 two-kernel split-K with its reduction, serial split-K's turns and bulk reductions, block reductions that share scratch, normalization rows kept in
 shared memory, the column-reduction tree), each compiled and run once by `fuser-run` under
 `compute-sanitizer --tool T` for each tool T. It prints one line per case and tool: the
@@ -72,6 +72,8 @@ CASES: dict[str, tuple[str, str]] = {
     "matmul_own_staging": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=256, n=384, k=1024), "default{matmul_smem_reuse=0}"),
     "matmul_cluster_reuse": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=512, n=256, k=512),
                              "default{matmul_cluster=2 matmul_persistent=0 matmul_smem_reuse=1}"),
+    # the epilogue stored straight from the registers (no staging, no TMA store)
+    "matmul_direct_store": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=256, n=384, k=1024), "default{matmul_store=direct}"),
     "matmul_persistent": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=520, n=264, k=256), "default{matmul_persistent=1 sms=4}"),
     "matmul_pingpong": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=520, n=264, k=256), "default{matmul_pingpong=1 sms=3}"),
     "matmul_split_k": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=128, n=128, k=16384), _default_with_split_k("strategy=two-kernel")),
