@@ -6,8 +6,9 @@ evaluation.
     fuser-fuzz --cases 1000 --gpu               # and run every kernel on the GPU
     fuser-fuzz --cases 200 --save-failures dir/ # failing cases, shrunk, as .mlir reproducers
 
-Every fusion works on one 2-D shape R x C (odd extents included) and its row (R) and column (C)
-vectors. One case in seven opens with a bf16 matmul (random layouts, K from 64 to 1000) as its
+Every fusion works on one shape, R x C or (one case in six) B x R x C (odd extents included),
+its "rows" (the shape without its last extent, reduced over the last dim) and its "columns" (C,
+reduced over every other dim). One case in seven opens with a bf16 matmul (random layouts, K from 64 to 1000) as its
 first R x C value. It draws pointwise chains, broadcasts, row and column reductions (some with
 keepdim), var_mean and welford over rows or columns, and segment_sets, then returns two to four values, preferring the shapes
 that broke the planner:
@@ -40,6 +41,8 @@ import numpy as np
 SHAPES = [(31, 33), (64, 96), (7, 128), (129, 257), (2, 1024), (256, 64), (5, 3000), (1000, 24), (33, 512)]
 # Matmul cases: R x C (= M x N) with rows of a multiple of 16 bytes, so the Hopper matmul takes
 # them (ragged tiles, one tile, several); K from one 64-slice to many, ragged included.
+# 3-D cases (one in six that have no matmul): the rows are B x R, the columns reduce two dims
+SHAPES_3D = [(3, 5, 96), (2, 33, 64), (4, 7, 129), (8, 16, 256), (1, 31, 33), (5, 3, 1000)]
 MATMUL_SHAPES = [(128, 128), (200, 264), (64, 96), (333, 136), (256, 64), (1000, 24)]
 MATMUL_K = [64, 72, 256, 520, 1000]
 UNARY = ["neg", "abs", "tanh", "sigmoid", "relu", "silu", "gelu"]
@@ -59,6 +62,7 @@ class _Gen:
         self.rng = rng
         self.name = name
         self.rows, self.cols = rng.choice(SHAPES)
+        self.lead: tuple[int, ...] = ()  # a 3-D case's leading extent (B,)
         self.k, self.ta, self.tb = 0, False, False  # a matmul case's K and operand layouts
         self.lines: list[str] = []
         self.values: list[Value] = []
@@ -90,9 +94,17 @@ class _Gen:
         return v
 
     def shape(self, kind: str) -> tuple[int, ...]:
-        m, n, k = self.rows, self.cols, self.k
-        return {"full": (m, n), "row": (m,), "col": (n,), "rowk": (m, 1),
+        m, n, k, b = self.rows, self.cols, self.k, self.lead
+        return {"full": b + (m, n), "row": b + (m,), "col": (n,), "rowk": b + (m, 1),
                 "mma": (k, m) if self.ta else (m, k), "mmb": (n, k) if self.tb else (k, n)}[kind]
+
+    def dims(self, kind: str) -> tuple[list[int], int]:
+        """The dims a full value is reduced over to make a row or a column (the dims a broadcast
+        adds back), and how many elements each result element takes."""
+        rank = len(self.shape("full"))
+        if kind == "row":
+            return [rank - 1], self.cols
+        return list(range(rank - 1)), math.prod(self.shape("row"))
 
     def _numpy(self, rhs: str, kind: str):
         """The float64 function of one emitted op, from its text."""
@@ -100,13 +112,12 @@ class _Gen:
         if op == "full":
             value, shape = float(rhs.split()[1]), self.shape(kind)
             return lambda: np.full(shape, value)
-        if op == "broadcast":  # a row gains columns (dims [1]); a column gains rows (dims [0])
-            rows, cols = self.rows, self.cols
-            return (lambda x: np.broadcast_to(x[:, None], (rows, cols))) if "dims [1]" in rhs else \
-                (lambda x: np.broadcast_to(x[None, :], (rows, cols)))
+        if op == "broadcast":  # a row gains its last dim back, a column its leading ones
+            full, added = self.shape("full"), _dims_of(rhs)
+            return lambda x: np.broadcast_to(np.expand_dims(x, added), full)
         if op == "reduce":
             fn = {"sum": np.sum, "max": np.max, "min": np.min}[rhs.split()[1]]
-            axis = 1 if "dims [1]" in rhs else 0
+            axis = _dims_of(rhs)
             keep = "keepdim" in rhs
             return lambda x: fn(x, axis=axis, keepdims=keep)
         if op == "reshape":
@@ -132,7 +143,7 @@ class _Gen:
         if op in ("cast", "segment_set", "neg", "abs", "relu"):
             return lambda vals, mags: mags[0]
         if op == "reduce":
-            axis, keep = (1 if "dims [1]" in rhs else 0), "keepdim" in rhs
+            axis, keep = _dims_of(rhs), "keepdim" in rhs
             return lambda vals, mags: np.sum(mags[0], axis=axis, keepdims=keep) if "sum" in rhs.split()[1] else \
                 np.max(mags[0], axis=axis, keepdims=keep)
         if op in ("add", "sub"):
@@ -180,16 +191,16 @@ class _Gen:
 
     def broadcast(self, src_kind: str) -> Value:
         x = self.pick(src_kind) if any(v.kind == src_kind for v in self.values) else self.reduce(src_kind)
-        dims = "[1]" if src_kind == "row" else "[0]"
+        dims = self.dims(src_kind)[0]
         return self.emit("b", "full", f"fusion.broadcast %{x.name} dims {dims} : {self.ty(src_kind)} to "
                                       f"{self.ty('full')}", [x])
 
     def reduce(self, kind: str) -> Value:
         x = self.pick("full")
-        dims, n = ("[1]", self.cols) if kind == "row" else ("[0]", self.rows)
+        dims, n = self.dims(kind)
         op = self.rng.choice(["sum", "sum", "max", "min"])
         if kind == "row" and self.rng.random() < 0.25:  # keepdim (R x 1), then back to a row
-            r = self.emit("k", "rowk", f"fusion.reduce {op} %{x.name} dims [1] keepdim : {self.ty('full')} to "
+            r = self.emit("k", "rowk", f"fusion.reduce {op} %{x.name} dims {dims} keepdim : {self.ty('full')} to "
                                        f"{self.ty('rowk')}", [x], listed=False)
             r = self.emit("r", kind, f"fusion.reshape %{r.name} : {self.ty('rowk')} to {self.ty('row')}", [r])
         else:
@@ -203,14 +214,16 @@ class _Gen:
     def statistics(self) -> Value:
         """var_mean or welford over the rows (dims [1]) or the columns (dims [0]) of a value."""
         x = self.pick("full")
-        kind, axis, n = ("row", 1, self.cols) if self.rng.random() < 0.6 else ("col", 0, self.rows)
+        kind = "row" if self.rng.random() < 0.6 else "col"
+        axis, n = self.dims(kind)
+        axis = tuple(axis)
         if self.rng.random() < 0.5:
             return self.var_mean(x, kind, axis)
         return self.welford(x, kind, axis, n)
 
-    def var_mean(self, x: Value, kind: str, axis: int) -> Value:
+    def var_mean(self, x: Value, kind: str, axis: tuple[int, ...]) -> Value:
         var, mean = Value(self.fresh("var"), kind), Value(self.fresh("mean"), kind)
-        self.lines.append(f"  %{var.name}, %{mean.name} = fusion.var_mean %{x.name} dims [{axis}] correction 0 : "
+        self.lines.append(f"  %{var.name}, %{mean.name} = fusion.var_mean %{x.name} dims {list(axis)} correction 0 : "
                           f"{self.ty('full')} to {self.ty(kind)}, {self.ty(kind)}")
         self.uses.setdefault(x.name, set()).update({var.name, mean.name})
         self.steps.append(([var.name, mean.name], lambda a: (np.var(a, axis=axis), np.mean(a, axis=axis)), [x.name]))
@@ -218,17 +231,17 @@ class _Gen:
         self.values += [var, mean]
         return self.rng.choice([var, mean])
 
-    def welford(self, x: Value, kind: str, axis: int, n: int) -> Value:
+    def welford(self, x: Value, kind: str, axis: tuple[int, ...], n: int) -> Value:
         """avg, m2 (the sum of squared deviations, scaled by 1/n to stay in range) and the count
         (unused: an i64 result the kernel still has to produce)."""
         avg, m2, cnt = (Value(self.fresh(s), kind) for s in ("avg", "m2", "n"))
-        self.lines.append(f"  %{avg.name}, %{m2.name}, %{cnt.name} = fusion.welford %{x.name} dims [{axis}] : "
+        self.lines.append(f"  %{avg.name}, %{m2.name}, %{cnt.name} = fusion.welford %{x.name} dims {list(axis)} : "
                           f"{self.ty('full')} to {self.ty(kind)}, {self.ty(kind)}, {self.ty(kind, 'i64')}")
         self.uses.setdefault(x.name, set()).update({avg.name, m2.name})
 
         def moments(a):
             mu = np.mean(a, axis=axis, keepdims=True)
-            return np.squeeze(mu, axis), np.sum((a - mu) ** 2, axis=axis), np.full(mu.size, float(n))
+            return np.squeeze(mu, axis), np.sum((a - mu) ** 2, axis=axis), np.full(np.squeeze(mu, axis).shape, float(n))
 
         def magnitudes(vals, mags):
             mu = np.mean(mags[0], axis=axis, keepdims=True)
@@ -258,10 +271,13 @@ class _Gen:
         self.emit("mm", "full", f"fusion.matmul %ma, %mb{flags} : {self.ty('mma', 'bf16')}, {self.ty('mmb', 'bf16')} "
                                 f"-> {self.ty('full')}", [a, b])
 
-    def build(self, matmul_rng: random.Random | None = None) -> str:
+    def build(self, matmul_rng: random.Random | None = None, lead: int = 0) -> str:
+        """`lead` > 0: a 3-D case of that leading extent (R x C taken from `SHAPES_3D`)."""
         rng = self.rng
         if matmul_rng is not None:
             self.matmul(matmul_rng)
+        elif lead:
+            self.lead = (lead,)
         n_in = rng.randint(1 if not self.args else 0, 3)
         for i in range(n_in):
             kind = "full" if i == 0 else rng.choice(["full", "row", "col"])
@@ -338,6 +354,11 @@ class _Gen:
         return [env[v.name] for v in self.outputs], [mag[v.name] for v in self.outputs]
 
 
+def _dims_of(rhs: str) -> tuple[int, ...]:
+    """The `dims [...]` of an op's text."""
+    return tuple(int(d) for d in re.search(r"dims \[([\d, ]*)\]", rhs).group(1).split(","))
+
+
 def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
@@ -377,7 +398,11 @@ class FuzzCase:
 def fuzz_case(seed: int, name: str = "fuzz") -> FuzzCase:
     g = _Gen(random.Random(seed), name)
     side = random.Random(seed * 7919 + 1)  # one case in seven opens with a matmul
-    text = g.build(side if side.random() < 1 / 7 else None)
+    with_matmul = side.random() < 1 / 7
+    lead = 0
+    if not with_matmul and side.random() < 1 / 6:  # and one in six of the others is 3-D
+        lead, g.rows, g.cols = side.choice(SHAPES_3D)
+    text = g.build(side if with_matmul else None, lead)
     return FuzzCase(seed, text, [(g.shape(a.kind), a.dtype) for a in g.args], [v.dtype for v in g.outputs],
                     g.evaluate, g.evaluate_with_magnitudes)
 

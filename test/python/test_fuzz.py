@@ -26,6 +26,17 @@ def test_fuzzer_semantics_agree_with_the_reference_interpreter():
             np.testing.assert_allclose(np.asarray(b, np.float64), a, rtol=1e-9, atol=1e-12, err_msg=f"seed {seed}")
 
 
+def test_some_cases_are_3d_with_two_dim_reductions():
+    """One case in six without a matmul is B x R x C; its columns reduce dims [0, 1] (sums,
+    var_mean, welford) and broadcast back over both, and its rows reduce the last dim."""
+    texts = [fuzz.fuzz_case(seed).text for seed in range(100)]
+    three_d = [t for t in texts if any(f"tensor<{b}x{r}x{c}x" in t for b, r, c in fuzz.SHAPES_3D)]
+    assert 8 <= len(three_d) <= 25, len(three_d)
+    assert any("reduce sum" in t and "dims [0, 1]" in t for t in three_d)
+    assert any("fusion.broadcast" in t and "dims [0, 1]" in t for t in three_d)
+    assert any(("var_mean" in t or "welford" in t) and "dims [2]" in t for t in three_d)
+
+
 def test_a_cpu_run_finds_nothing(capsys):
     counts = fuzz.run(60, 1000, gpu=False)
     assert counts["ok"] + counts["refused"] == 60, counts
