@@ -24,6 +24,7 @@ reference interpreter and every stage's IR at hand.
 from __future__ import annotations
 
 import numbers
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -588,7 +589,9 @@ def matmul(a: Tensor, b: Tensor, transpose_a: bool = False, transpose_b: bool = 
 # -------------------------------------------------------------------- compile
 
 
-def _as_module(fusion: FusionBuilder | ModuleOp | str) -> ModuleOp:
+def _as_module(fusion: FusionBuilder | ModuleOp | str | os.PathLike) -> ModuleOp:
+    if isinstance(fusion, os.PathLike):
+        return _read_mlir_file(os.fspath(fusion))
     if isinstance(fusion, FusionBuilder):
         return fusion.finish()
     if isinstance(fusion, ModuleOp):
@@ -598,7 +601,8 @@ def _as_module(fusion: FusionBuilder | ModuleOp | str) -> ModuleOp:
         if "\n" not in fusion and ("{" not in fusion or fusion.endswith(".mlir")):
             return _read_mlir_file(fusion)  # a path, not MLIR text
         return parse_module(fusion, "<string>")
-    raise TypeError(f"compile: expected a FusionBuilder, an xDSL ModuleOp or MLIR text, got {type(fusion).__name__}")
+    raise TypeError(f"compile: expected a FusionBuilder, an xDSL ModuleOp, MLIR text or a path to a .mlir file, "
+                    f"got {type(fusion).__name__}")
 
 
 def _read_mlir_file(path: str) -> ModuleOp:
@@ -706,9 +710,10 @@ class CompiledFusion:
         return f"CompiledFusion(@{self.name})"
 
 
-def compile(fusion: FusionBuilder | ModuleOp | str, pipeline: str | Sequence[ModulePass] = "default",  # noqa: A001
+def compile(fusion: FusionBuilder | ModuleOp | str | os.PathLike, pipeline: str | Sequence[ModulePass] = "default",  # noqa: A001
             arch: str = "sm_90a", options: dict[str, Any] | None = None) -> CompiledFusion:
-    """Compile a fusion (builder, module or MLIR text) through `pipeline` for `arch`.
+    """Compile a fusion (builder, module, MLIR text, or the path of a .mlir file as a str or
+    pathlib.Path) through `pipeline` for `arch`.
 
     `pipeline` is "default", a pipeline string ("pass-a,pass-b{opt=1}") or a list of ModulePass.
     The caller's module is not modified.

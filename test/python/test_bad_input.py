@@ -107,6 +107,28 @@ func.func @p(%x: tensor<1024xf32>, %y: tensor<1024xf32>) -> tensor<1024xf32> {
         assert assemble_ptx(ptx, "sm_90a")[:4] == b"\x7fELF"
 
 
+def test_a_segment_set_feeding_var_mean_compiles():
+    """A segment_set's value is materialized; var_mean reads it (was: "cannot be recomputed")."""
+    from fuser import api
+
+    k = api.compile("""
+func.func @s(%x: tensor<64x96xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  %t = fusion.tanh %x : tensor<64x96xf32>
+  %g = fusion.segment_set %t : tensor<64x96xf32> to tensor<64x96xf32>
+  %v, %m = fusion.var_mean %g dims [1] correction 0 : tensor<64x96xf32> to tensor<64xf32>, tensor<64xf32>
+  func.return %v, %m : tensor<64xf32>, tensor<64xf32>
+}""")
+    assert len(k.program.launches) == 2 and ".entry" in k.ptx
+
+
+def test_the_matmul_example_allocates_no_workspace():
+    """The matmul example's plan had a 4096x4096 f32 workspace that no kernel used."""
+    from fuser import api
+
+    k = api.compile(ROOT / "examples" / "matmul_bias_gelu.mlir")
+    assert k.program.workspaces == [] and len(k.program.launches) == 1
+
+
 @pytest.mark.parametrize("option,message", [
     ("block=x", "option 'block' takes an integer, got 'x'"),
     ("persistent=maybe", "option 'persistent' takes true or false, got 'maybe'"),
