@@ -226,12 +226,13 @@ def process_chunk(text: str, name: str, line_offset: int, args, out, timer: Phas
 # --verify-diagnostics with annotations, as mlir-opt reads them:
 #   // expected-error {{part of the message}}        on this line
 #   // expected-error@+1 {{...}}  @-2, @above, @below  another line (@above/@below: the nearest line
-#                                                     without an annotation of its own)
+#                                                     without an annotation of its own; a space
+#                                                     before the @, as in `expected-error @+1`, is allowed)
 #   // expected-error@unknown {{...}}                 a diagnostic with no line (e.g. an unknown op)
 # and expected-warning / expected-note alike. One annotation a line. A comment that names
 # expected-error without `{{` after it (prose, a CHECK line) is no annotation.
-_ANNOTATION = re.compile(r"//.*?\b(expected-(?:error|warning|note))\S*\s*\{\{")
-_DIRECTIVE = re.compile(r"expected-(error|warning|note)(?:@([+-]\d+|above|below|unknown))?\s*\{\{(.*)\}\}")
+_ANNOTATION = re.compile(r"//.*?\b(expected-(?:error|warning|note))(?:\s*@\S*|\S*)\s*\{\{")
+_DIRECTIVE = re.compile(r"expected-(error|warning|note)(?:\s*@([+-]\d+|above|below|unknown))?\s*\{\{(.*)\}\}")
 # A diagnostic's first line: `file:line:col: error: message`, `file: error: message` or `error: message`.
 _DIAGNOSTIC = re.compile(r"(?:(?P<file>.*?):(?P<line>\d+):(?P<col>\d+): |(?P<ufile>.*?): )?"
                          r"(?P<severity>error|warning|note|remark): (?P<message>.*)")

@@ -136,6 +136,15 @@ def test_annotation_lines():
     assert expected[0].where == "f.mlir:12:4"
 
 
+def test_a_space_before_the_at_reads_the_same():
+    """mlir-opt accepts `expected-error @+1 {{...}}` as well as `expected-error@+1`; an annotation
+    written that way must be checked, not read as prose (test/lit/nvvm/invalid.mlir was)."""
+    expected, complaints = parse_expectations("// expected-error @+1 {{m}}\nx\n// expected-note @above {{n}}",
+                                              "f.mlir", 0)
+    assert complaints == [] and [(x.severity, x.message, x.line) for x in expected] == [
+        ("error", "m", 2), ("note", "n", 2)]
+
+
 @pytest.mark.parametrize("line, complaint", [
     ("// expected-error@+x {{m}}", "f.mlir:1:4: error: malformed expected-error annotation"),
     ("// expected-error-re {{m}}", "f.mlir:1:4: error: malformed expected-error annotation"),
