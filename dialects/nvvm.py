@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import (
     I32,
     Float32Type,
+    IntAttr,
     IntegerAttr,
     StringAttr,
     IntegerType,
@@ -32,7 +33,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.llvm import LLVMPointerType, LLVMStructType
 from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Attribute, Dialect, Operation, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     ParsePropInAttrDict,
@@ -560,15 +561,273 @@ class CpAsyncBulkTensorReduceOp(_TmaFromShared):
                          properties={"redKind": TmaReduxKindAttr(TmaReduxKind(kind))})
 
 
+# --------------------------------------------------------------------------------------------
+# wgmma.mma_async: `%d = nvvm.wgmma.mma_async %descA, %descB, %c, <m = 64, n = 128, k = 16>,
+#   D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !llvm.struct<..> -> !llvm.struct<..>`
+# --------------------------------------------------------------------------------------------
+
+
+def _parse_stripped(cls, parser: Parser, parse_body):
+    """`#nvvm.name<...>` (any attribute, which must be a `cls`) or the bare `<...>`."""
+    pos = parser.pos
+    attr = parser.parse_optional_attribute()
+    if attr is None:
+        return parse_body()
+    if not isinstance(attr, cls):
+        parser.raise_error(f"expected #{cls.name}<...>, got {attr}", pos, parser.pos)
+    return attr
+
+
+class _StrippedEnum(_BracketedEnum):
+    """An enum attribute that upstream's wgmma syntax prints without its `#nvvm.name` prefix
+    (`<bf16>`) and parses with or without it."""
+
+    @classmethod
+    def parse_stripped(cls, parser: Parser):
+        return _parse_stripped(cls, parser, lambda: cls(cls.parse_parameter(parser)))
+
+    def stripped(self) -> str:
+        return f"<{self.data.value}>"
+
+
+class WgmmaType(StrEnum):
+    F16 = "f16"
+    BF16 = "bf16"
+    TF32 = "tf32"
+    E4M3 = "e4m3"
+    E5M2 = "e5m2"
+    S8 = "s8"
+    U8 = "u8"
+    B1 = "b1"
+    F32 = "f32"
+    S32 = "s32"
+
+
+@irdl_attr_definition
+class WgmmaTypeAttr(_StrippedEnum, EnumAttribute[WgmmaType]):
+    """`#nvvm.wgmma_type<bf16>`: an element type of a wgmma operand or accumulator."""
+
+    name = "nvvm.wgmma_type"
+
+
+class WgmmaScaleIn(StrEnum):
+    ONE = "one"
+    NEG = "neg"
+
+
+@irdl_attr_definition
+class WgmmaScaleInAttr(_StrippedEnum, EnumAttribute[WgmmaScaleIn]):
+    """`#nvvm.wgmma_scale_in<one>`: an A or B operand as it is (`one`) or negated (`neg`)."""
+
+    name = "nvvm.wgmma_scale_in"
+
+
+class WgmmaScaleOut(StrEnum):
+    ONE = "one"
+    ZERO = "zero"
+
+
+@irdl_attr_definition
+class WgmmaScaleOutAttr(_StrippedEnum, EnumAttribute[WgmmaScaleOut]):
+    """`#nvvm.wgmma_scale_out<one>`: D = A*B + D (`one`) or D = A*B (`zero`)."""
+
+    name = "nvvm.wgmma_scale_out"
+
+
+class MMALayout(StrEnum):
+    ROW = "row"
+    COL = "col"
+
+
+@irdl_attr_definition
+class MMALayoutAttr(_StrippedEnum, EnumAttribute[MMALayout]):
+    """`#nvvm.mma_layout<row>`: how a wgmma operand lies in shared memory. A `row` and B `col` are
+    K-major (PTX's untransposed forms); A `col` / B `row` are the transposed (MN-major) ones."""
+
+    name = "nvvm.mma_layout"
+
+
+@irdl_attr_definition
+class MMAShapeAttr(ParametrizedAttribute):
+    """`#nvvm.shape<m = 64, n = 128, k = 16>`: the shape of one wgmma."""
+
+    name = "nvvm.shape"
+    m: IntAttr
+    n: IntAttr
+    k: IntAttr
+
+    def __init__(self, m: int, n: int, k: int):
+        super().__init__(IntAttr(m), IntAttr(n), IntAttr(k))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser):
+        values = []
+        with parser.in_angle_brackets():
+            for i, key in enumerate("mnk"):
+                if i:
+                    parser.parse_punctuation(",")
+                parser.parse_keyword(key)
+                parser.parse_punctuation("=")
+                values.append(IntAttr(parser.parse_integer(allow_boolean=False, allow_negative=False)))
+        return values
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(self.stripped())
+
+    def stripped(self) -> str:
+        return f"<m = {self.m.data}, n = {self.n.data}, k = {self.k.data}>"
+
+    @classmethod
+    def parse_stripped(cls, parser: Parser) -> "MMAShapeAttr":
+        return _parse_stripped(cls, parser, lambda: cls(*(v.data for v in cls.parse_parameters(parser))))
+
+
+# K of one wgmma per operand type; the float types that may be transposed or negated
+_WGMMA_K = {"f16": 16, "bf16": 16, "tf32": 8, "e4m3": 32, "e5m2": 32, "s8": 32, "u8": 32, "b1": 256}
+_WGMMA_ACC = {"f16": ("f32", "f16"), "bf16": ("f32",), "tf32": ("f32",), "e4m3": ("f32", "f16"),
+              "e5m2": ("f32", "f16"), "s8": ("s32",), "u8": ("s32",), "b1": ("s32",)}
+
+
+@irdl_op_definition
+class WgmmaMmaAsyncOp(IRDLOperation):
+    """`nvvm.wgmma.mma_async` (PTX `wgmma.mma_async.sync.aligned.m64nNkK`): the warpgroup's
+    D = A*B + D (or A*B, with scale-out zero) on A and B in shared memory, through their matrix
+    descriptors; the accumulators are an LLVM struct (N/2 registers per thread for f32 and s32).
+    Upstream's operand order (generic form: inouts, descriptorA, descriptorB) and properties;
+    the optional `satfinite` is not modelled (fuser never emits integer wgmmas)."""
+
+    name = "nvvm.wgmma.mma_async"
+    inouts = operand_def(LLVMStructType)
+    descriptorA = operand_def(IntegerType)  # noqa: N815 (upstream's names)
+    descriptorB = operand_def(IntegerType)  # noqa: N815
+    results_ = result_def(LLVMStructType)
+    shape = prop_def(MMAShapeAttr)
+    typeA = prop_def(WgmmaTypeAttr)  # noqa: N815
+    typeB = prop_def(WgmmaTypeAttr)  # noqa: N815
+    typeD = prop_def(WgmmaTypeAttr)  # noqa: N815
+    scaleD = prop_def(WgmmaScaleOutAttr)  # noqa: N815
+    scaleA = prop_def(WgmmaScaleInAttr)  # noqa: N815
+    scaleB = prop_def(WgmmaScaleInAttr)  # noqa: N815
+    layoutA = prop_def(MMALayoutAttr)  # noqa: N815
+    layoutB = prop_def(MMALayoutAttr)  # noqa: N815
+
+    def __init__(self, inouts: SSAValue, desc_a: SSAValue, desc_b: SSAValue, n: int, ab_type: str = "bf16",
+                 trans_a: bool = False, trans_b: bool = False, accumulate: bool = True, d_type: str = "f32",
+                 m: int = 64, k: int | None = None):
+        k = _WGMMA_K.get(ab_type, 16) if k is None else k
+        props = {"shape": MMAShapeAttr(m, n, k), "typeA": WgmmaTypeAttr(WgmmaType(ab_type)),
+                 "typeB": WgmmaTypeAttr(WgmmaType(ab_type)), "typeD": WgmmaTypeAttr(WgmmaType(d_type)),
+                 "scaleD": WgmmaScaleOutAttr(WgmmaScaleOut.ONE if accumulate else WgmmaScaleOut.ZERO),
+                 "scaleA": WgmmaScaleInAttr(WgmmaScaleIn.ONE), "scaleB": WgmmaScaleInAttr(WgmmaScaleIn.ONE),
+                 "layoutA": MMALayoutAttr(MMALayout.COL if trans_a else MMALayout.ROW),
+                 "layoutB": MMALayoutAttr(MMALayout.ROW if trans_b else MMALayout.COL)}
+        super().__init__(operands=[inouts, desc_a, desc_b], result_types=[inouts.type], properties=props)
+
+    @property
+    def trans_a(self) -> bool:
+        """PTX's imm-trans-a: A is MN-major."""
+        return self.layoutA.data == MMALayout.COL
+
+    @property
+    def trans_b(self) -> bool:
+        return self.layoutB.data == MMALayout.ROW
+
+    def verify_(self) -> None:
+        def fail(what: str):
+            raise VerifyException(f"'{self.name}' op {what}")
+        m, n, k = self.shape.m.data, self.shape.n.data, self.shape.k.data
+        ta, tb, td = self.typeA.data.value, self.typeB.data.value, self.typeD.data.value
+        for operand in (self.descriptorA, self.descriptorB):
+            if operand.type != IntegerType(64):
+                fail(f"matrix descriptors must be i64, got {operand.type}")
+        if ta not in _WGMMA_K or tb not in _WGMMA_K:
+            fail(f"operand types {ta} and {tb}: A and B take f16, bf16, tf32, e4m3, e5m2, s8, u8 or b1")
+        fp8, ints = {"e4m3", "e5m2"}, {"s8", "u8"}
+        if ta != tb and not ({ta, tb} <= fp8 or {ta, tb} <= ints):
+            fail(f"A is {ta} but B is {tb}")
+        if m != 64:
+            fail(f"shape m = {m}: wgmma is m64")
+        if k != _WGMMA_K[ta]:
+            fail(f"shape k = {k}: a {ta} wgmma has k = {_WGMMA_K[ta]}")
+        n_ok = 8 <= n <= 256 and n % 8 == 0 and (ta not in ints and ta != "b1" or n <= 32 or n % 16 == 0)
+        if not n_ok:
+            fail(f"shape n = {n}: must be a multiple of 8 in 8..256" + (" (of 16 past 32)" if ta in ints | {"b1"} else ""))
+        if td not in _WGMMA_ACC[ta]:
+            fail(f"a {ta} wgmma accumulates in {' or '.join(_WGMMA_ACC[ta])}, not {td}")
+        transposable = ta in ("f16", "bf16")
+        if not transposable and (self.trans_a or self.trans_b):
+            fail(f"only f16 and bf16 operands may be transposed (A col / B row), not {ta}")
+        if (ta in ints or ta == "b1") and WgmmaScaleIn.NEG in (self.scaleA.data, self.scaleB.data):
+            fail(f"integer operands cannot be negated")
+        if td == "f16":
+            fail("an f16 accumulator is not modelled here (fuser emits f32 accumulators)")
+        want = [Float32Type() if td == "f32" else IntegerType(32)] * (n // 2)
+        for v, role in ((self.inouts, "accumulator operand"), (self.results_, "result")):
+            types = list(v.type.types.data)
+            if types != want:
+                fail(f"{role} must be a struct of {n // 2} {'f32' if td == 'f32' else 'i32'} for n = {n}, "
+                     f"got {v.type}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list([self.descriptorA, self.descriptorB, self.inouts], printer.print_ssa_value)
+        printer.print_string(f", {self.shape.stripped()}, D[{self.typeD.stripped()}, {self.scaleD.stripped()}], "
+                             f"A[{self.typeA.stripped()}, {self.scaleA.stripped()}, {self.layoutA.stripped()}], "
+                             f"B[{self.typeB.stripped()}, {self.scaleB.stripped()}, {self.layoutB.stripped()}]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.inouts.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.results_.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "WgmmaMmaAsyncOp":
+        a = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        b = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        c = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        shape = MMAShapeAttr.parse_stripped(parser)
+        parts = {}
+        for role, attrs in (("D", (WgmmaTypeAttr, WgmmaScaleOutAttr)),
+                            ("A", (WgmmaTypeAttr, WgmmaScaleInAttr, MMALayoutAttr)),
+                            ("B", (WgmmaTypeAttr, WgmmaScaleInAttr, MMALayoutAttr))):
+            parser.parse_punctuation(",")
+            parser.parse_keyword(role)
+            parser.parse_punctuation("[")
+            values = []
+            for i, attr in enumerate(attrs):
+                if i:
+                    parser.parse_punctuation(",")
+                values.append(attr.parse_stripped(parser))
+            parser.parse_punctuation("]")
+            parts[role] = values
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        in_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        out_type = parser.parse_type()
+        c = parser.resolve_operand(c, in_type)
+        a = parser.resolve_operand(a, IntegerType(64))
+        b = parser.resolve_operand(b, IntegerType(64))
+        (td, sd), (ta, sa, la), (tb, sb, lb) = parts["D"], parts["A"], parts["B"]
+        op = cls.create(operands=[c, a, b], result_types=[out_type], attributes=attributes,
+                        properties={"shape": shape, "typeA": ta, "typeB": tb, "typeD": td, "scaleD": sd,
+                                    "scaleA": sa, "scaleB": sb, "layoutA": la, "layoutB": lb})
+        return op
+
+
 HOPPER_OPS = [WgmmaFenceAlignedOp, WgmmaGroupSyncAlignedOp, WgmmaWaitGroupSyncOp, MBarrierInitOp, MBarrierArriveOp,
               MBarrierArriveExpectTxOp, CpAsyncBulkCommitGroupOp, CpAsyncBulkWaitGroupOp, SetMaxRegisterOp, FenceProxyOp,
-              CpAsyncBulkTensorSharedCtaToGlobalOp, CpAsyncBulkTensorReduceOp]
+              CpAsyncBulkTensorSharedCtaToGlobalOp, CpAsyncBulkTensorReduceOp, WgmmaMmaAsyncOp]
 
 
 NVVM = Dialect(
     "nvvm",
     [*SPECIAL_REGISTER_OPS.values(), BarrierOp, BarrierArriveOp, ShflOp, *HOPPER_OPS],
-    [ShflKindAttr, ProxyKindAttr, SharedSpaceAttr, TmaReduxKindAttr],
+    [ShflKindAttr, ProxyKindAttr, SharedSpaceAttr, TmaReduxKindAttr, WgmmaTypeAttr, WgmmaScaleInAttr,
+     WgmmaScaleOutAttr, MMALayoutAttr, MMAShapeAttr],
 )
 
 __all__: Sequence[str] = [

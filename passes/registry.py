@@ -19,6 +19,7 @@ _PASSES: dict[str, str] = {
     "fusion-split-k": "fuser.passes.split_k:SplitK",
     "convert-fusion-to-sched": "fuser.lowering.fusion_to_sched:ConvertFusionToSched",
     "convert-sched-to-nvvm": "fuser.lowering.sched_to_nvvm:ConvertSchedToNVVM",
+    "convert-nvvm-to-llvm": "fuser.lowering.nvvm_to_llvm:ConvertNVVMToLLVM",
     "sched-verify-buffers": "fuser.passes.verify_buffers:VerifyBuffers",
     "sched-alias-smem": "fuser.passes.alias_smem:AliasSmem",
     "sched-flush-wgmma": "fuser.passes.flush_wgmma:FlushWgmma",

@@ -6,6 +6,9 @@ metadata, and prints them in that order. Kernels (`nvvm.kernel`) get LLVM 22's `
 calling convention, and launch bounds become string function attributes
 (`"nvvm.maxntid"="256,1,1"`; LLVM 22 reads these instead of `!nvvm.annotations`).
 
+The nvvm ops without an LLVM intrinsic are not translated here: `convert-nvvm-to-llvm`
+(lowering/nvvm_to_llvm.py) turns them into `llvm.inline_asm` first.
+
 Entry points: `translate_gpu_module`, `gpu_modules_to_llvm_ir`, `module_to_llvm_ir`,
 `find_gpu_modules`.
 """
@@ -198,7 +201,13 @@ def _param_attrs(attrs: Attribute) -> str:
 
 def translate_gpu_module(gpu_module: Operation) -> str:
     """LLVM IR text for one `gpu.module` (or any op whose single-block region holds
-    `llvm.func` / `llvm.mlir.global` ops)."""
+    `llvm.func` / `llvm.mlir.global` ops). The nvvm ops that LLVM has no intrinsic for are first
+    rewritten to inline PTX by `convert-nvvm-to-llvm`, on a copy (the caller's IR is kept)."""
+    from fuser.lowering.nvvm_to_llvm import lower_nvvm_to_llvm, needs_lowering
+
+    if needs_lowering(gpu_module):
+        gpu_module = gpu_module.clone()
+        lower_nvvm_to_llvm(gpu_module)
     name = prop(gpu_module, "sym_name")
     name_text = name.data if isinstance(name, StringAttr) else op_name(gpu_module)
     if len(gpu_module.regions) != 1 or len(gpu_module.regions[0].blocks) != 1:

@@ -1,6 +1,7 @@
-"""Handlers for `nvvm` ops: special registers, barriers, warp shuffles, and the Hopper ops (wgmma
-groups and mbarriers as LLVM intrinsics; bulk-copy groups and setmaxregister as the inline PTX
-statement they stand for; the rest of Hopper's instructions still arrive as `llvm.inline_asm`).
+"""Handlers for the `nvvm` ops that LLVM has intrinsics for: special registers, barriers, warp
+shuffles, wgmma groups and mbarrier init/arrive. The others (wgmma.mma_async, TMA stores and
+reductions, bulk groups, proxy fences, expect_tx, setmaxregister) arrive as `llvm.inline_asm`,
+rewritten by `convert-nvvm-to-llvm` (lowering/nvvm_to_llvm.py) before translation.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from xdsl.dialects.builtin import DenseArrayBase
 from xdsl.ir import Operation
 
 from .common import TranslationError, int_prop, op_name, prop
-from .llvm_types import escape, llvm_type
+from .llvm_types import llvm_type
 
 if TYPE_CHECKING:
     from .function import FunctionTranslator
@@ -97,55 +98,6 @@ def _mbarrier_arrive(ft: FunctionTranslator, op: Operation) -> None:
     ft.set_result(op, ft.e.call("i64", "llvm.nvvm.mbarrier.arrive.shared", args))
 
 
-# Hopper ops that this translation writes as inline PTX, the statement NVPTX would emit for them
-# (the same text the kernels carried as llvm.inline_asm before these ops existed).
-
-
-def _ptx(ft: FunctionTranslator, text: str) -> None:
-    ft.e.emit(f'call void asm sideeffect "{escape(text)}", "~{{memory}}"()')
-
-
-def _bulk_wait(ft: FunctionTranslator, op: Operation) -> None:
-    read = ".read" if "read" in op.attributes else ""
-    _ptx(ft, f"cp.async.bulk.wait_group{read} {int_prop(op, 'group')};")
-
-
-def _expect_tx(ft: FunctionTranslator, op: Operation) -> None:
-    """PTX's `mbarrier.arrive.expect_tx` on the 32-bit shared address (the `_` sink: no state)."""
-    addr, tx = op.operands
-    a32 = ft.e.inst(f"ptrtoint {ft.tv(addr)} to i32")
-    ft.e.emit('call void asm sideeffect "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", '
-              f'"r,r,~{{memory}}"(i32 {a32}, {ft.tv(tx)})')
-
-
-def _setmaxregister(ft: FunctionTranslator, op: Operation) -> None:
-    action = {"increase": "inc", "decrease": "dec"}[prop(op, "action").data]
-    _ptx(ft, f"setmaxnreg.{action}.sync.aligned.u32 {int_prop(op, 'regCount')};")
-
-
-def _fence_proxy(ft: FunctionTranslator, op: Operation) -> None:
-    kind = prop(op, "kind").data.value
-    space = prop(op, "space")
-    _ptx(ft, f"fence.proxy.{kind}" + (f"::{space.data.value}" if space is not None else "") + ";")
-
-
-def _tma_from_shared(ft: FunctionTranslator, op: Operation) -> None:
-    """A TMA store or reduction: `[tmap, {coords}], [smem]` with the 32-bit shared address."""
-    tmap, src, *coords = op.operands
-    rank = len(coords)
-    if op_name(op).endswith(".reduce"):
-        kind = prop(op, "redKind").data.value
-        instruction = f"cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.{kind}.tile.bulk_group"
-    else:
-        instruction = f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group"
-    a32 = ft.e.inst(f"ptrtoint {ft.tv(src)} to i32")
-    cs = ", ".join(f"${i + 1}" for i in range(rank))
-    constraints = ",".join(["l"] + ["r"] * rank + ["r", "~{memory}"])
-    args = ", ".join([ft.tv(tmap), *(ft.tv(c) for c in coords), f"i32 {a32}"])
-    ft.e.emit(f'call void asm sideeffect "{escape(f"{instruction} [$0, {{{cs}}}], [${rank + 1}];")}", '
-              f'"{constraints}"({args})')
-
-
 HANDLERS: dict[str, Callable[[FunctionTranslator, Operation], None]] = {
     "nvvm.barrier": _barrier,
     "nvvm.barrier.arrive": _barrier_arrive,
@@ -155,13 +107,6 @@ HANDLERS: dict[str, Callable[[FunctionTranslator, Operation], None]] = {
     "nvvm.wgmma.wait.group.sync.aligned": _wgmma_wait,
     "nvvm.mbarrier.init": _mbarrier_init,
     "nvvm.mbarrier.arrive": _mbarrier_arrive,
-    "nvvm.mbarrier.arrive.expect_tx": _expect_tx,
-    "nvvm.cp.async.bulk.commit.group": lambda ft, op: _ptx(ft, "cp.async.bulk.commit_group;"),
-    "nvvm.cp.async.bulk.wait_group": _bulk_wait,
-    "nvvm.setmaxregister": _setmaxregister,
-    "nvvm.fence.proxy": _fence_proxy,
-    "nvvm.cp.async.bulk.tensor.global.shared.cta": _tma_from_shared,
-    "nvvm.cp.async.bulk.tensor.reduce": _tma_from_shared,
 }
 PREFIX_HANDLERS: tuple[tuple[str, Callable[[FunctionTranslator, Operation], None]], ...] = (
     ("nvvm.read.ptx.sreg.", _read_sreg),

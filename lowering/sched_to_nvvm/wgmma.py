@@ -2,15 +2,17 @@
 
 wgmma fence / commit_group / wait_group, `setmaxnreg` and the named barriers become the upstream
 `nvvm.wgmma.*`, `nvvm.setmaxregister`, `nvvm.barrier` and `nvvm.barrier.arrive` ops; the
-descriptor is arithmetic on the tile's shared address; `wgmma.mma_async` is `llvm.inline_asm`. Accumulators stay `vector<N x f32>` values; around an asm they are unpacked
-to scalars, and a `sched.wgmma.wait_group` re-defines the ones it passes through an empty asm tied to
-them, so no read can be scheduled before the wait.
+descriptor is arithmetic on the tile's shared address; `wgmma.mma_async` is upstream's
+`nvvm.wgmma.mma_async` (its PTX comes from convert-nvvm-to-llvm). Accumulators stay
+`vector<N x f32>` values, put in and taken out of the op's struct around it; a
+`sched.wgmma.wait_group` re-defines the ones it passes through an empty asm tied to them, so no
+read can be scheduled before the wait.
 """
 
 from __future__ import annotations
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import Float32Type, i32, i64
+from xdsl.dialects.builtin import DenseArrayBase, Float32Type, i32, i64
 from xdsl.dialects import llvm
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
@@ -49,21 +51,19 @@ class LowerWgmmaDesc(KernelPattern):
 
 
 class LowerWgmmaMmaAsync(KernelPattern):
+    """`nvvm.wgmma.mma_async` on the accumulators as upstream's struct of f32 (one per register):
+    the `vector<N x f32>` is unpacked into it and packed back from the result."""
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.WgmmaMmaAsyncOp, rewriter: PatternRewriter) -> None:
         k = self.k
         n = op.n.value.data
-        nacc = n // 2
-        accs = k.unpack(rewriter, op.acc)
-        ta = 1 if op.trans_a is not None else 0
-        tb = 1 if op.trans_b is not None else 0
-        regs = ", ".join(f"${i}" for i in range(nacc))
-        text = ("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{op.ab_type.data}.{op.ab_type.data} "
-                f"{{{regs}}}, ${nacc}, ${nacc + 1}, p, 1, 1, {ta}, {tb};\n}}")
-        cons = ",".join(["=f"] * nacc + ["l", "l"] + [str(i) for i in range(nacc)])
-        st = llvm.LLVMStructType.from_type_list([Float32Type()] * nacc)
-        res = k.asm(rewriter, text, cons, [op.desc_a, op.desc_b, *accs], st)
+        st = llvm.LLVMStructType.from_type_list([Float32Type()] * (n // 2))
+        acc = k.before(rewriter, llvm.UndefOp(st))
+        for i, x in enumerate(k.unpack(rewriter, op.acc)):
+            acc = k.before(rewriter, llvm.InsertValueOp(DenseArrayBase.from_list(i64, [i]), acc, x))
+        res = k.before(rewriter, nvvm.WgmmaMmaAsyncOp(acc, op.desc_a, op.desc_b, n, op.ab_type.data,
+                                                      op.trans_a is not None, op.trans_b is not None))
         vec = k.pack(rewriter, res, 0, op.acc.type)
         rewriter.replace_all_uses_with(op.result, vec)
         rewriter.erase(op)

@@ -192,6 +192,8 @@ def test_matmul_kernels_verify_upstream(upstream):
         asm = [ln for ln in kern.splitlines() if "llvm.inline_asm" in ln]
         for ptx in ("setmaxnreg", "cp.async.bulk.commit_group", "cp.async.bulk.wait_group", "mbarrier.init",
                     "mbarrier.arrive.shared.b64", "mbarrier.arrive.expect_tx", "wgmma.fence.sync", "wgmma.commit_group.sync",
-                    "wgmma.wait_group.sync"):  # (an empty asm tying the accumulators is commented "wgmma.wait_group")
+                    "wgmma.wait_group.sync", "wgmma.mma_async", "fence.proxy", ".global.shared::cta",
+                    "cp.reduce.async.bulk"):  # (an empty asm tying the accumulators is commented "wgmma.wait_group")
             assert not [ln for ln in asm if ptx in ln], (name, ptx)
         assert "nvvm.setmaxregister" in kern and "nvvm.mbarrier.init" in kern, name
+        assert kern.count("nvvm.wgmma.mma_async") >= 2, name  # (two consumer row halves or two B operands)

@@ -23,3 +23,68 @@ llvm.func @tma_from_global(%tm : !llvm.ptr, %src : !llvm.ptr<1>, %c0 : i32) {
   nvvm.cp.async.bulk.tensor.global.shared.cta %tm, %src, box[%c0] : !llvm.ptr, !llvm.ptr<1>
   llvm.return
 }
+
+// -----
+
+// nvvm.wgmma.mma_async: shape, types and accumulator registers as PTX allows them.
+llvm.func @wgmma_m(%a: i64, %b: i64, %c: !llvm.struct<(f32, f32, f32, f32)>) {
+  // expected-error @+1 {{'nvvm.wgmma.mma_async' op shape m = 128: wgmma is m64}}
+  %r = nvvm.wgmma.mma_async %a, %b, %c, <m = 128, n = 8, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !llvm.struct<(f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32)>
+  llvm.return
+}
+
+// -----
+
+llvm.func @wgmma_k(%a: i64, %b: i64, %c: !llvm.struct<(f32, f32, f32, f32)>) {
+  // expected-error @+1 {{'nvvm.wgmma.mma_async' op shape k = 32: a bf16 wgmma has k = 16}}
+  %r = nvvm.wgmma.mma_async %a, %b, %c, <m = 64, n = 8, k = 32>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !llvm.struct<(f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32)>
+  llvm.return
+}
+
+// -----
+
+llvm.func @wgmma_n(%a: i64, %b: i64, %c: !llvm.struct<(f32, f32, f32, f32)>) {
+  // expected-error @+1 {{'nvvm.wgmma.mma_async' op shape n = 12: must be a multiple of 8 in 8..256}}
+  %r = nvvm.wgmma.mma_async %a, %b, %c, <m = 64, n = 12, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !llvm.struct<(f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32)>
+  llvm.return
+}
+
+// -----
+
+llvm.func @wgmma_registers(%a: i64, %b: i64, %c: !llvm.struct<(f32, f32, f32, f32)>) {
+  // expected-error @+1 {{'nvvm.wgmma.mma_async' op accumulator operand must be a struct of 8 f32 for n = 16}}
+  %r = nvvm.wgmma.mma_async %a, %b, %c, <m = 64, n = 16, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !llvm.struct<(f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32)>
+  llvm.return
+}
+
+// -----
+
+llvm.func @wgmma_mixed(%a: i64, %b: i64, %c: !llvm.struct<(f32, f32, f32, f32)>) {
+  // expected-error @+1 {{'nvvm.wgmma.mma_async' op A is bf16 but B is f16}}
+  %r = nvvm.wgmma.mma_async %a, %b, %c, <m = 64, n = 8, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<f16>, <one>, <col>] : !llvm.struct<(f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32)>
+  llvm.return
+}
+
+// -----
+
+llvm.func @wgmma_transposed_fp8(%a: i64, %b: i64, %c: !llvm.struct<(f32, f32, f32, f32)>) {
+  // expected-error @+1 {{'nvvm.wgmma.mma_async' op only f16 and bf16 operands may be transposed (A col / B row), not e4m3}}
+  %r = nvvm.wgmma.mma_async %a, %b, %c, <m = 64, n = 8, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <col>], B[<e4m3>, <one>, <col>] : !llvm.struct<(f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32)>
+  llvm.return
+}
+
+// -----
+
+llvm.func @wgmma_accumulator_type(%a: i64, %b: i64, %c: !llvm.struct<(f32, f32, f32, f32)>) {
+  // expected-error @+1 {{'nvvm.wgmma.mma_async' op a bf16 wgmma accumulates in f32, not s32}}
+  %r = nvvm.wgmma.mma_async %a, %b, %c, <m = 64, n = 8, k = 16>, D[<s32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !llvm.struct<(f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32)>
+  llvm.return
+}
+
+// -----
+
+llvm.func @wgmma_bad_attr(%a: i64, %b: i64, %c: !llvm.struct<(f32, f32, f32, f32)>) {
+  // expected-error @+1 {{expected #nvvm.wgmma_scale_out<...>}}
+  %r = nvvm.wgmma.mma_async %a, %b, %c, <m = 64, n = 8, k = 16>, D[<f32>, #nvvm.wgmma_scale_in<one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !llvm.struct<(f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32)>
+  llvm.return
+}

@@ -3,8 +3,8 @@
 
 // Hopper ops to the nvvm level: the tensor map becomes a byval grid_constant parameter, wgmma
 // groups, mbarrier init/arrive/expect_tx, setmaxregister, the bulk-copy groups, the proxy fence
-// and the TMA store the upstream nvvm ops (names and syntax upstream MLIR parses), the rest inline
-// PTX; and on to PTX.
+// the TMA store and wgmma.mma_async the upstream nvvm ops (names and syntax upstream MLIR
+// parses), the rest inline PTX; and on to PTX.
 
 // CHECK: sched.tensor_map %x
 // CHECK: "gpu.launch_func"
@@ -19,13 +19,14 @@
 // CHECK: mbarrier.try_wait.parity.shared::cta.b64
 // CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3> -> i64
 // CHECK: nvvm.wgmma.fence.aligned
-// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>] : !llvm.struct<(f32, {{.*}})> -> !llvm.struct<(f32, {{.*}})>
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta %tm_z, %{{.*}}, box[%{{.*}}, %{{.*}}] : !llvm.ptr<0>, !llvm.ptr<3>
 // CHECK: nvvm.cp.async.bulk.commit.group
 // CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK-NOT: llvm.inline_asm {{.*}}"setmaxnreg
+// CHECK-NOT: llvm.inline_asm {{.*}}"{{.*}}wgmma.mma_async
 // CHECK-NOT: llvm.inline_asm {{.*}}"cp.async.bulk.wait_group
 
 // PTX:      .extern .shared .align 1024 .b8 __dynamic_smem_hopper[];
@@ -37,7 +38,7 @@
 // PTX:      cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // PTX:      mbarrier.try_wait.parity.shared::cta.b64
 // PTX:      wgmma.fence.sync.aligned;
-// PTX:      wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// PTX:      wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 1;
 // PTX:      wgmma.commit_group.sync.aligned;
 // PTX:      wgmma.wait_group.sync.aligned 0;
 // PTX:      cp.async.bulk.commit_group;
