@@ -8,6 +8,7 @@ from xdsl.dialects import arith, builtin, func, gpu, llvm, math, memref, scf, ve
 
 from fuser.dialects.fusion import Fusion
 from fuser.dialects.gpu_ext import GPU_EXT_OPS
+from fuser.dialects.llvm_ext import LLVM_EXT_OPS
 from fuser.dialects.nvvm import NVVM
 from fuser.dialects.sched import Sched
 
@@ -22,7 +23,7 @@ def make_context() -> Context:
     ctx = Context()
     for d in all_dialects():
         ctx.load_dialect(d)
-    for op in GPU_EXT_OPS:  # upstream ops xDSL's own dialects lack
+    for op in GPU_EXT_OPS + LLVM_EXT_OPS:  # upstream ops xDSL's own dialects lack
         if ctx.get_optional_op(op.name) is None:
             ctx.load_op(op)
     return ctx

@@ -561,6 +561,106 @@ class CpAsyncBulkTensorReduceOp(_TmaFromShared):
                          properties={"redKind": TmaReduxKindAttr(TmaReduxKind(kind))})
 
 
+class TmaLoadMode(StrEnum):
+    TILE = "tile"
+    IM2COL = "im2col"
+
+
+@irdl_attr_definition
+class TmaLoadModeAttr(_BracketedEnum, EnumAttribute[TmaLoadMode]):
+    """`#nvvm.tma_load_mode<tile>`: how a TMA load reads its box (fuser loads tiles)."""
+
+    name = "nvvm.tma_load_mode"
+
+
+@irdl_op_definition
+class CpAsyncBulkTensorGlobalToSharedClusterOp(IRDLOperation):
+    """`nvvm.cp.async.bulk.tensor.shared.cluster.global %dst, %tmap, %mbar, box[%c0, ...]
+    [multicast_mask = %m] : !llvm.ptr<7>, !llvm.ptr` (PTX `cp.async.bulk.tensor.Nd.shared::cluster
+    .global.tile.mbarrier::complete_tx::bytes[.multicast::cluster]`): a TMA load of one box into
+    shared memory (a shared::cluster address, address space 7; this CTA's shared memory is cast
+    to it), whose bytes complete on the mbarrier; with a multicast mask, into every CTA of the
+    mask at the same offset. Upstream's operand groups and properties; im2col offsets, the L2
+    cache hint and the predicate are not modelled (fuser never emits them)."""
+
+    name = "nvvm.cp.async.bulk.tensor.shared.cluster.global"
+    dstMem = operand_def(LLVMPointerType)  # noqa: N815 (upstream's names)
+    tmaDescriptor = operand_def(LLVMPointerType)  # noqa: N815
+    coordinates = var_operand_def(I32)
+    mbar = operand_def(LLVMPointerType)
+    im2colOffsets = var_operand_def(IntegerType)  # noqa: N815
+    multicastMask = opt_operand_def(IntegerType)  # noqa: N815
+    l2CacheHint = opt_operand_def(IntegerType)  # noqa: N815
+    predicate = opt_operand_def(IntegerType)
+    isCTAOnly = prop_def(IntegerAttr)  # noqa: N815
+    mode = prop_def(TmaLoadModeAttr)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(self, dst: SSAValue, tensor_map: SSAValue, coordinates: Sequence[SSAValue], mbar: SSAValue,
+                 multicast_mask: SSAValue | None = None):
+        from xdsl.dialects.builtin import i1
+        super().__init__(operands=[dst, tensor_map, list(coordinates), mbar, [],
+                                   [] if multicast_mask is None else [multicast_mask], [], []],
+                         properties={"isCTAOnly": IntegerAttr(0, i1), "mode": TmaLoadModeAttr(TmaLoadMode.TILE)})
+
+    def verify_(self) -> None:
+        def fail(what: str):
+            raise VerifyException(f"'{self.name}' op {what}")
+        if not 1 <= len(self.coordinates) <= 5:
+            fail(f"takes 1 to 5 coordinates, got {len(self.coordinates)}")
+        if self.dstMem.type.addr_space.data != 7:
+            fail(f"destination must be a shared::cluster pointer (!llvm.ptr<7>), got {self.dstMem.type}")
+        if self.mbar.type.addr_space.data != 3:
+            fail(f"mbarrier must be a shared-memory pointer (!llvm.ptr<3>), got {self.mbar.type}")
+        if self.multicastMask is not None and self.multicastMask.type != IntegerType(16):
+            fail(f"multicast mask must be i16, got {self.multicastMask.type}")
+        if self.im2colOffsets or self.l2CacheHint is not None or self.predicate is not None:
+            fail("im2col offsets, an L2 cache hint and a predicate are not modelled here")
+        if self.mode.data != TmaLoadMode.TILE or self.isCTAOnly.value.data:
+            fail("only the tile mode, cluster-wide, is modelled here")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list([self.dstMem, self.tmaDescriptor, self.mbar], printer.print_ssa_value)
+        printer.print_string(", box[")
+        printer.print_list(self.coordinates, printer.print_ssa_value)
+        printer.print_string("]")
+        if self.multicastMask is not None:
+            printer.print_string(" multicast_mask = ")
+            printer.print_ssa_value(self.multicastMask)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_list([self.dstMem.type, self.tmaDescriptor.type], printer.print_attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "CpAsyncBulkTensorGlobalToSharedClusterOp":
+        dst = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        tmap = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        mbar = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        parser.parse_keyword("box")
+        coords = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
+        mask = None
+        if parser.parse_optional_keyword("multicast_mask") is not None:
+            parser.parse_punctuation("=")
+            mask = parser.parse_unresolved_operand()
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        dst_t = parser.parse_type()
+        parser.parse_punctuation(",")
+        tmap_t = parser.parse_type()
+        from xdsl.dialects.builtin import i16
+        op = cls(parser.resolve_operand(dst, dst_t), parser.resolve_operand(tmap, tmap_t),
+                 [parser.resolve_operand(c, i32) for c in coords],
+                 parser.resolve_operand(mbar, LLVMPointerType(IntAttr(3))),
+                 None if mask is None else parser.resolve_operand(mask, i16))
+        op.attributes.update(attributes)
+        return op
+
+
 # --------------------------------------------------------------------------------------------
 # wgmma.mma_async: `%d = nvvm.wgmma.mma_async %descA, %descB, %c, <m = 64, n = 128, k = 16>,
 #   D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !llvm.struct<..> -> !llvm.struct<..>`
@@ -820,14 +920,15 @@ class WgmmaMmaAsyncOp(IRDLOperation):
 
 HOPPER_OPS = [WgmmaFenceAlignedOp, WgmmaGroupSyncAlignedOp, WgmmaWaitGroupSyncOp, MBarrierInitOp, MBarrierArriveOp,
               MBarrierArriveExpectTxOp, CpAsyncBulkCommitGroupOp, CpAsyncBulkWaitGroupOp, SetMaxRegisterOp, FenceProxyOp,
-              CpAsyncBulkTensorSharedCtaToGlobalOp, CpAsyncBulkTensorReduceOp, WgmmaMmaAsyncOp]
+              CpAsyncBulkTensorSharedCtaToGlobalOp, CpAsyncBulkTensorReduceOp, WgmmaMmaAsyncOp,
+              CpAsyncBulkTensorGlobalToSharedClusterOp]
 
 
 NVVM = Dialect(
     "nvvm",
     [*SPECIAL_REGISTER_OPS.values(), BarrierOp, BarrierArriveOp, ShflOp, *HOPPER_OPS],
     [ShflKindAttr, ProxyKindAttr, SharedSpaceAttr, TmaReduxKindAttr, WgmmaTypeAttr, WgmmaScaleInAttr,
-     WgmmaScaleOutAttr, MMALayoutAttr, MMAShapeAttr],
+     WgmmaScaleOutAttr, MMALayoutAttr, MMAShapeAttr, TmaLoadModeAttr],
 )
 
 __all__: Sequence[str] = [

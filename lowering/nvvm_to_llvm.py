@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import llvm
-from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i32, i64
+from xdsl.dialects import arith, llvm
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, i32, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -29,12 +29,14 @@ from xdsl.pattern_rewriter import (
 )
 
 from fuser.dialects import nvvm
+from fuser.dialects.llvm_ext import AddrSpaceCastOp
 
 # nvvm ops this pass rewrites (the translation refuses them: it expects this pass first)
 LOWERED_OPS: tuple[type[Operation], ...] = (
     nvvm.WgmmaMmaAsyncOp, nvvm.MBarrierArriveExpectTxOp, nvvm.CpAsyncBulkCommitGroupOp,
     nvvm.CpAsyncBulkWaitGroupOp, nvvm.SetMaxRegisterOp, nvvm.FenceProxyOp,
     nvvm.CpAsyncBulkTensorSharedCtaToGlobalOp, nvvm.CpAsyncBulkTensorReduceOp,
+    nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp,
 )
 
 
@@ -139,9 +141,44 @@ class LowerTmaFromShared(RewritePattern):
              [op.tmaDescriptor, *coords, a32])
 
 
+class LowerTmaLoad(RewritePattern):
+    """`cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes[.multicast
+    ::cluster] [dst], [tmap, {coords}], [mbar][, mask]`. A destination cast from this CTA's shared
+    memory (address space 3) takes that 32-bit address, which PTX accepts as the executing CTA's
+    shared::cluster address; the cast is dropped when nothing else reads it. A constant mask is
+    written into the text (`mov.b16`)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp, rewriter: PatternRewriter) -> None:
+        cast = op.dstMem.owner
+        local = isinstance(cast, AddrSpaceCastOp) and cast.arg.type.addr_space.data == 3
+        dst = _shared_u32(rewriter, cast.arg if local else op.dstMem)
+        coords = list(op.coordinates)
+        rank = len(coords)
+        cs = ", ".join(f"${i + 2}" for i in range(rank))
+        operands = [dst, op.tmaDescriptor, *coords, _shared_u32(rewriter, op.mbar)]
+        constraints = ["r", "l"] + ["r"] * rank + ["r"]
+        copy = f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        if op.multicastMask is None:
+            text = f"{copy} [$0], [$1, {{{cs}}}], [${rank + 2}];"
+        else:
+            mask = op.multicastMask.owner
+            if isinstance(mask, (arith.ConstantOp, llvm.ConstantOp)) and isinstance(mask.value, IntegerAttr):
+                value = f"{mask.value.value.data}"
+            else:
+                operands.append(op.multicastMask)
+                constraints.append("h")
+                value = f"${rank + 3}"
+            text = (f"{{\n.reg .b16 mask;\nmov.b16 mask, {value};\n{copy}.multicast::cluster "
+                    f"[$0], [$1, {{{cs}}}], [${rank + 2}], mask;\n}}")
+        _asm(rewriter, op, text, ",".join(constraints + ["~{memory}"]), operands)
+        if local and not cast.results[0].uses:
+            rewriter.erase(cast)
+
+
 def patterns() -> list[RewritePattern]:
     return [LowerWgmmaMmaAsync(), LowerArriveExpectTx(), LowerBulkCommit(), LowerBulkWait(),
-            LowerSetMaxRegister(), LowerFenceProxy(), LowerTmaFromShared()]
+            LowerSetMaxRegister(), LowerFenceProxy(), LowerTmaFromShared(), LowerTmaLoad()]
 
 
 def needs_lowering(op: Operation) -> bool:

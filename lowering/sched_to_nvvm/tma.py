@@ -1,12 +1,13 @@
 """Asynchronous copies and their synchronisation: TMA loads (optionally multicast to a cluster),
 stores and reductions, mbarriers, bulk-async groups, the async-proxy fences and grid semaphores.
 
-mbarrier init / arrive / arrive.expect_tx, the bulk groups, the proxy fences and the TMA stores
-and reductions become the upstream ops (`nvvm.mbarrier.init`, `nvvm.mbarrier.arrive`,
+mbarrier init / arrive / arrive.expect_tx, the bulk groups, the proxy fences and the TMA loads,
+stores and reductions become the upstream ops (`nvvm.mbarrier.init`, `nvvm.mbarrier.arrive`,
 `nvvm.mbarrier.arrive.expect_tx`, `nvvm.cp.async.bulk.commit.group`,
-`nvvm.cp.async.bulk.wait_group`, `nvvm.fence.proxy`, `nvvm.cp.async.bulk.tensor.global.shared.cta`,
-`nvvm.cp.async.bulk.tensor.reduce`); the TMA loads and the `try_wait.parity` spin loop are still
-`llvm.inline_asm` (issue 12 moves them to upstream's ops). A `!sched.tensor_map` is a
+`nvvm.cp.async.bulk.wait_group`, `nvvm.fence.proxy`,
+`nvvm.cp.async.bulk.tensor.shared.cluster.global`, `nvvm.cp.async.bulk.tensor.global.shared.cta`,
+`nvvm.cp.async.bulk.tensor.reduce`); the `try_wait.parity` spin loop is still `llvm.inline_asm`
+(upstream's op takes a suspend-time hint our loop does not give). A `!sched.tensor_map` is a
 kernel parameter (see kernel.py); PTX takes TMA coordinates innermost first.
 
 Semaphores are inline PTX on a global pointer: `wait` an `ld.acquire.gpu` spin loop, `signal`
@@ -16,11 +17,12 @@ an `st.release.gpu` (upstream's NVVM has no op for either).
 from __future__ import annotations
 
 from xdsl.dialects import arith, llvm
-from xdsl.dialects.builtin import i32
+from xdsl.dialects.builtin import IntAttr, i16, i32
 from xdsl.ir import SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from fuser.dialects import nvvm, sched
+from fuser.dialects.llvm_ext import AddrSpaceCastOp
 
 from .context import KernelContext, KernelPattern
 
@@ -64,28 +66,24 @@ class LowerMBarrierWait(KernelPattern):
 
 
 class LowerTmaLoad(KernelPattern):
+    """Upstream's `nvvm.cp.async.bulk.tensor.shared.cluster.global`: the destination is this
+    CTA's shared memory seen as a shared::cluster address (`llvm.addrspacecast` 3 -> 7); a
+    multicast load carries its CTA mask as an i16."""
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.TmaLoadOp, rewriter: PatternRewriter) -> None:
         k = self.k
-        tmap, rank = k.tensor_map(op), len(op.coords)
-        dst = k.smem_u32(rewriter, op, op.dst, op.dst_indices)
-        bar = k.smem_u32(rewriter, op, op.barriers, [op.index])
+        tmap = k.tensor_map(op)
+        dst, _ = k.address(rewriter, op, op.dst, op.dst_indices)
+        dst = k.before(rewriter, AddrSpaceCastOp(dst, llvm.LLVMPointerType(IntAttr(7))))
+        bar, _ = k.address(rewriter, op, op.barriers, [op.index])
         coords = [k.i32_of(rewriter, c) for c in reversed(op.coords)]  # PTX: innermost first
-        cs = ", ".join(f"${i + 2}" for i in range(rank))
-        constraints = ",".join(["r", "l"] + ["r"] * rank + ["r", "~{memory}"])
-        operands: list[SSAValue] = [dst, tmap, *coords, bar]
+        mask = None
         if op.multicast is not None:
             # The box lands at the same CTA-relative offset in every CTA of the mask, and each of
             # them gets the complete_tx bytes on its barrier at the same offset as `bar`.
-            k.asm(rewriter, "{\n.reg .b16 mask;\n"
-                            f"mov.b16 mask, {op.multicast.value.data};\n"
-                            f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                            f".multicast::cluster [$0], [$1, {{{cs}}}], [${rank + 2}], mask;\n}}",
-                  constraints, operands)
-        else:
-            k.asm(rewriter, f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-                            f"[$0], [$1, {{{cs}}}], [${rank + 2}];", constraints, operands)
-        rewriter.erase(op)
+            mask = k.const(op.multicast.value.data, i16)
+        rewriter.replace(op, nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(dst, tmap, coords, bar, mask))
 
 
 def _box_from_smem(k: KernelContext, rewriter: PatternRewriter,

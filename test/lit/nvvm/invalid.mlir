@@ -88,3 +88,28 @@ llvm.func @wgmma_bad_attr(%a: i64, %b: i64, %c: !llvm.struct<(f32, f32, f32, f32
   %r = nvvm.wgmma.mma_async %a, %b, %c, <m = 64, n = 8, k = 16>, D[<f32>, #nvvm.wgmma_scale_in<one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !llvm.struct<(f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32)>
   llvm.return
 }
+
+// -----
+
+// The TMA load's destination is a shared::cluster address.
+llvm.func @tma_load_to_cta_pointer(%smem: !llvm.ptr<3>, %tmap: !llvm.ptr, %x: i32) {
+  // expected-error @+1 {{'nvvm.cp.async.bulk.tensor.shared.cluster.global' op destination must be a shared::cluster pointer (!llvm.ptr<7>), got !llvm.ptr<3>}}
+  nvvm.cp.async.bulk.tensor.shared.cluster.global %smem, %tmap, %smem, box[%x] : !llvm.ptr<3>, !llvm.ptr
+  llvm.return
+}
+
+// -----
+
+llvm.func @tma_load_six_coordinates(%d: !llvm.ptr<7>, %tmap: !llvm.ptr, %bar: !llvm.ptr<3>, %x: i32) {
+  // expected-error @+1 {{'nvvm.cp.async.bulk.tensor.shared.cluster.global' op takes 1 to 5 coordinates, got 6}}
+  nvvm.cp.async.bulk.tensor.shared.cluster.global %d, %tmap, %bar, box[%x, %x, %x, %x, %x, %x] : !llvm.ptr<7>, !llvm.ptr
+  llvm.return
+}
+
+// -----
+
+llvm.func @cast_to_itself(%p: !llvm.ptr<3>) {
+  // expected-error @+1 {{'llvm.addrspacecast' op casts !llvm.ptr<3> to itself}}
+  %q = llvm.addrspacecast %p : !llvm.ptr<3> to !llvm.ptr<3>
+  llvm.return
+}

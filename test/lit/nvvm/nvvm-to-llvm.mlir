@@ -29,6 +29,12 @@
 // CHECK-NEXT: llvm.inline_asm has_side_effects "cp.async.bulk.wait_group.read 0;", "~{memory}"
 // CHECK-NEXT: llvm.inline_asm has_side_effects "cp.async.bulk.wait_group 0;", "~{memory}"
 // CHECK-NEXT: nvvm.barrier
+// CHECK-NEXT: %[[L:.*]] = llvm.ptrtoint %[[SMEM:.*]] : !llvm.ptr<3> to i32
+// CHECK-NEXT: %[[BAR:.*]] = llvm.ptrtoint %[[SMEM]] : !llvm.ptr<3> to i32
+// CHECK-NEXT: llvm.inline_asm has_side_effects "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];", "r,l,r,r,r,~{memory}" %[[L]], %{{.*}}, %{{.*}}, %{{.*}}, %[[BAR]]
+// CHECK:      llvm.inline_asm has_side_effects "{\0A.reg .b16 mask;\0Amov.b16 mask, 3;\0Acp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [$0], [$1, {$2, $3}], [$4], mask;\0A}", "r,l,r,r,r,~{memory}"
+// CHECK:      llvm.inline_asm has_side_effects "{\0A.reg .b16 mask;\0Amov.b16 mask, $5;{{.*}}", "r,l,r,r,r,h,~{memory}"
+// CHECK-NOT:  llvm.addrspacecast
 // CHECK-NOT:  nvvm.wgmma.mma_async
 // CHECK-NOT:  nvvm.fence.proxy
 
@@ -44,11 +50,14 @@
 // PTX:       cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group
 // PTX:       cp.async.bulk.commit_group;
 // PTX:       cp.async.bulk.wait_group.read 0;
+// PTX:       cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r{{[0-9]+}}], [%rd{{[0-9]+}}, {%r{{[0-9]+}}, %r{{[0-9]+}}}], [%r{{[0-9]+}}];
+// PTX:       mov.b16 mask, 3;
+// PTX-NEXT:  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster
 
 module attributes {gpu.container_module} {
   "gpu.module"() <{sym_name = "k"}> ({
     llvm.mlir.global external @smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<4096 x i8>
-    llvm.func @hopper(%tm: !llvm.ptr, %da: i64, %db: i64, %out: !llvm.ptr<1>) attributes {nvvm.kernel} {
+    llvm.func @hopper(%tm: !llvm.ptr, %da: i64, %db: i64, %out: !llvm.ptr<1>, %mask: i16) attributes {nvvm.kernel} {
       %p = llvm.mlir.addressof @smem : !llvm.ptr<3>
       %one = llvm.mlir.constant(1 : i32) : i32
       %c0 = llvm.mlir.constant(0 : i32) : i32
@@ -74,6 +83,11 @@ module attributes {gpu.container_module} {
       nvvm.cp.async.bulk.wait_group 0 {read}
       nvvm.cp.async.bulk.wait_group 0
       nvvm.barrier
+      %dst = llvm.addrspacecast %p : !llvm.ptr<3> to !llvm.ptr<7>
+      nvvm.cp.async.bulk.tensor.shared.cluster.global %dst, %tm, %p, box[%c0, %c0] : !llvm.ptr<7>, !llvm.ptr
+      %m3 = llvm.mlir.constant(3 : i16) : i16
+      nvvm.cp.async.bulk.tensor.shared.cluster.global %dst, %tm, %p, box[%c0, %c0] multicast_mask = %m3 : !llvm.ptr<7>, !llvm.ptr
+      nvvm.cp.async.bulk.tensor.shared.cluster.global %dst, %tm, %p, box[%c0, %c0] multicast_mask = %mask : !llvm.ptr<7>, !llvm.ptr
       %x = llvm.extractvalue %e[0] : !llvm.struct<(f32, f32, f32, f32)>
       llvm.store %x, %out : f32, !llvm.ptr<1>
       llvm.return

@@ -3,7 +3,7 @@
 
 // Hopper ops to the nvvm level: the tensor map becomes a byval grid_constant parameter, wgmma
 // groups, mbarrier init/arrive/expect_tx, setmaxregister, the bulk-copy groups, the proxy fence
-// the TMA store and wgmma.mma_async the upstream nvvm ops (names and syntax upstream MLIR
+// the TMA load and store and wgmma.mma_async the upstream nvvm ops (names and syntax upstream MLIR
 // parses), the rest inline PTX; and on to PTX.
 
 // CHECK: sched.tensor_map %x
@@ -15,7 +15,8 @@
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK: nvvm.setmaxregister increase 232
 // CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
-// CHECK: "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];"
+// CHECK: %[[DST:.*]] = llvm.addrspacecast %{{.*}} : !llvm.ptr<3> to !llvm.ptr<7>
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %[[DST]], %tm, %{{.*}}, box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr<0>
 // CHECK: mbarrier.try_wait.parity.shared::cta.b64
 // CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3> -> i64
 // CHECK: nvvm.wgmma.fence.aligned
@@ -27,6 +28,7 @@
 // CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK-NOT: llvm.inline_asm {{.*}}"setmaxnreg
 // CHECK-NOT: llvm.inline_asm {{.*}}"{{.*}}wgmma.mma_async
+// CHECK-NOT: llvm.inline_asm {{.*}}"cp.async.bulk.tensor
 // CHECK-NOT: llvm.inline_asm {{.*}}"cp.async.bulk.wait_group
 
 // PTX:      .extern .shared .align 1024 .b8 __dynamic_smem_hopper[];
