@@ -43,6 +43,7 @@ from xdsl.irdl import (
     operand_def,
     opt_operand_def,
     opt_prop_def,
+    opt_result_def,
     prop_def,
     result_def,
     traits_def,
@@ -343,16 +344,101 @@ class MBarrierInitOp(IRDLOperation):
 
 @irdl_op_definition
 class MBarrierArriveOp(IRDLOperation):
-    """`%state = nvvm.mbarrier.arrive %addr : !llvm.ptr<3> -> i64` (upstream's name and syntax)."""
+    """`%state = nvvm.mbarrier.arrive %addr : !llvm.ptr<3> -> i64` (upstream's name and syntax);
+    on another CTA's mbarrier (a shared::cluster pointer from `nvvm.mapa`) it has no result:
+    `nvvm.mbarrier.arrive %remote : !llvm.ptr<7>`."""
 
     name = "nvvm.mbarrier.arrive"
     addr = operand_def(LLVMPointerType)
-    res = result_def(IntegerType)
-    assembly_format = "$addr attr-dict `:` type($addr) `->` type($res)"
+    res = opt_result_def(IntegerType)
 
     def __init__(self, addr: SSAValue | Operation):
         from xdsl.dialects.builtin import i64
-        super().__init__(operands=[addr], result_types=[i64])
+        remote = SSAValue.get(addr).type.addr_space.data == 7
+        super().__init__(operands=[addr], result_types=[[] if remote else [i64]])
+
+    def verify_(self) -> None:
+        space = self.addr.type.addr_space.data
+        if space == 7 and self.res is not None:
+            raise VerifyException(f"'{self.name}' op on a shared::cluster mbarrier returns no state")
+        if space != 7 and self.res is None:
+            raise VerifyException(f"'{self.name}' op on a local mbarrier returns its i64 state")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.addr)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.addr.type)
+        if self.res is not None:
+            printer.print_string(" -> ")
+            printer.print_attribute(self.res.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "MBarrierArriveOp":
+        addr = parser.parse_unresolved_operand()
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        addr_t = parser.parse_type()
+        res_types = [parser.parse_type()] if parser.parse_optional_punctuation("->") is not None else []
+        op = cls.create(operands=[parser.resolve_operand(addr, addr_t)], result_types=res_types, attributes=attributes)
+        return op
+
+
+@irdl_op_definition
+class MapaOp(IRDLOperation):
+    """`%r = nvvm.mapa %addr, %cta : !llvm.ptr<3> -> !llvm.ptr<7>` (PTX `mapa.shared::cluster`):
+    the shared::cluster address of the same shared-memory location in CTA `cta` of the cluster."""
+
+    name = "nvvm.mapa"
+    a = operand_def(LLVMPointerType)
+    b = operand_def(I32)
+    res = result_def(LLVMPointerType)
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = "$a `,` $b attr-dict `:` type($a) `->` type($res)"
+
+    def __init__(self, addr: SSAValue | Operation, cta: SSAValue | Operation):
+        super().__init__(operands=[addr, cta], result_types=[LLVMPointerType(IntAttr(7))])
+
+    def verify_(self) -> None:
+        if self.a.type.addr_space.data != 3 or self.res.type.addr_space.data != 7:
+            raise VerifyException(f"'{self.name}' op maps a !llvm.ptr<3> to a !llvm.ptr<7>, got {self.a.type} -> "
+                                  f"{self.res.type}")
+
+
+class _ClusterBarrierSyntax:
+    """`op {aligned}`: the cluster barrier halves, `.aligned` when every thread of the warp
+    executes them together."""
+
+    def __init__(self, aligned: bool = False):
+        super().__init__(attributes={"aligned": UnitAttr()} if aligned else {})
+
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class ClusterArriveOp(_ClusterBarrierSyntax, IRDLOperation):
+    """`nvvm.cluster.arrive` (PTX `barrier.cluster.arrive`, release semantics by default): this
+    thread's arrival at the cluster barrier."""
+
+    name = "nvvm.cluster.arrive"
+
+
+@irdl_op_definition
+class ClusterWaitOp(_ClusterBarrierSyntax, IRDLOperation):
+    """`nvvm.cluster.wait` (PTX `barrier.cluster.wait`, acquire semantics by default): wait until
+    every non-exited thread of the cluster has arrived."""
+
+    name = "nvvm.cluster.wait"
+
+
+@irdl_op_definition
+class FenceMBarrierInitOp(IRDLOperation):
+    """`nvvm.fence.mbarrier.init` (PTX `fence.mbarrier_init.release.cluster`): mbarrier inits
+    made visible to the other CTAs of the cluster before a release."""
+
+    name = "nvvm.fence.mbarrier.init"
+    assembly_format = "attr-dict"
 
 
 @irdl_op_definition
@@ -921,7 +1007,7 @@ class WgmmaMmaAsyncOp(IRDLOperation):
 HOPPER_OPS = [WgmmaFenceAlignedOp, WgmmaGroupSyncAlignedOp, WgmmaWaitGroupSyncOp, MBarrierInitOp, MBarrierArriveOp,
               MBarrierArriveExpectTxOp, CpAsyncBulkCommitGroupOp, CpAsyncBulkWaitGroupOp, SetMaxRegisterOp, FenceProxyOp,
               CpAsyncBulkTensorSharedCtaToGlobalOp, CpAsyncBulkTensorReduceOp, WgmmaMmaAsyncOp,
-              CpAsyncBulkTensorGlobalToSharedClusterOp]
+              CpAsyncBulkTensorGlobalToSharedClusterOp, MapaOp, ClusterArriveOp, ClusterWaitOp, FenceMBarrierInitOp]
 
 
 NVVM = Dialect(

@@ -36,7 +36,7 @@ LOWERED_OPS: tuple[type[Operation], ...] = (
     nvvm.WgmmaMmaAsyncOp, nvvm.MBarrierArriveExpectTxOp, nvvm.CpAsyncBulkCommitGroupOp,
     nvvm.CpAsyncBulkWaitGroupOp, nvvm.SetMaxRegisterOp, nvvm.FenceProxyOp,
     nvvm.CpAsyncBulkTensorSharedCtaToGlobalOp, nvvm.CpAsyncBulkTensorReduceOp,
-    nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp,
+    nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp, nvvm.MapaOp,
 )
 
 
@@ -176,9 +176,27 @@ class LowerTmaLoad(RewritePattern):
             rewriter.erase(cast)
 
 
+class LowerRemoteArrive(RewritePattern):
+    """An arrive on another CTA's mbarrier, `nvvm.mbarrier.arrive (nvvm.mapa %bar, %cta) :
+    !llvm.ptr<7>`: `mapa.shared::cluster.u32` and `mbarrier.arrive.shared::cluster.b64` in one
+    asm, on the 32-bit addresses (LLVM's own mapa would hand back a shared::cluster pointer that
+    this translation does not carry)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nvvm.MBarrierArriveOp, rewriter: PatternRewriter) -> None:
+        mapa = op.addr.owner
+        if op.addr.type.addr_space.data != 7 or not isinstance(mapa, nvvm.MapaOp):
+            return
+        local = _shared_u32(rewriter, mapa.a)
+        _asm(rewriter, op, "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, $0, $1;\n"
+                           "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}", "r,r,~{memory}", [local, mapa.b])
+        if not mapa.res.uses:
+            rewriter.erase(mapa)
+
+
 def patterns() -> list[RewritePattern]:
     return [LowerWgmmaMmaAsync(), LowerArriveExpectTx(), LowerBulkCommit(), LowerBulkWait(),
-            LowerSetMaxRegister(), LowerFenceProxy(), LowerTmaFromShared(), LowerTmaLoad()]
+            LowerSetMaxRegister(), LowerFenceProxy(), LowerTmaFromShared(), LowerTmaLoad(), LowerRemoteArrive()]
 
 
 def needs_lowering(op: Operation) -> bool:

@@ -1,5 +1,6 @@
 """Handlers for the `nvvm` ops that LLVM has intrinsics for: special registers, barriers, warp
-shuffles, wgmma groups and mbarrier init/arrive. The others (wgmma.mma_async, TMA stores and
+shuffles, wgmma groups, mbarrier init/arrive, the cluster barrier and the mbarrier-init fence.
+The others (wgmma.mma_async, TMA stores and
 reductions, bulk groups, proxy fences, expect_tx, setmaxregister) arrive as `llvm.inline_asm`,
 rewritten by `convert-nvvm-to-llvm` (lowering/nvvm_to_llvm.py) before translation.
 """
@@ -98,7 +99,20 @@ def _mbarrier_arrive(ft: FunctionTranslator, op: Operation) -> None:
     ft.set_result(op, ft.e.call("i64", "llvm.nvvm.mbarrier.arrive.shared", args))
 
 
+def _void_intrinsic(name: str) -> Callable[[FunctionTranslator, Operation], None]:
+    return lambda ft, op: ft.e.call("void", name, [])
+
+
+def _cluster_barrier_half(ft: FunctionTranslator, op: Operation) -> None:
+    """`nvvm.cluster.arrive` / `.wait` [{aligned}] -> `llvm.nvvm.barrier.cluster.arrive[.aligned]`."""
+    half = op_name(op).removeprefix("nvvm.cluster.")
+    ft.e.call("void", f"llvm.nvvm.barrier.cluster.{half}" + (".aligned" if "aligned" in op.attributes else ""), [])
+
+
 HANDLERS: dict[str, Callable[[FunctionTranslator, Operation], None]] = {
+    "nvvm.cluster.arrive": _cluster_barrier_half,
+    "nvvm.cluster.wait": _cluster_barrier_half,
+    "nvvm.fence.mbarrier.init": _void_intrinsic("llvm.nvvm.fence.mbarrier_init.release.cluster"),
     "nvvm.barrier": _barrier,
     "nvvm.barrier.arrive": _barrier_arrive,
     "nvvm.shfl.sync": _shfl,

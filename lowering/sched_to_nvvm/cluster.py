@@ -1,12 +1,13 @@
-"""Thread-block-cluster ops, as inline PTX: the cluster barrier (arrive.release + wait.acquire), the
-fence that publishes mbarrier inits to the cluster, and an arrive on the same mbarrier in another CTA
-(`mapa` to its shared::cluster address)."""
+"""Thread-block-cluster ops as upstream's nvvm ops: the cluster barrier (`nvvm.cluster.arrive` +
+`nvvm.cluster.wait`, release and acquire by default), the fence that publishes mbarrier inits
+to the cluster (`nvvm.fence.mbarrier.init`), and an arrive on the same mbarrier in another CTA
+(`nvvm.mapa` to its shared::cluster address, then `nvvm.mbarrier.arrive` on it)."""
 
 from __future__ import annotations
 
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
-from fuser.dialects import sched
+from fuser.dialects import nvvm, sched
 
 from .context import KernelContext, KernelPattern
 
@@ -14,24 +15,22 @@ from .context import KernelContext, KernelPattern
 class LowerClusterBarrier(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.ClusterBarrierOp, rewriter: PatternRewriter) -> None:
-        KernelContext.asm_statement(rewriter, op, "barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;")
+        rewriter.replace(op, [nvvm.ClusterArriveOp(), nvvm.ClusterWaitOp()], new_results=[])
 
 
 class LowerFenceMBarrierInit(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.FenceMBarrierInitOp, rewriter: PatternRewriter) -> None:
-        KernelContext.asm_statement(rewriter, op, "fence.mbarrier_init.release.cluster;")
+        rewriter.replace(op, nvvm.FenceMBarrierInitOp())
 
 
 class LowerMBarrierArriveCluster(KernelPattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.MBarrierArriveClusterOp, rewriter: PatternRewriter) -> None:
         k = self.k
-        addr = k.smem_u32(rewriter, op, op.barriers, [op.index])
-        k.asm(rewriter, "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, $0, $1;\n"
-                        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}",
-              "r,r,~{memory}", [addr, k.i32_of(rewriter, op.cta)])
-        rewriter.erase(op)
+        local, _ = k.address(rewriter, op, op.barriers, [op.index])
+        remote = k.before(rewriter, nvvm.MapaOp(local, k.i32_of(rewriter, op.cta)))
+        rewriter.replace(op, nvvm.MBarrierArriveOp(remote), new_results=[])
 
 
 def cluster_patterns(k: KernelContext) -> list[RewritePattern]:

@@ -253,7 +253,7 @@ def test_cluster_assembles(ta, tb, tile, persistent):
     assert ".reqnctapercluster 2, 1, 1" in ptx
     assert "bytes.multicast::cluster" in ptx and "mapa.shared::cluster.u32" in ptx
     assert "mbarrier.arrive.shared::cluster.b64 _, [remote];" in ptx
-    assert ptx.count("barrier.cluster.arrive.release;") == 2 and "fence.mbarrier_init.release.cluster;" in ptx
+    assert ptx.count("barrier.cluster.arrive;") == 2 and "fence.mbarrier_init.release.cluster;" in ptx
     assemble_ptx(ptx, "sm_90a")
 
 

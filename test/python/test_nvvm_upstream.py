@@ -193,11 +193,11 @@ def test_matmul_kernels_verify_upstream(upstream):
         for ptx in ("setmaxnreg", "cp.async.bulk.commit_group", "cp.async.bulk.wait_group", "mbarrier.init",
                     "mbarrier.arrive.shared.b64", "mbarrier.arrive.expect_tx", "wgmma.fence.sync", "wgmma.commit_group.sync",
                     "wgmma.wait_group.sync", "wgmma.mma_async", "fence.proxy", ".global.shared::cta",
-                    "shared::cluster.global",
+                    "shared::cluster.global", "barrier.cluster", "fence.mbarrier_init", "mapa",
                     "cp.reduce.async.bulk"):  # (an empty asm tying the accumulators is commented "wgmma.wait_group")
             assert not [ln for ln in asm if ptx in ln], (name, ptx)
         assert "nvvm.setmaxregister" in kern and "nvvm.mbarrier.init" in kern, name
         assert kern.count("nvvm.wgmma.mma_async") >= 2, name  # (two consumer row halves or two B operands)
         assert "nvvm.cp.async.bulk.tensor.shared.cluster.global" in kern, name
         if "cluster" in name:
-            assert "multicast_mask = " in kern, name
+            assert "multicast_mask = " in kern and "nvvm.cluster.arrive" in kern and "nvvm.mapa" in kern, name

@@ -113,3 +113,19 @@ llvm.func @cast_to_itself(%p: !llvm.ptr<3>) {
   %q = llvm.addrspacecast %p : !llvm.ptr<3> to !llvm.ptr<3>
   llvm.return
 }
+
+// -----
+
+llvm.func @mapa_from_global(%p: !llvm.ptr<1>, %cta: i32) {
+  // expected-error @+1 {{'nvvm.mapa' op maps a !llvm.ptr<3> to a !llvm.ptr<7>, got !llvm.ptr<1> -> !llvm.ptr<7>}}
+  %r = nvvm.mapa %p, %cta : !llvm.ptr<1> -> !llvm.ptr<7>
+  llvm.return
+}
+
+// -----
+
+llvm.func @remote_arrive_state(%r: !llvm.ptr<7>) {
+  // expected-error @+1 {{'nvvm.mbarrier.arrive' op on a shared::cluster mbarrier returns no state}}
+  %s = nvvm.mbarrier.arrive %r : !llvm.ptr<7> -> i64
+  llvm.return
+}

@@ -1,9 +1,19 @@
 // RUN: fuser-opt %s | filecheck %s
 // RUN: fuser-opt %s | fuser-opt | filecheck %s
+// RUN: fuser-opt %s -p convert-sched-to-nvvm | filecheck %s --check-prefix=NVVM
 // RUN: fuser-opt %s -p convert-sched-to-nvvm -t ptx | filecheck %s --check-prefix=PTX
 
 // The thread-block-cluster ops of the sched dialect print and parse back unchanged, and lower to
-// the PTX that 2-CTA TMA multicast needs.
+// upstream's nvvm cluster ops (no inline asm) and the PTX that 2-CTA TMA multicast needs. The
+// cluster barrier's halves are release and acquire by default in PTX.
+
+// NVVM:      nvvm.fence.mbarrier.init
+// NVVM-NEXT: nvvm.cluster.arrive
+// NVVM-NEXT: nvvm.cluster.wait
+// NVVM:      nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask = %{{.*}} : !llvm.ptr<7>, !llvm.ptr<0>
+// NVVM:      %[[R:.*]] = nvvm.mapa %{{.*}}, %{{.*}} : !llvm.ptr<3> -> !llvm.ptr<7>
+// NVVM-NEXT: nvvm.mbarrier.arrive %[[R]] : !llvm.ptr<7>
+// NVVM-NOT:  llvm.inline_asm
 
 // CHECK-LABEL: sched.kernel @pair(%tm : !sched.tensor_map<memref<1000x1000xbf16>, box [64, 64], swizzle 128>) grid [4, 1, 1] block [128, 1, 1] smem 16400 cluster [2, 1, 1] {
 sched.kernel @pair(%tm : !sched.tensor_map<memref<1000x1000xbf16>, box [64, 64], swizzle 128>) grid [4, 1, 1] block [128, 1, 1] smem 16400 cluster [2, 1, 1] {
@@ -28,10 +38,10 @@ sched.kernel @pair(%tm : !sched.tensor_map<memref<1000x1000xbf16>, box [64, 64],
 // PTX: .explicitcluster
 // PTX: .reqnctapercluster 2, 1, 1
 // PTX: fence.mbarrier_init.release.cluster;
-// PTX: barrier.cluster.arrive.release;
-// PTX-NEXT: barrier.cluster.wait.acquire;
+// PTX: barrier.cluster.arrive;
+// PTX-NEXT: barrier.cluster.wait;
 // PTX: mov.b16 mask, 3;
 // PTX-NEXT: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{{%r[0-9]+}}], [{{%rd[0-9]+}}, {{{%r[0-9]+}}, {{%r[0-9]+}}}], [{{%r[0-9]+}}], mask;
 // PTX: mapa.shared::cluster.u32 remote, {{%r[0-9]+}}, {{%r[0-9]+}};
 // PTX-NEXT: mbarrier.arrive.shared::cluster.b64 _, [remote];
-// PTX: barrier.cluster.arrive.release;
+// PTX: barrier.cluster.arrive;
