@@ -386,6 +386,26 @@ class MBarrierArriveOp(IRDLOperation):
 
 
 @irdl_op_definition
+class MBarrierTryWaitParityOp(IRDLOperation):
+    """`nvvm.mbarrier.try_wait.parity %addr, %phase, %ticks : !llvm.ptr<3>, i32, i32`: wait until
+    the mbarrier's phase of parity `phase` has completed (PTX `mbarrier.try_wait.parity` in a
+    loop), each try suspending the thread for up to `ticks` nanoseconds unless it completes."""
+
+    name = "nvvm.mbarrier.try_wait.parity"
+    addr = operand_def(LLVMPointerType)
+    phase = operand_def(I32)
+    ticks = operand_def(I32)
+    assembly_format = "$addr `,` $phase `,` $ticks attr-dict `:` type(operands)"
+
+    def __init__(self, addr: SSAValue | Operation, phase: SSAValue | Operation, ticks: SSAValue | Operation):
+        super().__init__(operands=[addr, phase, ticks])
+
+    def verify_(self) -> None:
+        if self.addr.type.addr_space.data != 3:
+            raise VerifyException(f"'{self.name}' op waits on a shared-memory mbarrier (!llvm.ptr<3>), got {self.addr.type}")
+
+
+@irdl_op_definition
 class MapaOp(IRDLOperation):
     """`%r = nvvm.mapa %addr, %cta : !llvm.ptr<3> -> !llvm.ptr<7>` (PTX `mapa.shared::cluster`):
     the shared::cluster address of the same shared-memory location in CTA `cta` of the cluster."""
@@ -1007,7 +1027,7 @@ class WgmmaMmaAsyncOp(IRDLOperation):
 HOPPER_OPS = [WgmmaFenceAlignedOp, WgmmaGroupSyncAlignedOp, WgmmaWaitGroupSyncOp, MBarrierInitOp, MBarrierArriveOp,
               MBarrierArriveExpectTxOp, CpAsyncBulkCommitGroupOp, CpAsyncBulkWaitGroupOp, SetMaxRegisterOp, FenceProxyOp,
               CpAsyncBulkTensorSharedCtaToGlobalOp, CpAsyncBulkTensorReduceOp, WgmmaMmaAsyncOp,
-              CpAsyncBulkTensorGlobalToSharedClusterOp, MapaOp, ClusterArriveOp, ClusterWaitOp, FenceMBarrierInitOp]
+              CpAsyncBulkTensorGlobalToSharedClusterOp, MBarrierTryWaitParityOp, MapaOp, ClusterArriveOp, ClusterWaitOp, FenceMBarrierInitOp]
 
 
 NVVM = Dialect(

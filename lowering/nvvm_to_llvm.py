@@ -37,6 +37,7 @@ LOWERED_OPS: tuple[type[Operation], ...] = (
     nvvm.CpAsyncBulkWaitGroupOp, nvvm.SetMaxRegisterOp, nvvm.FenceProxyOp,
     nvvm.CpAsyncBulkTensorSharedCtaToGlobalOp, nvvm.CpAsyncBulkTensorReduceOp,
     nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp, nvvm.MapaOp,
+    nvvm.MBarrierTryWaitParityOp,
 )
 
 
@@ -194,9 +195,22 @@ class LowerRemoteArrive(RewritePattern):
             rewriter.erase(mapa)
 
 
+class LowerTryWaitParity(RewritePattern):
+    """A loop of `mbarrier.try_wait.parity.shared::cta.b64` with the suspend-time hint, until the
+    phase has completed (the label made unique per asm by `${:uid}`)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: nvvm.MBarrierTryWaitParityOp, rewriter: PatternRewriter) -> None:
+        addr = _shared_u32(rewriter, op.addr)
+        _asm(rewriter, op, "{\n.reg .pred p;\nLAB_WAIT_${:uid}:\n"
+                           "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1, $2;\n"
+                           "@!p bra LAB_WAIT_${:uid};\n}", "r,r,r,~{memory}", [addr, op.phase, op.ticks])
+
+
 def patterns() -> list[RewritePattern]:
     return [LowerWgmmaMmaAsync(), LowerArriveExpectTx(), LowerBulkCommit(), LowerBulkWait(),
-            LowerSetMaxRegister(), LowerFenceProxy(), LowerTmaFromShared(), LowerTmaLoad(), LowerRemoteArrive()]
+            LowerSetMaxRegister(), LowerFenceProxy(), LowerTmaFromShared(), LowerTmaLoad(), LowerRemoteArrive(),
+            LowerTryWaitParity()]
 
 
 def needs_lowering(op: Operation) -> bool:

@@ -6,8 +6,7 @@ stores and reductions become the upstream ops (`nvvm.mbarrier.init`, `nvvm.mbarr
 `nvvm.mbarrier.arrive.expect_tx`, `nvvm.cp.async.bulk.commit.group`,
 `nvvm.cp.async.bulk.wait_group`, `nvvm.fence.proxy`,
 `nvvm.cp.async.bulk.tensor.shared.cluster.global`, `nvvm.cp.async.bulk.tensor.global.shared.cta`,
-`nvvm.cp.async.bulk.tensor.reduce`); the `try_wait.parity` spin loop is still `llvm.inline_asm`
-(upstream's op takes a suspend-time hint our loop does not give). A `!sched.tensor_map` is a
+`nvvm.cp.async.bulk.tensor.reduce`) and the waits `nvvm.mbarrier.try_wait.parity`. A `!sched.tensor_map` is a
 kernel parameter (see kernel.py); PTX takes TMA coordinates innermost first.
 
 Semaphores are inline PTX on a global pointer: `wait` an `ld.acquire.gpu` spin loop, `signal`
@@ -49,20 +48,21 @@ class LowerMBarrierArriveExpectTx(KernelPattern):
         rewriter.replace(op, nvvm.MBarrierArriveExpectTxOp(ptr, k.const(op.bytes.value.data, i32)))
 
 
+# How long one try of an mbarrier wait may suspend the thread before it tries again (ns): the
+# hint CUTLASS gives; the thread resumes as soon as the phase completes.
+WAIT_SUSPEND_HINT_NS = 10_000_000
+
+
 class LowerMBarrierWait(KernelPattern):
-    """A `try_wait.parity` spin loop on the phase's parity."""
+    """Upstream's `nvvm.mbarrier.try_wait.parity` on the phase's parity."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.MBarrierWaitOp, rewriter: PatternRewriter) -> None:
         k = self.k
         ptr, _ = k.address(rewriter, op, op.barriers, [op.index])
-        addr = k.before(rewriter, llvm.PtrToIntOp(ptr, i32))
         phase = k.i32_of(rewriter, op.phase)
         parity = k.before(rewriter, arith.AndIOp(phase, k.const(1, i32)))
-        k.asm(rewriter, "{\n.reg .pred p;\nLAB_WAIT_${:uid}:\n"
-                        "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
-                        "@!p bra LAB_WAIT_${:uid};\n}", "r,r,~{memory}", [addr, parity])
-        rewriter.erase(op)
+        rewriter.replace(op, nvvm.MBarrierTryWaitParityOp(ptr, parity, k.const(WAIT_SUSPEND_HINT_NS, i32)))
 
 
 class LowerTmaLoad(KernelPattern):

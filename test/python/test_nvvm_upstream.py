@@ -194,10 +194,19 @@ def test_matmul_kernels_verify_upstream(upstream):
                     "mbarrier.arrive.shared.b64", "mbarrier.arrive.expect_tx", "wgmma.fence.sync", "wgmma.commit_group.sync",
                     "wgmma.wait_group.sync", "wgmma.mma_async", "fence.proxy", ".global.shared::cta",
                     "shared::cluster.global", "barrier.cluster", "fence.mbarrier_init", "mapa",
-                    "cp.reduce.async.bulk"):  # (an empty asm tying the accumulators is commented "wgmma.wait_group")
+                    "cp.reduce.async.bulk", "mbarrier.try_wait"):  # (an empty asm tying the accumulators is commented "wgmma.wait_group")
             assert not [ln for ln in asm if ptx in ln], (name, ptx)
         assert "nvvm.setmaxregister" in kern and "nvvm.mbarrier.init" in kern, name
         assert kern.count("nvvm.wgmma.mma_async") >= 2, name  # (two consumer row halves or two B operands)
         assert "nvvm.cp.async.bulk.tensor.shared.cluster.global" in kern, name
         if "cluster" in name:
             assert "multicast_mask = " in kern and "nvvm.cluster.arrive" in kern and "nvvm.mapa" in kern, name
+        assert "nvvm.mbarrier.try_wait.parity" in kern, name
+        # What is left as inline asm has no upstream op (docs/ir-levels.md): the grid semaphores'
+        # acquire spin and release (serial split-K), and the empty asm that ties the accumulators
+        # to a wgmma.wait_group. Counted: nothing else may appear.
+        left = [ln for ln in asm if not any(x in ln for x in (
+            "// wgmma.wait_group: accumulators ready", "st.release.gpu.global.b32", "ld.acquire.gpu.global.b32"))]
+        assert left == [], (name, left[:2])
+        serial = "serial" in name
+        assert (sum("st.release.gpu" in ln for ln in asm) > 0) == serial, name  # (only serial split-K has semaphores)

@@ -129,3 +129,11 @@ llvm.func @remote_arrive_state(%r: !llvm.ptr<7>) {
   %s = nvvm.mbarrier.arrive %r : !llvm.ptr<7> -> i64
   llvm.return
 }
+
+// -----
+
+llvm.func @wait_on_global(%p: !llvm.ptr<1>, %x: i32) {
+  // expected-error @+1 {{'nvvm.mbarrier.try_wait.parity' op waits on a shared-memory mbarrier (!llvm.ptr<3>), got !llvm.ptr<1>}}
+  nvvm.mbarrier.try_wait.parity %p, %x, %x : !llvm.ptr<1>, i32, i32
+  llvm.return
+}

@@ -17,7 +17,7 @@
 // CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
 // CHECK: %[[DST:.*]] = llvm.addrspacecast %{{.*}} : !llvm.ptr<3> to !llvm.ptr<7>
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %[[DST]], %tm, %{{.*}}, box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr<0>
-// CHECK: mbarrier.try_wait.parity.shared::cta.b64
+// CHECK: nvvm.mbarrier.try_wait.parity %{{.*}}, %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32, i32
 // CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3> -> i64
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>] : !llvm.struct<(f32, {{.*}})> -> !llvm.struct<(f32, {{.*}})>
@@ -29,6 +29,7 @@
 // CHECK-NOT: llvm.inline_asm {{.*}}"setmaxnreg
 // CHECK-NOT: llvm.inline_asm {{.*}}"{{.*}}wgmma.mma_async
 // CHECK-NOT: llvm.inline_asm {{.*}}"cp.async.bulk.tensor
+// CHECK-NOT: llvm.inline_asm
 // CHECK-NOT: llvm.inline_asm {{.*}}"cp.async.bulk.wait_group
 
 // PTX:      .extern .shared .align 1024 .b8 __dynamic_smem_hopper[];
@@ -38,7 +39,7 @@
 // PTX:      mbarrier.init.shared.b64
 // PTX:      mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r{{[0-9]+}}], %r{{[0-9]+}};
 // PTX:      cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
-// PTX:      mbarrier.try_wait.parity.shared::cta.b64
+// PTX:      mbarrier.try_wait.parity.shared::cta.b64 p, [%r{{[0-9]+}}], %r{{[0-9]+}}, %r{{[0-9]+}};
 // PTX:      wgmma.fence.sync.aligned;
 // PTX:      wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 1;
 // PTX:      wgmma.commit_group.sync.aligned;
