@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr,
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.exceptions import VerifyException, DiagnosticException, ParseError
 
 from fuser.dialects.context import make_context
 
@@ -119,12 +119,33 @@ def verify_module(module: ModuleOp) -> None:
         try:
             op.verify_()
             _verify_structure(op)
+            if op.name == "llvm.mlir.addressof":
+                _verify_addressof(op)
         except DiagnosticException as e:
             raise FuserDiagnostic(f"{location_of(op)}: error: {_op_message(op, e)}") from None
     try:
         module.verify()
     except DiagnosticException as e:  # something only the whole-module walk sees
         raise FuserDiagnostic(f"error: {first_line(e)}") from None
+
+
+def _verify_addressof(op: Operation) -> None:
+    """`llvm.mlir.addressof @g` names an `llvm.mlir.global` or `llvm.func` of the nearest
+    enclosing module (upstream's verifier checks the same; xDSL's does not)."""
+    name = op.properties["global_name"].root_reference.data
+    scope = op.parent_op()
+    while scope is not None and scope.name not in ("gpu.module", "builtin.module"):
+        scope = scope.parent_op()
+    if scope is None:
+        return
+    for sym in scope.regions[0].block.ops:
+        found = sym.properties.get("sym_name") or sym.attributes.get("sym_name")
+        if found is not None and found.data == name:
+            if sym.name not in ("llvm.mlir.global", "llvm.func"):
+                raise VerifyException(f"'{op.name}' op @{name} is a {sym.name}, not an llvm.mlir.global or llvm.func")
+            return
+    raise VerifyException(f"'{op.name}' op refers to @{name}, which no llvm.mlir.global or llvm.func of the "
+                          f"enclosing {scope.name} defines")
 
 
 def _verify_structure(op: Operation) -> None:

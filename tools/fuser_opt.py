@@ -135,9 +135,14 @@ def _emit(module, args) -> str:
     if not _has_kernels(module):
         raise FuserDiagnostic(f"error: -t {args.target} needs nvvm-level IR (a gpu.module with kernels); "
                               "run the lowering first, e.g. -p default")
-    if args.target == "llvm":
-        return ptx_mod.module_to_llvm_ir(module, args.arch)
-    return ptx_mod.module_to_ptx(module, args.arch)
+    from fuser.lowering.llvmir import TranslationError
+    try:
+        if args.target == "llvm":
+            return ptx_mod.module_to_llvm_ir(module, args.arch)
+        return ptx_mod.module_to_ptx(module, args.arch)
+    except (TranslationError, ptx_mod.PtxError) as e:  # a diagnostic, not a traceback
+        lines = str(e).strip().splitlines() or [type(e).__name__]
+        raise FuserDiagnostic("\n".join([f"error: -t {args.target}: {lines[0]}", *lines[1:]])) from None
 
 
 def _has_kernels(module) -> bool:
@@ -220,7 +225,11 @@ def process_chunk(text: str, name: str, line_offset: int, args, out, timer: Phas
         text = str(e)
         raise FuserDiagnostic(f"{name}: {text}" if text.startswith("error:") else text) from None  # name the file
     with _phase(timer, "emit"):
-        out.write(_emit(module, args))
+        try:
+            out.write(_emit(module, args))
+        except FuserDiagnostic as e:
+            text = str(e)
+            raise FuserDiagnostic(f"{name}: {text}" if text.startswith("error:") else text) from None
 
 
 # --verify-diagnostics with annotations, as mlir-opt reads them:

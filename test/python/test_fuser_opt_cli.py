@@ -184,3 +184,25 @@ def test_closed_pipe_is_not_a_traceback():
     p.stdout.close()  # like `head -1`
     err = p.stderr.read().decode()
     assert p.wait() == 0 and "Traceback" not in err, err
+
+
+def test_a_translation_error_is_a_diagnostic_not_a_traceback(tmp_path):
+    """An op the LLVM IR translation does not handle: `-t ptx` says which, where, and exits 1."""
+    import subprocess
+    import sys
+
+    f = tmp_path / "cbrt.mlir"
+    f.write_text('''module attributes {gpu.container_module} {
+  "gpu.module"() <{sym_name = "k"}> ({
+    llvm.func @f() attributes {nvvm.kernel} {
+      %a = arith.constant 1.0 : f64
+      %b = math.cbrt %a : f64
+      llvm.return
+    }
+  }) : () -> ()
+}
+''')
+    r = subprocess.run([sys.executable, "-m", "fuser.tools.fuser_opt", str(f), "-t", "ptx"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.startswith(f"{f}: error: -t ptx: cannot translate 'math.cbrt' (in @f at {f}:5:7)")
