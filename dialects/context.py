@@ -9,6 +9,7 @@ from xdsl.dialects import arith, builtin, func, gpu, llvm, math, memref, scf, ve
 from fuser.dialects.fusion import Fusion
 from fuser.dialects.gpu_ext import GPU_EXT_OPS
 from fuser.dialects.llvm_ext import LLVM_EXT_OPS
+from fuser.dialects.nvgpu import NVGPU
 from fuser.dialects.nvvm import NVVM
 from fuser.dialects.sched import Sched
 
@@ -16,7 +17,7 @@ from fuser.dialects.sched import Sched
 def all_dialects():
     """The dialects fuser-opt and the compiler register."""
     return [builtin.Builtin, func.Func, arith.Arith, math.Math, scf.Scf, memref.MemRef, vector.Vector,
-            gpu.GPU, llvm.LLVM, Fusion, Sched, NVVM]
+            gpu.GPU, llvm.LLVM, Fusion, Sched, NVGPU, NVVM]
 
 
 def make_context() -> Context:

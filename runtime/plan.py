@@ -59,7 +59,7 @@ class WorkspaceSpec:
 @dataclass(frozen=True)
 class TensorMapSpec:
     """A TMA descriptor (CUtensorMap) the executor encodes for a buffer at call time
-    (`sched.tensor_map` in the host function): `source` is ("in"|"out"|"ws", i); `box` is in
+    (`nvgpu.tma.create.descriptor` in the host function): `source` is ("in"|"out"|"ws", i); `box` is in
     the buffer's dimension order (outermost first); `swizzle` is 0, 32, 64 or 128 bytes."""
     source: tuple[str, int]
     shape: tuple[int, ...]
@@ -270,6 +270,7 @@ def extract_program(module: Any, ptx: str, arch: str, name: str | None = None) -
     launches: list[LaunchStep] = []
     zero_outputs: list[int] = []
     tensor_maps: list[TensorMapSpec] = []
+    ranked: dict[Any, Any] = {}  # memref.cast result -> the ranked type it views
     used: set[tuple] = set()   # buffers some launch already read or wrote
     kernels = _kernel_symbols(module)
     entries = set(_ENTRY_RE.findall(ptx or ""))
@@ -319,14 +320,28 @@ def extract_program(module: Any, ptx: str, arch: str, name: str | None = None) -
                 workspaces[ref[1]]["zero"] = True
             elif ref[1] not in zero_outputs:
                 zero_outputs.append(ref[1])
-        elif opname == "sched.tensor_map":
+        elif opname == "memref.cast":  # the unranked view a TMA descriptor is made from
             src = refs.get(op.operands[0])
             if src is None or src[0] not in ("in", "out", "ws"):
-                raise ProgramError(f"sched.tensor_map in @{fname}: operand must be an argument or a gpu.alloc buffer")
-            shape, dtype = _memref_spec(op.operands[0].type, f"sched.tensor_map in @{fname}")
+                raise ProgramError(f"memref.cast in @{fname}: operand must be an argument or a gpu.alloc buffer")
+            refs[op.results[0]] = src
+            ranked[op.results[0]] = op.operands[0].type
+        elif opname == "nvgpu.tma.create.descriptor":
+            src = refs.get(op.operands[0])
+            if src is None or op.operands[0] not in ranked:
+                raise ProgramError(f"nvgpu.tma.create.descriptor in @{fname}: operand must be a memref.cast of an "
+                                   f"argument or a gpu.alloc buffer")
+            shape, dtype = _memref_spec(ranked[op.operands[0]], f"nvgpu.tma.create.descriptor in @{fname}")
             t = op.results[0].type
+            box = tuple(const_int(v, "a box dimension", op) for v in op.operands[1:])
+            if list(box) != t.box_dims:
+                raise ProgramError(f"nvgpu.tma.create.descriptor in @{fname}: box {list(box)} differs from its "
+                                   f"descriptor type's {t.box_dims}")
+            if (t.l2promo.data, t.oob.data, t.interleave.data) != ("l2promo_256b", "zero", "none"):
+                raise ProgramError(f"nvgpu.tma.create.descriptor in @{fname}: the runtime makes descriptors with "
+                                   f"l2promo_256b, oob = zero and no interleave, not {t}")
             refs[op.results[0]] = ("tmap", len(tensor_maps))
-            tensor_maps.append(TensorMapSpec(src, shape, dtype, tuple(t.box_dims), int(t.swizzle.data)))
+            tensor_maps.append(TensorMapSpec(src, shape, dtype, box, t.swizzle_bytes))
         elif opname == "gpu.launch_func":
             launches.append(_launch_step(op, fname, refs, consts, const_int, kernels, entries, used))
         elif opname == "gpu.dealloc":
@@ -339,7 +354,8 @@ def extract_program(module: Any, ptx: str, arch: str, name: str | None = None) -
             returned = True
         else:
             raise ProgramError(f"unsupported op '{opname}' in host function @{fname} "
-                               f"(allowed: arith.constant, gpu.alloc, gpu.memset, sched.tensor_map, gpu.launch_func, "
+                               f"(allowed: arith.constant, gpu.alloc, gpu.memset, memref.cast, nvgpu.tma.create.descriptor, "
+                               f"gpu.launch_func, "
                                f"gpu.dealloc, func.return)")
 
     return Program(fname, inputs, outputs,

@@ -6,7 +6,9 @@
   every workspace gets a `gpu.dealloc` before its block's terminator;
 - each `sched.launch` becomes a `gpu.launch_func` with the kernel's static geometry and dynamic
   shared memory;
-- `sched.tensor_map` stays: the runtime executes it (cuTensorMapEncodeTiled).
+- each `sched.tensor_map` becomes upstream's `nvgpu.tma.create.descriptor` on the buffer cast to
+  an unranked memref (`memref.cast`), its box as index constants: the runtime executes it
+  (cuTensorMapEncodeTiled) and passes the descriptor to the kernel by value.
 
 This stays a walk: it is a handful of ops, with constants hoisted to the function's entry and every
 workspace's dealloc placed once all are known; patterns would add a driver and gain nothing.
@@ -14,9 +16,9 @@ workspace's dealloc placed once all are known; patterns would add a driver and g
 
 from __future__ import annotations
 
-from xdsl.dialects import arith, func, gpu
-from xdsl.dialects.builtin import (AnyFloat, FloatAttr, IndexType, IntegerAttr, IntegerType, SymbolRefAttr, UnitAttr,
-                                  i32)
+from xdsl.dialects import arith, func, gpu, memref
+from xdsl.dialects.builtin import (AnyFloat, FloatAttr, IndexType, IntegerAttr, IntegerType, MemRefType, SymbolRefAttr,
+                                  UnitAttr, UnrankedMemRefType, i32, i64)
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 from xdsl.traits import IsTerminator
@@ -24,6 +26,7 @@ from xdsl.traits import IsTerminator
 from fuser.dialects import sched
 from fuser.dialects.gpu_ext import MemsetOp
 from fuser.dialects.host_attrs import CORESIDENT_ATTR, KEPT_ZERO_ATTR
+from fuser.dialects.nvgpu import SWIZZLE, TensorMapDescriptorType, TmaCreateDescriptorOp
 
 from .common import EntryBuilder, SchedToNVVMError, where
 
@@ -36,6 +39,18 @@ def _zero(t: Attribute) -> arith.ConstantOp:
     raise SchedToNVVMError(f"cannot zero-initialise a workspace of element type {t}")
 
 
+def _lower_tensor_map(op: sched.TensorMapOp, const) -> None:
+    """`sched.tensor_map %buf` -> `nvgpu.tma.create.descriptor (memref.cast %buf) box[...]`."""
+    t: sched.TensorMapType = op.result.type
+    buf = op.operands[0]
+    elem = t.tensor.element_type
+    cast = memref.CastOp.create(operands=[buf], result_types=[UnrankedMemRefType.from_type(elem)])
+    box = MemRefType(elem, t.box_dims, memory_space=IntegerAttr(3, i64))
+    desc = TmaCreateDescriptorOp(cast, [const(b) for b in t.box_dims],
+                                 TensorMapDescriptorType(box, SWIZZLE[t.swizzle.data]))
+    Rewriter.replace_op(op, [cast, desc])
+
+
 def lower_host(fn: func.FuncOp, kernels: dict[str, sched.KernelOp], gpu_module: str | None) -> None:
     entry = fn.body.blocks[0] if fn.body.blocks else None
     if entry is None:
@@ -43,6 +58,7 @@ def lower_host(fn: func.FuncOp, kernels: dict[str, sched.KernelOp], gpu_module: 
     const = EntryBuilder(entry).const
     fname = fn.sym_name.data
     workspaces: list[tuple[SSAValue, Block]] = []
+    tensor_maps: list[sched.TensorMapOp] = []
     for op in list(fn.walk()):
         if isinstance(op, sched.WorkspaceOp):
             t = op.result.type
@@ -84,9 +100,11 @@ def lower_host(fn: func.FuncOp, kernels: dict[str, sched.KernelOp], gpu_module: 
                 launch.attributes[CORESIDENT_ATTR] = UnitAttr()
             Rewriter.replace_op(op, launch)
         elif isinstance(op, sched.TensorMapOp):
-            pass  # a host-side op the runtime executes (cuTensorMapEncodeTiled), kept as is
+            tensor_maps.append(op)  # after the launches: their argument check reads the sched type
         elif op.dialect_name() == "sched":
             raise SchedToNVVMError(f"cannot lower '{op.name}'{where(op)} in host function @{fname}")
+    for op in tensor_maps:
+        _lower_tensor_map(op, const)
     for ws, block in workspaces:
         term = block.last_op
         if term is None or not term.has_trait(IsTerminator):

@@ -6,8 +6,9 @@ stores and reductions become the upstream ops (`nvvm.mbarrier.init`, `nvvm.mbarr
 `nvvm.mbarrier.arrive.expect_tx`, `nvvm.cp.async.bulk.commit.group`,
 `nvvm.cp.async.bulk.wait_group`, `nvvm.fence.proxy`,
 `nvvm.cp.async.bulk.tensor.shared.cluster.global`, `nvvm.cp.async.bulk.tensor.global.shared.cta`,
-`nvvm.cp.async.bulk.tensor.reduce`) and the waits `nvvm.mbarrier.try_wait.parity`. A `!sched.tensor_map` is a
-kernel parameter (see kernel.py); PTX takes TMA coordinates innermost first.
+`nvvm.cp.async.bulk.tensor.reduce`) and the waits `nvvm.mbarrier.try_wait.parity`. A
+`!sched.tensor_map` (made on the host by `nvgpu.tma.create.descriptor`, see host.py) is a kernel
+parameter (see kernel.py); PTX takes TMA coordinates innermost first.
 
 Semaphores are inline PTX on a global pointer: `wait` an `ld.acquire.gpu` spin loop, `signal`
 an `st.release.gpu` (upstream's NVVM has no op for either).

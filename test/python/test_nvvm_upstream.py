@@ -168,27 +168,37 @@ def test_hopper_nvvm_op_verifiers(bad, message):
         bad().verify()
 
 
-def _kernels_module(nvvm_text: str) -> str:
-    """The gpu.module of an nvvm-level module, alone (the host function still holds
-    sched.tensor_map for a matmul, which upstream does not know: issue 12)."""
-    start = nvvm_text.index('"gpu.module"')
-    end = nvvm_text.index("}) : () -> ()", start) + len("}) : () -> ()")
-    return "module attributes {gpu.container_module} {\n" + nvvm_text[start:end] + "\n}"
-
-
-def test_matmul_kernels_verify_upstream(upstream):
-    """Every matmul variant's kernels (plain, own and reused staging, cluster, persistent,
-    ping-pong, split-K) parse and verify in upstream MLIR, and the instructions upstream has ops
-    for that fuser emits as such are no longer inline PTX."""
-    from fuser.driver import compile_fusion
+def _lowered_cases() -> dict[str, tuple[str, str]]:
     from fuser.tools.sanitize import CASES
 
     root = Path(__file__).parent.parent.parent
-    cases = {n: c for n, c in CASES.items() if n.startswith("matmul")}
-    cases["example"] = ((root / "examples" / "matmul_bias_gelu.mlir").read_text(), "default")
+    cases = dict(CASES)
+    for f in sorted((root / "examples").glob("*.mlir")):
+        if f.name != "bad.mlir":
+            cases[f.name] = (f.read_text(), "default")
+    return cases
+
+
+def test_lowered_modules_verify_upstream(upstream):
+    """Every example and sanitizer case, lowered to the nvvm level, parses and verifies in
+    upstream MLIR as a whole: kernels and host function (TMA descriptors included)."""
+    from fuser.driver import compile_fusion
+
+    for name, (text, pipeline) in _lowered_cases().items():
+        upstream(compile_fusion(text, pipeline).stages["nvvm"])
+
+
+def test_matmul_kernels_verify_upstream(upstream):
+    """Every matmul variant (plain, own and reused staging, cluster, persistent, ping-pong,
+    split-K, serial split-K, the example) has its Hopper instructions as upstream nvvm ops, not
+    inline PTX; what inline asm remains is counted."""
+    from fuser.driver import compile_fusion
+
+    cases = {n: c for n, c in _lowered_cases().items() if "matmul" in n}
+    assert len(cases) == 9  # (8 sanitizer cases and the example)
     for name, (text, pipeline) in cases.items():
-        kern = _kernels_module(compile_fusion(text, pipeline).stages["nvvm"])
-        upstream(kern)
+        kern = compile_fusion(text, pipeline).stages["nvvm"]
+        assert "nvgpu.tma.create.descriptor" in kern and "sched." not in kern, name
         asm = [ln for ln in kern.splitlines() if "llvm.inline_asm" in ln]
         for ptx in ("setmaxnreg", "cp.async.bulk.commit_group", "cp.async.bulk.wait_group", "mbarrier.init",
                     "mbarrier.arrive.shared.b64", "mbarrier.arrive.expect_tx", "wgmma.fence.sync", "wgmma.commit_group.sync",

@@ -137,3 +137,32 @@ llvm.func @wait_on_global(%p: !llvm.ptr<1>, %x: i32) {
   nvvm.mbarrier.try_wait.parity %p, %x, %x : !llvm.ptr<1>, i32, i32
   llvm.return
 }
+
+// -----
+
+func.func @descriptor_box_rank(%u: memref<*xbf16>, %c: index) {
+  // expected-error @+1 {{'nvgpu.tma.create.descriptor' op has 1 box dimensions for a descriptor of rank 2}}
+  %d = nvgpu.tma.create.descriptor %u box[%c] : memref<*xbf16> -> !nvgpu.tensormap.descriptor<tensor = memref<128x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+  func.return
+}
+
+// -----
+
+func.func @descriptor_swizzle(%u: memref<*xbf16>, %c: index) {
+  // expected-error @+1 {{swizzle must be one of swizzle_none, swizzle_32b, swizzle_64b, swizzle_128b, got swizzle_256b}}
+  %d = nvgpu.tma.create.descriptor %u box[%c, %c] : memref<*xbf16> -> !nvgpu.tensormap.descriptor<tensor = memref<128x64xbf16, 3>, swizzle = swizzle_256b, l2promo = l2promo_256b, oob = zero, interleave = none>
+  func.return
+}
+
+// -----
+
+// An address of a global that does not exist (was: invalid LLVM IR, and a Python traceback).
+module attributes {gpu.container_module} {
+  "gpu.module"() <{sym_name = "k"}> ({
+    llvm.func @f() attributes {nvvm.kernel} {
+      // expected-error @+1 {{'llvm.mlir.addressof' op refers to @partials, which no llvm.mlir.global or llvm.func of the enclosing gpu.module defines}}
+      %p = llvm.mlir.addressof @partials : !llvm.ptr<3>
+      llvm.return
+    }
+  }) : () -> ()
+}

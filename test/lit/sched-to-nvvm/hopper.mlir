@@ -6,7 +6,8 @@
 // the TMA load and store and wgmma.mma_async the upstream nvvm ops (names and syntax upstream MLIR
 // parses), the rest inline PTX; and on to PTX.
 
-// CHECK: sched.tensor_map %x
+// CHECK: %[[U:.*]] = "memref.cast"(%x) : (memref<1000x1000xbf16>) -> memref<*xbf16>
+// CHECK: %[[TM:.*]] = nvgpu.tma.create.descriptor %[[U]] box[%{{.*}}, %{{.*}}] : memref<*xbf16> -> !nvgpu.tensormap.descriptor<tensor = memref<128x64xbf16, 3 : i64>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
 // CHECK: "gpu.launch_func"
 // CHECK: llvm.mlir.global external @__dynamic_smem_hopper() {addr_space = 3 : i32, alignment = 1024 : i64}
 // CHECK: llvm.func @hopper(%tm: !llvm.ptr<0> {llvm.byval = !llvm.array<128 x i8>, llvm.align = 64 : i64, nvvm.grid_constant}, %out: !llvm.ptr<1>, %tm_z: !llvm.ptr<0> {llvm.byval = !llvm.array<128 x i8>, llvm.align = 64 : i64, nvvm.grid_constant})
