@@ -188,6 +188,37 @@ def test_lowered_modules_verify_upstream(upstream):
         upstream(compile_fusion(text, pipeline).stages["nvvm"])
 
 
+def _variant_cases() -> dict[str, tuple[str, str]]:
+    """Lowerings the examples and the sanitizer set do not take: every operand layout, the wide
+    tiles, ping-pong with two B operands, a persistent cluster grid, split-K's 3-D partials with
+    a ragged K, a persistent serial split, 3-D reductions, fuzzer-drawn fusions."""
+    from test_matmul import GATED, matmul_text
+
+    from fuser.tools.fuzz import fuzz_case, pipeline_for
+    cases = {f"layout ta={ta} tb={tb}": (matmul_text(256, 384, 512, ta, tb), "default")
+             for ta in (False, True) for tb in (False, True)}
+    cases["tile 128x256"] = (matmul_text(1024, 2048, 512), 'default{tile="128x256"}')
+    cases["tile 256x128"] = (matmul_text(2048, 1024, 512), 'default{tile="256x128"}')
+    cases["gated ping-pong"] = (GATED, "default{matmul_pingpong=1 sms=4}")
+    cases["cluster persistent"] = (matmul_text(512, 256, 512), "default{matmul_cluster=2 matmul_persistent=1 sms=4}")
+    cases["split-K ragged"] = (matmul_text(100, 200, 10000), pipeline_for("fusion-split-k{strategy=two-kernel factor=3}"))
+    cases["serial persistent"] = (matmul_text(256, 256, 4096), pipeline_for("fusion-split-k{strategy=serial factor=4}")
+                                  .replace("convert-fusion-to-sched", "convert-fusion-to-sched{matmul_persistent=1 sms=8}", 1))
+    for seed in (2, 11, 20, 100, 205):  # 3-D cases and a matmul case of the fuzzer
+        cases[f"fuzz {seed}"] = (fuzz_case(seed).text, "default")
+    return cases
+
+
+def test_lowering_variants_verify_upstream(upstream):
+    """More of what the test suite lowers, each a whole module under upstream MLIR."""
+    from fuser.driver import compile_fusion
+
+    for name, (text, pipeline) in _variant_cases().items():
+        stages = compile_fusion(text, pipeline).stages
+        assert "nvvm" in stages, name
+        upstream(stages["nvvm"])
+
+
 def test_matmul_kernels_verify_upstream(upstream):
     """Every matmul variant (plain, own and reused staging, cluster, persistent, ping-pong,
     split-K, serial split-K, the example) has its Hopper instructions as upstream nvvm ops, not
