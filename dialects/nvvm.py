@@ -20,9 +20,11 @@ Notes on upstream facts:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I32,
+    DenseArrayBase,
     Float32Type,
     IntAttr,
     IntegerAttr,
@@ -491,16 +493,45 @@ class CpAsyncBulkWaitGroupOp(_GroupCountSyntax, IRDLOperation):
 
     name = "nvvm.cp.async.bulk.wait_group"
     group = prop_def(IntegerAttr)
+    read = opt_prop_def(UnitAttr)
 
     def __init__(self, group: int, read: bool = False):
-        from xdsl.dialects.builtin import UnitAttr, i32
-        super().__init__(properties={"group": IntegerAttr(group, i32)},
-                         attributes={"read": UnitAttr()} if read else {})
+        from xdsl.dialects.builtin import i32
+        props = {"group": IntegerAttr(group, i32)}
+        if read:
+            props["read"] = UnitAttr()
+        super().__init__(properties=props)
+
+    def print(self, printer: Printer) -> None:  # `wait_group 1 {read}`: the property in braces, as upstream
+        printer.print_string(f" {self.group.value.data}")
+        if self.read is not None:
+            printer.print_string(" {read}")
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        group = parser.parse_integer()
+        attrs = parser.parse_optional_attr_dict()
+        op = cls(group, read="read" in attrs)
+        op.attributes.update({k: v for k, v in attrs.items() if k != "read"})
+        return op
 
     def verify_(self) -> None:
         if self.group.value.data < 0:
             raise VerifyException(f"'{self.name}' op group {self.group.value.data} must be >= 0")
 
+
+
+class SetMaxRegisterAction(StrEnum):
+    INCREASE = "increase"
+    DECREASE = "decrease"
+
+
+@irdl_attr_definition
+class SetMaxRegisterActionAttr(EnumAttribute[SetMaxRegisterAction], SpacedOpaqueSyntaxAttribute):
+    """`#nvvm<action increase>` (upstream's spelling in the generic form)."""
+
+    name = "nvvm.action"
 
 
 @irdl_op_definition
@@ -509,27 +540,31 @@ class SetMaxRegisterOp(IRDLOperation):
     warpgroup's per-thread register budget, raised or lowered."""
 
     name = "nvvm.setmaxregister"
-    action = prop_def(StringAttr)
+    action = prop_def(SetMaxRegisterActionAttr)
     regCount = prop_def(IntegerAttr)  # noqa: N815 (upstream's attribute name)
 
     def __init__(self, action: str, count: int):
         from xdsl.dialects.builtin import i32
-        super().__init__(properties={"action": StringAttr(action), "regCount": IntegerAttr(count, i32)})
+        if action not in ("increase", "decrease"):
+            raise VerifyException(f"'{self.name}' op action must be increase or decrease, got '{action}'")
+        super().__init__(properties={"action": SetMaxRegisterActionAttr(SetMaxRegisterAction(action)),
+                                     "regCount": IntegerAttr(count, i32)})
 
     def verify_(self) -> None:
-        if self.action.data not in ("increase", "decrease"):
-            raise VerifyException(f"'{self.name}' op action must be increase or decrease, got '{self.action.data}'")
         n = self.regCount.value.data
         if not 24 <= n <= 256 or n % 8:
             raise VerifyException(f"'{self.name}' op register count {n} must be a multiple of 8 in 24..256")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.action.data} {self.regCount.value.data}")
+        printer.print_string(f" {self.action.data.value} {self.regCount.value.data}")
         printer.print_op_attributes(self.attributes)
 
     @classmethod
     def parse(cls, parser: Parser):
+        pos = parser.pos
         action = parser.parse_identifier()
+        if action not in ("increase", "decrease"):
+            parser.raise_error(f"'{cls.name}' op action must be increase or decrease, got '{action}'", pos, parser.pos)
         op = cls(action, parser.parse_integer())
         op.attributes.update(parser.parse_optional_attr_dict())
         return op
@@ -618,17 +653,29 @@ class TmaReduxKindAttr(_BracketedEnum, EnumAttribute[TmaReduxKind]):
     name = "nvvm.tma_redux_kind"
 
 
+class TmaStoreMode(StrEnum):
+    TILE = "tile"
+    IM2COL = "im2col"
+
+
+@irdl_attr_definition
+class TmaStoreModeAttr(_BracketedEnum, EnumAttribute[TmaStoreMode]):
+    """`#nvvm.tma_store_mode<tile>`: how a TMA store or reduction writes its box (fuser: tiles)."""
+
+    name = "nvvm.tma_store_mode"
+
+
 class _TmaFromShared(IRDLOperation):
     """A box of shared memory to global through a tensor map: `%tmap, %smem, box[%c0, ...]`, the
     coordinates i32 and innermost first (PTX's order), completing in the thread's bulk group.
-    The optional L2 cache hint and the store mode (tile) are not modelled: we never emit them."""
+    Upstream's operand groups (its generic form has the optional L2 cache hint, and for stores a
+    predicate) and its `mode` property; fuser emits neither option, and tile mode only."""
 
-    tmaDescriptor = operand_def(LLVMPointerType)
-    srcMem = operand_def(LLVMPointerType)
-    coordinates = var_operand_def(I32)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
-    assembly_format = ("$tmaDescriptor `,` $srcMem `,` `box` `[` $coordinates `]` attr-dict "
-                       "`:` type($tmaDescriptor) `,` type($srcMem)")
+    # Each op declares its operands itself (IRDL orders a subclass's fields before its base's):
+    # tmaDescriptor, srcMem, coordinates, then the optional groups named here, in order.
+    _OPTIONAL: ClassVar[tuple[str, ...]] = ()
 
     def verify_(self) -> None:
         if not 1 <= len(self.coordinates) <= 5:
@@ -637,6 +684,47 @@ class _TmaFromShared(IRDLOperation):
         if space != 3:
             raise VerifyException(f"'{self.name}' op source must be a shared-memory pointer (!llvm.ptr<3>), "
                                   f"got address space {space}")
+        if any(getattr(self, n) is not None for n in self._OPTIONAL) or self.mode.data != TmaStoreMode.TILE:
+            raise VerifyException(f"'{self.name}' op: an L2 cache hint, a predicate and im2col mode are not modelled here")
+
+    @classmethod
+    def _operand_groups(cls, tensor_map, src, coordinates) -> list:
+        return [tensor_map, src, list(coordinates)] + [[] for _ in cls._OPTIONAL]
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list([self.tmaDescriptor, self.srcMem], printer.print_ssa_value)
+        printer.print_string(", box[")
+        printer.print_list(self.coordinates, printer.print_ssa_value)
+        printer.print_string("]")
+        extra = {k: v for k, v in self.properties.items() if k not in ("mode", "operandSegmentSizes")}
+        printer.print_op_attributes({**extra, **self.attributes})
+        printer.print_string(" : ")
+        printer.print_list([self.tmaDescriptor.type, self.srcMem.type], printer.print_attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        tmap = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        src = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        parser.parse_keyword("box")
+        coords = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        tmap_t = parser.parse_type()
+        parser.parse_punctuation(",")
+        src_t = parser.parse_type()
+        props = {"mode": TmaStoreModeAttr(TmaStoreMode.TILE),
+                 "operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1, len(coords)] + [0] * len(cls._OPTIONAL))}
+        for name in cls._PROPS_IN_ATTRS:
+            if name in attributes:
+                props[name] = attributes.pop(name)
+        return cls.create(operands=[parser.resolve_operand(tmap, tmap_t), parser.resolve_operand(src, src_t),
+                                    *[parser.resolve_operand(c, i32) for c in coords]],
+                          properties=props, attributes=attributes)
+
+    _PROPS_IN_ATTRS: ClassVar[tuple[str, ...]] = ()  # properties the custom form writes in its attr-dict
 
 
 @irdl_op_definition
@@ -646,9 +734,17 @@ class CpAsyncBulkTensorSharedCtaToGlobalOp(_TmaFromShared):
     outside the tensor is not written."""
 
     name = "nvvm.cp.async.bulk.tensor.global.shared.cta"
+    tmaDescriptor = operand_def(LLVMPointerType)  # noqa: N815 (upstream's names)
+    srcMem = operand_def(LLVMPointerType)  # noqa: N815
+    coordinates = var_operand_def(I32)
+    l2CacheHint = opt_operand_def(IntegerType)  # noqa: N815
+    predicate = opt_operand_def(IntegerType)
+    mode = prop_def(TmaStoreModeAttr)
+    _OPTIONAL: ClassVar[tuple[str, ...]] = ("l2CacheHint", "predicate")
 
     def __init__(self, tensor_map: SSAValue, src: SSAValue, coordinates: Sequence[SSAValue]):
-        super().__init__(operands=[tensor_map, src, list(coordinates)])
+        super().__init__(operands=self._operand_groups(tensor_map, src, coordinates),
+                         properties={"mode": TmaStoreModeAttr(TmaStoreMode.TILE)})
 
 
 @irdl_op_definition
@@ -658,13 +754,19 @@ class CpAsyncBulkTensorReduceOp(_TmaFromShared):
     that combines with what global memory holds, element by element, atomically."""
 
     name = "nvvm.cp.async.bulk.tensor.reduce"
+    tmaDescriptor = operand_def(LLVMPointerType)  # noqa: N815 (upstream's names)
+    srcMem = operand_def(LLVMPointerType)  # noqa: N815
+    coordinates = var_operand_def(I32)
+    l2CacheHint = opt_operand_def(IntegerType)  # noqa: N815
+    mode = prop_def(TmaStoreModeAttr)
     redKind = prop_def(TmaReduxKindAttr)  # noqa: N815 (upstream's attribute name)
-
-    irdl_options = (ParsePropInAttrDict(),)
+    _OPTIONAL: ClassVar[tuple[str, ...]] = ("l2CacheHint",)
+    _PROPS_IN_ATTRS: ClassVar[tuple[str, ...]] = ("redKind",)
 
     def __init__(self, tensor_map: SSAValue, src: SSAValue, coordinates: Sequence[SSAValue], kind: str):
-        super().__init__(operands=[tensor_map, src, list(coordinates)],
-                         properties={"redKind": TmaReduxKindAttr(TmaReduxKind(kind))})
+        super().__init__(operands=self._operand_groups(tensor_map, src, coordinates),
+                         properties={"redKind": TmaReduxKindAttr(TmaReduxKind(kind)),
+                                     "mode": TmaStoreModeAttr(TmaStoreMode.TILE)})
 
 
 class TmaLoadMode(StrEnum):
@@ -1033,7 +1135,7 @@ HOPPER_OPS = [WgmmaFenceAlignedOp, WgmmaGroupSyncAlignedOp, WgmmaWaitGroupSyncOp
 NVVM = Dialect(
     "nvvm",
     [*SPECIAL_REGISTER_OPS.values(), BarrierOp, BarrierArriveOp, ShflOp, *HOPPER_OPS],
-    [ShflKindAttr, ProxyKindAttr, SharedSpaceAttr, TmaReduxKindAttr, WgmmaTypeAttr, WgmmaScaleInAttr,
+    [ShflKindAttr, SetMaxRegisterActionAttr, ProxyKindAttr, TmaStoreModeAttr, SharedSpaceAttr, TmaReduxKindAttr, WgmmaTypeAttr, WgmmaScaleInAttr,
      WgmmaScaleOutAttr, MMALayoutAttr, MMAShapeAttr, TmaLoadModeAttr],
 )
 

@@ -104,14 +104,14 @@ class LowerBulkCommit(RewritePattern):
 class LowerBulkWait(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nvvm.CpAsyncBulkWaitGroupOp, rewriter: PatternRewriter) -> None:
-        read = ".read" if "read" in op.attributes else ""
+        read = ".read" if op.read is not None else ""
         _asm(rewriter, op, f"cp.async.bulk.wait_group{read} {op.group.value.data};")
 
 
 class LowerSetMaxRegister(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: nvvm.SetMaxRegisterOp, rewriter: PatternRewriter) -> None:
-        action = {"increase": "inc", "decrease": "dec"}[op.action.data]
+        action = {"increase": "inc", "decrease": "dec"}[op.action.data.value]
         _asm(rewriter, op, f"setmaxnreg.{action}.sync.aligned.u32 {op.regCount.value.data};")
 
 

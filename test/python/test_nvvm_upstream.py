@@ -123,8 +123,7 @@ def test_nvvm_level_kernels_parse_upstream(upstream, name, generic):
 
 
 def _hopper_nvvm_module() -> builtin.ModuleOp:
-    """One llvm.func using the Hopper nvvm ops fuser emits (custom form only: upstream's generic
-    form takes enum attributes that these ops keep as plain strings and integers)."""
+    """One llvm.func using the Hopper nvvm ops fuser emits."""
     ptr3 = llvm.LLVMPointerType(builtin.IntAttr(3))
     ftype = llvm.LLVMFunctionType([ptr3], llvm.LLVMVoidType())
     block = Block(arg_types=[ptr3])
@@ -140,6 +139,13 @@ def _hopper_nvvm_module() -> builtin.ModuleOp:
     module = builtin.ModuleOp([llvm.FuncOp("hopper_ops", ftype, body=Region(block))])
     module.verify()
     return module
+
+
+def test_hopper_nvvm_ops_generic_form_parses_upstream(upstream):
+    """The generic form too: properties as upstream spells them (`#nvvm<action increase>`,
+    `read` a property, the TMA ops' operand groups and mode)."""
+    theirs = str(upstream(_print(_hopper_nvvm_module(), generic=True)))
+    assert "nvvm.setmaxregister increase 232" in theirs and "nvvm.cp.async.bulk.wait_group 1 {read}" in theirs
 
 
 def test_hopper_nvvm_ops_are_upstream_text(upstream):
@@ -251,3 +257,16 @@ def test_matmul_kernels_verify_upstream(upstream):
         assert left == [], (name, left[:2])
         serial = "serial" in name
         assert (sum("st.release.gpu" in ln for ln in asm) > 0) == serial, name  # (only serial split-K has semaphores)
+
+
+@pytest.mark.parametrize("lit_file", ["wgmma-mma-async.mlir", "tma-load.mlir", "cluster.mlir", "nvgpu-descriptor.mlir",
+                                      "nvvm-to-llvm.mlir"])
+@pytest.mark.parametrize("generic", [False, True], ids=["custom", "generic"])
+def test_new_hopper_ops_parse_upstream(upstream, lit_file, generic):
+    """The lit inputs of the ops added for issue 12 (wgmma.mma_async, the TMA load with its
+    address-space cast, the cluster ops, mapa, try_wait, the nvgpu descriptor), as xDSL prints
+    them in either form, parse and verify in upstream MLIR."""
+    from fuser.dialects.ir import parse_module
+
+    text = (Path(__file__).parents[1] / "lit" / "nvvm" / lit_file).read_text()
+    upstream(_print(parse_module(text, lit_file), generic))
