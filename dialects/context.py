@@ -4,11 +4,12 @@ from the fusion level down to llvm/nvvm."""
 from __future__ import annotations
 
 from xdsl.context import Context
-from xdsl.dialects import arith, builtin, func, gpu, llvm, math, memref, scf, vector
+from xdsl.dialects import arith, builtin, func, gpu, llvm, math, scf, vector
 
 from fuser.dialects.fusion import Fusion
 from fuser.dialects.gpu_ext import GPU_EXT_OPS
 from fuser.dialects.llvm_ext import LLVM_EXT_OPS
+from fuser.dialects.memref_ext import memref_dialect
 from fuser.dialects.nvgpu import NVGPU
 from fuser.dialects.nvvm import NVVM
 from fuser.dialects.sched import Sched
@@ -16,7 +17,7 @@ from fuser.dialects.sched import Sched
 
 def all_dialects():
     """The dialects fuser-opt and the compiler register."""
-    return [builtin.Builtin, func.Func, arith.Arith, math.Math, scf.Scf, memref.MemRef, vector.Vector,
+    return [builtin.Builtin, func.Func, arith.Arith, math.Math, scf.Scf, memref_dialect(), vector.Vector,
             gpu.GPU, llvm.LLVM, Fusion, Sched, NVGPU, NVVM]
 
 

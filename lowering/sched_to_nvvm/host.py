@@ -16,7 +16,7 @@ workspace's dealloc placed once all are known; patterns would add a driver and g
 
 from __future__ import annotations
 
-from xdsl.dialects import arith, func, gpu, memref
+from xdsl.dialects import arith, func, gpu
 from xdsl.dialects.builtin import (AnyFloat, FloatAttr, IndexType, IntegerAttr, IntegerType, MemRefType, SymbolRefAttr,
                                   UnitAttr, UnrankedMemRefType, i32, i64)
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -26,6 +26,7 @@ from xdsl.traits import IsTerminator
 from fuser.dialects import sched
 from fuser.dialects.gpu_ext import MemsetOp
 from fuser.dialects.host_attrs import CORESIDENT_ATTR, KEPT_ZERO_ATTR
+from fuser.dialects.memref_ext import CastOp
 from fuser.dialects.nvgpu import SWIZZLE, TensorMapDescriptorType, TmaCreateDescriptorOp
 
 from .common import EntryBuilder, SchedToNVVMError, where
@@ -44,7 +45,7 @@ def _lower_tensor_map(op: sched.TensorMapOp, const) -> None:
     t: sched.TensorMapType = op.result.type
     buf = op.operands[0]
     elem = t.tensor.element_type
-    cast = memref.CastOp.create(operands=[buf], result_types=[UnrankedMemRefType.from_type(elem)])
+    cast = CastOp.create(operands=[buf], result_types=[UnrankedMemRefType.from_type(elem)])
     box = MemRefType(elem, t.box_dims, memory_space=IntegerAttr(3, i64))
     desc = TmaCreateDescriptorOp(cast, [const(b) for b in t.box_dims],
                                  TensorMapDescriptorType(box, SWIZZLE[t.swizzle.data]))

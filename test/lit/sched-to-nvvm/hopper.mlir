@@ -6,7 +6,7 @@
 // the TMA load and store and wgmma.mma_async the upstream nvvm ops (names and syntax upstream MLIR
 // parses), the rest inline PTX; and on to PTX.
 
-// CHECK: %[[U:.*]] = "memref.cast"(%x) : (memref<1000x1000xbf16>) -> memref<*xbf16>
+// CHECK: %[[U:.*]] = memref.cast %x : memref<1000x1000xbf16> to memref<*xbf16>
 // CHECK: %[[TM:.*]] = nvgpu.tma.create.descriptor %[[U]] box[%{{.*}}, %{{.*}}] : memref<*xbf16> -> !nvgpu.tensormap.descriptor<tensor = memref<128x64xbf16, 3 : i64>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
 // CHECK: "gpu.launch_func"
 // CHECK: llvm.mlir.global external @__dynamic_smem_hopper() {addr_space = 3 : i32, alignment = 1024 : i64}
