@@ -16,6 +16,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from fuser.lowering import ptx as ptx_mod
+from fuser.lowering.nvvm_to_llvm import lower_nvvm_to_llvm
 from fuser.dialects.ir import FuserDiagnostic, parse_module, print_module
 from fuser.passes.pipeline import build_pipeline, pipeline_text, run_passes
 from fuser.passes.verify_buffers import check_buffers
@@ -71,6 +72,7 @@ def compile_fusion(module: ModuleOp | str, pipeline: str | Sequence[ModulePass] 
     run_passes(passes, mod, after=record, verify_each=os.environ.get("FUSER_VERIFY_EACH", "0") == "1")
     if "nvvm" not in stages:
         raise FuserDiagnostic("error: the pipeline did not reach the nvvm level (it must include convert-sched-to-nvvm)")
+    lower_nvvm_to_llvm(mod)  # in place: the module is ours, so the translation need not copy it
     llvm_ir = ptx_mod.module_to_llvm_ir(mod, arch)
     ptx = ptx_mod.llvm_ir_to_ptx(llvm_ir, arch)
     program = extract_program(mod, ptx, arch)
