@@ -34,7 +34,8 @@ class ScheduleError(Exception):
 class Task:
     """One kernel to emit (a reduction may emit two)."""
 
-    kind: str                     # "pointwise" | "reduction" | "normalization" | "matmul" | "segment"
+    kind: str                     # "pointwise" | "reduction" | "normalization" | "matmul" | "segment" |
+    #                               "fixed" (a fusion.segment already in the IR)
     order: int
     level: int
     op: object = None             # the reduction, matmul or segment_set op

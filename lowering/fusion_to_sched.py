@@ -1,8 +1,11 @@
-"""convert-fusion-to-sched: partition a fusion into kernels and schedule each one.
+"""convert-fusion-to-sched: schedule each segment of a fusion into its kernels.
 
-The pass plans each fusion function (`plan_fusion`, lowering/planner.py, whose docstring
-describes the segmentation), makes the host function with a buffer for every stored value, and
-hands each task to its scheduler's emitter:
+The kernel boundaries are fusion-segment's (passes/segment.py): a function that is not cut yet is
+cut here by the same code, and segments already in the IR (from fusion-segment or written by
+hand) are kept. The pass makes the host function with a buffer for every value kept between
+segments, plans each segment's one task (`plan_fusion` on its body, lowering/planner.py; an error
+if it is not one task of the scheduler the segment names), and hands it to that scheduler's
+emitter:
 
 - pointwise and `segment_set` tasks: lowering/pointwise.py
 - reductions: lowering/reduction.py
@@ -24,7 +27,7 @@ from xdsl.ir import Block, Region, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
-from fuser.lowering.common import ScheduleError, shape_of
+from fuser.lowering.common import ScheduleError, Task, shape_of
 from fuser.lowering.emitter import KernelEmitter
 from fuser.lowering.kernel_builder import KernelBuilder
 from fuser.lowering.matmul import emit_matmul
@@ -33,6 +36,7 @@ from fuser.lowering.planner import Plan, plan_fusion
 from fuser.lowering.pointwise import emit_copy, emit_pointwise
 from fuser.lowering.reduction import emit_reduction
 from fuser.lowering.schedulers.options import SchedulingPass
+from fuser.passes.segment import SCHEDULER_OF_TASK, segment_function
 
 # fusion-translate-welford and fusion-split-k import the planner and its error from here.
 __all__ = ["ConvertFusionToSched", "Plan", "ScheduleError", "plan_fusion"]
@@ -53,7 +57,7 @@ class ConvertFusionToSched(SchedulingPass):
     def _convert(self, module: ModuleOp, fn: func.FuncOp) -> None:
         _refuse_empty_tensors(fn)
         opts = self.schedule_options()
-        plan = plan_fusion(fn, opts)
+        segment_function(fn, opts)  # the kernel boundaries are fusion-segment's (kept if already cut)
         body = fn.body.block
         args = list(body.args)
         outputs = list(body.last_op.operands)
@@ -77,29 +81,76 @@ class ConvertFusionToSched(SchedulingPass):
                 copies.append((o, a))
             else:
                 buffers[o] = a
-        for v in plan.stored:
-            if v not in buffers:
-                ws = host.v(sched.WorkspaceOp(sched.memref(shape_of(v), F._elem(v))))
-                ws.name_hint = v.name_hint
-                buffers[v] = ws
+        segments = [(seg, self._plan_segment(seg, opts)) for seg in body.ops if isinstance(seg, F.SegmentOp)]
+        # Every buffer first (workspaces for the values kept between kernels), then the kernels.
+        for seg, plan in segments:
+            copies += _segment_buffers(host, seg, plan, buffers)
         em = KernelEmitter(fn.sym_name.data, module.body.block, host, buffers, opts)
-        materialized = plan.materialized
-        argset = set(args)
-        for t in plan.tasks:
-            if t.kind == "reduction":
-                emit_reduction(em, t, materialized, argset)
-            elif t.kind == "normalization":
-                emit_persistent(em, t, materialized, argset)
-            elif t.kind == "matmul":
-                emit_matmul(em, t, materialized, argset)
-            elif t.kind == "segment":
-                emit_pointwise(em, [t.op.result], materialized, argset)
-            else:
-                emit_pointwise(em, t.outputs, materialized, argset)
+        for seg, plan in segments:
+            argset = set(seg.body.block.args)
+            for t in plan.tasks:
+                emit_task(em, t, plan.materialized, argset)
         for o, a in copies:
             emit_copy(em, o, a)
         host.emit(func.ReturnOp())
         module.body.block.erase_op(fn)
+
+    @staticmethod
+    def _plan_segment(seg: F.SegmentOp, opts) -> Plan:
+        """The one task a segment's scheduler runs (a segment with none only passes values on)."""
+        plan = plan_fusion(seg.body.block, opts)
+        kinds = [SCHEDULER_OF_TASK.get(t.kind, t.kind) for t in plan.tasks]
+        name = seg.scheduler_name
+        if len(kinds) > 1:
+            raise ScheduleError(f"fusion.segment \"{name}\" holds {len(kinds)} kernel tasks ({', '.join(kinds)}); a "
+                                "segment is one scheduler's task: split it, or drop its scheduler name so that "
+                                "fusion-segment splits it", seg)
+        if kinds and name is not None and kinds[0] != name:
+            why = "".join(f": {g.decision.reason}" for g in plan.groups if not g.decision.persistent)
+            raise ScheduleError(f"fusion.segment names the '{name}' scheduler, but its ops are a '{kinds[0]}' "
+                                f"task{why}", seg)
+        return plan
+
+
+def emit_task(em: KernelEmitter, t: Task, materialized: set, args: set) -> None:
+    """Hand one planned task to its scheduler's emitter."""
+    if t.kind == "reduction":
+        emit_reduction(em, t, materialized, args)
+    elif t.kind == "normalization":
+        emit_persistent(em, t, materialized, args)
+    elif t.kind == "matmul":
+        emit_matmul(em, t, materialized, args)
+    elif t.kind == "segment":
+        emit_pointwise(em, [t.op.result], materialized, args)
+    else:
+        emit_pointwise(em, t.outputs, materialized, args)
+
+
+def _segment_buffers(host: KernelBuilder, seg: F.SegmentOp, plan: Plan, buffers: dict) -> list:
+    """Map a segment's block arguments to its operands' buffers and its yielded values to its
+    results' buffers (a workspace for a result no one returns); returns the copies a yielded
+    argument, or a value yielded twice, needs."""
+    block = seg.body.block
+    for a, x in zip(block.args, seg.inputs):
+        buffers[a] = buffers[x]
+    copies = []
+    for y, r in zip(block.last_op.operands, seg.outputs):
+        if r not in buffers:
+            buffers[r] = _workspace(host, r)
+        if y in buffers:
+            copies.append((y, buffers[r]))
+        else:
+            buffers[y] = buffers[r]
+    for v in plan.stored:
+        if v not in buffers:
+            buffers[v] = _workspace(host, v)
+    return copies
+
+
+def _workspace(host: KernelBuilder, v: SSAValue) -> SSAValue:
+    ws = host.v(sched.WorkspaceOp(sched.memref(shape_of(v), F._elem(v))))
+    ws.name_hint = v.name_hint
+    return ws
 
 
 def _refuse_empty_tensors(fn: func.FuncOp) -> None:

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, field
 
 from xdsl.dialects import func
-from xdsl.ir import SSAValue
+from xdsl.ir import Block, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.lowering.common import (REDUCTION_OPS, SHAPE_OPS, ScheduleError, Task, elem_bytes, leaves,
@@ -41,9 +41,15 @@ class Plan:
     groups: list = field(default_factory=list)  # normalization groups considered, with decisions
 
 
-def plan_fusion(fn: func.FuncOp, opts: ScheduleOptions = ScheduleOptions()) -> Plan:
-    """Partition `fn` into kernel tasks as the schedulers would with `opts` (builds no IR)."""
-    body = fn.body.block
+BOUNDARY_OPS = REDUCTION_OPS + (F.SegmentSetOp, F.MatmulOp, F.SegmentOp)
+"""Ops whose results are written to memory and read back by the kernels that use them."""
+
+
+def plan_fusion(fn: func.FuncOp | Block, opts: ScheduleOptions = ScheduleOptions()) -> Plan:
+    """Partition `fn` (a fusion function, or a block ending in its outputs such as a segment's
+    body) into kernel tasks as the schedulers would with `opts` (builds no IR). A
+    `fusion.segment` already in the block is one task of kind "fixed"."""
+    body = fn.body.block if isinstance(fn, func.FuncOp) else fn
     ret = body.last_op
     args = set(body.args)
     for op in body.ops:
@@ -55,7 +61,7 @@ def plan_fusion(fn: func.FuncOp, opts: ScheduleOptions = ScheduleOptions()) -> P
     # (reading one back would race with, or precede, the kernel that writes it).
     materialized: set[SSAValue] = set()
     for op in body.ops:
-        if isinstance(op, REDUCTION_OPS + (F.SegmentSetOp, F.MatmulOp)):
+        if isinstance(op, BOUNDARY_OPS):
             materialized |= set(op.results)
 
     level: dict[SSAValue, int] = {a: 0 for a in args}
@@ -69,7 +75,7 @@ def plan_fusion(fn: func.FuncOp, opts: ScheduleOptions = ScheduleOptions()) -> P
                 todo.pop()
                 continue
             op = x.owner
-            kernel_boundary = isinstance(op, REDUCTION_OPS + (F.SegmentSetOp, F.MatmulOp))
+            kernel_boundary = isinstance(op, BOUNDARY_OPS)
             if kernel_boundary:
                 deps = set().union(*(leaves(o, materialized - set(op.results), args) for o in op.operands))
             else:
@@ -92,6 +98,8 @@ def plan_fusion(fn: func.FuncOp, opts: ScheduleOptions = ScheduleOptions()) -> P
             tasks.append(Task("matmul", order[op], lvl(op.result), op, [op.result]))
         elif isinstance(op, F.SegmentSetOp):
             tasks.append(Task("segment", order[op], lvl(op.result), op, [op.result]))
+        elif isinstance(op, F.SegmentOp):
+            tasks.append(Task("fixed", order[op], lvl(op.results[0]), op, list(op.results)))
     # Epilogues: outputs of a reduction's (or matmul's) shape, pointwise in its result.
     for t in tasks:
         if t.kind not in ("reduction", "matmul"):
@@ -122,12 +130,12 @@ def plan_fusion(fn: func.FuncOp, opts: ScheduleOptions = ScheduleOptions()) -> P
     if opts.persistent:
         tasks, groups = form_groups(tasks, materialized, args, lvl, opts)
     _skip_unread_results(tasks, outputs, materialized, args)
-    written = [r for t in tasks for r in t.outputs if not _unstored_matmul_result(t, r)]
+    written = [r for t in tasks for r in t.outputs if not unstored_matmul_result(t, r)]
     stored = [v for v in dict.fromkeys(list(outputs) + written) if v not in args]
     return Plan(tasks, stored, materialized, groups)
 
 
-def _unstored_matmul_result(t: Task, v: SSAValue) -> bool:
+def unstored_matmul_result(t: Task, v: SSAValue) -> bool:
     """A matmul result that only its own epilogue reads stays in registers (no buffer)."""
     if t.kind != "matmul":
         return False
@@ -135,7 +143,7 @@ def _unstored_matmul_result(t: Task, v: SSAValue) -> bool:
     return v in results and v not in t.store_results
 
 
-def _task_reads(t: Task, materialized: set, args: set) -> set[SSAValue]:
+def task_reads(t: Task, materialized: set, args: set) -> set[SSAValue]:
     """Materialized values and arguments the kernel(s) of task `t` read from memory."""
     reads: set[SSAValue] = set()
     for o in t.outputs:
@@ -162,7 +170,7 @@ def _skip_unread_results(tasks: list[Task], outputs, materialized: set, args: se
         candidates = [r for r in t.outputs if r in results and r not in outs]
         if not candidates:
             continue
-        read = set().union(*(_task_reads(u, materialized, args) for u in tasks if u is not t))
+        read = set().union(*(task_reads(u, materialized, args) for u in tasks if u is not t))
         keep = [o for o in t.outputs if o not in candidates or o in read]
         if any(o not in results for o in keep):  # the kernel still stores something
             t.outputs = keep
@@ -218,6 +226,7 @@ def fuse_matmul_tasks(tasks: list[Task], outputs, materialized: set, args: set) 
         results = [t.op.result] + [s.result for s in getattr(t, "siblings", [])]
         readers = [o for u in tasks if u is not t for o in u.outputs] + \
                   [u.op.input for u in tasks if u is not t and hasattr(u.op, "input")] + \
+                  [x for u in tasks if u.kind == "fixed" for x in u.op.inputs] + \
                   [x for u in tasks if u is not t and u.kind == "matmul" for x in (u.op.a, u.op.b)]
         needed = set()
         for r in results:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # loading xDSL is most of a tool's start-up: only the passes 
 _PASSES: dict[str, str] = {
     "fusion-translate-welford": "fuser.passes.translate_welford:TranslateWelford",
     "fusion-split-k": "fuser.passes.split_k:SplitK",
+    "fusion-segment": "fuser.passes.segment:FusionSegment",
     "convert-fusion-to-sched": "fuser.lowering.fusion_to_sched:ConvertFusionToSched",
     "convert-sched-to-nvvm": "fuser.lowering.sched_to_nvvm:ConvertSchedToNVVM",
     "convert-nvvm-to-llvm": "fuser.lowering.nvvm_to_llvm:ConvertNVVMToLLVM",

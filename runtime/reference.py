@@ -279,18 +279,29 @@ def run_reference(func_op: FuncOp | ModuleOp, args: Sequence[np.ndarray], precis
     A module holding a single func.func is accepted too.
     """
     func = find_func(func_op) if isinstance(func_op, ModuleOp) else func_op
-    it = _Interp(precision)
-    env: dict[SSAValue, np.ndarray] = dict(zip(func.body.block.args, _check_args(func, args)))
+    if not isinstance(func.body.block.last_op, ReturnOp):
+        raise ValueError(f"@{func.sym_name.data} has no func.return")
     with np.errstate(all="ignore"):  # inf/NaN results are values here, not errors
-        for op in func.body.block.ops:
-            if isinstance(op, ReturnOp):
-                # (np.ascontiguousarray would turn a 0-d result into shape (1,))
-                return [np.asarray(env[v], order="C") for v in op.arguments]
-            ins = [env[v] for v in op.operands]
+        outs = _run_block(_Interp(precision), func.body.block, _check_args(func, args))
+    # (np.ascontiguousarray would turn a 0-d result into shape (1,))
+    return [np.asarray(x, order="C") for x in outs]
+
+
+def _run_block(it: _Interp, block, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The values of `block`'s terminator's operands, given its arguments; a `fusion.segment`
+    runs its body the same way."""
+    env: dict[SSAValue, np.ndarray] = dict(zip(block.args, args))
+    for op in block.ops:
+        ins = [env[v] for v in op.operands]
+        if op is block.last_op:
+            return ins
+        if op.name == "fusion.segment":
+            outs = _run_block(it, op.regions[0].block, ins)
+        else:
             outs = _eval_op(it, op, ins)
-            for r, x in zip(op.results, outs, strict=True):
-                env[r] = it.round(x, r)
-    raise ValueError(f"@{func.sym_name.data} has no func.return")
+        for r, x in zip(op.results, outs, strict=True):
+            env[r] = it.round(x, r)
+    raise ValueError("a block without a terminator")
 
 
 def reference_from_text(mlir_text: str, func_name: str | None = None, precision: str = "native"):

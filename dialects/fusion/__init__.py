@@ -14,6 +14,7 @@ The package, by concern:
     shape      broadcast, reshape, permute, segment_set
     reduction  reduce, welford, var_mean
     matmul     matmul (and its split-K form)
+    segment    segment (the ops of one kernel task, from fusion-segment or by hand) and yield
 
 Everything is re-exported here, private helpers included, so `from fuser.dialects import fusion
 as F` sees the same names as before the split.
@@ -65,6 +66,7 @@ from .reduction import (
     _reduced_shape,
     _ReductionBase,
 )
+from .segment import SCHEDULERS, SegmentOp, YieldOp, new_segment
 from .shape import SHAPE_OPS, BroadcastOp, PermuteOp, ReshapeOp, SegmentSetOp
 from .types import (
     _CONVERT_FORMAT,
@@ -89,7 +91,7 @@ from .types import (
 Fusion = Dialect(
     "fusion",
     [*UNARY_OPS, *BINARY_OPS, CmpOp, WhereOp, CastOp, BroadcastOp, ReshapeOp, PermuteOp, SegmentSetOp, FullOp,
-     ReduceOp, WelfordOp, VarMeanOp, MatmulOp],
+     ReduceOp, WelfordOp, VarMeanOp, MatmulOp, SegmentOp, YieldOp],
     [],
 )
 
@@ -109,6 +111,8 @@ __all__ = [
     "_parse_multi_result_reduction", "WelfordOp", "VarMeanOp",
     # matmul
     "MatmulOp",
+    # segment
+    "SegmentOp", "YieldOp", "SCHEDULERS", "new_segment",
     # the dialect
     "Fusion",
 ]

@@ -47,7 +47,8 @@ def test_time_passes_rows_in_pipeline_order(capsys, tmp_path):
     assert rc == 0 and "sched.kernel" in out and "Execution time report" not in out  # the table goes to stderr
     rows = _timing_rows(err)
     names = [name for _, _, name in rows]
-    assert names == ["parse", "canonicalize", "fusion-translate-welford", "fusion-split-k", "convert-fusion-to-sched",
+    assert names == ["parse", "canonicalize", "fusion-translate-welford", "fusion-split-k", "fusion-segment",
+                     "convert-fusion-to-sched",
                      "sched-verify-buffers", "sched-flush-wgmma", "sched-insert-bulk-syncs", "sched-alias-smem", "cse",
                      "verify", "print", "rest", "Total"]
     total = rows[-1][0]

@@ -453,7 +453,7 @@ def test_scheduler_rejects_unaligned_chunk():
 def test_pipelines_run_split_k_after_welford():
     from fuser.passes.pipeline import NAMED_PIPELINES
     for name in ("default", "to-sched"):
-        assert "fusion-translate-welford,fusion-split-k,convert-fusion-to-sched" in NAMED_PIPELINES[name]
+        assert "fusion-translate-welford,fusion-split-k,fusion-segment,convert-fusion-to-sched" in NAMED_PIPELINES[name]
 
 
 def test_partials_read_by_pointwise_output():

@@ -1,0 +1,259 @@
+"""fusion-segment: cut each fusion function into `fusion.segment` ops, one per kernel task, each
+naming the scheduler that takes it and recording that scheduler's decision.
+
+The cut is the planner's (lowering/planner.py, whose docstring gives the rules): every reduction,
+matmul and `segment_set` ends a segment; outputs pointwise in a reduction's results join its
+segment as an epilogue; inner reductions over the same rows merge with the outputs computed from
+them into one persistent `normalization` segment when the normalization scheduler accepts the row
+(when it refuses, the group is resegmented into reduction and pointwise segments and the refusal
+is recorded); matmuls sharing A merge. Pointwise ops are recomputed, so a pointwise value that
+two segments need is cloned into both: a segment's operands are exactly what its kernels load.
+
+A hand-written segment keeps its boundary. Without a scheduler name it is planned on its own: if
+one scheduler takes its ops it gets that name, otherwise it is split into the segments its ops
+need (never merged with its neighbours). Pointwise values it takes from outside are pulled into
+it, since segments exchange only stored values. A segment that already names its scheduler is
+left as it is; convert-fusion-to-sched checks that the scheduler takes it.
+
+The record, `fuser.segment`, says what the scheduler decided and the segment's memory traffic
+(bytes its kernels read from their operands and write as results).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Block, Operation, SSAValue
+
+from fuser.dialects import fusion as F
+from fuser.lowering.common import Task, elem_bytes, shape_of
+from fuser.lowering.planner import BOUNDARY_OPS, Plan, plan_fusion, task_reads, unstored_matmul_result
+from fuser.lowering.schedulers.options import ScheduleOptions, SchedulingPass
+
+SCHEDULER_OF_TASK = {"pointwise": "pointwise", "segment": "pointwise", "reduction": "reduction",
+                     "normalization": "normalization", "matmul": "matmul"}
+
+
+@dataclass(frozen=True)
+class FusionSegment(SchedulingPass):
+    """Group each fusion function's ops into `fusion.segment`s, one per kernel task. Its options
+    are the `ScheduleOptions` (pipeline-wide), since the schedulers' answers depend on them."""
+
+    name = "fusion-segment"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        opts = self.schedule_options()
+        for fn in [o for o in op.body.block.ops if isinstance(o, func.FuncOp)]:
+            if any(o.dialect_name() == "fusion" for o in fn.body.block.ops):
+                segment_function(fn, opts)
+
+
+def segment_function(fn: func.FuncOp, opts: ScheduleOptions) -> None:
+    """Rewrite `fn`'s body into segments and the return (idempotent)."""
+    body = fn.body.block
+    for seg in [o for o in body.ops if isinstance(o, F.SegmentOp)]:
+        _pull_in_pointwise_operands(seg)
+    for seg in [o for o in body.ops if isinstance(o, F.SegmentOp)]:
+        if "fuser.segment" not in seg.attributes:  # not planned yet
+            _name_or_split(seg, opts)
+    plan = plan_fusion(fn, opts)
+    mapping: dict[SSAValue, SSAValue] = {a: a for a in body.args}
+    ret = body.last_op
+    for t in plan.tasks:
+        if t.kind == "fixed":  # keeps its ops; moved into task order, reading the new values
+            t.op.detach()
+            for i, x in enumerate(t.op.inputs):
+                t.op.operands[i] = mapping[x]
+            body.insert_op_before(t.op, ret)
+            mapping.update({r: r for r in t.op.results})
+            continue
+        seg = _wrap(t, plan, mapping)
+        body.insert_op_before(seg, ret)
+    ret.operands = [mapping[v] for v in ret.operands]
+    for o in reversed([o for o in body.ops if o is not ret and not isinstance(o, F.SegmentOp)]):
+        body.erase_op(o)
+    for o in reversed([o for o in body.ops if isinstance(o, F.SegmentOp) and not any(r.uses for r in o.results)]):
+        body.erase_op(o)  # a hand-written segment that nothing reads (it was split, or is dead)
+
+
+def _wrap(t: Task, plan: Plan, mapping: dict[SSAValue, SSAValue]) -> F.SegmentOp:
+    """The segment computing task `t`: its reads become operands, the ops between them and the
+    values it writes are cloned in. Adds the written values' new names to `mapping`."""
+    own = {r for o in task_ops(t) for r in o.results}
+    body = _block_of(t)
+    args = set(body.args)
+    reads = [v for v in _program_order(task_reads(t, plan.materialized, args), body) if v not in own]
+    written = [r for r in t.outputs if not unstored_matmul_result(t, r)]
+    seg, block = F.new_segment([mapping[v] for v in reads], [v.type for v in written],
+                               SCHEDULER_OF_TASK[t.kind])
+    inner = dict(zip(reads, block.args))
+    for op in _slice(written + sorted(own, key=lambda v: _position(v, body)), set(reads), body):
+        new = op.clone(value_mapper=inner)
+        block.add_op(new)
+    block.add_op(F.YieldOp([inner[v] for v in written]))
+    for v, r in zip(written, seg.outputs):
+        r.name_hint = v.name_hint
+        mapping[v] = r
+    seg.attributes["fuser.segment"] = StringAttr(describe(t, plan, reads, written))
+    seg.location = _location(t)
+    return seg
+
+
+def task_ops(t: Task) -> list[Operation]:
+    """The reductions / matmuls / segment_set a task is built around."""
+    ops = [t.op] + list(getattr(t, "siblings", [])) + (list(t.group.ops) if t.group is not None else [])
+    return [o for o in dict.fromkeys(ops) if o is not None]
+
+
+def _block_of(t: Task) -> Block:
+    if t.op is not None:
+        return t.op.parent_block()
+    return t.outputs[0].owner.parent_block()
+
+
+def _position(v: SSAValue, body: Block) -> int:
+    if v.owner is body:
+        return -1
+    return body.get_operation_index(v.owner)
+
+
+def _program_order(values, body: Block) -> list[SSAValue]:
+    args = list(body.args)
+    return sorted(values, key=lambda v: (args.index(v), 0) if v in args else (len(args), _position(v, body)))
+
+
+def _slice(roots: list[SSAValue], stop: set[SSAValue], body: Block) -> list[Operation]:
+    """The ops computing `roots` from `stop` and the block's arguments, in program order."""
+    needed: set[Operation] = set()
+    todo = list(roots)
+    while todo:
+        v = todo.pop()
+        if v in stop or v.owner is body or v.owner in needed:
+            continue
+        needed.add(v.owner)
+        todo.extend(v.owner.operands)
+    return sorted(needed, key=body.get_operation_index)
+
+
+def _location(t: Task):
+    op = t.op if t.op is not None else t.outputs[0].owner
+    return op.location
+
+
+# ------------------------------------------------------------------ hand-written segments
+
+
+def _pull_in_pointwise_operands(seg: F.SegmentOp) -> None:
+    """Clone into `seg` the pointwise ops computing its operands from stored values and
+    arguments: segments exchange stored values only (a pointwise value is recomputed where it
+    is needed, never written for another kernel to read)."""
+    outer = seg.parent_block()
+    block = seg.body.block
+    for i in reversed(range(len(seg.inputs))):
+        x = seg.inputs[i]
+        if x.owner is outer or isinstance(x.owner, BOUNDARY_OPS):
+            continue
+        leaves_set: set[SSAValue] = set()
+        todo, seen = [x], set()
+        while todo:
+            v = todo.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            if v.owner is outer or isinstance(v.owner, BOUNDARY_OPS):
+                leaves_set.add(v)
+            else:
+                todo.extend(v.owner.operands)
+        leaves_list = _program_order(leaves_set, outer)
+        existing = {v: a for v, a in zip(seg.inputs, block.args)}
+        inner: dict[SSAValue, SSAValue] = {}
+        first = block.first_op
+        for v in leaves_list:
+            if v not in existing:
+                a = block.insert_arg(v.type, len(block.args))
+                a.name_hint = v.name_hint
+                seg.operands = list(seg.operands) + [v]
+                existing[v] = a
+            inner[v] = existing[v]
+        for op in _slice([x], set(leaves_list), outer):
+            new = op.clone(value_mapper=inner)
+            block.insert_op_before(new, first)
+        arg = block.args[i]
+        arg.replace_all_uses_with(inner[x])
+        block.erase_arg(arg)
+        seg.operands = [o for j, o in enumerate(seg.operands) if j != i]
+
+
+def _name_or_split(seg: F.SegmentOp, opts: ScheduleOptions) -> None:
+    """Name the scheduler of a hand-written segment, or split it into the segments its ops need.
+    A segment that names its scheduler is only recorded, when that scheduler takes it
+    (convert-fusion-to-sched reports the mismatch otherwise)."""
+    inner = plan_fusion(seg.body.block, opts)
+    block = seg.body.block
+    if seg.scheduler is not None:
+        if len(inner.tasks) != 1 or SCHEDULER_OF_TASK[inner.tasks[0].kind] != seg.scheduler_name:
+            return
+    if len(inner.tasks) == 1:
+        t = inner.tasks[0]
+        seg.properties["scheduler"] = StringAttr(SCHEDULER_OF_TASK[t.kind])
+        reads = _program_order(task_reads(t, inner.materialized, set(block.args)), block)
+        own = {r for o in task_ops(t) for r in o.results}
+        written = list(block.last_op.operands)
+        seg.attributes["fuser.segment"] = StringAttr(
+            "hand-written; " + describe(t, inner, [r for r in reads if r not in own], written))
+        return
+    if not inner.tasks:
+        return  # passes its operands through: nothing to schedule (convert-fusion-to-sched copies)
+    # Split: the sub-segments go before `seg`, reading its operands; its results become theirs.
+    mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, seg.inputs))
+    outer = seg.parent_block()
+    for t in inner.tasks:
+        sub = _wrap(t, inner, mapping)
+        sub.attributes["fuser.segment"] = StringAttr(
+            f"split from a hand-written segment of {len(inner.tasks)} kernel tasks; " + sub.attributes["fuser.segment"].data)
+        outer.insert_op_before(sub, seg)
+    for r, v in zip(seg.outputs, block.last_op.operands):
+        r.replace_all_uses_with(mapping[v])
+
+
+# ------------------------------------------------------------------ the record
+
+
+def nbytes(v: SSAValue) -> int:
+    return math.prod(shape_of(v)) * elem_bytes(F._elem(v))
+
+
+def describe(t: Task, plan: Plan, reads: list[SSAValue], written: list[SSAValue]) -> str:
+    """What the scheduler decided for task `t`, and the bytes its kernels read and write."""
+    traffic = f"reads {sum(map(nbytes, reads))} B, writes {sum(map(nbytes, written))} B"
+    if t.kind == "normalization":
+        what = t.group.decision.reason
+    elif t.kind == "reduction":
+        op = t.op
+        what = f"'{op.name}' over dims {sorted(op.reduced_dims)} of {list(shape_of(op.input))}"
+        refused = [g for g in plan.groups if op in g.ops and not g.decision.persistent]
+        if refused:
+            what += f"; resegmented: the normalization scheduler refused its group ({refused[0].decision.reason})"
+        note = op.attributes.get("fuser.welford")
+        if note is not None and note.data.startswith("kept"):
+            what += "; the Welford translation was tried and undone"
+    elif t.kind == "matmul":
+        op = t.op
+        m, n, k = op.mnk()
+        what = f"matmul {m}x{n}x{k}"
+        if getattr(t, "siblings", []):
+            what += f" with {len(t.siblings)} sibling(s) sharing A"
+        note = op.attributes.get("fuser.split_k")
+        if note is not None:
+            what += f"; split-K: {note.data}"
+    elif t.kind == "segment":
+        what = f"segment_set of {list(shape_of(t.op.result))}"
+    else:
+        what = f"{len(t.outputs)} output(s) of {list(shape_of(t.outputs[0]))}"
+    return f"{what}; {traffic}"
+
+

@@ -1,0 +1,63 @@
+// RUN: fuser-opt %s --split-input-file -p fusion-segment | filecheck %s
+
+// A pointwise chain with two outputs of one shape: one pointwise segment; the constant and the
+// intermediate values are inside it, its operands are what its kernel loads.
+// CHECK-LABEL: func.func @chain
+// CHECK:         %[[M:.*]], %[[O:.*]] = fusion.segment "pointwise" (%[[X:.*]] = %x : tensor<64x128xf32>, %[[Y:.*]] = %y : tensor<64x128xbf16>) -> (tensor<64x128xf32>, tensor<64x128xbf16>)
+// CHECK-SAME:      attributes {fuser.segment = "2 output(s) of [64, 128]; reads 49152 B, writes 49152 B"}
+// CHECK-NEXT:      %[[YF:.*]] = fusion.cast %[[Y]]
+// CHECK-NEXT:      fusion.add %[[X]], %[[YF]]
+// CHECK-NEXT:      fusion.full 2.0
+// CHECK:           fusion.yield
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %[[M]], %[[O]]
+func.func @chain(%x: tensor<64x128xf32>, %y: tensor<64x128xbf16>) -> (tensor<64x128xf32>, tensor<64x128xbf16>) {
+  %yf = fusion.cast %y : tensor<64x128xbf16> to tensor<64x128xf32>
+  %s = fusion.add %x, %yf : tensor<64x128xf32>
+  %c = fusion.full 2.0 : tensor<64x128xf32>
+  %m = fusion.mul %s, %c : tensor<64x128xf32>
+  %t = fusion.tanh %m : tensor<64x128xf32>
+  %o = fusion.cast %t : tensor<64x128xf32> to tensor<64x128xbf16>
+  func.return %m, %o : tensor<64x128xf32>, tensor<64x128xbf16>
+}
+
+// -----
+// A reduction with an epilogue (bias + sum, cast) at the reduced index, and a pointwise output
+// of the input's shape that also needs exp(x): exp is recomputed in both segments.
+// CHECK-LABEL: func.func @reduce_epilogue
+// CHECK:         %[[N:.*]] = fusion.segment "pointwise" (%{{.*}} = %x : tensor<256x1024xf32>) -> (tensor<256x1024xf32>)
+// CHECK-NEXT:      fusion.exp
+// CHECK-NEXT:      fusion.neg
+// CHECK:         %[[O:.*]] = fusion.segment "reduction" (%{{.*}} = %x : tensor<256x1024xf32>, %{{.*}} = %b : tensor<256xf32>) -> (tensor<256xbf16>)
+// CHECK-SAME:      fuser.segment = "'fusion.reduce' over dims [1] of [256, 1024]; reads 1049600 B, writes 512 B"
+// CHECK-NEXT:      fusion.exp
+// CHECK-NEXT:      fusion.reduce sum
+// CHECK-NEXT:      fusion.add
+// CHECK-NEXT:      fusion.cast
+// CHECK-NEXT:      fusion.yield
+// CHECK:         func.return %[[O]], %[[N]]
+func.func @reduce_epilogue(%x: tensor<256x1024xf32>, %b: tensor<256xf32>) -> (tensor<256xbf16>, tensor<256x1024xf32>) {
+  %e = fusion.exp %x : tensor<256x1024xf32>
+  %s = fusion.reduce sum %e dims [1] : tensor<256x1024xf32> to tensor<256xf32>
+  %sb = fusion.add %s, %b : tensor<256xf32>
+  %o = fusion.cast %sb : tensor<256xf32> to tensor<256xbf16>
+  %n = fusion.neg %e : tensor<256x1024xf32>
+  func.return %o, %n : tensor<256xbf16>, tensor<256x1024xf32>
+}
+
+// -----
+// segment_set always cuts: its operand is written, and the reduction reads it back.
+// CHECK-LABEL: func.func @cut
+// CHECK:         %[[C:.*]] = fusion.segment "pointwise" (%{{.*}} = %x : tensor<32x64xf32>)
+// CHECK-SAME:      fuser.segment = "segment_set of [32, 64]; reads 8192 B, writes 8192 B"
+// CHECK-NEXT:      fusion.exp
+// CHECK-NEXT:      fusion.segment_set
+// CHECK:         %[[S:.*]] = fusion.segment "reduction" (%[[CA:.*]] = %[[C]] : tensor<32x64xf32>)
+// CHECK-NEXT:      fusion.reduce max %[[CA]]
+// CHECK:         func.return %[[S]]
+func.func @cut(%x: tensor<32x64xf32>) -> tensor<32xf32> {
+  %e = fusion.exp %x : tensor<32x64xf32>
+  %c = fusion.segment_set %e : tensor<32x64xf32> to tensor<32x64xf32>
+  %s = fusion.reduce max %c dims [1] : tensor<32x64xf32> to tensor<32xf32>
+  func.return %s : tensor<32xf32>
+}

@@ -1,0 +1,85 @@
+// RUN: fuser-opt %s --split-input-file -p fusion-translate-welford,fusion-segment | filecheck %s
+
+// Softmax: max, exp(x - max), sum and the division read x at the row: one persistent
+// normalization segment whose record is the scheduler's geometry.
+// CHECK-LABEL: func.func @softmax
+// CHECK:         %{{.*}}, %{{.*}}, %[[Y:.*]] = fusion.segment "normalization" (%[[X:.*]] = %x : tensor<64x1024xf32>)
+// CHECK-SAME:      fuser.segment = "persistent: 4 row(s)/block, 64 threads/row, 4 x 4-element vectors/thread in registers; reads 262144 B, writes 262656 B"
+// CHECK-NEXT:      fusion.reduce max %[[X]]
+// CHECK:           fusion.reduce sum
+// CHECK:           fusion.div
+// CHECK-NEXT:      fusion.yield
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %[[Y]]
+func.func @softmax(%x: tensor<64x1024xf32>) -> tensor<64x1024xf32> {
+  %m = fusion.reduce max %x dims [1] : tensor<64x1024xf32> to tensor<64xf32>
+  %mb = fusion.broadcast %m dims [1] : tensor<64xf32> to tensor<64x1024xf32>
+  %d = fusion.sub %x, %mb : tensor<64x1024xf32>
+  %e = fusion.exp %d : tensor<64x1024xf32>
+  %s = fusion.reduce sum %e dims [1] : tensor<64x1024xf32> to tensor<64xf32>
+  %sb = fusion.broadcast %s dims [1] : tensor<64xf32> to tensor<64x1024xf32>
+  %y = fusion.div %e, %sb : tensor<64x1024xf32>
+  func.return %y : tensor<64x1024xf32>
+}
+
+// -----
+// Layer norm through var_mean: fusion-translate-welford turns it into the two-pass sums because
+// the translated group stays on chip; then one normalization segment takes all of it.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK:         fusion.segment "normalization" (%{{.*}} = %x : tensor<128x768xbf16>, %{{.*}} = %w : tensor<768xf32>)
+// CHECK-SAME:      fuser.segment = "persistent: 8 row(s)/block, 32 threads/row, 3 x 8-element vectors/thread in registers;
+// CHECK-COUNT-3:   fusion.reduce sum {{.*}}fuser.welford = "translated from fusion.var_mean
+// CHECK:           fusion.yield
+// CHECK-NOT:     fusion.segment
+// CHECK:         func.return
+func.func @layer_norm(%x: tensor<128x768xbf16>, %w: tensor<768xf32>) -> tensor<128x768xbf16> {
+  %xf = fusion.cast %x : tensor<128x768xbf16> to tensor<128x768xf32>
+  %var, %mean = fusion.var_mean %xf dims [1] correction 0 : tensor<128x768xf32> to tensor<128xf32>, tensor<128xf32>
+  %eps = fusion.full 1.0e-05 : tensor<128xf32>
+  %ve = fusion.add %var, %eps : tensor<128xf32>
+  %r = fusion.rsqrt %ve : tensor<128xf32>
+  %mb = fusion.broadcast %mean dims [1] : tensor<128xf32> to tensor<128x768xf32>
+  %rb = fusion.broadcast %r dims [1] : tensor<128xf32> to tensor<128x768xf32>
+  %wb = fusion.broadcast %w dims [0] : tensor<768xf32> to tensor<128x768xf32>
+  %c = fusion.sub %xf, %mb : tensor<128x768xf32>
+  %n = fusion.mul %c, %rb : tensor<128x768xf32>
+  %o = fusion.mul %n, %wb : tensor<128x768xf32>
+  %ob = fusion.cast %o : tensor<128x768xf32> to tensor<128x768xbf16>
+  func.return %ob : tensor<128x768xbf16>
+}
+
+// -----
+// The same softmax over rows of 1M elements: no row fits on chip, so the normalization
+// scheduler refuses the group and it is resegmented into its two reductions (each recording the
+// refusal) and a pointwise segment that reads both results back.
+// CHECK-LABEL: func.func @long_softmax
+// CHECK:         %[[M:.*]] = fusion.segment "reduction" (%{{.*}} = %x : tensor<4x1048576xf32>)
+// CHECK-SAME:      fuser.segment = "'fusion.reduce' over dims [1] of [4, 1048576]; resegmented: the normalization scheduler refused its group (a row of 1048576 elements from 1 input(s) needs 1024 registers/thread
+// CHECK:         %[[S:.*]] = fusion.segment "reduction" (%{{.*}} = %x : tensor<4x1048576xf32>, %{{.*}} = %[[M]] : tensor<4xf32>)
+// CHECK-SAME:      resegmented
+// CHECK:         %[[Y:.*]] = fusion.segment "pointwise" (%{{.*}} = %x : tensor<4x1048576xf32>, %{{.*}} = %[[M]] : tensor<4xf32>, %{{.*}} = %[[S]] : tensor<4xf32>)
+// CHECK-SAME:      fuser.segment = "1 output(s) of [4, 1048576]; reads 16777248 B, writes 16777216 B"
+// CHECK:         func.return %[[Y]]
+func.func @long_softmax(%x: tensor<4x1048576xf32>) -> tensor<4x1048576xf32> {
+  %m = fusion.reduce max %x dims [1] : tensor<4x1048576xf32> to tensor<4xf32>
+  %mb = fusion.broadcast %m dims [1] : tensor<4xf32> to tensor<4x1048576xf32>
+  %d = fusion.sub %x, %mb : tensor<4x1048576xf32>
+  %e = fusion.exp %d : tensor<4x1048576xf32>
+  %s = fusion.reduce sum %e dims [1] : tensor<4x1048576xf32> to tensor<4xf32>
+  %sb = fusion.broadcast %s dims [1] : tensor<4xf32> to tensor<4x1048576xf32>
+  %y = fusion.div %e, %sb : tensor<4x1048576xf32>
+  func.return %y : tensor<4x1048576xf32>
+}
+
+// -----
+// A Welford redefinition that does not pay is undone: the two-pass form of this var_mean over
+// rows too long for the chip would read the input twice, so fusion-translate-welford keeps the
+// Welford op and records why; its segment is a reduction.
+// CHECK-LABEL: func.func @long_var
+// CHECK:         fusion.segment "reduction"
+// CHECK-SAME:      fuser.segment = "'fusion.var_mean' over dims [1] of [4, 1048576]; the Welford translation was tried and undone; reads 16777216 B, writes 32 B"
+// CHECK-NEXT:      fusion.var_mean {{.*}}fuser.welford = "kept (a row of 1048576 elements
+func.func @long_var(%x: tensor<4x1048576xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %var, %mean = fusion.var_mean %x dims [1] correction 1 : tensor<4x1048576xf32> to tensor<4xf32>, tensor<4xf32>
+  func.return %var, %mean : tensor<4xf32>, tensor<4xf32>
+}
