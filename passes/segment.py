@@ -63,6 +63,7 @@ def segment_function(fn: func.FuncOp, opts: ScheduleOptions) -> None:
     plan = plan_fusion(fn, opts)
     mapping: dict[SSAValue, SSAValue] = {a: a for a in body.args}
     ret = body.last_op
+    siblings = _sibling_reductions(plan)
     for t in plan.tasks:
         if t.kind == "fixed":  # keeps its ops; moved into task order, reading the new values
             t.op.detach()
@@ -72,12 +73,33 @@ def segment_function(fn: func.FuncOp, opts: ScheduleOptions) -> None:
             mapping.update({r: r for r in t.op.results})
             continue
         seg = _wrap(t, plan, mapping)
+        if id(t) in siblings:
+            seg.attributes["fuser.segment"] = StringAttr(seg.attributes["fuser.segment"].data + "; " + siblings[id(t)])
         body.insert_op_before(seg, ret)
     ret.operands = [mapping[v] for v in ret.operands]
     for o in reversed([o for o in body.ops if o is not ret and not isinstance(o, F.SegmentOp)]):
         body.erase_op(o)
     for o in reversed([o for o in body.ops if isinstance(o, F.SegmentOp) and not any(r.uses for r in o.results)]):
         body.erase_op(o)  # a hand-written segment that nothing reads (it was split, or is dead)
+
+
+def _sibling_reductions(plan: Plan) -> dict[int, str]:
+    """Reductions of one input over different dims (row and column sums): each is its own
+    segment, so the input is read once per reduction. The note says so and what a kernel
+    computing them together would save (no scheduler does that yet)."""
+    by_input: dict[SSAValue, list[Task]] = {}
+    for t in plan.tasks:
+        if t.kind == "reduction":
+            by_input.setdefault(t.op.input, []).append(t)
+    notes = {}
+    for x, ts in by_input.items():
+        if len({tuple(sorted(t.op.reduced_dims)) for t in ts}) < 2:
+            continue
+        name = f"%{x.name_hint}" if x.name_hint else "its input"
+        for t in ts:
+            notes[id(t)] = (f"siblings: {len(ts)} reductions of {name} over different dims, one kernel each, "
+                        f"read {len(ts)} times ({len(ts) * nbytes(x)} B; one joint kernel would read {nbytes(x)} B)")
+    return notes
 
 
 def _wrap(t: Task, plan: Plan, mapping: dict[SSAValue, SSAValue]) -> F.SegmentOp:

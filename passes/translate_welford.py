@@ -103,9 +103,11 @@ def persistent_if_translated(fn: func.FuncOp, w: Operation, opts: ScheduleOption
     copy = fn.clone()
     position = list(fn.walk()).index(w)
     w_copy = list(copy.walk())[position]
+    # Inside a hand-written fusion.segment the question is whether that segment stays one kernel.
+    scope = copy if w_copy.parent_block() is copy.body.block else w_copy.parent_block()
     new_ops = replace_by_two_pass(w_copy, PatternRewriter(w_copy), "")
     try:
-        plan = plan_fusion(copy, opts)
+        plan = plan_fusion(scope, opts)
     except ScheduleError as e:
         return False, f"the translated fusion cannot be scheduled: {e}"
     for g in plan.groups:
