@@ -28,8 +28,11 @@ once; the heuristic keeps that small by never making more work items than SMs.
 - `factor=N` (N > 1) splits every matmul about N ways, whatever the heuristic says (an error if
   K has fewer than N slices of 64); `factor=1` splits nothing.
 - `sms`: the SMs to fill (132 on H100 and H200).
-- `strategy=two-kernel` is the only strategy built; `serial` (partials reduced in the matmul
-  kernel through a grid semaphore) is not, and is refused with an error.
+- `strategy=serial` keeps one kernel: `fusion.matmul ... k_chunk KC serial` keeps the product's
+  type and its epilogue; the splits of a tile take turns through a semaphore in global memory and
+  reduce into an f32 workspace tile with TMA bulk reductions, the last running the epilogue
+  (lowering/matmul.py). `strategy=auto` lets the cost model of lowering/schedulers/split_k.py
+  pick no split, two-kernel or serial.
 
 k_chunk is always a multiple of 64 (the scheduler's K-slice: a split never shares a TMA box with
 its neighbour), so S is recomputed from it: S = ceil(K / k_chunk) may be below the factor asked.
