@@ -60,6 +60,7 @@ def segment_function(fn: func.FuncOp, opts: ScheduleOptions) -> None:
     for seg in [o for o in body.ops if isinstance(o, F.SegmentOp)]:
         if "fuser.segment" not in seg.attributes:  # not planned yet
             _name_or_split(seg, opts)
+    _cut_matmul_operands(body)
     plan = plan_fusion(fn, opts)
     mapping: dict[SSAValue, SSAValue] = {a: a for a in body.args}
     ret = body.last_op
@@ -81,6 +82,23 @@ def segment_function(fn: func.FuncOp, opts: ScheduleOptions) -> None:
         body.erase_op(o)
     for o in reversed([o for o in body.ops if isinstance(o, F.SegmentOp) and not any(r.uses for r in o.results)]):
         body.erase_op(o)  # a hand-written segment that nothing reads (it was split, or is dead)
+
+
+def _cut_matmul_operands(body: Block) -> None:
+    """The matmul scheduler reads its operands from memory (TMA): an operand computed by
+    pointwise ops (a cast, a scale) cannot be recomputed in its kernel, so rather than refuse the
+    fusion, the operand gets a kernel of its own (a `segment_set`, recorded as such)."""
+    for mm in [o for o in body.ops if isinstance(o, F.MatmulOp)]:
+        for i, (what, v) in enumerate((("a", mm.a), ("b", mm.b))):
+            if v.owner is body or isinstance(v.owner, BOUNDARY_OPS):
+                continue
+            cut = F.SegmentSetOp.create(operands=[v], result_types=[v.type])
+            cut.attributes["fuser.segment_reason"] = StringAttr(
+                f"resegmented: the matmul scheduler reads operand '{what}' from memory (TMA), so it is stored first")
+            cut.result.name_hint = f"{v.name_hint}_stored" if v.name_hint else None
+            cut.location = mm.location
+            body.insert_op_before(cut, mm)
+            mm.operands[i] = cut.result
 
 
 def _sibling_reductions(plan: Plan) -> dict[int, str]:
@@ -214,8 +232,10 @@ def _name_or_split(seg: F.SegmentOp, opts: ScheduleOptions) -> None:
     """Name the scheduler of a hand-written segment, or split it into the segments its ops need.
     A segment that names its scheduler is only recorded, when that scheduler takes it
     (convert-fusion-to-sched reports the mismatch otherwise)."""
-    inner = plan_fusion(seg.body.block, opts)
     block = seg.body.block
+    if seg.scheduler is None:
+        _cut_matmul_operands(block)
+    inner = plan_fusion(block, opts)
     if seg.scheduler is not None:
         if len(inner.tasks) != 1 or SCHEDULER_OF_TASK[inner.tasks[0].kind] != seg.scheduler_name:
             return
@@ -274,6 +294,9 @@ def describe(t: Task, plan: Plan, reads: list[SSAValue], written: list[SSAValue]
             what += f"; split-K: {note.data}"
     elif t.kind == "segment":
         what = f"segment_set of {list(shape_of(t.op.result))}"
+        reason = t.op.attributes.get("fuser.segment_reason")
+        if reason is not None:
+            what += f"; {reason.data}"
     else:
         what = f"{len(t.outputs)} output(s) of {list(shape_of(t.outputs[0]))}"
     return f"{what}; {traffic}"

@@ -46,3 +46,19 @@ func.func @large_k(%a: tensor<128x131072xbf16>, %b: tensor<131072x128xbf16>) -> 
   %g = fusion.gelu %c : tensor<128x128xbf16>
   func.return %g : tensor<128x128xbf16>
 }
+
+// -----
+// The matmul scheduler reads A and B with TMA, so an operand computed by pointwise ops cannot
+// be recomputed in its kernel: instead of refusing, fusion-segment gives it a kernel of its own
+// (a segment_set) and says why.
+// CHECK-LABEL: func.func @computed_operand
+// CHECK:         %[[A:.*]] = fusion.segment "pointwise" (%{{.*}} = %x : tensor<128x256xf32>) -> (tensor<128x256xbf16>)
+// CHECK-SAME:      fuser.segment = "segment_set of [128, 256]; resegmented: the matmul scheduler reads operand 'a' from memory (TMA), so it is stored first; reads 131072 B, writes 65536 B"
+// CHECK-NEXT:      fusion.cast
+// CHECK-NEXT:      fusion.segment_set
+// CHECK:         fusion.segment "matmul" (%{{.*}} = %w : tensor<256x128xbf16>, %{{.*}} = %[[A]] : tensor<128x256xbf16>)
+func.func @computed_operand(%x: tensor<128x256xf32>, %w: tensor<256x128xbf16>) -> tensor<128x128xf32> {
+  %a = fusion.cast %x : tensor<128x256xf32> to tensor<128x256xbf16>
+  %c = fusion.matmul %a, %w : tensor<128x256xbf16>, tensor<256x128xbf16> -> tensor<128x128xf32>
+  func.return %c : tensor<128x128xf32>
+}
