@@ -120,7 +120,7 @@ def emit_persistent(em: KernelEmitter, task: Task, materialized: set, args: set)
             for op, s_op in zip(ops, joint.split(state)):
                 overrides.update(finalize(kb, op, s_op, shifts.get(op)))
         ok_row = kb.lt(row, rows)
-        row_outs = g.result_list + g.row_outputs
+        row_outs = [r for r in g.result_list if r in outputs] + g.row_outputs  # unread statistics stay in registers
         emit_if(kb, kb.andi(kb.eq(tx, 0), ok_row),
                 lambda b: store_row_outputs(b, row_outs, amap, row, dict(overrides)))
         ev = evaluator()

@@ -158,15 +158,16 @@ def task_reads(t: Task, materialized: set, args: set) -> set[SSAValue]:
 
 
 def _skip_unread_results(tasks: list[Task], outputs, materialized: set, args: set) -> None:
-    """Drop from a reduction task's outputs the results that are not function outputs and that
-    no other kernel reads: the outputs its epilogue computes from them (`bias + sum`, a cast)
-    take them from registers, so storing them would be pure extra traffic. (Split-K's sum of
-    partials followed by the epilogue is the case that matters.)"""
+    """Drop from a reduction or normalization task's outputs the results that are not function
+    outputs and that no other kernel reads: the outputs its epilogue computes from them
+    (`bias + sum`, a cast, a normalized row) take them from registers, so storing them would be
+    pure extra traffic. (Split-K's sum of partials followed by the epilogue, and a layer norm's
+    statistics, are the cases that matter.)"""
     outs = set(outputs)
     for t in tasks:
-        if t.kind != "reduction":
+        if t.kind not in ("reduction", "normalization"):
             continue
-        results = set(t.op.results)
+        results = set(t.op.results) if t.kind == "reduction" else t.group.results
         candidates = [r for r in t.outputs if r in results and r not in outs]
         if not candidates:
             continue

@@ -14,6 +14,7 @@
 // CHECK-NEXT:   {{.*}}%)  canonicalize
 // CHECK-NEXT:   {{.*}}%)  fusion-translate-welford
 // CHECK-NEXT:   {{.*}}%)  fusion-split-k
+// CHECK-NEXT:   {{.*}}%)  fusion-segment
 // CHECK-NEXT:   {{.*}}%)  convert-fusion-to-sched
 // CHECK-NEXT:   {{.*}}%)  sched-verify-buffers
 // CHECK-NEXT:   {{.*}}%)  sched-flush-wgmma

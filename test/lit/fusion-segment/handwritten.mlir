@@ -10,7 +10,7 @@
 // CHECK:         %[[M:.*]] = fusion.segment "reduction" (%{{.*}} = %x : tensor<16x512xf32>) -> (tensor<16xf32>)
 // CHECK-SAME:      fuser.segment = "hand-written; 'fusion.reduce' over dims [1] of [16, 512]; reads 32768 B, writes 64 B"
 // CHECK-NEXT:      fusion.reduce max
-// CHECK:         %{{.*}}, %[[Y:.*]] = fusion.segment "normalization" (%{{.*}} = %x : tensor<16x512xf32>, %{{.*}} = %[[M]] : tensor<16xf32>)
+// CHECK:         %[[Y:.*]] = fusion.segment "normalization" (%{{.*}} = %x : tensor<16x512xf32>, %{{.*}} = %[[M]] : tensor<16xf32>)
 // CHECK:         func.return %[[Y]]
 // SCHED-LABEL: sched.kernel @by_hand_k0
 // SCHED-NOT:     fuser.schedule = "persistent
