@@ -79,7 +79,8 @@ class _Gen:
 
     def fresh(self, stem: str) -> str:
         self.count += 1
-        return f"{stem}{self.count}"
+        # A stem ending in a digit takes a separator: "m2" + 7 must not spell "m" + 27.
+        return f"{stem}_{self.count}" if stem[-1].isdigit() else f"{stem}{self.count}"
 
     def emit(self, stem: str, kind: str, rhs: str, operands: list[Value], dtype: str = "f32",
              listed: bool = True) -> Value:

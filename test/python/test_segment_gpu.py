@@ -50,11 +50,11 @@ func.func @pull_in(%x: tensor<9x130xf32>, %w: tensor<130xf32>) -> (tensor<9xf32>
   }
   func.return %s, %p : tensor<9xf32>, tensor<9x130xf32>
 }""",
+    # (bf16 x * 0.5 is exact, so the float64 reference, which does not round casts, agrees)
     "computed_matmul_operand": """
-func.func @computed_operand(%x: tensor<192x256xf32>, %w: tensor<256x136xbf16>) -> tensor<192x136xf32> {
-  %h = fusion.full 0.5 : tensor<192x256xf32>
-  %xs = fusion.mul %x, %h : tensor<192x256xf32>
-  %a = fusion.cast %xs : tensor<192x256xf32> to tensor<192x256xbf16>
+func.func @computed_operand(%x: tensor<192x256xbf16>, %w: tensor<256x136xbf16>) -> tensor<192x136xf32> {
+  %h = fusion.full 0.5 : tensor<192x256xbf16>
+  %a = fusion.mul %x, %h : tensor<192x256xbf16>
   %c = fusion.matmul %a, %w : tensor<192x256xbf16>, tensor<256x136xbf16> -> tensor<192x136xf32>
   func.return %c : tensor<192x136xf32>
 }""",
