@@ -16,6 +16,7 @@ import math
 from collections.abc import Sequence
 
 from xdsl.dialects import arith
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, SSAValue
 
 from fuser.dialects import fusion as F
@@ -25,23 +26,27 @@ from fuser.lowering.common import ScheduleError, Task, elem_bytes, leaves, next_
 from fuser.lowering.emitter import KernelEmitter, WorkspaceValue
 from fuser.lowering.evaluator import Evaluator
 from fuser.lowering.kernel_builder import KernelBuilder, emit_if, f32
-from fuser.lowering.schedulers.reduction import inner_reduction_params, outer_reduction_params
+from fuser.lowering.schedulers.reduction import (ReductionView, inner_reduction_params, outer_reduction_params,
+                                                 reduction_view)
 
 
 def emit_reduction(em: KernelEmitter, task: Task, materialized: set, args: set) -> None:
     op = task.op
-    in_shape = shape_of(op.input)
-    dims = sorted(op.reduced_dims)
-    rank = len(in_shape)
-    if dims == list(range(rank - len(dims), rank)):
-        _inner(em, task, materialized, args, in_shape, rank - len(dims))
-    elif dims == list(range(len(dims))):
-        _outer(em, task, materialized, args, in_shape, len(dims))
+    view = reduction_view(shape_of(op.input), op.reduced_dims)
+    if view.perm is None:
+        src = op.input
     else:
-        note = op.attributes.get("fuser.welford")
-        origin = f" ({note.data})" if note is not None else ""
-        raise ScheduleError(f"'{op.name}'{origin} over dims {dims} of a rank-{rank} tensor: only leading or "
-                            "trailing dimensions are supported; permute the input first", op)
+        # Other dimension sets read the input through a permuted view (built here, never in the
+        # IR): the kept dims keep their order, so the view's rows (inner) or columns (outer) are
+        # the output's elements in order and the stores are those of a plain reduction.
+        src = F.PermuteOp.create(operands=[op.input], properties={"perm": F._i64_array(view.perm)},
+                                 result_types=[TensorType(F._elem(op.input), list(view.shape))]).result
+    try:
+        emit = _inner if view.inner else _outer
+        emit(em, task, materialized, args, src, view)
+    finally:
+        if view.perm is not None:
+            src.owner.erase()  # drop its use of the input
 
 
 def store_row_outputs(kb: KernelBuilder, outputs: Sequence[SSAValue], amap: dict, row: SSAValue,
@@ -64,8 +69,8 @@ def _epilogue_reads(task: Task, materialized: set, args: set) -> list[SSAValue]:
     return sorted(found - results, key=lambda v: str(v.name_hint))
 
 
-def _input_reads(op, materialized: set, args: set) -> list[SSAValue]:
-    return sorted(leaves(op.input, materialized - set(op.results), args), key=lambda v: str(v.name_hint))
+def _input_reads(op, src: SSAValue, materialized: set, args: set) -> list[SSAValue]:
+    return sorted(leaves(src, materialized - set(op.results), args), key=lambda v: str(v.name_hint))
 
 
 def _partials(em: KernelEmitter, shape: Sequence[int], width: int) -> WorkspaceValue:
@@ -76,12 +81,13 @@ def _partials(em: KernelEmitter, shape: Sequence[int], width: int) -> WorkspaceV
     return part
 
 
-def _inner(em: KernelEmitter, task: Task, materialized: set, args: set, in_shape: tuple[int, ...], k: int) -> None:
+def _inner(em: KernelEmitter, task: Task, materialized: set, args: set, src: SSAValue, view: ReductionView) -> None:
     op = task.op
     st = state_for(op)
+    in_shape, k = view.shape, view.k
     row_shape, col_shape = in_shape[:k], in_shape[k:]
     rows, cols = math.prod(row_shape), math.prod(col_shape)
-    in_reads = _input_reads(op, materialized, args)
+    in_reads = _input_reads(op, src, materialized, args)
     max_bytes = max([elem_bytes(F._elem(v)) for v in in_reads] + [4 if not in_reads else 1])
     lanes = vector_lanes(col_shape[-1], max_bytes, em.opts.vector)
     row_vecs = cols // lanes
@@ -94,7 +100,7 @@ def _inner(em: KernelEmitter, task: Task, materialized: set, args: set, in_shape
     def first_of_row(kb, amap, row):
         # Welford's shift: the row's first element (see lowering/combiners.py).
         idx = kb.delinearize(row, row_shape) + [kb.c(0)] * len(col_shape)
-        return kb.ext(Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, 1)[0])
+        return kb.ext(Evaluator(kb, {v: amap[v] for v in in_reads})(src, idx, 1)[0])
 
     def prepare(kb, amap, row, n_lanes):
         # Loaded once before the loop: the shift of the row.
@@ -102,7 +108,7 @@ def _inner(em: KernelEmitter, task: Task, materialized: set, args: set, in_shape
 
     def fold_elements(kb, amap, row, vec, n_lanes, states, shift):
         idx = kb.delinearize(row, row_shape) + kb.delinearize(kb.mul(vec, n_lanes), col_shape)
-        xs = [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, n_lanes)]
+        xs = [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(src, idx, n_lanes)]
         if shift is not None:
             xs = [kb.fsub(x, shift) for x in xs]
         return [st.update(kb, s, x) for s, x in zip(states, xs)]
@@ -115,7 +121,7 @@ def _inner(em: KernelEmitter, task: Task, materialized: set, args: set, in_shape
     if chunks == 1:
         vals = list(task.outputs) + in_reads + epi_reads
         _row_reduce_kernel(em, em.kernel_buffers(vals), vals, rows, row_vecs, lanes, bx, by, 1, st,
-                           fold_elements, store, prepare=prepare)
+                           fold_elements, store, prepare=prepare, schedule=view.describe())
         return
     # Two kernels: partial states [*, row, chunk], then merge the chunks of each row.
     part = _partials(em, [rows, chunks], st.width)
@@ -126,7 +132,7 @@ def _inner(em: KernelEmitter, task: Task, materialized: set, args: set, in_shape
 
     vals1 = in_reads + [part]
     _row_reduce_kernel(em, em.kernel_buffers(vals1), vals1, rows, row_vecs, lanes, bx, by, chunks, st,
-                       fold_elements, store_partial, prepare=prepare)
+                       fold_elements, store_partial, prepare=prepare, schedule=view.describe())
 
     def merge_partials(kb, amap, row, chunk, n_lanes, states, _pre):
         got = [kb.load(amap[part], [kb.c(c), row, chunk], 1)[0] for c in range(st.width)]
@@ -139,7 +145,7 @@ def _inner(em: KernelEmitter, task: Task, materialized: set, args: set, in_shape
 
 
 def _row_reduce_kernel(em: KernelEmitter, host_bufs, values, rows, row_vecs, lanes, bx, by, chunks, st, fold, store,
-                       settle=True, prepare=None):
+                       settle=True, prepare=None, schedule=""):
     """Rows of `row_vecs` vectors; `bx` threads per row, `by` rows per block, `chunks` blocks per row.
 
     `prepare(kb, amap, row, lanes)` runs once before the loop; `fold(kb, amap, row, vec, lanes,
@@ -181,15 +187,16 @@ def _row_reduce_kernel(em: KernelEmitter, host_bufs, values, rows, row_vecs, lan
             emit_if(kb, ok, lambda b: store(b, amap, row, state))
 
     grid = (math.ceil(rows / by), chunks, 1)
-    em.kernel(host_bufs, grid, (bx, by, 1), body)
+    em.kernel(host_bufs, grid, (bx, by, 1), body, schedule=schedule)
 
 
-def _outer(em: KernelEmitter, task: Task, materialized: set, args: set, in_shape: tuple[int, ...], k: int) -> None:
+def _outer(em: KernelEmitter, task: Task, materialized: set, args: set, src: SSAValue, view: ReductionView) -> None:
     op = task.op
     st = state_for(op)
+    in_shape, k = view.shape, view.k
     row_shape, col_shape = in_shape[:k], in_shape[k:]
     rows, cols = math.prod(row_shape), math.prod(col_shape)
-    in_reads = _input_reads(op, materialized, args)
+    in_reads = _input_reads(op, src, materialized, args)
     max_bytes = max([elem_bytes(F._elem(v)) for v in in_reads] + [4 if not in_reads else 1])
     lanes = vector_lanes(col_shape[-1], max_bytes, em.opts.vector) if col_shape else 1
     col_vecs = cols // lanes
@@ -203,7 +210,7 @@ def _outer(em: KernelEmitter, task: Task, materialized: set, args: set, in_shape
     def first_of_column(kb, amap, col_idx, n_lanes):
         # Welford's shift: the column's first element (see lowering/combiners.py).
         idx = [kb.c(0)] * len(row_shape) + col_idx
-        return [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, n_lanes)]
+        return [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(src, idx, n_lanes)]
 
     def prepare(kb, amap, cvec, n_lanes):
         # Loaded once before the loop: the shift of each column of the vector.
@@ -213,7 +220,7 @@ def _outer(em: KernelEmitter, task: Task, materialized: set, args: set, in_shape
     def fold_elements(kb, amap, row, cvec, n_lanes, states, shifts):
         col_idx = kb.delinearize(kb.mul(cvec, n_lanes), col_shape) if col_shape else []
         idx = kb.delinearize(row, row_shape) + col_idx
-        xs = [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(op.input, idx, n_lanes)]
+        xs = [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(src, idx, n_lanes)]
         if shifts is not None:
             xs = [kb.fsub(x, k) for x, k in zip(xs, shifts)]
         return [st.update(kb, s, x) for s, x in zip(states, xs)]
@@ -226,7 +233,7 @@ def _outer(em: KernelEmitter, task: Task, materialized: set, args: set, in_shape
     if chunks == 1:
         vals = list(task.outputs) + in_reads + epi_reads
         _col_reduce_kernel(em, em.kernel_buffers(vals), vals, rows, col_vecs, lanes, bx, by, 1, st,
-                           fold_elements, store_out, prepare=prepare)
+                           fold_elements, store_out, prepare=prepare, schedule=view.describe())
         return
     part = _partials(em, [chunks, cols], st.width)
 
@@ -236,7 +243,7 @@ def _outer(em: KernelEmitter, task: Task, materialized: set, args: set, in_shape
 
     vals1 = in_reads + [part]
     _col_reduce_kernel(em, em.kernel_buffers(vals1), vals1, rows, col_vecs, lanes, bx, by, chunks, st,
-                       fold_elements, store_partial, prepare=prepare)
+                       fold_elements, store_partial, prepare=prepare, schedule=view.describe())
 
     lanes2 = vector_lanes(cols, 4)
 
@@ -251,7 +258,7 @@ def _outer(em: KernelEmitter, task: Task, materialized: set, args: set, in_shape
 
 
 def _col_reduce_kernel(em: KernelEmitter, host_bufs, values, rows, col_vecs, lanes, bx, by, chunks, st, fold, store,
-                       settle=True, prepare=None):
+                       settle=True, prepare=None, schedule=""):
     """Columns in vectors of `lanes`: `bx` threads across column vectors, `by` threads (and
     `chunks` blocks) down the rows; the `by` partial states of a column meet in shared memory."""
     rows_per_chunk = math.ceil(rows / chunks)
@@ -320,7 +327,7 @@ def _col_reduce_kernel(em: KernelEmitter, host_bufs, values, rows, col_vecs, lan
             emit_if(kb, kb.lt(cvec, col_vecs), lambda b: emit_stores(b, states))
 
     grid = (math.ceil(col_vecs / bx), chunks, 1)
-    em.kernel(host_bufs, grid, (bx, by, 1), body)
+    em.kernel(host_bufs, grid, (bx, by, 1), body, schedule=schedule)
 
 
 def warp_reduce(kb: KernelBuilder, st, state: list[SSAValue]) -> list[SSAValue]:

@@ -33,6 +33,7 @@ from fuser.dialects import fusion as F
 from fuser.lowering.common import Task, elem_bytes, shape_of
 from fuser.lowering.planner import BOUNDARY_OPS, Plan, plan_fusion, task_reads, unstored_matmul_result
 from fuser.lowering.schedulers.options import ScheduleOptions, SchedulingPass
+from fuser.lowering.schedulers.reduction import reduction_view
 
 SCHEDULER_OF_TASK = {"pointwise": "pointwise", "segment": "pointwise", "reduction": "reduction",
                      "normalization": "normalization", "matmul": "matmul"}
@@ -277,6 +278,9 @@ def describe(t: Task, plan: Plan, reads: list[SSAValue], written: list[SSAValue]
     elif t.kind == "reduction":
         op = t.op
         what = f"'{op.name}' over dims {sorted(op.reduced_dims)} of {list(shape_of(op.input))}"
+        view = reduction_view(shape_of(op.input), op.reduced_dims).describe()
+        if view:
+            what += f" as the {view}"
         refused = [g for g in plan.groups if op in g.ops and not g.decision.persistent]
         if refused:
             what += f"; resegmented: the normalization scheduler refused its group ({refused[0].decision.reason})"

@@ -8,7 +8,8 @@ evaluation.
 
 Every fusion works on one shape, R x C or (one case in six) B x R x C (odd extents included),
 its "rows" (the shape without its last extent, reduced over the last dim) and its "columns" (C,
-reduced over every other dim). One case in seven opens with a bf16 matmul (random layouts, K from 64 to 1000) as its
+reduced over every other dim); a 3-D case also reduces over its middle dim (B x C) and over its
+two outer dims (R). One case in seven opens with a bf16 matmul (random layouts, K from 64 to 1000) as its
 first R x C value. It draws pointwise chains, broadcasts, row and column reductions (some with
 keepdim), var_mean and welford over rows or columns, and segment_sets, then returns two to four values, preferring the shapes
 that broke the planner:
@@ -97,7 +98,13 @@ class _Gen:
     def shape(self, kind: str) -> tuple[int, ...]:
         m, n, k, b = self.rows, self.cols, self.k, self.lead
         return {"full": b + (m, n), "row": b + (m,), "col": (n,), "rowk": b + (m, 1),
+                "mid": b + (n,), "ends": (m,),  # 3-D only: reduced over the middle dim / the two outer ones
                 "mma": (k, m) if self.ta else (m, k), "mmb": (n, k) if self.tb else (k, n)}[kind]
+
+    def reduced_kinds(self) -> list[str]:
+        """What a full value reduces to: rows and columns, and in a 3-D case (B x R x C) also over
+        the middle dim (B x C) and over the two outer dims (R)."""
+        return ["row", "col", "mid", "ends"] if self.lead else ["row", "col"]
 
     def dims(self, kind: str) -> tuple[list[int], int]:
         """The dims a full value is reduced over to make a row or a column (the dims a broadcast
@@ -105,6 +112,10 @@ class _Gen:
         rank = len(self.shape("full"))
         if kind == "row":
             return [rank - 1], self.cols
+        if kind == "mid":
+            return [1], self.rows
+        if kind == "ends":
+            return [0, 2], self.lead[0] * self.cols
         return list(range(rank - 1)), math.prod(self.shape("row"))
 
     def _numpy(self, rhs: str, kind: str):
@@ -182,7 +193,7 @@ class _Gen:
         a = self.pick()
         kind = a.kind
         if kind == "full" and self.rng.random() < 0.4:  # a broadcast row or column operand
-            b = self.broadcast(self.rng.choice(["row", "col"]))
+            b = self.broadcast(self.rng.choice(self.reduced_kinds()))
         else:
             b = self.pick(kind)
         if self.rng.random() < 0.5:
@@ -213,9 +224,12 @@ class _Gen:
         return self.emit("m", kind, f"fusion.mul %{r.name}, %{scale.name} : {self.ty(kind)}", [r, scale])
 
     def statistics(self) -> Value:
-        """var_mean or welford over the rows (dims [1]) or the columns (dims [0]) of a value."""
+        """var_mean or welford over the rows (dims [1]) or the columns (dims [0]) of a value (in a
+        3-D case also over its middle dim or its two outer dims)."""
         x = self.pick("full")
         kind = "row" if self.rng.random() < 0.6 else "col"
+        if self.lead and kind == "col":
+            kind = self.rng.choice(["col", "mid", "ends"])
         axis, n = self.dims(kind)
         axis = tuple(axis)
         if self.rng.random() < 0.5:
@@ -297,7 +311,7 @@ class _Gen:
             elif r < 0.7:
                 self.binary()
             elif r < 0.85:
-                self.reduce(rng.choice(["row", "col"]))
+                self.reduce(rng.choice(self.reduced_kinds()))
             elif r < 0.93:
                 self.statistics()
             else:

@@ -10,8 +10,50 @@ the kernels they describe.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from fuser.lowering.common import next_pow2
+
+
+@dataclass(frozen=True)
+class ReductionView:
+    """How a reduction reads its input: as `shape` (the input permuted by `perm`, None when the
+    input is read as it is), with the reduced dims after the first `k` (inner) or the first `k`
+    (outer)."""
+
+    inner: bool
+    k: int
+    shape: tuple[int, ...]
+    perm: tuple[int, ...] | None = None
+
+    def describe(self) -> str:
+        """The kernel's `fuser.schedule` for a permuted view ("" for a plain one, whose kernels
+        carry none)."""
+        if self.perm is None:
+            return ""
+        rows, cols = math.prod(self.shape[:self.k]), math.prod(self.shape[self.k:])
+        if self.inner:
+            return f"inner reduction of a view permuted by {list(self.perm)}: {rows} rows of {cols}"
+        return f"outer reduction of a view permuted by {list(self.perm)}: {rows} rows into {cols} columns"
+
+
+def reduction_view(shape: Sequence[int], dims: Sequence[int]) -> ReductionView:
+    """Any set of reduced dims. Trailing dims: the inner scheduler; leading dims: the outer one.
+    Any other set is read through a permutation that keeps the kept dims in order: when the last
+    (contiguous) dim is reduced, kept + reduced for the inner scheduler, whose threads then walk
+    the contiguous dim; otherwise reduced + kept for the outer scheduler, whose threads own
+    contiguous columns (a middle dim of [A, B, C]: B rows of A*C columns, read along C)."""
+    rank = len(shape)
+    dims = sorted(dims)
+    kept = [d for d in range(rank) if d not in dims]
+    if dims == list(range(rank - len(dims), rank)):
+        return ReductionView(True, len(kept), tuple(shape))
+    if dims == list(range(len(dims))):
+        return ReductionView(False, len(dims), tuple(shape))
+    inner = rank - 1 in dims
+    perm = tuple(kept + dims) if inner else tuple(dims + kept)
+    return ReductionView(inner, len(kept) if inner else len(dims), tuple(shape[p] for p in perm), perm)
 
 
 def inner_reduction_params(rows: int, row_vectors: int, sms: int, block: int = 0) -> tuple[int, int, int]:

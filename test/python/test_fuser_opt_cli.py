@@ -106,9 +106,9 @@ def test_unknown_location(capsys, tmp_path):
 
 
 def test_pass_failure_is_matched(capsys, tmp_path):
-    text = """func.func @middle(%x: tensor<4x5x6xf32>) -> tensor<4x6xf32> {
-  %s = fusion.reduce sum %x dims [1] : tensor<4x5x6xf32> to tensor<4x6xf32> // expected-error {{only leading or trailing dimensions}}
-  func.return %s : tensor<4x6xf32>
+    text = """func.func @mm(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) -> tensor<64x16xf32> {
+  %c = fusion.matmul %a, %b : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32> // expected-error {{the Hopper matmul takes bf16 or f16}}
+  func.return %c : tensor<64x16xf32>
 }
 """
     rc, _, err = _opt(capsys, tmp_path, text, "-p", "convert-fusion-to-sched", "--verify-diagnostics")
