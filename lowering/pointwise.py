@@ -17,6 +17,7 @@ from fuser.lowering.emitter import KernelEmitter, WorkspaceValue
 from fuser.lowering.evaluator import Evaluator
 from fuser.lowering.kernel_builder import KernelBuilder
 from fuser.lowering.schedulers.pointwise import pointwise_params
+from fuser.lowering.transpose import emit_transpose, plan_transpose
 
 
 def emit_pointwise(em: KernelEmitter, outputs: list[SSAValue], materialized: set, args: set) -> None:
@@ -26,6 +27,10 @@ def emit_pointwise(em: KernelEmitter, outputs: list[SSAValue], materialized: set
     expr = {o: (o.owner.input if isinstance(o.owner, F.SegmentSetOp) else o) for o in outputs}
     reads = set().union(*(leaves(expr[o], materialized - {o}, args) for o in outputs))
     reads = sorted(reads, key=lambda v: str(v.name_hint))
+    tiled = plan_transpose(outputs, expr, materialized, args)
+    if tiled is not None:  # a permute moves its input's contiguous dim: the transpose scheduler
+        emit_transpose(em, outputs, expr, reads, *tiled)
+        return
     all_vals = list(outputs) + reads
     max_bytes = max(elem_bytes(F._elem(v)) for v in all_vals)
     total = math.prod(shape)

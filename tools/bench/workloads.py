@@ -223,7 +223,8 @@ def bias_gelu(shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
 
 
 def reduction_sum(family: str, dims: list[int], shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
-    """row_sum (dims [1]), col_sum (dims [0]) or sum_all (dims [0] of a 1-D tensor).
+    """row_sum (dims [1]), col_sum (dims [0]), sum_all (dims [0] of a 1-D tensor) or mid_sum
+    (dims [1] of a 3-D tensor: neither leading nor trailing).
 
     `fusion.reduce sum` over `dims`, accumulated in f32; a bf16 input gets a bf16 result (cast).
     """
@@ -231,6 +232,7 @@ def reduction_sum(family: str, dims: list[int], shape: Shape, dtype: str, quick_
         "row_sum": lambda x: x.sum(dim=1),
         "col_sum": lambda x: x.sum(dim=0),
         "sum_all": lambda x: x.sum(),
+        "mid_sum": lambda x: x.sum(dim=1),   # the middle dim of a 3-D tensor
     }
 
     def build(s: Shape, d: str) -> FusionBuilder:
@@ -246,6 +248,22 @@ def reduction_sum(family: str, dims: list[int], shape: Shape, dtype: str, quick_
         torch_fn=_torch_fn(family, refs[family]),
         bytes_moved=lambda s, d: nbytes(s, d) + nbytes(_reduced(s, dims), d),
         build=build, rtol=1e-4 if dtype == "f32" else 1e-2,
+    )
+
+
+def transpose(shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
+    """y = x^T, materialized (torch: `x.t().contiguous()`): the transpose scheduler's row."""
+    def build(s: Shape, d: str) -> FusionBuilder:
+        fb = FusionBuilder(f"transpose_{d}")
+        x = fb.input(s, d, name="x")
+        return _finish(fb, _named(fapi.permute(x, [1, 0]), "y"))
+
+    return Workload(
+        name=f"transpose_{dtype}", family="transpose", shape=shape, dtype=dtype, quick_shape=quick_shape,
+        inputs=lambda s, d: [(s, d)],
+        torch_fn=_torch_fn("transpose", lambda x: x.t().contiguous()),
+        bytes_moved=lambda s, d: 2 * nbytes(s, d),
+        build=build, rtol=1e-5 if dtype == "f32" else 1e-2,
     )
 
 
@@ -466,6 +484,10 @@ def _register_defaults() -> None:
                 register(reduction_sum(family, dims, full, dt, quick))
     for dt in ("f32", "bf16"):
         register(reduction_sum("sum_all", [0], _BIG_1D, dt, _QUICK_1D))
+    for dt in ("f32", "bf16"):
+        register(reduction_sum("mid_sum", [1], (256, 1024, 512), dt, (16, 256, 128)))
+    for dt in ("f32", "bf16"):
+        register(transpose((8192, 8192), dt, (1024, 1024)))
     for dt in ("f32", "bf16"):
         for full, quick in NORM_SHAPES:
             register(var_mean(1, full, dt, quick))

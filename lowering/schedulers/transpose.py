@@ -1,0 +1,60 @@
+"""The transpose scheduler's heuristic (pure: it builds no IR); lowering/transpose.py emits the
+kernel it describes.
+
+A pointwise kernel reading a tensor through a `fusion.permute` that moves the input's last
+(contiguous) dim can coalesce either its reads or its writes, not both. The transpose kernel
+stages square tiles through shared memory: a block reads a tile along the input's contiguous
+dim, and writes it along the output's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+TILE = 32            # a tile is TILE x TILE elements: one warp's row of 32 along either dim
+ROWS_PER_PASS = 8    # 32 x 8 threads: each thread moves TILE / 8 elements per tile
+MIN_EXTENT = 16      # below this along either dim a tile is mostly empty: the pointwise kernel is as good
+
+
+@dataclass(frozen=True)
+class TransposeParams:
+    shape: tuple[int, ...]   # the output shape
+    q: int                   # the output dim that the permuted inputs' contiguous dim becomes
+    tile: int = TILE
+    rows: int = ROWS_PER_PASS
+
+    @property
+    def last(self) -> int:
+        return len(self.shape) - 1
+
+    @property
+    def batch_dims(self) -> list[int]:
+        return [d for d in range(len(self.shape)) if d not in (self.q, self.last)]
+
+    @property
+    def grid_shape(self) -> list[int]:
+        """Blocks: one per tile of (dim q x the last dim), for each index of the other dims."""
+        s = self.shape
+        return [s[d] for d in self.batch_dims] + [math.ceil(s[self.q] / self.tile), math.ceil(s[self.last] / self.tile)]
+
+    def describe(self) -> str:
+        return (f"transpose: {self.tile}x{self.tile} tiles through shared memory (output dims {self.q} and "
+                f"{self.last}), {self.tile}x{self.rows} threads, {math.prod(self.grid_shape)} blocks")
+
+
+def transpose_params(shape: Sequence[int], moved: Sequence[Sequence[int]]) -> TransposeParams | None:
+    """The tiling for outputs of `shape` that read values through permutes `moved` (each moving
+    its input's last dim), or None when the pointwise kernel should run: the permutes disagree
+    on where the contiguous dim goes, or either tiled extent is too short to matter."""
+    if not moved or len(shape) < 2:
+        return None
+    last = len(shape) - 1
+    qs = {list(perm).index(last) for perm in moved}
+    if len(qs) != 1:
+        return None
+    q = qs.pop()
+    if shape[q] < MIN_EXTENT or shape[last] < MIN_EXTENT:
+        return None
+    return TransposeParams(tuple(shape), q)
