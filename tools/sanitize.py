@@ -2,7 +2,8 @@
 shared-memory and synchronization path the schedulers emit (the matmul epilogue staged in the
 operand slots and in bytes of its own, stores straight from the registers, 2-CTA clusters, the persistent and ping-pong grids,
 two-kernel split-K with its reduction, serial split-K's turns and bulk reductions, block reductions that share scratch, normalization rows kept in
-shared memory, the column-reduction tree), each compiled and run once by `fuser-run` under
+shared memory, the column-reduction tree, the transpose tiles, a middle-dim reduction split over
+blocks), each compiled and run once by `fuser-run` under
 `compute-sanitizer --tool T` for each tool T. It prints one line per case and tool: the
 hazards the tool reported and whether the outputs matched the float64 reference.
 
@@ -61,6 +62,18 @@ _COLUMNS = """func.func @cols(%x: tensor<4096x512xf32>) -> tensor<512xf32> {
   func.return %s : tensor<512xf32>
 }"""
 
+_TRANSPOSE = """func.func @t(%x: tensor<3x130x97xf32>, %y: tensor<3x97x130xf32>) -> tensor<3x97x130xf32> {
+  %p = fusion.permute %x [0, 2, 1] : tensor<3x130x97xf32> to tensor<3x97x130xf32>
+  %s = fusion.add %p, %y : tensor<3x97x130xf32>
+  func.return %s : tensor<3x97x130xf32>
+}"""
+
+_MIDDLE = """func.func @mid(%x: tensor<6x4000x40xf32>) -> tensor<6x40xf32> {
+  %s = fusion.reduce sum %x dims [1] : tensor<6x4000x40xf32> to tensor<6x40xf32>
+  func.return %s : tensor<6x40xf32>
+}"""
+
+
 def _default_with_split_k(options: str) -> str:
     """The default pipeline with fusion-split-k{options}."""
     return NAMED_PIPELINES["default"].replace("fusion-split-k", f"fusion-split-k{{{options}}}", 1)
@@ -83,6 +96,8 @@ CASES: dict[str, tuple[str, str]] = {
     "softmax": (_SOFTMAX, "default"),
     "rows_in_smem": (_LONG_ROWS, "default"),
     "column_tree": (_COLUMNS, "default{split=1}"),
+    "transpose": (_TRANSPOSE, "default"),
+    "middle_dim_split": (_MIDDLE, "default"),
 }
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
