@@ -15,6 +15,7 @@ from xdsl.ir import SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
+from fuser.lowering.common import elem_bytes
 from fuser.lowering.emitter import KernelEmitter
 from fuser.lowering.evaluator import Evaluator
 from fuser.lowering.kernel_builder import KernelBuilder, emit_if, f32
@@ -46,13 +47,14 @@ def plan_transpose(outputs: list[SSAValue], expr: dict, materialized: set, args:
     """The transpose kernel's tiling and the permutes it stages, or None for the pointwise kernel."""
     perms = moved_permutes(outputs, expr, materialized, args)
     shape = tuple(outputs[0].type.get_shape())
-    p = transpose_params(shape, [list(op.perm.get_values()) for op in perms])
+    widest = max(elem_bytes(F._elem(v)) for v in list(outputs) + [op.result for op in perms])
+    p = transpose_params(shape, [list(op.perm.get_values()) for op in perms], widest)
     return (p, perms) if p is not None else None
 
 
 def emit_transpose(em: KernelEmitter, outputs: list[SSAValue], expr: dict, reads: list[SSAValue],
                    p: TransposeParams, perms: list[F.PermuteOp]) -> None:
-    shape, q, last, T, R = p.shape, p.q, p.last, p.tile, p.rows
+    shape, q, last, T, R, V = p.shape, p.q, p.last, p.tile, p.rows, p.lanes
     all_vals = list(outputs) + reads
     host_bufs = em.kernel_buffers(all_vals)
 
@@ -78,36 +80,41 @@ def emit_transpose(em: KernelEmitter, outputs: list[SSAValue], expr: dict, reads
             tiles[op] = tile
             for k in range(0, T, R):
                 row = kb.add(ty, k)
-                o = out_index(kb.add(q0, tx), kb.add(l0, row))
+                o = out_index(kb.add(q0, kb.mul(tx, V)), kb.add(l0, row))
                 ok = kb.andi(kb.lt(o[q], shape[q]), kb.lt(o[last], shape[last]))
 
                 def load(b: KernelBuilder, o=o, row=row, perm=perm, op=op, tile=tile):
                     src = [None] * len(perm)
                     for d, pd in enumerate(perm):
                         src[pd] = o[d]
-                    x = Evaluator(b, bufs)(op.input, src, 1)[0]
-                    b.store([b.ext(x) if F.is_float(x.type) else x], tile, [row, tx])
+                    # V elements along the source's contiguous dim (output dim q)
+                    for j, x in enumerate(Evaluator(b, bufs)(op.input, src, V)):
+                        b.store([b.ext(x) if F.is_float(x.type) else x], tile, [row, b.add(b.mul(tx, V), j)])
                 emit_if(kb, ok, load)
         kb.emit(sched.BarrierOp())
         # 2. The outputs, written along the output's last dim (<- tx).
         for k in range(0, T, R):
             col = kb.add(ty, k)
-            o = out_index(kb.add(q0, col), kb.add(l0, tx))
+            o = out_index(kb.add(q0, col), kb.add(l0, kb.mul(tx, V)))
             ok = kb.andi(kb.lt(o[q], shape[q]), kb.lt(o[last], shape[last]))
 
             def store(b: KernelBuilder, o=o, col=col):
-                staged = {op.result: b.load(tiles[op], [tx, col], 1)[0] for op in perms}
-                ev = Evaluator(b, bufs, staged)
-                for out in outputs:
-                    vals = ev(expr[out], o, 1)
+                # V elements along the output's last dim; lane j of a staged permute is tile row tx*V + j
+                lanes = []
+                for j in range(V):
+                    staged = {op.result: b.load(tiles[op], [b.add(b.mul(tx, V), j), col], 1)[0] for op in perms}
+                    ev = Evaluator(b, bufs, staged)
+                    oj = o[:-1] + [b.add(o[-1], j)] if j else o
+                    lanes.append([ev(expr[out], oj, 1)[0] for out in outputs])
+                for n, out in enumerate(outputs):
                     t = F._elem(out)
-                    b.store([b.trunc(x, t) if F.is_float(t) else x for x in vals], amap[out], o)
+                    b.store([b.trunc(lane[n], t) if F.is_float(t) else lane[n] for lane in lanes], amap[out], o)
             emit_if(kb, ok, store)
 
     grid = 1
     for g in p.grid_shape:
         grid *= g
-    em.kernel(host_bufs, (grid, 1, 1), (T, R, 1), body, schedule=p.describe())
+    em.kernel(host_bufs, (grid, 1, 1), (T // V, R, 1), body, schedule=p.describe())
 
 
 

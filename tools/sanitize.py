@@ -68,6 +68,11 @@ _TRANSPOSE = """func.func @t(%x: tensor<3x130x97xf32>, %y: tensor<3x97x130xf32>)
   func.return %s : tensor<3x97x130xf32>
 }"""
 
+_TRANSPOSE_PAIRS = """func.func @tp(%x: tensor<130x200xbf16>) -> tensor<200x130xbf16> {
+  %p = fusion.permute %x [1, 0] : tensor<130x200xbf16> to tensor<200x130xbf16>
+  func.return %p : tensor<200x130xbf16>
+}"""
+
 _MIDDLE = """func.func @mid(%x: tensor<6x4000x40xf32>) -> tensor<6x40xf32> {
   %s = fusion.reduce sum %x dims [1] : tensor<6x4000x40xf32> to tensor<6x40xf32>
   func.return %s : tensor<6x40xf32>
@@ -97,6 +102,7 @@ CASES: dict[str, tuple[str, str]] = {
     "rows_in_smem": (_LONG_ROWS, "default"),
     "column_tree": (_COLUMNS, "default{split=1}"),
     "transpose": (_TRANSPOSE, "default"),
+    "transpose_pairs": (_TRANSPOSE_PAIRS, "default"),
     "middle_dim_split": (_MIDDLE, "default"),
 }
 

@@ -22,8 +22,12 @@ MIN_EXTENT = 16      # below this along either dim a tile is mostly empty: the p
 class TransposeParams:
     shape: tuple[int, ...]   # the output shape
     q: int                   # the output dim that the permuted inputs' contiguous dim becomes
-    tile: int = TILE
+    lanes: int = 1           # elements a thread moves side by side (2 for 2-byte types: 128-byte warp rows)
     rows: int = ROWS_PER_PASS
+
+    @property
+    def tile(self) -> int:
+        return TILE * self.lanes
 
     @property
     def last(self) -> int:
@@ -40,14 +44,19 @@ class TransposeParams:
         return [s[d] for d in self.batch_dims] + [math.ceil(s[self.q] / self.tile), math.ceil(s[self.last] / self.tile)]
 
     def describe(self) -> str:
+        pairs = f", {self.lanes}-element vectors" if self.lanes > 1 else ""
         return (f"transpose: {self.tile}x{self.tile} tiles through shared memory (output dims {self.q} and "
-                f"{self.last}), {self.tile}x{self.rows} threads, {math.prod(self.grid_shape)} blocks")
+                f"{self.last}), {TILE}x{self.rows} threads{pairs}, {math.prod(self.grid_shape)} blocks")
 
 
-def transpose_params(shape: Sequence[int], moved: Sequence[Sequence[int]]) -> TransposeParams | None:
+def transpose_params(shape: Sequence[int], moved: Sequence[Sequence[int]], elem_bytes: int = 4
+                     ) -> TransposeParams | None:
     """The tiling for outputs of `shape` that read values through permutes `moved` (each moving
     its input's last dim), or None when the pointwise kernel should run: the permutes disagree
-    on where the contiguous dim goes, or either tiled extent is too short to matter."""
+    on where the contiguous dim goes, or either tiled extent is too short to matter.
+    `elem_bytes` is the widest element the kernel moves: with 2-byte elements a warp's row of 32
+    would be 64 bytes, so each thread moves 2 side by side (a 64x64 tile) where both tiled
+    extents are even (a pair never straddles the edge)."""
     if not moved or len(shape) < 2:
         return None
     last = len(shape) - 1
@@ -57,4 +66,5 @@ def transpose_params(shape: Sequence[int], moved: Sequence[Sequence[int]]) -> Tr
     q = qs.pop()
     if shape[q] < MIN_EXTENT or shape[last] < MIN_EXTENT:
         return None
-    return TransposeParams(tuple(shape), q)
+    lanes = 2 if elem_bytes <= 2 and shape[q] % 2 == 0 and shape[last] % 2 == 0 else 1
+    return TransposeParams(tuple(shape), q, lanes)

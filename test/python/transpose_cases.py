@@ -26,6 +26,8 @@ CASES = dict([
     permute("t257x513", (257, 513), (1, 0)),
     permute("t257x513_bf16", (257, 513), (1, 0), "bf16"),
     permute("t100x70_f16", (100, 70), (1, 0), "f16"),
+    permute("t130x200_bf16", (130, 200), (1, 0), "bf16"),          # pairs: 64x64 tiles, ragged
+    permute("b2x64x96_021_bf16", (2, 64, 96), (0, 2, 1), "bf16"),
     permute("b3x33x65_021", (3, 33, 65), (0, 2, 1)),
     permute("b3x33x65_210", (3, 33, 65), (2, 1, 0), "bf16"),
     permute("r4_0312", (2, 17, 40, 35), (0, 3, 1, 2)),
@@ -49,6 +51,6 @@ func.func @two(%x: tensor<48x80xf32>, %z: tensor<48x80xf32>) -> tensor<80x48xf32
 }"""),
 ])
 
-TILED = {"t31x33", "t257x513", "t257x513_bf16", "t100x70_f16", "b3x33x65_021", "r4_0312",
+TILED = {"t130x200_bf16", "b2x64x96_021_bf16", "t31x33", "t257x513", "t257x513_bf16", "t100x70_f16", "b3x33x65_021", "r4_0312",
          "r4_3120", "fused_math", "two_permutes"}
 """The cases the transpose kernel takes (the others have an output or input last dim too short to tile)."""

@@ -53,3 +53,17 @@ func.func @narrow(%x: tensor<3x1000xf32>) -> tensor<1000x3xf32> {
   %p = fusion.permute %x [1, 0] : tensor<3x1000xf32> to tensor<1000x3xf32>
   func.return %p : tensor<1000x3xf32>
 }
+
+// -----
+// 2-byte elements with even extents: each thread moves 2 side by side (64x64 tiles, 16x8
+// threads), so a warp reads and writes 128-byte rows.
+// CHECK-LABEL: sched.kernel @pairs_k0
+// CHECK-SAME:    grid [8, 1, 1] block [32, 8, 1]
+// CHECK-SAME:    fuser.schedule = "transpose: 64x64 tiles through shared memory (output dims 0 and 1), 32x8 threads, 2-element vectors, 8 blocks"
+// CHECK:         sched.load %{{.*}} : memref<128x256xbf16> -> vector<2xbf16>
+// CHECK:         sched.barrier
+// CHECK:         sched.store %{{.*}} : vector<2xbf16>, memref<256x128xbf16>
+func.func @pairs(%x: tensor<128x256xbf16>) -> tensor<256x128xbf16> {
+  %p = fusion.permute %x [1, 0] : tensor<128x256xbf16> to tensor<256x128xbf16>
+  func.return %p : tensor<256x128xbf16>
+}
