@@ -82,14 +82,16 @@ class ConvertFusionToSched(SchedulingPass):
             else:
                 buffers[o] = a
         segments = [(seg, self._plan_segment(seg, opts)) for seg in body.ops if isinstance(seg, F.SegmentOp)]
-        # Every buffer first (workspaces for the values kept between kernels), then the kernels.
-        for seg, plan in segments:
-            copies += _segment_buffers(host, seg, plan, buffers)
+        # Every buffer first (workspaces for the values kept between kernels), then the kernels;
+        # a segment's own copies follow its kernels, since later segments may read them.
+        seg_copies = [_segment_buffers(host, seg, plan, buffers) for seg, plan in segments]
         em = KernelEmitter(fn.sym_name.data, module.body.block, host, buffers, opts)
-        for seg, plan in segments:
+        for (seg, plan), own in zip(segments, seg_copies):
             argset = set(seg.body.block.args)
             for t in plan.tasks:
                 emit_task(em, t, plan.materialized, argset)
+            for o, a in own:
+                emit_copy(em, o, a)
         for o, a in copies:
             emit_copy(em, o, a)
         host.emit(func.ReturnOp())
@@ -128,13 +130,17 @@ def emit_task(em: KernelEmitter, t: Task, materialized: set, args: set) -> None:
 
 def _segment_buffers(host: KernelBuilder, seg: F.SegmentOp, plan: Plan, buffers: dict) -> list:
     """Map a segment's block arguments to its operands' buffers and its yielded values to its
-    results' buffers (a workspace for a result no one returns); returns the copies a yielded
-    argument, or a value yielded twice, needs."""
+    results' buffers (a workspace for a result no one returns; an operand passed through
+    unchanged keeps its buffer); returns the copies that a value yielded twice, or an operand
+    passed through to a function output, needs."""
     block = seg.body.block
     for a, x in zip(block.args, seg.inputs):
         buffers[a] = buffers[x]
     copies = []
     for y, r in zip(block.last_op.operands, seg.outputs):
+        if r not in buffers and y in block.args:
+            buffers[r] = buffers[y]
+            continue
         if r not in buffers:
             buffers[r] = _workspace(host, r)
         if y in buffers:

@@ -1,5 +1,5 @@
 """fusion-segment's cuts on the GPU against float64: hand-written segments (named, split, with a
-pointwise operand pulled in), a matmul whose operand fusion-segment stores first, sibling row and
+pointwise operand pulled in, passing operands through), a matmul whose operand fusion-segment stores first, sibling row and
 column sums of one input, and the examples each written as one hand-made segment. Skipped when no
 GPU is found."""
 
@@ -57,6 +57,17 @@ func.func @computed_operand(%x: tensor<192x256xbf16>, %w: tensor<256x136xbf16>) 
   %a = fusion.mul %x, %h : tensor<192x256xbf16>
   %c = fusion.matmul %a, %w : tensor<192x256xbf16>, tensor<256x136xbf16> -> tensor<192x136xf32>
   func.return %c : tensor<192x136xf32>
+}""",
+    "pass_through": """
+func.func @pass_through(%x: tensor<33x17xf32>, %y: tensor<33x17xf32>) -> (tensor<33x17xf32>, tensor<33x17xf32>, tensor<33x17xf32>) {
+  %a, %b = fusion.segment (%xs = %x : tensor<33x17xf32>, %ys = %y : tensor<33x17xf32>) -> (tensor<33x17xf32>, tensor<33x17xf32>) {
+    fusion.yield %xs, %ys : tensor<33x17xf32>, tensor<33x17xf32>
+  }
+  %c, %d = fusion.segment "pointwise" (%as = %a : tensor<33x17xf32>) -> (tensor<33x17xf32>, tensor<33x17xf32>) {
+    %e = fusion.exp %as : tensor<33x17xf32>
+    fusion.yield %e, %e : tensor<33x17xf32>, tensor<33x17xf32>
+  }
+  func.return %c, %d, %b : tensor<33x17xf32>, tensor<33x17xf32>, tensor<33x17xf32>
 }""",
     "row_and_column_sums": """
 func.func @row_and_column(%x: tensor<1031x257xf32>) -> (tensor<1031xf32>, tensor<257xf32>) {

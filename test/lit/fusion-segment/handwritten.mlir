@@ -70,3 +70,28 @@ func.func @pull_in(%x: tensor<8x128xf32>, %w: tensor<128xf32>) -> tensor<8xf32> 
   }
   func.return %s : tensor<8xf32>
 }
+
+// -----
+// A segment that passes its operands through keeps their buffers: the next segment reads %x
+// itself, and only the pass-through to a function output (%b) and the value yielded twice (%d)
+// are copied, each right after its segment, before anything can read it.
+// CHECK-LABEL: func.func @pass_through
+// CHECK:         fusion.segment (
+// CHECK-NOT:       fuser.segment
+// CHECK:           fusion.yield
+// CHECK:         fusion.segment "pointwise"
+// SCHED-LABEL: func.func @pass_through
+// SCHED-NEXT:    sched.launch @pass_through_k0(%y, %b)
+// SCHED-NEXT:    sched.launch @pass_through_k1(%c, %x)
+// SCHED-NEXT:    sched.launch @pass_through_k2(%c, %d)
+// SCHED-NEXT:    func.return
+func.func @pass_through(%x: tensor<8x16xf32>, %y: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) {
+  %a, %b = fusion.segment (%xs = %x : tensor<8x16xf32>, %ys = %y : tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
+    fusion.yield %xs, %ys : tensor<8x16xf32>, tensor<8x16xf32>
+  }
+  %c, %d = fusion.segment "pointwise" (%as = %a : tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
+    %e = fusion.exp %as : tensor<8x16xf32>
+    fusion.yield %e, %e : tensor<8x16xf32>, tensor<8x16xf32>
+  }
+  func.return %c, %d, %b : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>
+}
