@@ -131,6 +131,12 @@ class SplitKPattern(RewritePattern):
     def match_and_rewrite(self, op: F.MatmulOp, rewriter: PatternRewriter, /) -> None:
         if op.k_chunk is not None:
             return
+        seg = op.parent_op()
+        if isinstance(seg, F.SegmentOp) and seg.scheduler is not None:
+            # A segment that names its scheduler is one kernel by the user's choice.
+            op.attributes["fuser.split_k"] = StringAttr(f"kept (inside a fusion.segment named '{seg.scheduler_name}')")
+            rewriter.notify_op_modified(op)
+            return
         d = decide(op, self.forced, self.strategy, self.paired() if self.forced is None else {}, self.opts.sms)
         if d.splits > 1 and d.strategy == "serial":
             split_serial(op, d.k_chunk, d.reason, rewriter)

@@ -79,6 +79,12 @@ class TranslateWelfordPattern(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: F.WelfordOp | F.VarMeanOp, rewriter: PatternRewriter, /) -> None:
+        seg = op.parent_op()
+        if isinstance(seg, F.SegmentOp) and seg.scheduler is not None:
+            # A segment that names its scheduler is that scheduler's kernel by the user's choice.
+            op.attributes["fuser.welford"] = StringAttr(f"kept (inside a fusion.segment named '{seg.scheduler_name}')")
+            rewriter.notify_op_modified(op)
+            return
         translated, note = decide(self.fn, op, self.mode, self.opts)
         if translated:
             replace_by_two_pass(op, rewriter, note)

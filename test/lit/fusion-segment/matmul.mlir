@@ -62,3 +62,17 @@ func.func @computed_operand(%x: tensor<128x256xf32>, %w: tensor<256x128xbf16>) -
   %c = fusion.matmul %a, %w : tensor<128x256xbf16>, tensor<256x128xbf16> -> tensor<128x128xf32>
   func.return %c : tensor<128x128xf32>
 }
+
+// -----
+// A matmul inside a segment that names its scheduler is left whole by fusion-split-k: the user
+// fixed that kernel (an unnamed segment would be split into the partials and their sum).
+// CHECK-LABEL: func.func @named_large_k
+// CHECK:         fusion.segment "matmul"
+// CHECK-NEXT:      fusion.matmul %{{.*}}, %{{.*}} {fuser.split_k = "kept (inside a fusion.segment named 'matmul')"}
+func.func @named_large_k(%a: tensor<128x131072xbf16>, %b: tensor<131072x128xbf16>) -> tensor<128x128xbf16> {
+  %c = fusion.segment "matmul" (%as = %a : tensor<128x131072xbf16>, %bs = %b : tensor<131072x128xbf16>) -> (tensor<128x128xbf16>) {
+    %m = fusion.matmul %as, %bs : tensor<128x131072xbf16>, tensor<131072x128xbf16> -> tensor<128x128xbf16>
+    fusion.yield %m : tensor<128x128xbf16>
+  }
+  func.return %c : tensor<128x128xbf16>
+}

@@ -84,3 +84,26 @@ func.func @long_var(%x: tensor<4x1048576xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   %var, %mean = fusion.var_mean %x dims [1] correction 1 : tensor<4x1048576xf32> to tensor<4xf32>, tensor<4xf32>
   func.return %var, %mean : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+// Inside a segment that names its scheduler, the Welford translation is not tried (it would
+// turn the named reduction into a normalization group); in an unnamed one it is decided for
+// that segment alone.
+// CHECK-LABEL: func.func @named_var
+// CHECK:         fusion.segment "reduction"
+// CHECK-NEXT:      fusion.var_mean {{.*}}fuser.welford = "kept (inside a fusion.segment named 'reduction')"
+// CHECK:         fusion.segment "normalization"
+// CHECK-COUNT-3:   fusion.reduce sum {{.*}}fuser.welford = "translated from fusion.var_mean
+func.func @named_var(%x: tensor<64x256xf32>) -> (tensor<64xf32>, tensor<64xf32>, tensor<64x256xf32>) {
+  %v, %m = fusion.segment "reduction" (%xs = %x : tensor<64x256xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+    %a, %b = fusion.var_mean %xs dims [1] correction 0 : tensor<64x256xf32> to tensor<64xf32>, tensor<64xf32>
+    fusion.yield %a, %b : tensor<64xf32>, tensor<64xf32>
+  }
+  %y = fusion.segment (%xs = %x : tensor<64x256xf32>) -> (tensor<64x256xf32>) {
+    %a, %b = fusion.var_mean %xs dims [1] correction 0 : tensor<64x256xf32> to tensor<64xf32>, tensor<64xf32>
+    %bb = fusion.broadcast %b dims [1] : tensor<64xf32> to tensor<64x256xf32>
+    %c = fusion.sub %xs, %bb : tensor<64x256xf32>
+    fusion.yield %c : tensor<64x256xf32>
+  }
+  func.return %v, %m, %y : tensor<64xf32>, tensor<64xf32>, tensor<64x256xf32>
+}
