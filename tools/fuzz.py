@@ -11,7 +11,8 @@ its "rows" (the shape without its last extent, reduced over the last dim) and it
 reduced over every other dim); a 3-D case also reduces over its middle dim (B x C) and over its
 two outer dims (R). One case in seven opens with a bf16 matmul (random layouts, K from 64 to 1000) as its
 first R x C value. It draws pointwise chains, broadcasts, row and column reductions (some with
-keepdim), var_mean and welford over rows or columns, and segment_sets, then returns two to four values, preferring the shapes
+keepdim), var_mean and welford over rows or columns, segment_sets and transposes (the last two dims
+swapped), then returns two to four values, preferring the shapes
 that broke the planner:
 an output that another output reads, a value returned twice, an input returned as is, an
 output that also feeds a reduction, outputs of different shapes fed by one value.
@@ -99,6 +100,7 @@ class _Gen:
         m, n, k, b = self.rows, self.cols, self.k, self.lead
         return {"full": b + (m, n), "row": b + (m,), "col": (n,), "rowk": b + (m, 1),
                 "mid": b + (n,), "ends": (m,),  # 3-D only: reduced over the middle dim / the two outer ones
+                "tr": b + (n, m),                # a full value with its last two dims swapped
                 "mma": (k, m) if self.ta else (m, k), "mmb": (n, k) if self.tb else (k, n)}[kind]
 
     def reduced_kinds(self) -> list[str]:
@@ -132,6 +134,9 @@ class _Gen:
             axis = _dims_of(rhs)
             keep = "keepdim" in rhs
             return lambda x: fn(x, axis=axis, keepdims=keep)
+        if op == "permute":
+            perm = tuple(int(d) for d in re.search(r"\[([\d, ]*)\]", rhs).group(1).split(","))
+            return lambda x: np.transpose(x, perm)
         if op == "reshape":
             shape = self.shape(kind)
             return lambda x: np.reshape(x, shape)
@@ -150,7 +155,7 @@ class _Gen:
         if op == "full":
             value = abs(float(rhs.split()[1]))
             return lambda vals, mags: value
-        if op in ("broadcast", "reshape", "matmul"):  # linear in each operand's magnitude
+        if op in ("broadcast", "reshape", "permute", "matmul"):  # linear in each operand's magnitude
             return lambda vals, mags: fn(*mags)
         if op in ("cast", "segment_set", "neg", "abs", "relu"):
             return lambda vals, mags: mags[0]
@@ -268,6 +273,13 @@ class _Gen:
         self.values.append(avg)
         return self.rng.choice([avg, m])
 
+    def transpose(self) -> Value:
+        """A full value with its last two dims swapped (the transpose scheduler's input)."""
+        x = self.pick("full")
+        rank = len(self.shape("full"))
+        perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+        return self.emit("p", "tr", f"fusion.permute %{x.name} {perm} : {self.ty('full')} to {self.ty('tr')}", [x])
+
     def segment(self) -> Value:
         x = self.pick()
         return self.emit("g", x.kind, f"fusion.segment_set %{x.name} : {self.ty(x.kind)} to {self.ty(x.kind)}", [x])
@@ -314,8 +326,10 @@ class _Gen:
                 self.reduce(rng.choice(self.reduced_kinds()))
             elif r < 0.93:
                 self.statistics()
-            else:
+            elif r < 0.965:
                 self.segment()
+            else:
+                self.transpose()
         return self.finish()
 
     def finish(self) -> str:
