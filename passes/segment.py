@@ -117,7 +117,7 @@ def _sibling_reductions(plan: Plan) -> dict[int, str]:
         name = f"%{x.name_hint}" if x.name_hint else "its input"
         for t in ts:
             notes[id(t)] = (f"siblings: {len(ts)} reductions of {name} over different dims, one kernel each, "
-                        f"read {len(ts)} times ({len(ts) * nbytes(x)} B; one joint kernel would read {nbytes(x)} B)")
+                            f"read {len(ts)} times ({len(ts) * nbytes(x)} B; one joint kernel would read {nbytes(x)} B)")
     return notes
 
 
