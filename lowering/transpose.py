@@ -4,7 +4,7 @@ Each block owns one TILE x TILE tile of the output's (q, last) dims, where q is 
 that the permuted inputs' contiguous dim becomes. For each permute P = permute(E) in the
 outputs' elementwise cone, the block first evaluates E at the tile's input-order indices, with
 warps walking E's contiguous dim (coalesced reads), into a shared tile padded by one column
-(no bank conflicts when read across); after a barrier it computes the outputs at output-order
+(scalar tiles are read across without bank conflicts; paired 2-byte ones with two-way ones); after a barrier it computes the outputs at output-order
 indices, warps walking the output's last dim (coalesced writes), P read from the tile and
 everything else read or recomputed at the output index as in the pointwise kernel.
 """

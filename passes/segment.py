@@ -124,10 +124,8 @@ def _sibling_reductions(plan: Plan) -> dict[int, str]:
 def _wrap(t: Task, plan: Plan, mapping: dict[SSAValue, SSAValue]) -> F.SegmentOp:
     """The segment computing task `t`: its reads become operands, the ops between them and the
     values it writes are cloned in. Adds the written values' new names to `mapping`."""
-    own = {r for o in task_ops(t) for r in o.results}
-    body = _block_of(t)
-    args = set(body.args)
-    reads = [v for v in _program_order(task_reads(t, plan.materialized, args), body) if v not in own]
+    body = _anchor(t).parent_block()
+    own, reads = _own_and_reads(t, plan, body)
     written = [r for r in t.outputs if not unstored_matmul_result(t, r)]
     seg, block = F.new_segment([mapping[v] for v in reads], [v.type for v in written],
                                SCHEDULER_OF_TASK[t.kind])
@@ -140,7 +138,7 @@ def _wrap(t: Task, plan: Plan, mapping: dict[SSAValue, SSAValue]) -> F.SegmentOp
         r.name_hint = v.name_hint
         mapping[v] = r
     seg.attributes["fuser.segment"] = StringAttr(describe(t, plan, reads, written))
-    seg.location = _location(t)
+    seg.location = _anchor(t).location
     return seg
 
 
@@ -150,10 +148,18 @@ def task_ops(t: Task) -> list[Operation]:
     return [o for o in dict.fromkeys(ops) if o is not None]
 
 
-def _block_of(t: Task) -> Block:
-    if t.op is not None:
-        return t.op.parent_block()
-    return t.outputs[0].owner.parent_block()
+def _anchor(t: Task) -> Operation:
+    """The op a task is placed and reported at: its reduction / matmul / segment_set, or the op
+    computing its first output (a pointwise task)."""
+    return t.op if t.op is not None else t.outputs[0].owner
+
+
+def _own_and_reads(t: Task, plan: Plan, body: Block) -> tuple[set[SSAValue], list[SSAValue]]:
+    """The results of the ops `t` is built around, and the values its kernels load (in program
+    order): its reads less what it computes itself."""
+    own = {r for o in task_ops(t) for r in o.results}
+    reads = _program_order(task_reads(t, plan.materialized, set(body.args)), body)
+    return own, [v for v in reads if v not in own]
 
 
 def _position(v: SSAValue, body: Block) -> int:
@@ -178,11 +184,6 @@ def _slice(roots: list[SSAValue], stop: set[SSAValue], body: Block) -> list[Oper
         needed.add(v.owner)
         todo.extend(v.owner.operands)
     return sorted(needed, key=body.get_operation_index)
-
-
-def _location(t: Task):
-    op = t.op if t.op is not None else t.outputs[0].owner
-    return op.location
 
 
 # ------------------------------------------------------------------ hand-written segments
@@ -243,14 +244,12 @@ def _name_or_split(seg: F.SegmentOp, opts: ScheduleOptions) -> None:
     if len(inner.tasks) == 1:
         t = inner.tasks[0]
         seg.properties["scheduler"] = StringAttr(SCHEDULER_OF_TASK[t.kind])
-        reads = _program_order(task_reads(t, inner.materialized, set(block.args)), block)
-        own = {r for o in task_ops(t) for r in o.results}
+        _, reads = _own_and_reads(t, inner, block)
         written = list(block.last_op.operands)
-        seg.attributes["fuser.segment"] = StringAttr(
-            "hand-written; " + describe(t, inner, [r for r in reads if r not in own], written))
+        seg.attributes["fuser.segment"] = StringAttr("hand-written; " + describe(t, inner, reads, written))
         return
     if not inner.tasks:
-        return  # passes its operands through: nothing to schedule (convert-fusion-to-sched copies)
+        return  # passes its operands through: nothing to schedule (their buffers carry on)
     # Split: the sub-segments go before `seg`, reading its operands; its results become theirs.
     mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, seg.inputs))
     outer = seg.parent_block()

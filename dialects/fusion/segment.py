@@ -51,10 +51,6 @@ class SegmentOp(IRDLOperation):
     def scheduler_name(self) -> str | None:
         return self.scheduler.data if self.scheduler is not None else None
 
-    @property
-    def yield_op(self) -> YieldOp:
-        return self.body.block.last_op  # type: ignore[return-value]
-
     def verify_(self) -> None:
         if self.scheduler is not None and self.scheduler.data not in SCHEDULERS:
             raise VerifyException(f"'fusion.segment' op names scheduler '{self.scheduler.data}'; "
