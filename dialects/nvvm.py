@@ -570,6 +570,48 @@ class SetMaxRegisterOp(IRDLOperation):
         return op
 
 
+class GridDepAction(StrEnum):
+    WAIT = "wait"
+    LAUNCH_DEPENDENTS = "launch_dependents"
+
+
+@irdl_attr_definition
+class GridDepActionAttr(EnumAttribute[GridDepAction], SpacedOpaqueSyntaxAttribute):
+    """`#nvvm<grid_dep_action wait>` (upstream's spelling in the generic form)."""
+
+    name = "nvvm.grid_dep_action"
+
+
+@irdl_op_definition
+class GridDepControlOp(IRDLOperation):
+    """`nvvm.griddepcontrol wait` / `nvvm.griddepcontrol launch_dependents` (PTX
+    `griddepcontrol.wait` / `.launch_dependents`, sm_90): wait for the grids this one depends on
+    to complete and flush, or let the dependent grid be dispatched (programmatic dependent
+    launch)."""
+
+    name = "nvvm.griddepcontrol"
+    kind = prop_def(GridDepActionAttr)
+
+    def __init__(self, kind: str):
+        if kind not in ("wait", "launch_dependents"):
+            raise VerifyException(f"'{self.name}' op kind must be wait or launch_dependents, got '{kind}'")
+        super().__init__(properties={"kind": GridDepActionAttr(GridDepAction(kind))})
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.kind.data.value}")
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        pos = parser.pos
+        kind = parser.parse_identifier()
+        if kind not in ("wait", "launch_dependents"):
+            parser.raise_error(f"'{cls.name}' op kind must be wait or launch_dependents, got '{kind}'", pos, parser.pos)
+        op = cls(kind)
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+
 class _BracketedEnum:
     """Upstream's form of an nvvm enum attribute: the value in angle brackets,
     `#nvvm.proxy_kind<async.shared>` (xDSL's EnumAttribute prints it bare)."""
@@ -1129,13 +1171,14 @@ class WgmmaMmaAsyncOp(IRDLOperation):
 HOPPER_OPS = [WgmmaFenceAlignedOp, WgmmaGroupSyncAlignedOp, WgmmaWaitGroupSyncOp, MBarrierInitOp, MBarrierArriveOp,
               MBarrierArriveExpectTxOp, CpAsyncBulkCommitGroupOp, CpAsyncBulkWaitGroupOp, SetMaxRegisterOp, FenceProxyOp,
               CpAsyncBulkTensorSharedCtaToGlobalOp, CpAsyncBulkTensorReduceOp, WgmmaMmaAsyncOp,
-              CpAsyncBulkTensorGlobalToSharedClusterOp, MBarrierTryWaitParityOp, MapaOp, ClusterArriveOp, ClusterWaitOp, FenceMBarrierInitOp]
+              CpAsyncBulkTensorGlobalToSharedClusterOp, MBarrierTryWaitParityOp, MapaOp, ClusterArriveOp, ClusterWaitOp, FenceMBarrierInitOp,
+              GridDepControlOp]
 
 
 NVVM = Dialect(
     "nvvm",
     [*SPECIAL_REGISTER_OPS.values(), BarrierOp, BarrierArriveOp, ShflOp, *HOPPER_OPS],
-    [ShflKindAttr, SetMaxRegisterActionAttr, ProxyKindAttr, TmaStoreModeAttr, SharedSpaceAttr, TmaReduxKindAttr, WgmmaTypeAttr, WgmmaScaleInAttr,
+    [ShflKindAttr, SetMaxRegisterActionAttr, GridDepActionAttr, ProxyKindAttr, TmaStoreModeAttr, SharedSpaceAttr, TmaReduxKindAttr, WgmmaTypeAttr, WgmmaScaleInAttr,
      WgmmaScaleOutAttr, MMALayoutAttr, MMAShapeAttr, TmaLoadModeAttr],
 )
 

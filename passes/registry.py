@@ -25,6 +25,7 @@ _PASSES: dict[str, str] = {
     "sched-alias-smem": "fuser.passes.alias_smem:AliasSmem",
     "sched-flush-wgmma": "fuser.passes.flush_wgmma:FlushWgmma",
     "sched-insert-bulk-syncs": "fuser.passes.insert_bulk_syncs:InsertBulkSyncs",
+    "sched-dependent-launch": "fuser.passes.dependent_launch:DependentLaunch",
     "canonicalize": "xdsl.transforms.canonicalize:CanonicalizePass",
     "cse": "xdsl.transforms.common_subexpression_elimination:CommonSubexpressionElimination",
     "dce": "xdsl.transforms.dead_code_elimination:DeadCodeElimination",

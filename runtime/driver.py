@@ -394,6 +394,7 @@ class Kernel:
         self.handle = handle
         self.name = name
         self.module = module  # keep the module loaded while the kernel lives
+        self._configs: dict[tuple, Any] = {}  # launch configs (clusters, dependent launches) by shape and stream
 
     def max_active_per_sm(self, threads: int, smem: int) -> int:
         """How many CTAs of `threads` threads and `smem` bytes of dynamic shared memory one SM holds."""
@@ -409,46 +410,60 @@ class Kernel:
             int(nbytes)), "cuFuncSetAttribute")
 
     def launch(self, grid: Any, block: Any, smem: int = 0, args: Iterable[Any] = (),
-               stream: Any = 0, cluster: Any = None) -> None:
-        """Launch with device pointers (ints) and Scalar(value, dtype) arguments."""
+               stream: Any = 0, cluster: Any = None, dependent: bool = False) -> None:
+        """Launch with device pointers (ints) and Scalar(value, dtype) arguments. `dependent`:
+        programmatic dependent launch (the kernel waits in `griddepcontrol.wait` for the one
+        launched before it on the stream, which may still be running when this one starts)."""
         args = list(args)
         params = ParamBlock(len(args))
         for i, a in enumerate(args):
             params.values[i] = pack_arg(a)
         self.launch_raw(_dim3(grid, "grid"), _dim3(block, "block"), int(smem),
                         stream_handle(stream), params.address,
-                        None if cluster is None else _dim3(cluster, "cluster"))
+                        None if cluster is None else _dim3(cluster, "cluster"), dependent)
 
     def launch_raw(self, grid: tuple, block: tuple, smem: int, stream: Any,
-                   params_address: int | None, cluster: tuple | None = None) -> None:
+                   params_address: int | None, cluster: tuple | None = None, dependent: bool = False) -> None:
         """The hot path: dims already normalized, params already packed."""
         if getattr(_tls, "ctx", None) is None:
             context()
-        if cluster is None:
+        if cluster is None and not dependent:
             err = _cu.cuLaunchKernel(self.handle, grid[0], grid[1], grid[2],
                                      block[0], block[1], block[2], smem, stream,
                                      params_address, 0)[0]
             if err:
                 raise CudaError(f"cuLaunchKernel failed ({self.name}): {_error_text(err)}",
                                 "cuLaunchKernel", int(err))
-        else:
-            cfg = cluster_config(grid, block, smem, stream, cluster)
-            check(_cu.cuLaunchKernelEx(cfg, self.handle, params_address, 0),
-                  f"cuLaunchKernelEx ({self.name})")
+            return
+        key = (grid, block, smem, int(stream), cluster, dependent)
+        cfg = self._configs.get(key)
+        if cfg is None:  # (building one costs a few us of host time: kept per launch shape and stream)
+            cfg = self._configs[key] = launch_config(grid, block, smem, stream, cluster, dependent)
+        check(_cu.cuLaunchKernelEx(cfg, self.handle, params_address, 0), f"cuLaunchKernelEx ({self.name})")
 
 
-def cluster_config(grid: tuple, block: tuple, smem: int, stream: Any, cluster: tuple) -> Any:
-    """A CUlaunchConfig carrying a cluster-dimension attribute."""
+def launch_config(grid: tuple, block: tuple, smem: int, stream: Any, cluster: tuple | None = None,
+                  dependent: bool = False) -> Any:
+    """A CUlaunchConfig with a cluster-dimension attribute (`cluster`) and/or programmatic
+    stream serialization (`dependent`)."""
     cfg = _cu.CUlaunchConfig()
     cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
     cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
     cfg.sharedMemBytes = smem
     cfg.hStream = stream
-    attr = _cu.CUlaunchAttribute()
-    attr.id = _cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-    attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
-    cfg.attrs = [attr]
-    cfg.numAttrs = 1
+    attrs = []
+    if cluster is not None:
+        attr = _cu.CUlaunchAttribute()
+        attr.id = _cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+        attrs.append(attr)
+    if dependent:
+        attr = _cu.CUlaunchAttribute()
+        attr.id = _cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        attr.value.programmaticStreamSerializationAllowed = 1
+        attrs.append(attr)
+    cfg.attrs = attrs
+    cfg.numAttrs = len(attrs)
     return cfg
 
 

@@ -96,7 +96,7 @@ def _torch_current_stream(tensor: Any) -> int:
 
 
 class _Step:
-    __slots__ = ("kernel", "grid", "block", "smem", "cluster", "params", "fill", "tfill")
+    __slots__ = ("kernel", "grid", "block", "smem", "cluster", "dependent", "params", "fill", "tfill")
 
 
 class Executor:
@@ -145,6 +145,7 @@ class Executor:
             s.kernel = _kernel(key, module, step.kernel, step.smem)
             s.grid, s.block, s.smem = tuple(step.grid), tuple(step.block), int(step.smem)
             s.cluster = None if step.cluster is None else tuple(step.cluster)
+            s.dependent = bool(step.dependent)
             s.params = driver.ParamBlock(len(step.args), {slot: 128 for slot, _ in tfill})
             for slot, value in consts:
                 s.params.values[slot] = value
@@ -229,7 +230,7 @@ class Executor:
                     vals[slot] = ptrs[j]
                 for slot, i in st.tfill:
                     ctypes.memmove(st.params.wide_address(slot), tmaps[i], 128)
-                st.kernel.launch_raw(st.grid, st.block, st.smem, hs, st.params.address, st.cluster)
+                st.kernel.launch_raw(st.grid, st.block, st.smem, hs, st.params.address, st.cluster, st.dependent)
 
         results = finish_outputs(kind, outs)
         if staging:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from fuser.dialects.host_attrs import CORESIDENT_ATTR, KEPT_ZERO_ATTR
+from fuser.dialects.host_attrs import CORESIDENT_ATTR, DEPENDENT_LAUNCH_ATTR, KEPT_ZERO_ATTR
 
 __all__ = ["DTYPES", "BufferSpec", "WorkspaceSpec", "TensorMapSpec", "LaunchStep", "Program", "ArgRef",
            "ProgramError", "extract_program", "tensor_type_str"]
@@ -85,6 +85,10 @@ class LaunchStep:
     # Its CTAs wait on one another (serial split-K on a persistent grid): the grid must fit on
     # the GPU at once, which the executor checks (`fuser.coresident` on the gpu.launch_func).
     coresident: bool = False
+    # It may start while the kernel launched before it still runs (programmatic dependent
+    # launch: `fuser.dependent_launch` on the gpu.launch_func; the kernel waits in
+    # griddepcontrol.wait before it touches memory).
+    dependent: bool = False
 
 
 @dataclass
@@ -108,7 +112,7 @@ class Program:
             "launches": [{"kernel": s.kernel, "grid": list(s.grid), "block": list(s.block),
                           "smem": s.smem, "args": [list(a) for a in s.args],
                           "cluster": None if s.cluster is None else list(s.cluster),
-                          "coresident": s.coresident}
+                          "coresident": s.coresident, "dependent": s.dependent}
                          for s in self.launches],
             "zero_outputs": list(self.zero_outputs),
             "tensor_maps": [[list(t.source), list(t.shape), t.dtype, list(t.box), t.swizzle] for t in self.tensor_maps],
@@ -132,7 +136,7 @@ class Program:
             launches=[LaunchStep(s["kernel"], tuple(s["grid"]), tuple(s["block"]), int(s["smem"]),
                                  tuple(tuple(a) for a in s["args"]),
                                  None if s.get("cluster") is None else tuple(s["cluster"]),
-                                 bool(s.get("coresident", False)))
+                                 bool(s.get("coresident", False)), bool(s.get("dependent", False)))
                       for s in d["launches"]],
             ptx=ptx, arch=d["arch"], zero_outputs=tuple(d.get("zero_outputs", ())),
             tensor_maps=[TensorMapSpec((src[0], int(src[1])), tuple(sh), dt, tuple(bx), int(sw))
@@ -404,4 +408,4 @@ def _launch_step(op: Any, fname: str, refs: dict, consts: dict, const_int: Any,
             raise ProgramError(f"gpu.launch_func @{kernel} in @{fname}: operand {k} comes from "
                                f"'{owner}', expected a function argument, a gpu.alloc or a constant")
     return LaunchStep(kernel, dims["grid"], dims["block"], smem, tuple(args), dims["cluster"],
-                      CORESIDENT_ATTR in op.attributes)
+                      CORESIDENT_ATTR in op.attributes, DEPENDENT_LAUNCH_ATTR in op.attributes)

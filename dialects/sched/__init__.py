@@ -97,6 +97,7 @@ from fuser.dialects.sched.core import (
     WorkspaceOp,
     YieldOp,
 )
+from fuser.dialects.sched.griddep import GRIDDEP_KINDS, GridDepControlOp
 from fuser.dialects.sched.mbarrier import (
     MBarrierArriveExpectTxOp,
     MBarrierArriveOp,
@@ -136,7 +137,7 @@ Sched = Dialect(
     "sched",
     [KernelOp, ReturnOp, WorkspaceOp, LaunchOp, ThreadIdxOp, BlockIdxOp, BlockDimOp, GridDimOp, ForOp, YieldOp,
      AllocOp, LoadOp, StoreOp, BarrierOp, ReleaseOp, ShflXorOp, *HOPPER_OPS, *CLUSTER_OPS,
-     *SEMAPHORE_OPS],
+     *SEMAPHORE_OPS, GridDepControlOp],
     [TensorMapType],
 )
 
@@ -160,4 +161,6 @@ __all__ = [
     "ClusterBarrierOp", "FenceMBarrierInitOp", "MBarrierArriveClusterOp",
     # grid semaphores
     "SemaphoreWaitOp", "SemaphoreSignalOp",
+    # programmatic dependent launch
+    "GridDepControlOp", "GRIDDEP_KINDS",
 ]

@@ -1,5 +1,6 @@
 """Handlers for the `nvvm` ops that LLVM has intrinsics for: special registers, barriers, warp
-shuffles, wgmma groups, mbarrier init/arrive, the cluster barrier and the mbarrier-init fence.
+shuffles, wgmma groups, mbarrier init/arrive, the cluster barrier, the mbarrier-init fence and
+griddepcontrol.
 The others (wgmma.mma_async, TMA stores and
 reductions, bulk groups, proxy fences, expect_tx, setmaxregister) arrive as `llvm.inline_asm`,
 rewritten by `convert-nvvm-to-llvm` (lowering/nvvm_to_llvm.py) before translation.
@@ -103,6 +104,15 @@ def _void_intrinsic(name: str) -> Callable[[FunctionTranslator, Operation], None
     return lambda ft, op: ft.e.call("void", name, [])
 
 
+def _griddepcontrol(ft: FunctionTranslator, op: Operation) -> None:
+    """`nvvm.griddepcontrol wait|launch_dependents` -> `llvm.nvvm.griddepcontrol.wait|launch.dependents`."""
+    kind = prop(op, "kind")
+    name = getattr(getattr(kind, "data", None), "value", None)
+    if name not in ("wait", "launch_dependents"):
+        raise TranslationError(f"unknown griddepcontrol kind {kind}")
+    ft.e.call("void", "llvm.nvvm.griddepcontrol." + name.replace("_", "."), [])
+
+
 def _cluster_barrier_half(ft: FunctionTranslator, op: Operation) -> None:
     """`nvvm.cluster.arrive` / `.wait` [{aligned}] -> `llvm.nvvm.barrier.cluster.arrive[.aligned]`."""
     half = op_name(op).removeprefix("nvvm.cluster.")
@@ -113,6 +123,7 @@ HANDLERS: dict[str, Callable[[FunctionTranslator, Operation], None]] = {
     "nvvm.cluster.arrive": _cluster_barrier_half,
     "nvvm.cluster.wait": _cluster_barrier_half,
     "nvvm.fence.mbarrier.init": _void_intrinsic("llvm.nvvm.fence.mbarrier_init.release.cluster"),
+    "nvvm.griddepcontrol": _griddepcontrol,
     "nvvm.barrier": _barrier,
     "nvvm.barrier.arrive": _barrier_arrive,
     "nvvm.shfl.sync": _shfl,

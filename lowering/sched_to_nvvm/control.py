@@ -6,6 +6,7 @@
   an `scf.if` (or, when it covers it exactly, straight-line code). The `sched.yield` of a loop that
   stays a loop becomes `scf.yield` when the walker reaches it, after the body;
 - `sched.barrier` / `sched.shfl_xor` become `nvvm.barrier` / `nvvm.shfl.sync bfly`;
+- `sched.griddepcontrol wait|launch_dependents` becomes `nvvm.griddepcontrol` of the same kind;
 - `sched.return` becomes `llvm.return`.
 """
 
@@ -19,6 +20,7 @@ from xdsl.rewriter import InsertPoint
 
 from fuser.dialects import sched
 from fuser.dialects.nvvm import BarrierOp as NVVMBarrierOp
+from fuser.dialects.nvvm import GridDepControlOp as NVVMGridDepControlOp
 from fuser.dialects.nvvm import ShflKind, ShflOp
 
 from .common import const_index
@@ -103,6 +105,12 @@ class LowerShflXor(KernelPattern):
         rewriter.replace(op, ShflOp(ShflKind.BFLY, c(-1, i32), op.value, c(op.offset.value.data, i32), c(0x1F, i32)))
 
 
+class LowerGridDepControl(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.GridDepControlOp, rewriter: PatternRewriter) -> None:
+        rewriter.replace(op, NVVMGridDepControlOp(op.kind.data))
+
+
 class LowerReturn(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.ReturnOp, rewriter: PatternRewriter) -> None:
@@ -110,4 +118,4 @@ class LowerReturn(RewritePattern):
 
 
 def control_patterns(k: KernelContext) -> list[RewritePattern]:
-    return [LowerFor(k), LowerLoopYield(k), LowerBarrier(), LowerShflXor(k), LowerReturn()]
+    return [LowerFor(k), LowerLoopYield(k), LowerBarrier(), LowerShflXor(k), LowerGridDepControl(), LowerReturn()]

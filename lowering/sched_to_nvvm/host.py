@@ -25,7 +25,7 @@ from xdsl.traits import IsTerminator
 
 from fuser.dialects import sched
 from fuser.dialects.gpu_ext import MemsetOp
-from fuser.dialects.host_attrs import CORESIDENT_ATTR, KEPT_ZERO_ATTR
+from fuser.dialects.host_attrs import CORESIDENT_ATTR, DEPENDENT_LAUNCH_ATTR, KEPT_ZERO_ATTR
 from fuser.dialects.memref_ext import CastOp
 from fuser.dialects.nvgpu import SWIZZLE, TensorMapDescriptorType, TmaCreateDescriptorOp
 
@@ -99,6 +99,8 @@ def lower_host(fn: func.FuncOp, kernels: dict[str, sched.KernelOp], gpu_module: 
             )
             if CORESIDENT_ATTR in k.attributes:  # the executor checks that the grid fits on the GPU at once
                 launch.attributes[CORESIDENT_ATTR] = UnitAttr()
+            if DEPENDENT_LAUNCH_ATTR in op.attributes:  # launched with programmatic stream serialization
+                launch.attributes[DEPENDENT_LAUNCH_ATTR] = UnitAttr()
             Rewriter.replace_op(op, launch)
         elif isinstance(op, sched.TensorMapOp):
             tensor_maps.append(op)  # after the launches: their argument check reads the sched type

@@ -49,7 +49,7 @@ def test_time_passes_rows_in_pipeline_order(capsys, tmp_path):
     names = [name for _, _, name in rows]
     assert names == ["parse", "canonicalize", "fusion-translate-welford", "fusion-split-k", "fusion-segment",
                      "convert-fusion-to-sched",
-                     "sched-verify-buffers", "sched-flush-wgmma", "sched-insert-bulk-syncs", "sched-alias-smem", "cse",
+                     "sched-verify-buffers", "sched-flush-wgmma", "sched-insert-bulk-syncs", "sched-alias-smem", "sched-dependent-launch", "cse",
                      "verify", "print", "rest", "Total"]
     total = rows[-1][0]
     assert rows[-1][1] == 100.0 and f"Total Execution Time: {total:.4f} seconds" in err

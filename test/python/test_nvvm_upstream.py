@@ -260,11 +260,11 @@ def test_matmul_kernels_verify_upstream(upstream):
 
 
 @pytest.mark.parametrize("lit_file", ["wgmma-mma-async.mlir", "tma-load.mlir", "cluster.mlir", "nvgpu-descriptor.mlir",
-                                      "nvvm-to-llvm.mlir"])
+                                      "nvvm-to-llvm.mlir", "griddepcontrol.mlir"])
 @pytest.mark.parametrize("generic", [False, True], ids=["custom", "generic"])
 def test_new_hopper_ops_parse_upstream(upstream, lit_file, generic):
     """The lit inputs of the ops added for issue 12 (wgmma.mma_async, the TMA load with its
-    address-space cast, the cluster ops, mapa, try_wait, the nvgpu descriptor), as xDSL prints
+    address-space cast, the cluster ops, mapa, try_wait, the nvgpu descriptor) and griddepcontrol, as xDSL prints
     them in either form, parse and verify in upstream MLIR."""
     from fuser.dialects.ir import parse_module
 

@@ -364,10 +364,10 @@ def test_kept_zero_workspace_is_zeroed_once_per_stream(monkeypatch):
     ex = Executor(prog)
     # Skip _load (it needs a GPU): one step whose launch is logged after the memsets.
     step = executor._Step()
-    step.grid, step.block, step.smem, step.cluster = (1, 1, 1), (32, 1, 1), 0, None
+    step.grid, step.block, step.smem, step.cluster, step.dependent = (1, 1, 1), (32, 1, 1), 0, None, False
     step.params = SimpleNamespace(values=[0, 0, 0], address=0)
     step.fill, step.tfill = ((0, 0), (1, 1), (2, 2)), ()
-    step.kernel = SimpleNamespace(launch_raw=lambda grid, block, smem, hs, params, cluster:
+    step.kernel = SimpleNamespace(launch_raw=lambda grid, block, smem, hs, params, cluster, dependent:
                                   events.append(("launch", hs, tuple(step.params.values))))
     ex._steps = [step]
 
@@ -605,6 +605,41 @@ def test_coresident_launch_survives_json():
     p = plan.extract_program(_parse(_host_ir(KEPT_ZERO_BODY.replace(launch, marked))), PTX, "sm_90a")
     assert p.launches[0].coresident
     assert Program.from_json(p.to_json()) == p
+
+
+def test_dependent_launch_survives_json():
+    p = plan.extract_program(_parse(_host_ir(KEPT_ZERO_BODY)), PTX, "sm_90a")
+    assert not p.launches[0].dependent
+    launch = [ln for ln in KEPT_ZERO_BODY.splitlines() if "gpu.launch_func" in ln][0]
+    marked = launch.replace("}> : (index", "}> {fuser.dependent_launch} : (index")
+    p = plan.extract_program(_parse(_host_ir(KEPT_ZERO_BODY.replace(launch, marked))), PTX, "sm_90a")
+    assert p.launches[0].dependent and not p.launches[0].coresident
+    assert Program.from_json(p.to_json()) == p
+
+
+def test_default_pipeline_chains_the_kernels_of_a_plan():
+    """sched-dependent-launch in the default pipeline: a two-kernel split-K plan launches its
+    second kernel as a dependent launch, whose PTX waits before its first load; a one-kernel
+    plan has no dependent launch and no griddepcontrol."""
+    import fuser
+
+    two = fuser.compile("""
+func.func @mm(%a: tensor<128x65536xbf16>, %b: tensor<65536x128xbf16>) -> tensor<128x128xf32> {
+  %c = fusion.matmul %a, %b : tensor<128x65536xbf16>, tensor<65536x128xbf16> -> tensor<128x128xf32>
+  func.return %c : tensor<128x128xf32>
+}""")
+    steps = two.program.launches
+    assert len(steps) == 2 and [s.dependent for s in steps] == [False, True]
+    second = two.ptx.split(f".entry {steps[1].kernel}(")[1]
+    assert "griddepcontrol.wait;" in second
+    assert second.index("griddepcontrol.wait;") < second.index("ld.global")
+    assert "griddepcontrol.launch_dependents;" in two.ptx.split(f".entry {steps[1].kernel}(")[0]
+    one = fuser.compile("""
+func.func @scale(%x: tensor<1024xf32>) -> tensor<1024xf32> {
+  %y = fusion.add %x, %x : tensor<1024xf32>
+  func.return %y : tensor<1024xf32>
+}""")
+    assert [s.dependent for s in one.program.launches] == [False] and "griddepcontrol" not in one.ptx
 
 
 @pytest.mark.parametrize("grid,per_sm,fits", [((4, 1, 1), 1, True), ((5, 1, 1), 1, False), ((8, 1, 1), 2, True)])

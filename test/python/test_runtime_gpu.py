@@ -193,6 +193,101 @@ def test_cluster_launch():
     np.testing.assert_array_equal(dst.copy_to_host(np.empty_like(x)), x + np.float32(1))
 
 
+# Programmatic dependent launch: `slow_flag` lets its dependents launch at once, spins ~5 ms on
+# the global timer, then sets flag[0] = 1; `read_flag` copies flag[0] to out[0], after a
+# griddepcontrol.wait in `read_flag_waiting`, at once in `read_flag_now`.
+PDL_PTX = ".version 8.0\n.target sm_90\n.address_size 64\n" + r"""
+.visible .entry slow_flag(.param .u64 p_flag)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<5>;
+    griddepcontrol.launch_dependents;
+    ld.param.u64 %rd1, [p_flag];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.u64 %rd2, %globaltimer;
+SPIN:
+    mov.u64 %rd3, %globaltimer;
+    sub.u64 %rd4, %rd3, %rd2;
+    setp.lt.u64 %p1, %rd4, 5000000;
+    @%p1 bra SPIN;
+    mov.u32 %r1, 1;
+    st.global.u32 [%rd1], %r1;
+    ret;
+}
+.visible .entry read_flag_waiting(.param .u64 p_flag, .param .u64 p_out)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<3>;
+    griddepcontrol.wait;
+    ld.param.u64 %rd1, [p_flag];
+    ld.param.u64 %rd2, [p_out];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd2, %rd2;
+    ld.global.u32 %r1, [%rd1];
+    st.global.u32 [%rd2], %r1;
+    ret;
+}
+.visible .entry read_flag_now(.param .u64 p_flag, .param .u64 p_out)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [p_flag];
+    ld.param.u64 %rd2, [p_out];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd2, %rd2;
+    ld.volatile.global.u32 %r1, [%rd1];
+    st.global.u32 [%rd2], %r1;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("stream", ["legacy", "created"])
+def test_dependent_launch_overlaps_and_waits(stream):
+    """A dependent launch starts while the kernel before it still runs (a reader that does not
+    wait sees the flag unset), and griddepcontrol.wait holds it until that kernel is done (a
+    reader that waits sees it set); a plain launch is serialized as always. On the legacy
+    default stream, as torch uses it, and on a created stream."""
+    if driver.device().cc[0] < 9:
+        pytest.skip("programmatic dependent launch needs sm_90")
+    torch = pytest.importorskip("torch")
+    s = 0 if stream == "legacy" else torch.cuda.Stream()
+    mod = driver.Module.load_ptx(PDL_PTX)
+    slow = mod.function("slow_flag")
+    flag, out = driver.DeviceBuffer(4), driver.DeviceBuffer(4)
+
+    def run(reader: str, dependent: bool) -> int:
+        flag.memset_zero()
+        out.memset_zero()
+        driver.synchronize()
+        slow.launch(1, 32, 0, [flag], stream=s)
+        mod.function(reader).launch(1, 32, 0, [flag, out], stream=s, dependent=dependent)
+        driver.synchronize()
+        return int(out.copy_to_host(np.empty(1, np.uint32))[0])
+
+    for reader in ("read_flag_now", "read_flag_waiting"):  # a kernel's first launch loads it (lazy
+        run(reader, dependent=False)                       # loading), which serializes that launch
+    assert run("read_flag_now", dependent=True) == 0     # it ran during the 5 ms spin
+    assert run("read_flag_now", dependent=False) == 1    # serialized after it
+    assert run("read_flag_waiting", dependent=True) == 1  # the wait held it
+
+
+def test_executor_launches_dependent_steps():
+    """A Program step marked dependent goes out as a dependent launch; with its wait it reads
+    what the step before it wrote, call after call."""
+    if driver.device().cc[0] < 9:
+        pytest.skip("programmatic dependent launch needs sm_90")
+    prog = Program(
+        "pdl", [], [BufferSpec("out", (1,), "i32")], [WorkspaceSpec((1,), "i32", zero_init=True)],
+        [LaunchStep("slow_flag", (1, 1, 1), (32, 1, 1), 0, (("ws", 0),)),
+         LaunchStep("read_flag_waiting", (1, 1, 1), (32, 1, 1), 0, (("ws", 0), ("out", 0)), dependent=True)],
+        PDL_PTX, "sm_90")
+    ex = Executor(prog)
+    for _ in range(3):
+        assert int(ex().numpy()[0]) == 1
+
+
 def test_bad_ptx_reports_the_jit_log():
     with pytest.raises(driver.CudaError) as e:
         driver.Module.load_ptx(PTX_HEADER + ".visible .entry broken() { this is not ptx; }\n")

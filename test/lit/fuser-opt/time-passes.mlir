@@ -20,6 +20,7 @@
 // CHECK-NEXT:   {{.*}}%)  sched-flush-wgmma
 // CHECK-NEXT:   {{.*}}%)  sched-insert-bulk-syncs
 // CHECK-NEXT:   {{.*}}%)  sched-alias-smem
+// CHECK-NEXT:   {{.*}}%)  sched-dependent-launch
 // CHECK-NEXT:   {{.*}}%)  cse
 // CHECK-NEXT:   {{.*}}%)  convert-sched-to-nvvm
 // CHECK-NEXT:   {{.*}}%)  cse

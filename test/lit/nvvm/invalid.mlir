@@ -166,3 +166,11 @@ module attributes {gpu.container_module} {
     }
   }) : () -> ()
 }
+
+// -----
+
+llvm.func @bad_griddep() {
+  // expected-error @+1 {{'nvvm.griddepcontrol' op kind must be wait or launch_dependents, got 'launch'}}
+  nvvm.griddepcontrol launch
+  llvm.return
+}

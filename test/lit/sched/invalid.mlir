@@ -107,3 +107,19 @@ func.func @ws() {
   %ws = sched.workspace zero_init kept_zero : memref<16xi32>
   func.return
 }
+
+// -----
+
+sched.kernel @griddep() grid [1, 1, 1] block [32, 1, 1] smem 0 {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:24: error: 'sched.griddepcontrol' op kind must be wait or launch_dependents, got 'signal'
+  sched.griddepcontrol signal
+  sched.return
+}
+
+// -----
+
+func.func @griddep_outside() {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'sched.griddepcontrol' op must be inside a sched.kernel
+  sched.griddepcontrol wait
+  func.return
+}

@@ -34,12 +34,15 @@ builtin.module {
     sched.store %r, %smem[%tx] : f32, memref<8xf32, 3>
     sched.barrier
     %d = sched.load %dyn[%ty, %tx] : memref<4x32xf32, 3> -> f32
+    sched.griddepcontrol wait
+    sched.griddepcontrol launch_dependents
     sched.return
   }
   func.func @f(%x : memref<4x256xf32>, %y : memref<4xf32>) attributes {fuser.num_outputs = 1 : i64} {
     %ws = sched.workspace zero_init : memref<64xf32>
     %ws2 = sched.workspace : memref<8xi32>
     sched.launch @k(%x, %y) : memref<4x256xf32>, memref<4xf32>
+    sched.launch @k(%x, %y) {fuser.dependent_launch} : memref<4x256xf32>, memref<4xf32>
     func.return
   }
 }
@@ -68,10 +71,13 @@ builtin.module {
 // CHECK-NEXT:    sched.store %{{.*}}, %{{.*}}[%{{.*}}] : f32, memref<8xf32, 3 : i64>
 // CHECK-NEXT:    sched.barrier
 // CHECK-NEXT:    %{{.*}} = sched.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<4x32xf32, 3 : i64> -> f32
+// CHECK-NEXT:    sched.griddepcontrol wait
+// CHECK-NEXT:    sched.griddepcontrol launch_dependents
 // CHECK-NEXT:    sched.return
 // CHECK-NEXT:  }
 // CHECK:       func.func @f(%{{.*}}: memref<4x256xf32>, %{{.*}}: memref<4xf32>) attributes {fuser.num_outputs = 1 : i64} {
 // CHECK-NEXT:    %{{.*}} = sched.workspace zero_init : memref<64xf32>
 // CHECK-NEXT:    %{{.*}} = sched.workspace : memref<8xi32>
 // CHECK-NEXT:    sched.launch @k(%{{.*}}, %{{.*}}) : memref<4x256xf32>, memref<4xf32>
+// CHECK-NEXT:    sched.launch @k(%{{.*}}, %{{.*}}) {fuser.dependent_launch} : memref<4x256xf32>, memref<4xf32>
 // CHECK-NEXT:    func.return
