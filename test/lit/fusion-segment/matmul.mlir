@@ -31,12 +31,12 @@ func.func @mm_then_sum(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %bias
 // Split-K (two-kernel): the partial products are one matmul segment, their sum with the cast
 // and the epilogue a reduction segment.
 // CHECK-LABEL: func.func @large_k
-// CHECK:         %[[P:.*]] = fusion.segment "matmul" (%{{.*}} = %a : tensor<128x131072xbf16>, %{{.*}} = %b : tensor<131072x128xbf16>) -> (tensor<128x128x128xf32>)
-// CHECK-SAME:      fuser.segment = "matmul 128x128x131072; split-K: split 128 ways, k_chunk=1024 (1 tile of 128x128 on 132 SMs, K=131072); reads 67108864 B, writes 8388608 B"
-// CHECK-NEXT:      fusion.matmul %{{.*}} k_chunk 1024
+// CHECK:         %[[P:.*]] = fusion.segment "matmul" (%{{.*}} = %a : tensor<128x131072xbf16>, %{{.*}} = %b : tensor<131072x128xbf16>) -> (tensor<64x128x128xf32>)
+// CHECK-SAME:      fuser.segment = "matmul 128x128x131072; split-K: split 64 ways, k_chunk=2048 (1 tile of 128x128 on 132 SMs, K=131072); reads 67108864 B, writes 4194304 B"
+// CHECK-NEXT:      fusion.matmul %{{.*}} k_chunk 2048
 // CHECK-NEXT:      fusion.yield
-// CHECK:         %[[G:.*]] = fusion.segment "reduction" (%{{.*}} = %[[P]] : tensor<128x128x128xf32>) -> (tensor<128x128xbf16>)
-// CHECK-SAME:      fuser.segment = "'fusion.reduce' over dims [0] of [128, 128, 128]; reads 8388608 B, writes 32768 B"
+// CHECK:         %[[G:.*]] = fusion.segment "reduction" (%{{.*}} = %[[P]] : tensor<64x128x128xf32>) -> (tensor<128x128xbf16>)
+// CHECK-SAME:      fuser.segment = "'fusion.reduce' over dims [0] of [64, 128, 128]; reads 4194304 B, writes 32768 B"
 // CHECK-NEXT:      fusion.reduce sum
 // CHECK-NEXT:      fusion.cast
 // CHECK-NEXT:      fusion.gelu

@@ -4,7 +4,7 @@
 // the cast of the sum is put in a buffer again (fusion.segment_set). A matmul that already
 // carries k_chunk is left alone.
 // CHECK-LABEL: func.func @chain
-// CHECK:         %[[P:.*]] = fusion.matmul %a, %b k_chunk 1024
+// CHECK:         %[[P:.*]] = fusion.matmul %a, %b k_chunk 2048
 // CHECK-NEXT:    %[[S:.*]] = fusion.reduce sum %[[P]] dims [0]
 // CHECK-NEXT:    %[[C:.*]] = fusion.cast %[[S]] : tensor<128x128xf32> to tensor<128x128xbf16>
 // CHECK-NEXT:    %h = fusion.segment_set %[[C]] : tensor<128x128xbf16> to tensor<128x128xbf16>

@@ -22,10 +22,10 @@ func.func @wide(%a: tensor<256x16384xbf16>, %b: tensor<16384x4096xbf16>) -> tens
 }
 
 // -----
-// 128x128x131072: one tile needs 128 splits to fill the machine; 127 serial turns would cost
-// far more than the partials' round trip, so the model keeps two kernels.
+// 128x128x131072: one tile needs 64 to 128 splits to stream its operands with the machine;
+// 63 serial turns would cost far more than the partials' round trip, so the model keeps two kernels.
 // AUTO-LABEL: func.func @one_tile
-// AUTO-NEXT:    fusion.matmul %a, %b k_chunk 1024 {fuser.split_k = "split 128 ways, k_chunk=1024 (1 tile of 128x128 on 132 SMs, K=131072; model: serial {{[0-9]+}} us, two-kernel {{[0-9]+}} us, unsplit {{[0-9]+}} us)"} : {{.*}} -> tensor<128x128x128xf32>
+// AUTO-NEXT:    fusion.matmul %a, %b k_chunk 2048 {fuser.split_k = "split 64 ways, k_chunk=2048 (1 tile of 128x128 on 132 SMs, K=131072; model: serial {{[0-9]+}} us, two-kernel {{[0-9]+}} us, unsplit {{[0-9]+}} us)"} : {{.*}} -> tensor<64x128x128xf32>
 // AUTO-NEXT:    fusion.reduce sum
 func.func @one_tile(%a: tensor<128x131072xbf16>, %b: tensor<131072x128xbf16>) -> tensor<128x128xf32> {
   %c = fusion.matmul %a, %b : tensor<128x131072xbf16>, tensor<131072x128xbf16> -> tensor<128x128xf32>

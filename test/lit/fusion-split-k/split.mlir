@@ -2,13 +2,14 @@
 // RUN: fuser-opt %s --split-input-file -p 'fusion-split-k{factor=4 strategy=two-kernel}' | filecheck %s --check-prefix=FOUR
 // RUN: fuser-opt %s --split-input-file -p 'fusion-split-k{sms=8 strategy=two-kernel}' | filecheck %s --check-prefix=SMS8
 
-// One 128x128 tile with K = 131072 (2048 K-slices of 64) on 132 SMs: auto splits it into
+// One 128x128 tile with K = 131072 (2048 K-slices of 64) on 132 SMs: a wave would be
 // min(132 // 1, 2048 / 8) = 132 chunks, rounded to whole slices (16 slices, k_chunk = 1024),
-// which makes 128 splits. The partials are f32; the sum over them is cast back to bf16 and
+// which makes 128 splits; the cost model finds half as many, twice as long splits faster (half
+// the partials' round trip), so 64 splits of 32 slices (k_chunk = 2048). The partials are f32; the sum over them is cast back to bf16 and
 // every use of the old result (the bias + gelu epilogue) reads the sum.
 // AUTO-LABEL: func.func @large_k
-// AUTO:         %[[P:.*]] = fusion.matmul %a, %b k_chunk 1024 {fuser.split_k = "split 128 ways, k_chunk=1024 (1 tile of 128x128 on 132 SMs, K=131072)"} : tensor<128x131072xbf16>, tensor<131072x128xbf16> -> tensor<128x128x128xf32>
-// AUTO-NEXT:    %[[S:.*]] = fusion.reduce sum %[[P]] dims [0] : tensor<128x128x128xf32> to tensor<128x128xf32>
+// AUTO:         %[[P:.*]] = fusion.matmul %a, %b k_chunk 2048 {fuser.split_k = "split 64 ways, k_chunk=2048 (1 tile of 128x128 on 132 SMs, K=131072)"} : tensor<128x131072xbf16>, tensor<131072x128xbf16> -> tensor<64x128x128xf32>
+// AUTO-NEXT:    %[[S:.*]] = fusion.reduce sum %[[P]] dims [0] : tensor<64x128x128xf32> to tensor<128x128xf32>
 // AUTO-NEXT:    %c = fusion.cast %[[S]] : tensor<128x128xf32> to tensor<128x128xbf16>
 // AUTO-NEXT:    %cf = fusion.cast %c : tensor<128x128xbf16> to tensor<128x128xf32>
 // AUTO-NEXT:    %bb = fusion.broadcast %bias

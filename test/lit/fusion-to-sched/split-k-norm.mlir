@@ -1,12 +1,12 @@
 // RUN: fuser-opt %s -p to-sched | filecheck %s
 
-// A long-K matmul (split 16 ways by fusion-split-k) followed by a layer norm: the partials'
+// A long-K matmul (split 8 ways by fusion-split-k) followed by a layer norm: the partials'
 // sum is its own kernel, and the normalization reads it from memory instead of trying to
 // recompute a reduction inside its kernel (which failed with "'fusion.reduce' cannot be
 // recomputed inside a kernel" while the split's cast back to bf16, a pointwise output, counted
 // as materialized).
 // CHECK:      sched.kernel @f_k0
-// CHECK-SAME:   fuser.matmul = "tile=128x128 stages=6 persistent=0 grid=128 tiles=8 split=16 k_chunk=4096
+// CHECK-SAME:   fuser.matmul = "tile=128x128 stages=6 persistent=0 grid=64 tiles=8 split=8 k_chunk=8192
 // CHECK:      sched.kernel @f_k1
 // CHECK:      sched.kernel @f_k2
 // CHECK-SAME:   fuser.schedule = "persistent:
