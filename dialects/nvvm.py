@@ -57,6 +57,8 @@ from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from fuser.dialects.keyword_syntax import keyword_error, parse_keyword
+
 # --------------------------------------------------------------------------------------------
 # Special registers: `%r = nvvm.read.ptx.sreg.<reg> : i32`
 # --------------------------------------------------------------------------------------------
@@ -522,6 +524,10 @@ class CpAsyncBulkWaitGroupOp(_GroupCountSyntax, IRDLOperation):
 
 
 
+_SETMAXREG_ACTIONS = ("increase", "decrease")
+_GRIDDEP_KINDS = ("wait", "launch_dependents")
+
+
 class SetMaxRegisterAction(StrEnum):
     INCREASE = "increase"
     DECREASE = "decrease"
@@ -545,8 +551,8 @@ class SetMaxRegisterOp(IRDLOperation):
 
     def __init__(self, action: str, count: int):
         from xdsl.dialects.builtin import i32
-        if action not in ("increase", "decrease"):
-            raise VerifyException(f"'{self.name}' op action must be increase or decrease, got '{action}'")
+        if action not in _SETMAXREG_ACTIONS:
+            raise VerifyException(keyword_error(self.name, "action", _SETMAXREG_ACTIONS, action))
         super().__init__(properties={"action": SetMaxRegisterActionAttr(SetMaxRegisterAction(action)),
                                      "regCount": IntegerAttr(count, i32)})
 
@@ -561,11 +567,7 @@ class SetMaxRegisterOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser):
-        pos = parser.pos
-        action = parser.parse_identifier()
-        if action not in ("increase", "decrease"):
-            parser.raise_error(f"'{cls.name}' op action must be increase or decrease, got '{action}'", pos, parser.pos)
-        op = cls(action, parser.parse_integer())
+        op = cls(parse_keyword(parser, cls.name, "action", _SETMAXREG_ACTIONS), parser.parse_integer())
         op.attributes.update(parser.parse_optional_attr_dict())
         return op
 
@@ -593,8 +595,8 @@ class GridDepControlOp(IRDLOperation):
     kind = prop_def(GridDepActionAttr)
 
     def __init__(self, kind: str):
-        if kind not in ("wait", "launch_dependents"):
-            raise VerifyException(f"'{self.name}' op kind must be wait or launch_dependents, got '{kind}'")
+        if kind not in _GRIDDEP_KINDS:
+            raise VerifyException(keyword_error(self.name, "kind", _GRIDDEP_KINDS, kind))
         super().__init__(properties={"kind": GridDepActionAttr(GridDepAction(kind))})
 
     def print(self, printer: Printer) -> None:
@@ -603,11 +605,7 @@ class GridDepControlOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser):
-        pos = parser.pos
-        kind = parser.parse_identifier()
-        if kind not in ("wait", "launch_dependents"):
-            parser.raise_error(f"'{cls.name}' op kind must be wait or launch_dependents, got '{kind}'", pos, parser.pos)
-        op = cls(kind)
+        op = cls(parse_keyword(parser, cls.name, "kind", _GRIDDEP_KINDS))
         op.attributes.update(parser.parse_optional_attr_dict())
         return op
 

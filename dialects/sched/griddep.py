@@ -22,6 +22,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
+from fuser.dialects.keyword_syntax import keyword_error, parse_keyword
 from fuser.dialects.sched.core import KernelOp
 
 GRIDDEP_KINDS = ("wait", "launch_dependents")
@@ -39,7 +40,7 @@ class GridDepControlOp(IRDLOperation):
 
     def verify_(self) -> None:
         if self.kind.data not in GRIDDEP_KINDS:
-            raise VerifyException(f"'{self.name}' op kind must be wait or launch_dependents, got '{self.kind.data}'")
+            raise VerifyException(keyword_error(self.name, "kind", GRIDDEP_KINDS, self.kind.data))
         p = self.parent_op()
         while p is not None and not isinstance(p, KernelOp):
             p = p.parent_op()
@@ -52,10 +53,6 @@ class GridDepControlOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser):
-        pos = parser.pos
-        kind = parser.parse_identifier()
-        if kind not in GRIDDEP_KINDS:
-            parser.raise_error(f"'{cls.name}' op kind must be wait or launch_dependents, got '{kind}'", pos, parser.pos)
-        op = cls(kind)
+        op = cls(parse_keyword(parser, cls.name, "kind", GRIDDEP_KINDS))
         op.attributes.update(parser.parse_optional_attr_dict())
         return op
