@@ -524,13 +524,12 @@ class CpAsyncBulkWaitGroupOp(_GroupCountSyntax, IRDLOperation):
 
 
 
-_SETMAXREG_ACTIONS = ("increase", "decrease")
-_GRIDDEP_KINDS = ("wait", "launch_dependents")
-
-
 class SetMaxRegisterAction(StrEnum):
     INCREASE = "increase"
     DECREASE = "decrease"
+
+
+_SETMAXREG_ACTIONS = tuple(a.value for a in SetMaxRegisterAction)
 
 
 @irdl_attr_definition
@@ -575,6 +574,9 @@ class SetMaxRegisterOp(IRDLOperation):
 class GridDepAction(StrEnum):
     WAIT = "wait"
     LAUNCH_DEPENDENTS = "launch_dependents"
+
+
+_GRIDDEP_KINDS = tuple(a.value for a in GridDepAction)
 
 
 @irdl_attr_definition

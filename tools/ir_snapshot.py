@@ -84,6 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fuzz", type=int, default=200, help="fuzzer fusions in the corpus (default 200)")
     p.add_argument("--seed", type=int, default=0, help="first fuzzer seed (default 0)")
     args = p.parse_args(argv)
+    if not (_ROOT / "test" / "python").is_dir():
+        print(f"fuser-ir-snapshot: the corpus is read from a source checkout; {_ROOT} has no test/python",
+              file=sys.stderr)
+        return 2
     if args.write:
         snap = {"fuzz": args.fuzz, "seed": args.seed, "digests": snapshot(args.fuzz, args.seed)}
         Path(args.write).write_text(json.dumps(snap, indent=1, sort_keys=True) + "\n")
