@@ -129,10 +129,34 @@ def plan_fusion(fn: func.FuncOp | Block, opts: ScheduleOptions = ScheduleOptions
     groups = []
     if opts.persistent:
         tasks, groups = form_groups(tasks, materialized, args, lvl, opts)
+    for t in tasks:
+        order_outputs(t, outputs)
     _skip_unread_results(tasks, outputs, materialized, args)
     written = [r for t in tasks for r in t.outputs if not unstored_matmul_result(t, r)]
     stored = [v for v in dict.fromkeys(list(outputs) + written) if v not in args]
     return Plan(tasks, stored, materialized, groups)
+
+
+def order_outputs(t: Task, outputs: list[SSAValue]) -> None:
+    """One order for what a kernel writes, whatever merged it: the results of the ops it is
+    built around (program order), then the other outputs in the function's return order (a
+    normalization task keeps its row outputs before its full-size ones)."""
+    rank = {v: i for i, v in enumerate(dict.fromkeys(outputs))}
+    own = [r for o in task_ops(t) for r in o.results]
+    by_return = lambda vs: sorted(vs, key=lambda v: rank.get(v, len(rank)))  # noqa: E731 (stable)
+    if t.group is not None:
+        g = t.group
+        g.row_outputs, g.full_outputs = by_return(g.row_outputs), by_return(g.full_outputs)
+        t.outputs = [o for o in t.outputs if o in g.results] + g.row_outputs + g.full_outputs
+        return
+    t.outputs = [r for r in own if r in t.outputs] + by_return([o for o in t.outputs if o not in own])
+
+
+def task_ops(t: Task) -> list:
+    """The reductions / matmuls / segment_set a task is built around, in program order of
+    merging (its own op first)."""
+    ops = [t.op] + list(getattr(t, "siblings", [])) + (list(t.group.ops) if t.group is not None else [])
+    return [o for o in dict.fromkeys(ops) if o is not None]
 
 
 def unstored_matmul_result(t: Task, v: SSAValue) -> bool:
@@ -148,10 +172,7 @@ def task_reads(t: Task, materialized: set, args: set) -> set[SSAValue]:
     reads: set[SSAValue] = set()
     for o in t.outputs:
         reads |= leaves(o, materialized - {o}, args)
-    ops = [t.op] + list(getattr(t, "siblings", [])) + (list(t.group.ops) if t.group is not None else [])
-    for op in ops:
-        if op is None:
-            continue
+    for op in task_ops(t):
         for x in op.operands:
             reads |= leaves(x, materialized - set(op.results), args)
     return reads

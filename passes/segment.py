@@ -31,7 +31,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.lowering.common import Task, elem_bytes, shape_of
-from fuser.lowering.planner import BOUNDARY_OPS, Plan, plan_fusion, task_reads, unstored_matmul_result
+from fuser.lowering.planner import BOUNDARY_OPS, Plan, plan_fusion, task_ops, task_reads, unstored_matmul_result
 from fuser.lowering.schedulers.options import ScheduleOptions, SchedulingPass
 from fuser.lowering.schedulers.reduction import reduction_view
 
@@ -140,12 +140,6 @@ def _wrap(t: Task, plan: Plan, mapping: dict[SSAValue, SSAValue]) -> F.SegmentOp
     seg.attributes["fuser.segment"] = StringAttr(describe(t, plan, reads, written))
     seg.location = _anchor(t).location
     return seg
-
-
-def task_ops(t: Task) -> list[Operation]:
-    """The reductions / matmuls / segment_set a task is built around."""
-    ops = [t.op] + list(getattr(t, "siblings", [])) + (list(t.group.ops) if t.group is not None else [])
-    return [o for o in dict.fromkeys(ops) if o is not None]
 
 
 def _anchor(t: Task) -> Operation:
