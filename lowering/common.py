@@ -41,6 +41,9 @@ class Task:
     op: object = None             # the reduction, matmul or segment_set op
     outputs: list[SSAValue] = field(default_factory=list)  # values this kernel writes
     group: object = None          # a normalization task's NormGroup
+    siblings: list = field(default_factory=list)  # a matmul task's other matmuls sharing A
+    store_results: set | None = None  # a matmul task's results that are written (None: all)
+    merges: list[str] = field(default_factory=list)  # the segmenter's merges that formed it, in order
 
 
 # ------------------------------------------------------------------ sizes
@@ -52,6 +55,11 @@ def shape_of(v: SSAValue) -> tuple[int, ...]:
 
 def elem_bytes(t) -> int:
     return sched.element_bytes(t)
+
+
+def nbytes(v: SSAValue) -> int:
+    """Bytes of the tensor `v`."""
+    return math.prod(shape_of(v)) * elem_bytes(F._elem(v))
 
 
 def next_pow2(n: int) -> int:

@@ -68,7 +68,7 @@ The kernel (one CTA per output tile, `matmul_params` picks the tile and the pipe
   fences its bulk copies first); the last split takes its turn, resets the counter, and runs
   the epilogue on accumulator + workspace. The staging is always reserved; the grid is one
   CTA per work item unless forced persistent; ping-pong, clusters and reuse are refused.
-- Horizontal fusion (`fuse_matmul_tasks`, lowering/planner.py): matmuls sharing A whose results
+- Horizontal fusion (`_matmul_merges`, lowering/planner.py): matmuls sharing A whose results
   only meet in pointwise outputs (the gated MLP `silu(x @ W1) * (x @ W2)`) become one task: both
   wgmmas run in one main loop over one A tile and the epilogue combines the accumulators.
 
@@ -101,7 +101,7 @@ from fuser.lowering.schedulers.matmul import BK, MatmulParams, matmul_params
 def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> None:
     """The kernel of a matmul task (with its siblings sharing A, and its epilogue outputs)."""
     op: F.MatmulOp = task.op
-    mats = [op] + list(getattr(task, "siblings", []))
+    mats = [op] + task.siblings
     m, n, k, et = _check(op, em)
     for s in mats[1:]:
         _check(s, em)
@@ -127,7 +127,7 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
                             f"takes TMA reductions, whose rows must be a multiple of 16 bytes (N a multiple of 4); "
                             f"use fusion-split-k{{strategy=two-kernel}}", op)
     results = [x.result for x in mats]
-    store = getattr(task, "store_results", set(results))
+    store = set(results) if task.store_results is None else task.store_results
     outputs = [o for o in dict.fromkeys(task.outputs) if o not in results or o in store]
     if not outputs:
         return

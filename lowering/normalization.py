@@ -9,7 +9,7 @@ result, like a two-pass variance, runs in a later *stage* over the same register
 outputs are computed from the registers and stored. Layer norm thus reads its input once and
 writes its output once.
 
-The planner forms the groups (`form_groups`, lowering/planner.py) and asks the heuristic
+The planner forms the groups (`_normalization_merges`, lowering/planner.py) and asks the heuristic
 (`normalization_params`, lowering/schedulers/normalization.py) whether each keeps its rows on
 chip; when the row does not fit the group is not formed and the general plan runs instead (a
 reduction kernel, then a pointwise kernel that reads the input again).

@@ -1,5 +1,6 @@
-"""The planner of convert-fusion-to-sched: partition a fusion function into kernel tasks (it
-builds no IR, so fusion-translate-welford and fusion-split-k ask it what the schedulers would do).
+"""The planner of fusion-segment and convert-fusion-to-sched: partition a fusion function into
+kernel tasks (it builds no IR, so fusion-translate-welford and fusion-split-k ask it what the
+schedulers would do).
 
 Segmentation. Pointwise and shape ops are recomputed inside whichever kernel needs them, so
 they never cost a trip through memory. Two sets of values matter:
@@ -10,24 +11,28 @@ they never cost a trip through memory. Two sets of values matter:
 A pointwise function output is stored but never read back: a kernel that needs it (another
 output, an epilogue, a reduction's input) recomputes it from its own inputs, so no kernel
 depends on the store of a sibling output, in the same kernel or another.
-Each reduction op becomes one reduction kernel (two when a row is too long for one block);
-function outputs that are pointwise in a reduction's results, of the reduced shape, are computed
-in that kernel's epilogue; the remaining outputs are grouped by shape into pointwise kernels.
-Two refinements follow: matmuls sharing A merge into one task (`fuse_matmul_tasks`), and inner
-reductions over the same rows, with the outputs computed from them at the row, become one
-persistent normalization task where the row fits on chip (`form_groups`).
+Segmentation is greedy merging, as nvFuser's segmenter does it (`merge_greedily`): start from
+the finest cut (a task per reduction, matmul and `segment_set`, and one per pointwise output),
+then take, again and again, the merge that saves the most memory traffic among those a scheduler
+accepts. A reduction kernel takes the outputs pointwise in its results, of its result shape, as
+an epilogue; outputs of one shape and kernel level share a pointwise kernel; matmuls sharing A
+share a main loop with the outputs that combine them; inner reductions over the same rows, with
+the outputs computed from them at the row, become one persistent normalization kernel where the
+row fits on chip. Each task records the merges that formed it and the bytes each saved.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 from xdsl.dialects import func
 from xdsl.ir import Block, SSAValue
 
 from fuser.dialects import fusion as F
-from fuser.lowering.common import (REDUCTION_OPS, SHAPE_OPS, ScheduleError, Task, elem_bytes, leaves,
+from fuser.lowering.common import (REDUCTION_OPS, SHAPE_OPS, ScheduleError, Task, elem_bytes, leaves, nbytes,
                                    pointwise_path_only, reaches, shape_of, vector_lanes)
 from fuser.lowering.schedulers.normalization import NormDecision, normalization_params
 from fuser.lowering.schedulers.options import ScheduleOptions
@@ -39,6 +44,7 @@ class Plan:
     stored: list[SSAValue]        # values written to a buffer (function outputs first)
     materialized: set[SSAValue]   # values kernels read from their buffer rather than recompute
     groups: list = field(default_factory=list)  # normalization groups considered, with decisions
+    cost: int = 0                 # what the segmenter minimizes (`plan_cost`)
 
 
 BOUNDARY_OPS = REDUCTION_OPS + (F.SegmentSetOp, F.MatmulOp, F.SegmentOp)
@@ -100,41 +106,20 @@ def plan_fusion(fn: func.FuncOp | Block, opts: ScheduleOptions = ScheduleOptions
             tasks.append(Task("segment", order[op], lvl(op.result), op, [op.result]))
         elif isinstance(op, F.SegmentOp):
             tasks.append(Task("fixed", order[op], lvl(op.results[0]), op, list(op.results)))
-    # Epilogues: outputs of a reduction's (or matmul's) shape, pointwise in its result.
-    for t in tasks:
-        if t.kind not in ("reduction", "matmul"):
-            continue
-        if t.kind == "matmul" and t.op.partial_products:  # split-K partials: the sum's kernel has the epilogue
-            continue
-        rs = set(t.op.results)
-        r = t.op.results[0]
-        for o in list(pointwise_outputs):
-            if o in args or shape_of(o) != shape_of(r):
-                continue
-            deps = leaves(o, materialized - {o}, args)
-            if not (rs & deps) or any(lvl(d) >= t.level for d in deps if d not in rs):
-                continue
-            if pointwise_path_only(o, rs, materialized - {o} - rs, args):
-                t.outputs.append(o)
-                pointwise_outputs.remove(o)
-    groups: dict[tuple, Task] = {}
-    for o in pointwise_outputs:
-        key = (lvl(o), shape_of(o))
-        if key not in groups:
-            groups[key] = Task("pointwise", order[o.owner], key[0])
-            tasks.append(groups[key])
-        groups[key].outputs.append(o)
-    tasks = fuse_matmul_tasks(tasks, outputs, materialized, args)
-    tasks.sort(key=lambda t: (t.level, t.kind == "pointwise", t.order))
-    groups = []
-    if opts.persistent:
-        tasks, groups = form_groups(tasks, materialized, args, lvl, opts)
+    # The finest segmentation: a task per boundary op and per pointwise output. Merging them is
+    # the segmenter's job (`merge_greedily`).
+    graph = FusionGraph(outputs, materialized, args, lvl, order, opts)
+    tasks += [_pointwise_task([o], lvl(o), graph) for o in pointwise_outputs]
+    tasks, groups = merge_greedily(tasks, graph)
+    cost = plan_cost(tasks, graph)
     for t in tasks:
         order_outputs(t, outputs)
+    tasks.sort(key=lambda t: (t.level, t.kind == "pointwise", t.order))
+    _mark_stored_matmul_results(tasks, outputs, materialized, args)
     _skip_unread_results(tasks, outputs, materialized, args)
     written = [r for t in tasks for r in t.outputs if not unstored_matmul_result(t, r)]
     stored = [v for v in dict.fromkeys(list(outputs) + written) if v not in args]
-    return Plan(tasks, stored, materialized, groups)
+    return Plan(tasks, stored, materialized, groups, cost)
 
 
 def order_outputs(t: Task, outputs: list[SSAValue]) -> None:
@@ -199,63 +184,224 @@ def _skip_unread_results(tasks: list[Task], outputs, materialized: set, args: se
 
 
 
-# ------------------------------------------------------------------ horizontal matmul fusion
+# ------------------------------------------------------------------ greedy merging
 
 
-def fuse_matmul_tasks(tasks: list[Task], outputs, materialized: set, args: set) -> list[Task]:
-    """Merge matmul tasks that share A into one (horizontal fusion), and absorb pointwise tasks
-    whose outputs read only those matmuls' results (and arguments); then mark which matmul
-    results must be stored at all (function outputs, or read by another task)."""
-    mm = [t for t in tasks if t.kind == "matmul"]
-    removed: set[int] = set()
+@dataclass
+class FusionGraph:
+    """What the merge proposals ask about the fusion: its outputs, the values read back from
+    memory, the kernel level of a value, the program order of ops and the schedule options."""
+
+    outputs: list[SSAValue]
+    materialized: set[SSAValue]
+    args: set[SSAValue]
+    lvl: Callable[[SSAValue], int]
+    order: dict
+    opts: ScheduleOptions
+    memo: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.returned = set(self.outputs)
+        self.rank = {v: i for i, v in enumerate(dict.fromkeys(self.outputs))}
+
+    def nbytes(self, v: SSAValue) -> int:
+        key = ("nbytes", v)
+        if key not in self.memo:
+            self.memo[key] = nbytes(v)
+        return self.memo[key]
+
+    def deps(self, o: SSAValue) -> set[SSAValue]:
+        """Stored values and arguments that computing `o` in registers reads."""
+        key = ("deps", o)
+        if key not in self.memo:
+            self.memo[key] = leaves(o, self.materialized - {o}, self.args)
+        return self.memo[key]
+
+
+@dataclass
+class Merge:
+    """A proposal: replace the tasks `parts` by `new` (the merged task first, then what is left
+    of a part whose outputs the merge takes only some of)."""
+
+    kind: str                  # the scheduler that accepts the merged task (MERGE_PRIORITY)
+    parts: list[Task]
+    new: list[Task]
+    saving: int = 0            # bytes of memory traffic the merge saves
+
+
+MERGE_PRIORITY = ("pointwise", "epilogue", "matmul", "normalization")
+"""Ties in saving go to the later kind here (then to the earlier op)."""
+
+
+def merge_greedily(tasks: list[Task], graph: FusionGraph, lookahead: bool = True) -> tuple[list[Task], list[NormGroup]]:
+    """nvFuser's segmenter on fuser's schedulers. From one task per boundary op and per pointwise
+    output, take the merge that saves the most memory traffic among those a scheduler accepts,
+    until none is left; `segment_set` and hand-written segments take no part. The proposals:
+    - epilogue: a pointwise output of a reduction's or matmul's result shape, computed from its
+      results by elementwise ops and from values of earlier kernels only;
+    - pointwise: two neighbouring tasks (in return order) of outputs of one shape whose inputs
+      come from one kernel level (so that no merged kernel waits on itself);
+    - matmul: two matmuls sharing A, with the outputs that combine their results;
+    - normalization: inner reductions over the same rows and the outputs computed from them at
+      the row, where the normalization scheduler keeps the row on chip.
+    Taking a merge can rule out merges of other kinds that share a task with it (an output joins
+    an epilogue or a pointwise kernel, not both). Where it does, each of those rivals is played
+    out greedily to the end and the one whose plan costs least is taken (`plan_cost`: bytes moved plus a
+    launch's worth per kernel), since the merge that saves most now is not always the best plan.
+    Returns the tasks and the normalization groups asked about: the accepted ones, and for each
+    other reduction that seeded one, the last refusal and its reason."""
+    considered: dict = {}   # seed reduction -> the last group it seeded
+    while True:
+        proposals = [*_epilogue_merges(tasks, graph), *_pointwise_merges(tasks, graph), *_matmul_merges(tasks, graph)]
+        if graph.opts.persistent:
+            proposals += _normalization_merges(tasks, graph, considered)
+        if not proposals:
+            break
+        _price(proposals, tasks, graph)
+        proposals.sort(key=lambda m: (m.saving, MERGE_PRIORITY.index(m.kind), -m.new[0].order), reverse=True)
+        best = proposals[0]
+        rivals = [m for m in proposals[1:] if m.kind != best.kind and any(p is q for p in m.parts for q in best.parts)]
+        if lookahead and rivals:
+            best = min([best] + rivals, key=lambda m: plan_cost(merge_greedily(_apply(tasks, m), graph, False)[0], graph))
+        tasks = _apply(tasks, best)
+    accepted = {id(t.group) for t in tasks if t.group is not None}
+    taken = {op for t in tasks if t.group is not None for op in t.group.ops}
+    groups = [g for seed, g in considered.items() if id(g) in accepted or seed not in taken]
+    return tasks, groups
+
+
+def _apply(tasks: list[Task], m: Merge) -> list[Task]:
+    """The tasks after merge `m` (the merged task records it)."""
+    m.new[0].merges = [x for p in m.parts for x in p.merges] + [f"{m.kind} (saves {m.saving} B)"]
+    return [t for t in tasks if all(t is not p for p in m.parts)] + m.new
+
+
+LAUNCH_BYTES = 6_000_000
+"""What a kernel boundary costs, in bytes of memory traffic: about 2 us (a launch and a kernel's
+ramp-up and tail, an estimate) at the H100's ~3 TB/s."""
+
+
+def plan_cost(tasks: list[Task], graph: FusionGraph) -> int:
+    """The bytes a plan's kernels read and write, plus LAUNCH_BYTES per kernel."""
+    return _traffic(tasks, [_loads(t, graph) for t in tasks], lambda v: False, graph) + LAUNCH_BYTES * len(tasks)
+
+
+def _loads(t: Task, graph: FusionGraph) -> set[SSAValue]:
+    """What the kernel of `t` reads from memory (its own results aside). Tasks are not changed
+    once made (a merge makes new ones), so this is asked once per task."""
+    key = ("loads", id(t))
+    if key not in graph.memo:  # (the task is kept with its answer, so its id is not reused)
+        reads = task_reads(t, graph.materialized, graph.args) - {r for op in task_ops(t) for r in op.results}
+        graph.memo[key] = (t, reads)
+    return graph.memo[key][1]
+
+
+def _traffic(group: list[Task], group_reads: list[set], read_outside, graph: FusionGraph) -> int:
+    """Bytes the tasks of `group` read and write. A task writes a value that is returned, or read
+    by another task (of the group, or outside it: `read_outside(v)`); statistics that only its
+    own epilogue uses stay in registers."""
+    total = 0
+    for t, r in zip(group, group_reads):
+        total += sum(map(graph.nbytes, r))
+        for o in dict.fromkeys(t.outputs):
+            if t.kind in ("segment", "fixed") or o in graph.returned or read_outside(o) or \
+                    any(o in r2 for u, r2 in zip(group, group_reads) if u is not t):
+                total += graph.nbytes(o)
+    return total
+
+
+def _price(proposals: list[Merge], tasks: list[Task], graph: FusionGraph) -> None:
+    """Set each proposal's saving: the bytes its parts read and write, less what its new tasks
+    read and write."""
+    readers = Counter(v for t in tasks for v in _loads(t, graph))
+    for m in proposals:
+        part_reads = [_loads(p, graph) for p in m.parts]
+
+        def read_outside(v: SSAValue) -> bool:
+            return readers[v] > sum(v in r for r in part_reads)
+
+        m.saving = _traffic(m.parts, part_reads, read_outside, graph) - \
+            _traffic(m.new, [_loads(t, graph) for t in m.new], read_outside, graph)
+
+
+def _epilogue_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
+    """A reduction or matmul task with a pointwise task all of whose outputs are its epilogue.
+    (Split-K's partial products have none: the epilogue is the sum's.)"""
+    out = []
+    anchors = [t for t in tasks if t.kind == "reduction" or (t.kind == "matmul" and not t.op.partial_products)]
+    pointwise = [t for t in tasks if t.kind == "pointwise"]
+    for t in anchors:
+        for p in pointwise:
+            if all(_is_epilogue(t, o, graph) for o in p.outputs):
+                out.append(Merge("epilogue", [t, p], [replace(t, outputs=t.outputs + p.outputs)]))
+    return out
+
+
+def _is_epilogue(t: Task, o: SSAValue, graph: FusionGraph) -> bool:
+    """Can the kernel of task `t` compute output `o` at its result's positions?"""
+    ops = task_ops(t)
+    key = ("epilogue", tuple(map(id, ops)), o)
+    if key not in graph.memo:
+        rs = {r for op in ops for r in op.results}
+        deps = graph.deps(o)
+        graph.memo[key] = (
+            o not in graph.args and shape_of(o) == shape_of(t.op.results[0]) and bool(rs & deps)
+            and all(graph.lvl(d) < t.level for d in deps if d not in rs)
+            and pointwise_path_only(o, rs, graph.materialized - {o} - rs, graph.args))
+    return graph.memo[key]
+
+
+def _pointwise_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
+    """Neighbouring pointwise tasks (in return order) of one shape and kernel level."""
+    buckets: dict[tuple, list[Task]] = {}
+    for t in tasks:
+        if t.kind == "pointwise":
+            buckets.setdefault((t.level, shape_of(t.outputs[0])), []).append(t)
+    out = []
+    for ts in buckets.values():
+        ts.sort(key=lambda t: graph.rank[t.outputs[0]])
+        for a, b in zip(ts, ts[1:]):
+            out.append(Merge("pointwise", [a, b], [_pointwise_task(a.outputs + b.outputs, a.level, graph)]))
+    return out
+
+
+def _matmul_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
+    """Two matmuls sharing A (one main loop for both) with the pointwise tasks whose outputs
+    read only their results and arguments: there must be one, or nothing combines them."""
+    out = []
+    mm = sorted((t for t in tasks if t.kind == "matmul" and not t.siblings), key=lambda t: t.order)
     for i, t in enumerate(mm):
-        if id(t) in removed:
-            continue
         for u in mm[i + 1:]:
-            if id(u) in removed or u.level != t.level:
-                continue
             a, b = t.op, u.op
-            if a.k_chunk is not None or b.k_chunk is not None:  # split-K: never paired
-                continue
-            if a.a is not b.a or (a.transpose_a is None) != (b.transpose_a is None) or \
-                    (a.transpose_b is None) != (b.transpose_b is None) or \
-                    shape_of(a.b) != shape_of(b.b) or shape_of(a.result) != shape_of(b.result):
+            if u.level != t.level or not _share_a(a, b):
                 continue
             results = {a.result, b.result}
-            absorbed = []
-            for p in tasks:
-                if p.kind != "pointwise" or not p.outputs:
-                    continue
-                if all(o not in args and shape_of(o) == shape_of(a.result) and
-                       leaves(o, materialized - {o}, args) & results and
-                       all(d in results or d in args for d in leaves(o, materialized - {o}, args))
-                       for o in p.outputs):
-                    absorbed.append(p)
-            if not absorbed:
-                continue
-            t.siblings = getattr(t, "siblings", []) + [b]
-            t.outputs += [o for o in u.outputs if o is not b.result] + [o for p in absorbed for o in p.outputs]
-            if b.result in u.outputs:
-                t.outputs.append(b.result)
-            removed.add(id(u))
-            removed |= {id(p) for p in absorbed}
-            break
-    tasks = [t for t in tasks if id(t) not in removed]
-    outs = set(outputs)
+            absorbed = [p for p in tasks if p.kind == "pointwise" and all(
+                o not in graph.args and shape_of(o) == shape_of(a.result) and graph.deps(o) & results
+                and graph.deps(o) <= results | graph.args for o in p.outputs)]
+            if absorbed:
+                merged = replace(t, siblings=[b], outputs=t.outputs + u.outputs + [o for p in absorbed for o in p.outputs])
+                out.append(Merge("matmul", [t, u, *absorbed], [merged]))
+    return out
+
+
+def _share_a(a: F.MatmulOp, b: F.MatmulOp) -> bool:
+    """Can one main loop compute both matmuls? (Split-K's are never paired.)"""
+    return (a.k_chunk is None and b.k_chunk is None and a.a is b.a
+            and (a.transpose_a is None) == (b.transpose_a is None)
+            and (a.transpose_b is None) == (b.transpose_b is None)
+            and shape_of(a.b) == shape_of(b.b) and shape_of(a.result) == shape_of(b.result))
+
+
+def _mark_stored_matmul_results(tasks: list[Task], outputs, materialized: set, args: set) -> None:
+    """A matmul result is written when it is returned or another task reads it; otherwise only
+    its own epilogue uses it, from registers."""
+    reads = {id(t): task_reads(t, materialized, args) for t in tasks}
     for t in tasks:
-        if t.kind != "matmul":
-            continue
-        results = [t.op.result] + [s.result for s in getattr(t, "siblings", [])]
-        readers = [o for u in tasks if u is not t for o in u.outputs] + \
-                  [u.op.input for u in tasks if u is not t and hasattr(u.op, "input")] + \
-                  [x for u in tasks if u.kind == "fixed" for x in u.op.inputs] + \
-                  [x for u in tasks if u is not t and u.kind == "matmul" for x in (u.op.a, u.op.b)]
-        needed = set()
-        for r in results:
-            if r in outs or any(r in leaves(x, materialized - {x}, args) or x is r for x in readers):
-                needed.add(r)
-        t.store_results = needed
-    return tasks
+        if t.kind == "matmul":
+            results = [op.result for op in task_ops(t)]
+            t.store_results = {r for r in results if r in outputs or
+                               any(r in reads[id(u)] for u in tasks if u is not t)}
 
 
 # ------------------------------------------------------------------ normalization groups
@@ -327,25 +473,19 @@ def _aligned(v: SSAValue, g: NormGroup, row_region: bool, materialized: set, arg
     return True
 
 
-def form_groups(tasks: list[Task], materialized: set, args: set, lvl,
-                opts: ScheduleOptions) -> tuple[list[Task], list[NormGroup]]:
-    """Merge inner reductions and the outputs computed from them at the row into persistent
-    normalization tasks, where the row fits. Returns the new task list and every group
-    considered, with the scheduler's decision (accepted or refused, and why)."""
-    reds = [t for t in tasks if t.kind == "reduction" and _inner_split(t.op) is not None]
-    taken: set[int] = set()
-    new_tasks: list[Task] = []
-    groups: list[NormGroup] = []
-    mat = materialized
+def _normalization_merges(tasks: list[Task], graph: FusionGraph, considered: dict) -> list[Merge]:
+    """For each inner reduction (the seed), the later reductions over the same rows that can
+    share its kernel, and the outputs computed from their results at the row; a proposal where
+    the normalization scheduler keeps the row on chip. Every group asked about is recorded in
+    `considered`, with the scheduler's decision."""
+    mat, args, lvl = graph.materialized, graph.args, graph.lvl
+    reds = sorted((t for t in tasks if t.kind == "reduction" and _inner_split(t.op) is not None), key=lambda t: t.order)
+    out = []
     for seed in reds:
-        if id(seed) in taken:
-            continue
         g = NormGroup([seed.op], shape_of(seed.op.input), _inner_split(seed.op), materialized=mat)
         members = [seed]
         for t in reds:
-            if t is seed or id(t) in taken or t.order < seed.order:
-                continue
-            if shape_of(t.op.input) != g.in_shape or _inner_split(t.op) != g.k:
+            if t.order <= seed.order or shape_of(t.op.input) != g.in_shape or _inner_split(t.op) != g.k:
                 continue
             deps = leaves(t.op.input, mat - set(t.op.results), args)
             if any(d not in g.results and lvl(d) >= seed.level for d in deps):
@@ -356,40 +496,46 @@ def form_groups(tasks: list[Task], materialized: set, args: set, lvl,
         # Outputs computed from the group's results at the row. Inside the kernel they are
         # computed in registers, never read back from their buffers.
         rows = math.prod(g.in_shape[:g.k])
-        candidates = [o for t in tasks if t.kind == "pointwise" or t in members for o in t.outputs
-                      if o not in g.results and o not in args]
-        absorbed: list[SSAValue] = []
-        for o in candidates:
-            deps = leaves(o, mat, args)
-            if not (deps & g.results) or any(d not in g.results and lvl(d) >= seed.level for d in deps):
+        absorbed: set[SSAValue] = set()
+        for t in tasks:
+            if t.kind != "pointwise" and not any(t is m for m in members):
                 continue
-            if shape_of(o) == g.in_shape and _aligned(o, g, False, mat, args):
-                g.full_outputs.append(o)
-                absorbed.append(o)
-            elif math.prod(shape_of(o)) == rows and _aligned(o, g, True, mat, args):
-                g.row_outputs.append(o)
-                absorbed.append(o)
+            for o in t.outputs:
+                if o in g.results or o in args:
+                    continue
+                deps = leaves(o, mat, args)
+                if not (deps & g.results) or any(d not in g.results and lvl(d) >= seed.level for d in deps):
+                    continue
+                if shape_of(o) == g.in_shape and _aligned(o, g, False, mat, args):
+                    g.full_outputs.append(o)
+                    absorbed.add(o)
+                elif math.prod(shape_of(o)) == rows and _aligned(o, g, True, mat, args):
+                    g.row_outputs.append(o)
+                    absorbed.add(o)
         if len(g.ops) == 1 and not g.full_outputs:
             continue  # a lone reduction: the reduction schedulers (with row splitting) do better
+        if any(o not in g.results and o not in absorbed for m in members for o in m.outputs):
+            continue  # a member's epilogue the row cannot compute: it keeps its own kernel
         g.cached = _cached_inputs(g, mat, args)
         max_bytes = max([elem_bytes(F._elem(v)) for v in g.cached + g.full_outputs] or [4])
-        lanes = vector_lanes(g.in_shape[-1], max_bytes, opts.vector)
+        lanes = vector_lanes(g.in_shape[-1], max_bytes, graph.opts.vector)
         g.decision = normalization_params(rows, math.prod(g.in_shape[g.k:]), lanes,
-                                          [elem_bytes(F._elem(v)) for v in g.cached], opts.block)
-        groups.append(g)
+                                          [elem_bytes(F._elem(v)) for v in g.cached], graph.opts.block)
+        considered[seed.op] = g
         if not g.decision.persistent:
             continue
-        for t in members:
-            taken.add(id(t))
-        task = Task("normalization", seed.order, seed.level, seed.op, g.result_list + g.row_outputs + g.full_outputs)
-        task.group = g
-        new_tasks.append(task)
-        for t in tasks:
-            if t.kind == "pointwise":
-                t.outputs = [o for o in t.outputs if o not in absorbed]
-    out = [t for t in tasks if id(t) not in taken and not (t.kind == "pointwise" and not t.outputs)] + new_tasks
-    out.sort(key=lambda t: (t.level, t.kind == "pointwise", t.order))
-    return out, groups
+        task = Task("normalization", seed.order, seed.level, seed.op,
+                    g.result_list + g.row_outputs + g.full_outputs, group=g)
+        robbed = [t for t in tasks if t.kind == "pointwise" and any(o in absorbed for o in t.outputs)]
+        left = [_pointwise_task([o for o in t.outputs if o not in absorbed], t.level, graph) for t in robbed]
+        out.append(Merge("normalization", members + robbed, [task] + [t for t in left if t.outputs]))
+    return out
+
+
+def _pointwise_task(outputs: list[SSAValue], level: int, graph: FusionGraph) -> Task:
+    """A pointwise task, placed at its first output in return order."""
+    outputs = sorted(outputs, key=lambda o: graph.rank[o])
+    return Task("pointwise", graph.order[outputs[0].owner] if outputs else 0, level, None, outputs)
 
 
 def _cached_inputs(g: NormGroup, materialized: set, args: set) -> list[SSAValue]:

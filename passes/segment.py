@@ -1,12 +1,14 @@
 """fusion-segment: cut each fusion function into `fusion.segment` ops, one per kernel task, each
 naming the scheduler that takes it and recording that scheduler's decision.
 
-The cut is the planner's (lowering/planner.py, whose docstring gives the rules): every reduction,
-matmul and `segment_set` ends a segment; outputs pointwise in a reduction's results join its
-segment as an epilogue; inner reductions over the same rows merge with the outputs computed from
-them into one persistent `normalization` segment when the normalization scheduler accepts the row
-(when it refuses, the group is resegmented into reduction and pointwise segments and the refusal
-is recorded); matmuls sharing A merge. Pointwise ops are recomputed, so a pointwise value that
+The cut is the planner's greedy merging (lowering/planner.py, whose docstring gives the rules):
+from a segment per reduction, matmul, `segment_set` and pointwise output, it takes the merge that
+saves the most memory traffic among those a scheduler accepts, until none is left. Outputs
+pointwise in a reduction's results join its segment as an epilogue; inner reductions over the
+same rows merge with the outputs computed from them into one persistent `normalization` segment
+when the normalization scheduler accepts the row (when it refuses, the group is resegmented into
+reduction and pointwise segments and the refusal is recorded); matmuls sharing A merge; outputs
+of one shape and level share a pointwise segment. Pointwise ops are recomputed, so a pointwise value that
 two segments need is cloned into both: a segment's operands are exactly what its kernels load.
 
 A hand-written segment keeps its boundary. Without a scheduler name it is planned on its own: if
@@ -16,12 +18,12 @@ it, since segments exchange only stored values. A segment that already names its
 left as it is; convert-fusion-to-sched checks that the scheduler takes it.
 
 The record, `fuser.segment`, says what the scheduler decided and the segment's memory traffic
-(bytes its kernels read from their operands and write as results).
+(bytes its kernels read from their operands and write as results); `fuser.merged` lists the
+merges that formed the segment, in the order taken, with the bytes each saved.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -30,7 +32,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from fuser.dialects import fusion as F
-from fuser.lowering.common import Task, elem_bytes, shape_of
+from fuser.lowering.common import Task, nbytes, shape_of
 from fuser.lowering.planner import BOUNDARY_OPS, Plan, plan_fusion, task_ops, task_reads, unstored_matmul_result
 from fuser.lowering.schedulers.options import ScheduleOptions, SchedulingPass
 from fuser.lowering.schedulers.reduction import reduction_view
@@ -138,6 +140,8 @@ def _wrap(t: Task, plan: Plan, mapping: dict[SSAValue, SSAValue]) -> F.SegmentOp
         r.name_hint = v.name_hint
         mapping[v] = r
     seg.attributes["fuser.segment"] = StringAttr(describe(t, plan, reads, written))
+    if t.merges:
+        seg.attributes["fuser.merged"] = StringAttr(", ".join(t.merges))
     seg.location = _anchor(t).location
     return seg
 
@@ -259,10 +263,6 @@ def _name_or_split(seg: F.SegmentOp, opts: ScheduleOptions) -> None:
 # ------------------------------------------------------------------ the record
 
 
-def nbytes(v: SSAValue) -> int:
-    return math.prod(shape_of(v)) * elem_bytes(F._elem(v))
-
-
 def describe(t: Task, plan: Plan, reads: list[SSAValue], written: list[SSAValue]) -> str:
     """What the scheduler decided for task `t`, and the bytes its kernels read and write."""
     traffic = f"reads {sum(map(nbytes, reads))} B, writes {sum(map(nbytes, written))} B"
@@ -284,7 +284,7 @@ def describe(t: Task, plan: Plan, reads: list[SSAValue], written: list[SSAValue]
         op = t.op
         m, n, k = op.mnk()
         what = f"matmul {m}x{n}x{k}"
-        if getattr(t, "siblings", []):
+        if t.siblings:
             what += f" with {len(t.siblings)} sibling(s) sharing A"
         note = op.attributes.get("fuser.split_k")
         if note is not None:

@@ -180,7 +180,7 @@ def _horizontally_fused(fn: func.FuncOp, opts: ScheduleOptions) -> dict[Operatio
         return {}
     out: dict[Operation, str] = {}
     for t in plan.tasks:
-        group = [t.op] + list(getattr(t, "siblings", []))
+        group = [t.op] + t.siblings
         if t.kind != "matmul" or len(group) < 2:
             continue
         for x in group:

@@ -115,3 +115,101 @@ def test_five_thousand_ops_segment_and_schedule():
     run_passes(build_pipeline("fusion-segment,convert-fusion-to-sched"), m, verify_each=False)
     text = str(m)
     assert text.count("sched.kernel @") == 2
+
+
+def _plan(text: str):
+    from fuser.lowering.planner import plan_fusion
+    m = parse_module(text)
+    run_passes(build_pipeline("canonicalize,fusion-translate-welford,fusion-split-k"), m)
+    return plan_fusion(_func(m))
+
+
+@pytest.mark.parametrize("seed", range(0, 200))
+def test_playing_rivals_out_never_costs_more_than_plain_greedy(seed, monkeypatch):
+    """Where merges of two kinds compete for a task, the segmenter plays each out and keeps the
+    cheapest plan; since the plain greedy choice is always among those played out, the plan can
+    only be as cheap or cheaper than plain greedy merging's, never dearer."""
+    import functools
+
+    from fuser.lowering import planner
+    text = fuzz.random_fusion(seed)
+    try:
+        with_lookahead = _plan(text)
+    except Exception as e:  # noqa: BLE001 (a refused fusion is refused either way)
+        monkeypatch.setattr(planner, "merge_greedily", functools.partial(planner.merge_greedily, lookahead=False))
+        with pytest.raises(type(e)):
+            _plan(text)
+        return
+    monkeypatch.setattr(planner, "merge_greedily", functools.partial(planner.merge_greedily, lookahead=False))
+    assert with_lookahead.cost <= _plan(text).cost
+
+
+def _rivals_fusion(seed: int) -> str:
+    """Reductions of one row count whose outputs can be epilogues, or share a pointwise kernel
+    over vectors they have in common: the fusions where the kinds of merges compete."""
+    rng = np.random.default_rng(seed)
+    rows = int(rng.choice([256, 65536, 4194304]))
+    k, m = int(rng.integers(2, 4)), int(rng.integers(1, 5))
+    vec = f"tensor<{rows}xf32>"
+    args = [f"%x{i}: tensor<{rows}x{2 + i}xf32>" for i in range(k)] + [f"%v{j}: {vec}" for j in range(m)]
+    lines, rets = [], []
+    for i in range(k):
+        lines.append(f"  %r{i} = fusion.reduce sum %x{i} dims [1] : tensor<{rows}x{2 + i}xf32> to {vec}")
+        acc = f"%r{i}"
+        for j in rng.permutation(m)[:int(rng.integers(1, m + 1))]:
+            lines.append(f"  %t{i}_{j} = fusion.add {acc}, %v{j} : {vec}")
+            acc = f"%t{i}_{j}"
+        rets += ([f"%r{i}"] if rng.random() < 0.5 else []) + [acc]
+    return (f"func.func @rivals({', '.join(args)}) -> ({', '.join([vec] * len(rets))}) {{\n" + "\n".join(lines) +
+            f"\n  func.return {', '.join(rets)} : {', '.join([vec] * len(rets))}\n}}\n")
+
+
+@pytest.mark.parametrize("seed", range(0, 40))
+def test_playing_rivals_out_on_competing_merges(seed, monkeypatch):
+    """The same on fusions made for the competition (epilogue or shared pointwise kernel), where
+    plain greedy merging can pick the dearer plan."""
+    import functools
+
+    from fuser.lowering import planner
+    text = _rivals_fusion(seed)
+    best = _plan(text)
+    monkeypatch.setattr(planner, "merge_greedily", functools.partial(planner.merge_greedily, lookahead=False))
+    assert best.cost <= _plan(text).cost
+
+
+def test_playing_rivals_out_finds_the_cheaper_plan(monkeypatch):
+    """Two epilogues against one shared pointwise kernel over three 1 KB vectors (the lit test
+    greedy.mlir's @epilogues_or_pointwise): plain greedy merging takes the pair (3 KB saved at
+    once) and ends with three kernels; played out, the two epilogues (two kernels, 1 KB more
+    traffic) are cheaper."""
+    import functools
+
+    from fuser.lowering import planner
+    v = "tensor<256xf32>"
+    text = (f"func.func @f(%x1: tensor<256x1024xf32>, %x2: tensor<256x512xf32>, %y: {v}, %z: {v}, %w: {v})"
+            f" -> ({v}, {v}, {v}, {v}) {{\n"
+            f"  %r1 = fusion.reduce sum %x1 dims [1] : tensor<256x1024xf32> to {v}\n"
+            f"  %r2 = fusion.reduce sum %x2 dims [1] : tensor<256x512xf32> to {v}\n"
+            f"  %yz = fusion.mul %y, %z : {v}\n  %yzw = fusion.mul %yz, %w : {v}\n"
+            f"  %o1 = fusion.add %r1, %yzw : {v}\n  %o2 = fusion.sub %r2, %yzw : {v}\n"
+            f"  func.return %r1, %r2, %o1, %o2 : {v}, {v}, {v}, {v}\n}}\n")
+    plan = _plan(text)
+    monkeypatch.setattr(planner, "merge_greedily", functools.partial(planner.merge_greedily, lookahead=False))
+    greedy = _plan(text)
+    assert [t.kind for t in plan.tasks] == ["reduction", "reduction"]
+    assert [t.kind for t in greedy.tasks] == ["reduction", "reduction", "pointwise"]
+    assert plan.cost < greedy.cost
+
+
+def test_wide_fusion_is_one_pointwise_segment():
+    """200 outputs of one shape and level merge, neighbour by neighbour, into one segment."""
+    n = 200
+    args = ", ".join(f"%a{i}: tensor<64x64xf32>" for i in range(n))
+    body = "\n".join(f"  %o{i} = fusion.add %x, %a{i} : tensor<64x64xf32>" for i in range(n))
+    rets, types = ", ".join(f"%o{i}" for i in range(n)), ", ".join(["tensor<64x64xf32>"] * n)
+    m = parse_module(f"func.func @wide(%x: tensor<64x64xf32>, {args}) -> ({types}) {{\n{body}\n"
+                     f"  func.return {rets} : {types}\n}}\n")
+    run_passes(build_pipeline("fusion-segment"), m)
+    segments = [o for o in _func(m).body.block.ops if isinstance(o, F.SegmentOp)]
+    assert len(segments) == 1 and len(segments[0].outputs) == n
+    assert segments[0].attributes["fuser.merged"].data.count("pointwise (saves") == n - 1
