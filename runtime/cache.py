@@ -368,6 +368,10 @@ class KernelCache:
         for key in sorted((k for k in sizes if k != keep), key=lambda k: recency[k]):
             if total <= self.max_bytes:
                 break
+            if not any(p.name.endswith(".json") for p in files[key]) and now - recency[key] < _STALE_TMP_S:
+                # payloads without their .json: a write in progress (the .json comes last).
+                # Deleting them now would leave the writer's .json naming missing payloads.
+                continue
             # the .json first: from then on readers see a miss, not a half-deleted entry
             for path in sorted(files[key], key=lambda p: not p.name.endswith(".json")):
                 _unlink(path)

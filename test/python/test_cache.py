@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -237,6 +238,27 @@ def test_temporary_files_are_kept_unless_stale(tmp_path):
     os.utime(stale, (1000, 1000))
     put(c, 4)
     assert fresh.exists() and not stale.exists()
+
+
+def test_payloads_of_a_write_in_progress_are_not_evicted(tmp_path):
+    """Another process has written entry 2's payloads, not yet its .json (written last). Even as
+    the least recent entry it is left alone: deleting the payloads would leave that writer's
+    .json naming files that no longer exist. Payloads whose .json never came are stale later."""
+    size = entry_size(tmp_path)
+    c = cache.KernelCache(tmp_path / "c", disk=True, max_bytes=0)
+    for n in (1, 2, 3):
+        put(c, n)
+        set_age(c, key(n), time.time() - 100 + n)
+    writing = [f for f in entry_files(c, key(2)) if not f.name.endswith(".json")]
+    (c.directory / "v1" / key(2)[:2] / f"{key(2)}.json").unlink()
+    set_age(c, key(2), time.time() - 1000)  # the oldest
+    c.max_bytes = size
+    put(c, 4)
+    assert all(f.exists() for f in writing)
+    assert set(c.keys_on_disk()) == {key(4)}
+    set_age(c, key(2), 1000)  # a writer killed long ago
+    put(c, 5)
+    assert not any(f.exists() for f in writing)
 
 
 def test_eviction_skips_files_deleted_by_another_process(tmp_path, monkeypatch):
