@@ -112,6 +112,8 @@ def persistent_if_translated(fn: func.FuncOp, w: Operation, opts: ScheduleOption
     # Inside a hand-written fusion.segment the question is whether that segment stays one kernel.
     scope = copy if w_copy.parent_block() is copy.body.block else w_copy.parent_block()
     new_ops = replace_by_two_pass(w_copy, PatternRewriter(w_copy), "")
+    if len(new_ops) < 2:
+        return True, "only its mean is read: one sum, no second pass"
     try:
         plan = plan_fusion(scope, opts)
     except ScheduleError as e:
@@ -161,7 +163,16 @@ def replace_by_two_pass(w: Operation, rewriter: PatternRewriter, note: str) -> l
     # Several results: the rewriter gives each new result the name of the one it replaces, and
     # names nothing else.
     rewriter.replace(w, ops, results)
-    reductions = [s_op, ssq_op, sd_op]
+    # A result nobody reads (the variance of a var_mean whose mean alone is used) is not built:
+    # its reductions would cost a kernel a second pass for nothing.
+    dead = set()
+    for o in reversed(ops):
+        if all(u.operation in dead for r in o.results for u in r.uses):
+            dead.add(o)
+    for o in reversed(ops):
+        if o in dead:
+            rewriter.erase(o)
+    reductions = [r for r in (s_op, ssq_op, sd_op) if r not in dead]
     if note:
         for r in reductions:
             r.attributes["fuser.welford"] = StringAttr(note)

@@ -103,7 +103,9 @@ func.func @named_var(%x: tensor<64x256xf32>) -> (tensor<64xf32>, tensor<64xf32>,
     %a, %b = fusion.var_mean %xs dims [1] correction 0 : tensor<64x256xf32> to tensor<64xf32>, tensor<64xf32>
     %bb = fusion.broadcast %b dims [1] : tensor<64xf32> to tensor<64x256xf32>
     %c = fusion.sub %xs, %bb : tensor<64x256xf32>
-    fusion.yield %c : tensor<64x256xf32>
+    %ab = fusion.broadcast %a dims [1] : tensor<64xf32> to tensor<64x256xf32>
+    %d = fusion.mul %c, %ab : tensor<64x256xf32>
+    fusion.yield %d : tensor<64x256xf32>
   }
   func.return %v, %m, %y : tensor<64xf32>, tensor<64xf32>, tensor<64x256xf32>
 }

@@ -96,3 +96,21 @@ func.func @welford_keepdim(%x: tensor<16x128xf32>) -> (tensor<16x1xf32>, tensor<
   %q = fusion.mul %avg, %m2 : tensor<16x1xf32>
   func.return %q, %n : tensor<16x1xf32>, tensor<16x1xi64>
 }
+
+// -----
+
+// Only the mean of a var_mean is read: the two-pass form is one sum and a division, with no
+// second pass and no dead variance reductions (they would cost a kernel a second read of
+// each row). Even a row too long to stay on chip is translated, since nothing reads it twice.
+// AUTO-LABEL: func.func @mean_only
+// AUTO-NEXT:    %[[S:.*]] = fusion.reduce sum %x dims [1] {fuser.welford = "translated from fusion.var_mean (only its mean is read: one sum, no second pass)"} : tensor<64x65536xbf16> to tensor<64xf32>
+// AUTO-NEXT:    %[[N:.*]] = fusion.full 65536.0 : tensor<64xf32>
+// AUTO-NEXT:    %mean = fusion.div %[[S]], %[[N]] : tensor<64xf32>
+// AUTO-NEXT:    func.return %mean
+// ALWAYS-LABEL: func.func @mean_only
+// ALWAYS-NOT:     fusion.mul
+// ALWAYS:         func.return
+func.func @mean_only(%x: tensor<64x65536xbf16>) -> tensor<64xf32> {
+  %var, %mean = fusion.var_mean %x dims [1] correction 1 : tensor<64x65536xbf16> to tensor<64xf32>, tensor<64xf32>
+  func.return %mean : tensor<64xf32>
+}
