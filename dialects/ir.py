@@ -115,8 +115,10 @@ def location_of(op: Operation) -> str:
 
 def verify_module(module: ModuleOp) -> None:
     """Verify, reporting the first failing op as `file:line:col: error: message`."""
+    positions: dict = {}  # block -> {op: index}, built once per block
     for op in module.walk():
         try:
+            _verify_defined_before_use(op, positions)
             op.verify_()
             _verify_structure(op)
             if op.name == "llvm.mlir.addressof":
@@ -127,6 +129,28 @@ def verify_module(module: ModuleOp) -> None:
         module.verify()
     except DiagnosticException as e:  # something only the whole-module walk sees
         raise FuserDiagnostic(f"error: {first_line(e)}") from None
+
+
+def _verify_defined_before_use(op: Operation, positions: dict) -> None:
+    """An operand defined by an op of the same block, or of a block enclosing this op, must come
+    before it (MLIR's dominance rule within a block; xDSL's verifier does not check it). Values
+    from other blocks of a multi-block region are left alone: that needs the region's CFG."""
+    for i, v in enumerate(op.operands):
+        owner = v.owner
+        if not isinstance(owner, Operation) or owner.parent is None:
+            continue
+        block = owner.parent
+        user = op
+        while user is not None and user.parent is not block:
+            user = user.parent_op()
+        if user is None:
+            continue
+        if block not in positions:
+            positions[block] = {o: k for k, o in enumerate(block.ops)}
+        where = positions[block]
+        if where[owner] >= where[user]:
+            name = f" (%{v.name_hint})" if v.name_hint else ""
+            raise VerifyException(f"operand #{i}{name} is used before its definition at {location_of(owner)}")
 
 
 def _verify_addressof(op: Operation) -> None:

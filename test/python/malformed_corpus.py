@@ -1,5 +1,5 @@
 """A seeded corpus of malformed inputs for fuser-opt: mutations of every example and lit input
-(truncations, byte corruptions, wrong types, unknown ops and dialects, bad dims, unsupported
+(truncations, byte corruptions, swapped lines, wrong types, unknown ops and dialects, bad dims, unsupported
 dtypes, dynamic shapes), hand-written bad files, and bad pipelines. The cases are generated, not
 checked in; the same seed gives the same corpus.
 """
@@ -53,6 +53,9 @@ def _mutations(name: str, text: str, rng: random.Random):
         i = rng.randrange(1, len(lines) - 1)
         yield Case(f"{name}:dropline{i}", "\n".join(lines[:i] + lines[i + 1:]).encode())
         yield Case(f"{name}:dupline{i}", "\n".join(lines[:i + 1] + lines[i:]).encode())
+        if len(lines) > 3:  # the second line of the pair often reads the first: a use before its definition
+            j = rng.randrange(1, len(lines) - 2)
+            yield Case(f"{name}:swaplines{j}", "\n".join(lines[:j] + [lines[j + 1], lines[j]] + lines[j + 2:]).encode())
 
 
 HAND_WRITTEN = [
@@ -67,6 +70,9 @@ HAND_WRITTEN = [
                           b"  %y = fusion.exp %x : tensor<?x8xf32>\n  func.return %y : tensor<?x8xf32>\n}\n"),
     Case("f64-exp", b"func.func @f(%x: tensor<8xf64>) -> tensor<8xf64> {\n"
                     b"  %y = fusion.exp %x : tensor<8xf64>\n  func.return %y : tensor<8xf64>\n}\n"),
+    Case("use-before-def", b"func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {\n"
+                           b"  %y = fusion.neg %z : tensor<8xf32>\n  %z = fusion.exp %x : tensor<8xf32>\n"
+                           b"  func.return %y : tensor<8xf32>\n}\n"),
     Case("reduce-bad-dim", b"func.func @f(%x: tensor<4x8xf32>) -> tensor<4xf32> {\n"
                            b"  %s = fusion.reduce sum %x dims [5] : tensor<4x8xf32> to tensor<4xf32>\n"
                            b"  func.return %s : tensor<4xf32>\n}\n"),

@@ -64,10 +64,22 @@ def test_malformed_corpus(tmp_path):
     assert not failures, "\n".join(failures[:30])
 
 
-@pytest.mark.parametrize("name", ["empty", "garbage", "deep-nesting", "dynamic-shape", "f64-exp", "reduce-bad-dim"])
+@pytest.mark.parametrize("name", ["empty", "garbage", "deep-nesting", "dynamic-shape", "f64-exp", "reduce-bad-dim",
+                                  "use-before-def"])
 def test_hand_written_cases_are_rejected(tmp_path, name):
     c = next(c for c in corpus() if c.name == name)
     path = tmp_path / "case.mlir"
     path.write_bytes(c.data)
     kind, rc, err = _run(path, ("-p", "default", "-t", "ptx"))
     assert kind == "ok" and rc != 0 and located_or_one_line(err), (kind, rc, err)
+
+
+def test_use_before_definition_is_a_verifier_error(tmp_path):
+    """Not a crash in whichever pass first trips over it: the verifier names the op, the operand
+    and where the operand is defined."""
+    c = next(c for c in corpus() if c.name == "use-before-def")
+    path = tmp_path / "case.mlir"
+    path.write_bytes(c.data)
+    kind, rc, err = _run(path, ())
+    assert kind == "ok" and rc == 1
+    assert err.strip() == f"{path}:2:3: error: 'fusion.neg' op operand #0 (%z) is used before its definition at {path}:3:3"
