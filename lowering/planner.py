@@ -229,6 +229,11 @@ class Merge:
     saving: int = 0            # bytes of memory traffic the merge saves
 
 
+LOOKAHEAD_MAX_TASKS = 64
+"""Rivals are played out while a fusion has at most this many tasks: each play-out is a whole
+greedy run, so beyond it (rare: a fusion of dozens of kernels) the merge that saves most is
+taken, as nvFuser's segmenter does throughout."""
+
 MERGE_PRIORITY = ("pointwise", "epilogue", "matmul", "normalization")
 """Ties in saving go to the later kind here (then to the earlier op)."""
 
@@ -245,9 +250,11 @@ def merge_greedily(tasks: list[Task], graph: FusionGraph, lookahead: bool = True
     - normalization: inner reductions over the same rows and the outputs computed from them at
       the row, where the normalization scheduler keeps the row on chip.
     Taking a merge can rule out merges of other kinds that share a task with it (an output joins
-    an epilogue or a pointwise kernel, not both). Where it does, each of those rivals is played
-    out greedily to the end and the one whose plan costs least is taken (`plan_cost`: bytes moved plus a
-    launch's worth per kernel), since the merge that saves most now is not always the best plan.
+    an epilogue or a pointwise kernel, not both). Where it does, the best such rival of each other
+    kind is played out greedily to the end, and the merge whose plan costs least is taken
+    (`plan_cost`: bytes moved plus a launch's worth per kernel), since the merge that saves most
+    now is not always the best plan. (At most three play-outs per step, and only while the fusion
+    has at most LOOKAHEAD_MAX_TASKS tasks, keeps this cheap.)
     Returns the tasks and the normalization groups asked about: the accepted ones, and for each
     other reduction that seeded one, the last refusal and its reason."""
     considered: dict = {}   # seed reduction -> the last group it seeded
@@ -260,8 +267,12 @@ def merge_greedily(tasks: list[Task], graph: FusionGraph, lookahead: bool = True
         _price(proposals, tasks, graph)
         proposals.sort(key=lambda m: (m.saving, MERGE_PRIORITY.index(m.kind), -m.new[0].order), reverse=True)
         best = proposals[0]
-        rivals = [m for m in proposals[1:] if m.kind != best.kind and any(p is q for p in m.parts for q in best.parts)]
-        if lookahead and rivals:
+        rivals = []  # for each other kind, its best merge that takes a task of `best`
+        for m in proposals[1:]:
+            if m.kind != best.kind and all(r.kind != m.kind for r in rivals) and \
+                    any(p is q for p in m.parts for q in best.parts):
+                rivals.append(m)
+        if lookahead and rivals and len(tasks) <= LOOKAHEAD_MAX_TASKS:
             best = min([best] + rivals, key=lambda m: plan_cost(merge_greedily(_apply(tasks, m), graph, False)[0], graph))
         tasks = _apply(tasks, best)
     accepted = {id(t.group) for t in tasks if t.group is not None}
@@ -271,9 +282,20 @@ def merge_greedily(tasks: list[Task], graph: FusionGraph, lookahead: bool = True
 
 
 def _apply(tasks: list[Task], m: Merge) -> list[Task]:
-    """The tasks after merge `m` (the merged task records it)."""
-    m.new[0].merges = [x for p in m.parts for x in p.merges] + [f"{m.kind} (saves {m.saving} B)"]
-    return [t for t in tasks if all(t is not p for p in m.parts)] + m.new
+    """The tasks after merge `m` (a copy of the merged task records it: the proposal itself may
+    be asked about again, from another state, with another saving)."""
+    merged = replace(m.new[0], merges=[x for p in m.parts for x in p.merges] + [f"{m.kind} (saves {m.saving} B)"])
+    parts = {id(p) for p in m.parts}
+    return [t for t in tasks if id(t) not in parts] + [merged] + m.new[1:]
+
+
+def _proposal(graph: FusionGraph, kind: str, parts: list[Task], new: Callable[[], list[Task]]) -> Merge:
+    """The merge of `parts`, made once: the same pair is proposed at every step until one of
+    them merges, and its new tasks keep what was learned about them (`_loads`)."""
+    key = ("proposal", kind, *map(id, parts))
+    if key not in graph.memo:
+        graph.memo[key] = Merge(kind, parts, new())
+    return graph.memo[key]
 
 
 LAUNCH_BYTES = 6_000_000
@@ -301,11 +323,12 @@ def _traffic(group: list[Task], group_reads: list[set], read_outside, graph: Fus
     by another task (of the group, or outside it: `read_outside(v)`); statistics that only its
     own epilogue uses stay in registers."""
     total = 0
+    readers = Counter(v for r in group_reads for v in r)
     for t, r in zip(group, group_reads):
         total += sum(map(graph.nbytes, r))
         for o in dict.fromkeys(t.outputs):
-            if t.kind in ("segment", "fixed") or o in graph.returned or read_outside(o) or \
-                    any(o in r2 for u, r2 in zip(group, group_reads) if u is not t):
+            read_by_another = readers[o] > (o in r)
+            if t.kind in ("segment", "fixed") or o in graph.returned or read_outside(o) or read_by_another:
                 total += graph.nbytes(o)
     return total
 
@@ -316,9 +339,10 @@ def _price(proposals: list[Merge], tasks: list[Task], graph: FusionGraph) -> Non
     readers = Counter(v for t in tasks for v in _loads(t, graph))
     for m in proposals:
         part_reads = [_loads(p, graph) for p in m.parts]
+        inside = Counter(v for r in part_reads for v in r)
 
         def read_outside(v: SSAValue) -> bool:
-            return readers[v] > sum(v in r for r in part_reads)
+            return readers[v] > inside[v]
 
         m.saving = _traffic(m.parts, part_reads, read_outside, graph) - \
             _traffic(m.new, [_loads(t, graph) for t in m.new], read_outside, graph)
@@ -329,11 +353,13 @@ def _epilogue_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
     (Split-K's partial products have none: the epilogue is the sum's.)"""
     out = []
     anchors = [t for t in tasks if t.kind == "reduction" or (t.kind == "matmul" and not t.op.partial_products)]
-    pointwise = [t for t in tasks if t.kind == "pointwise"]
-    for t in anchors:
-        for p in pointwise:
+    anchor_of = {r: t for t in anchors for op in task_ops(t) for r in op.results}
+    for p in (t for t in tasks if t.kind == "pointwise"):
+        # only a task whose results the outputs read can take them
+        candidates = {id(anchor_of[d]): anchor_of[d] for o in p.outputs for d in graph.deps(o) if d in anchor_of}
+        for t in sorted(candidates.values(), key=lambda t: t.order):
             if all(_is_epilogue(t, o, graph) for o in p.outputs):
-                out.append(Merge("epilogue", [t, p], [replace(t, outputs=t.outputs + p.outputs)]))
+                out.append(_proposal(graph, "epilogue", [t, p], lambda t=t, p=p: [replace(t, outputs=t.outputs + p.outputs)]))
     return out
 
 
@@ -361,7 +387,8 @@ def _pointwise_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
     for ts in buckets.values():
         ts.sort(key=lambda t: graph.rank[t.outputs[0]])
         for a, b in zip(ts, ts[1:]):
-            out.append(Merge("pointwise", [a, b], [_pointwise_task(a.outputs + b.outputs, a.level, graph)]))
+            out.append(_proposal(graph, "pointwise", [a, b],
+                                 lambda a=a, b=b: [_pointwise_task(a.outputs + b.outputs, a.level, graph)]))
     return out
 
 
@@ -438,11 +465,10 @@ def _inner_split(op) -> int | None:
     return k if dims == list(range(k, rank)) else None
 
 
-def _aligned(v: SSAValue, g: NormGroup, row_region: bool, materialized: set, args: set) -> bool:
+def _aligned(v: SSAValue, g: NormGroup, results: set, row_region: bool, materialized: set, args: set) -> bool:
     """True if computing `v` at a position of the current row reads the group's results only at
     that row. In the full region indices are (row, column); in the row region only the row.
-    (Iterative: a fusion may chain thousands of ops.)"""
-    results = g.results
+    `results` are the group's results. (Iterative: a fusion may chain thousands of ops.)"""
     rows = math.prod(g.in_shape[:g.k])
     todo, seen = [(v, row_region)], set()
     while todo:
@@ -481,40 +507,63 @@ def _normalization_merges(tasks: list[Task], graph: FusionGraph, considered: dic
     mat, args, lvl = graph.materialized, graph.args, graph.lvl
     reds = sorted((t for t in tasks if t.kind == "reduction" and _inner_split(t.op) is not None), key=lambda t: t.order)
     out = []
+
+    def reads(v: SSAValue) -> set[SSAValue]:  # what computing v reads from memory
+        return {v} if v in mat or v in args else graph.deps(v)
+
+    # The same questions come back at every merge step while a group stays the same, so each
+    # group's state (its ops so far) gets a number, and answers are remembered by it.
+    def state_after(state: int | None, op) -> int:
+        key = ("group state", state, op)
+        return graph.memo.setdefault(key, len(graph.memo))
+
+    def aligned(v: SSAValue, g: NormGroup, results: set, state: int, row_region: bool) -> bool:
+        key = ("aligned", v, row_region, state)
+        if key not in graph.memo:
+            graph.memo[key] = _aligned(v, g, results, row_region, mat, args)
+        return graph.memo[key]
+
+    covered = set()  # members of an earlier seed's accepted group: their own groups would be its tails
     for seed in reds:
+        if seed.op in covered:
+            continue
         g = NormGroup([seed.op], shape_of(seed.op.input), _inner_split(seed.op), materialized=mat)
         members = [seed]
+        results = g.results
+        state = state_after(None, seed.op)
         for t in reds:
             if t.order <= seed.order or shape_of(t.op.input) != g.in_shape or _inner_split(t.op) != g.k:
                 continue
-            deps = leaves(t.op.input, mat - set(t.op.results), args)
-            if any(d not in g.results and lvl(d) >= seed.level for d in deps):
+            if any(d not in results and lvl(d) >= seed.level for d in reads(t.op.input)):
                 continue
-            if _aligned(t.op.input, g, False, mat, args):
+            if aligned(t.op.input, g, results, state, False):
                 g.ops.append(t.op)
                 members.append(t)
+                results |= set(t.op.results)
+                state = state_after(state, t.op)
         # Outputs computed from the group's results at the row. Inside the kernel they are
         # computed in registers, never read back from their buffers.
         rows = math.prod(g.in_shape[:g.k])
         absorbed: set[SSAValue] = set()
+        member_ids = {id(m) for m in members}
         for t in tasks:
-            if t.kind != "pointwise" and not any(t is m for m in members):
+            if t.kind != "pointwise" and id(t) not in member_ids:
                 continue
             for o in t.outputs:
-                if o in g.results or o in args:
+                if o in results or o in args:
                     continue
-                deps = leaves(o, mat, args)
-                if not (deps & g.results) or any(d not in g.results and lvl(d) >= seed.level for d in deps):
+                deps = reads(o)
+                if not (deps & results) or any(d not in results and lvl(d) >= seed.level for d in deps):
                     continue
-                if shape_of(o) == g.in_shape and _aligned(o, g, False, mat, args):
+                if shape_of(o) == g.in_shape and aligned(o, g, results, state, False):
                     g.full_outputs.append(o)
                     absorbed.add(o)
-                elif math.prod(shape_of(o)) == rows and _aligned(o, g, True, mat, args):
+                elif math.prod(shape_of(o)) == rows and aligned(o, g, results, state, True):
                     g.row_outputs.append(o)
                     absorbed.add(o)
         if len(g.ops) == 1 and not g.full_outputs:
             continue  # a lone reduction: the reduction schedulers (with row splitting) do better
-        if any(o not in g.results and o not in absorbed for m in members for o in m.outputs):
+        if any(o not in results and o not in absorbed for m in members for o in m.outputs):
             continue  # a member's epilogue the row cannot compute: it keeps its own kernel
         g.cached = _cached_inputs(g, mat, args)
         max_bytes = max([elem_bytes(F._elem(v)) for v in g.cached + g.full_outputs] or [4])
@@ -529,6 +578,7 @@ def _normalization_merges(tasks: list[Task], graph: FusionGraph, considered: dic
         robbed = [t for t in tasks if t.kind == "pointwise" and any(o in absorbed for o in t.outputs)]
         left = [_pointwise_task([o for o in t.outputs if o not in absorbed], t.level, graph) for t in robbed]
         out.append(Merge("normalization", members + robbed, [task] + [t for t in left if t.outputs]))
+        covered.update(g.ops)
     return out
 
 
@@ -544,6 +594,7 @@ def _cached_inputs(g: NormGroup, materialized: set, args: set) -> list[SSAValue]
     found: set[SSAValue] = set()
     for e in exprs:
         found |= leaves(e, materialized, args)
-    return sorted((v for v in found if v not in g.results and shape_of(v) == g.in_shape),
+    results = g.results
+    return sorted((v for v in found if v not in results and shape_of(v) == g.in_shape),
                   key=lambda v: str(v.name_hint))
 

@@ -5,6 +5,7 @@ automatic cut gives, and a 5000-op fusion segments without deep recursion."""
 from __future__ import annotations
 
 import re
+import time
 
 import numpy as np
 import pytest
@@ -213,3 +214,27 @@ def test_wide_fusion_is_one_pointwise_segment():
     segments = [o for o in _func(m).body.block.ops if isinstance(o, F.SegmentOp)]
     assert len(segments) == 1 and len(segments[0].outputs) == n
     assert segments[0].attributes["fuser.merged"].data.count("pointwise (saves") == n - 1
+
+
+def test_many_reductions_with_epilogues_segment_in_seconds():
+    """200 row sums of different inputs, each with an epilogue and an output that mixes two of
+    them: merging must stay polynomial of low degree (an earlier version took minutes at 80, as
+    every step played out every rival and re-asked every group). They share rows, so one
+    persistent segment takes them all."""
+    n = 200
+    t = "tensor<64x128xf32>"
+    args = ", ".join(f"%x{i}: {t}" for i in range(n))
+    lines = [f"  %s{i} = fusion.reduce sum %x{i} dims [1] : {t} to tensor<64xf32>\n"
+             f"  %e{i} = fusion.exp %s{i} : tensor<64xf32>" for i in range(n)]
+    lines += [f"  %p{i} = fusion.neg %s{(i + 1) % n} : tensor<64xf32>\n"
+              f"  %q{i} = fusion.add %e{i}, %p{i} : tensor<64xf32>" for i in range(n)]
+    outs = ", ".join(f"%e{i}, %q{i}" for i in range(n))
+    types = ", ".join(["tensor<64xf32>"] * 2 * n)
+    m = parse_module(f"func.func @many({args}) -> ({types}) {{\n" + "\n".join(lines) +
+                     f"\n  func.return {outs} : {types}\n}}\n")
+    start = time.perf_counter()
+    run_passes(build_pipeline("fusion-segment"), m)
+    took = time.perf_counter() - start
+    segments = [o for o in _func(m).body.block.ops if isinstance(o, F.SegmentOp)]
+    assert [s.scheduler_name for s in segments] == ["normalization"] and len(segments[0].outputs) == 2 * n
+    assert took < 30, f"fusion-segment took {took:.1f} s"
