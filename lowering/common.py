@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from xdsl.ir import SSAValue
+from xdsl.ir import BlockArgument, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
@@ -47,6 +47,18 @@ class Task:
 
 
 # ------------------------------------------------------------------ sizes
+
+
+def by_name(values) -> list[SSAValue]:
+    """`values` sorted by name, unnamed ones (and equal names) in program order. A kernel's
+    parameters come in this order, so it must not depend on a set's iteration order (which
+    follows object addresses, and differs from run to run)."""
+    def position(v: SSAValue) -> tuple[int, ...]:
+        if isinstance(v, BlockArgument):
+            return (0, v.index)
+        op = v.owner
+        return (1, op.parent.get_operation_index(op) if op.parent is not None else -1, v.index)
+    return sorted(values, key=lambda v: (str(v.name_hint), position(v)))
 
 
 def shape_of(v: SSAValue) -> tuple[int, ...]:

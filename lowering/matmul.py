@@ -90,7 +90,7 @@ from xdsl.ir import Block, Region, SSAValue
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
 from fuser.dialects.host_attrs import CORESIDENT_ATTR
-from fuser.lowering.common import ScheduleError, Task, leaves, shape_of
+from fuser.lowering.common import ScheduleError, Task, by_name, leaves, shape_of
 from fuser.lowering.emitter import KernelEmitter
 from fuser.lowering.kernel_builder import KernelBuilder, emit_if, emit_if_else, f32
 from fuser.lowering.matmul_epilogue import (Staging, emit_epilogue, out_elem_bytes, store_partial, tma_store_blocker,
@@ -207,7 +207,7 @@ class MatmulKernel:
             if o not in results:  # a stored result is the accumulator itself (its operands come by TMA)
                 reads |= leaves(o, (materialized | set(results)) - {o}, args)
         reads -= set(results)
-        self.reads = sorted(reads, key=lambda v: str(v.name_hint))
+        self.reads = by_name(reads)
         self.cl = p.cluster > 1
         # Shared memory (placed by sched-alias-smem): the A and B slots, the full and empty
         # barriers, and with TMA stores the staging bytes.

@@ -26,7 +26,7 @@ from xdsl.ir import SSAValue
 from fuser.dialects import sched
 from fuser.dialects import fusion as F
 from fuser.lowering.combiners import Joint, finalize, is_welford, select_state, state_for
-from fuser.lowering.common import Task, leaves, reaches
+from fuser.lowering.common import Task, by_name, leaves, reaches
 from fuser.lowering.emitter import KernelEmitter
 from fuser.lowering.evaluator import Evaluator
 from fuser.lowering.kernel_builder import KernelBuilder, emit_if
@@ -57,7 +57,7 @@ def emit_persistent(em: KernelEmitter, task: Task, materialized: set, args: set)
     reads: set[SSAValue] = set()
     for e in [op.input for op in g.ops] + g.full_outputs + g.row_outputs:
         reads |= leaves(e, g.materialized | results, args)
-    reads = sorted(reads - results - set(outputs), key=lambda v: str(v.name_hint))
+    reads = by_name(reads - results - set(outputs))
     vals = outputs + reads
     host_bufs = em.kernel_buffers(vals)
     stages = _stages(g, g.materialized, args)

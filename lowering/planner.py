@@ -32,7 +32,7 @@ from xdsl.dialects import func
 from xdsl.ir import Block, SSAValue
 
 from fuser.dialects import fusion as F
-from fuser.lowering.common import (REDUCTION_OPS, SHAPE_OPS, ScheduleError, Task, elem_bytes, leaves, nbytes,
+from fuser.lowering.common import (REDUCTION_OPS, SHAPE_OPS, ScheduleError, Task, by_name, elem_bytes, leaves, nbytes,
                                    pointwise_path_only, reaches, shape_of, vector_lanes)
 from fuser.lowering.schedulers.normalization import NormDecision, normalization_params
 from fuser.lowering.schedulers.options import ScheduleOptions
@@ -595,6 +595,5 @@ def _cached_inputs(g: NormGroup, materialized: set, args: set) -> list[SSAValue]
     for e in exprs:
         found |= leaves(e, materialized, args)
     results = g.results
-    return sorted((v for v in found if v not in results and shape_of(v) == g.in_shape),
-                  key=lambda v: str(v.name_hint))
+    return by_name(v for v in found if v not in results and shape_of(v) == g.in_shape)
 

@@ -12,7 +12,7 @@ from xdsl.ir import Block, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
-from fuser.lowering.common import elem_bytes, leaves, shape_of, vector_lanes
+from fuser.lowering.common import by_name, elem_bytes, leaves, shape_of, vector_lanes
 from fuser.lowering.emitter import KernelEmitter, WorkspaceValue
 from fuser.lowering.evaluator import Evaluator
 from fuser.lowering.kernel_builder import KernelBuilder
@@ -26,7 +26,7 @@ def emit_pointwise(em: KernelEmitter, outputs: list[SSAValue], materialized: set
     # A segment_set's buffer is filled from its operand's expression.
     expr = {o: (o.owner.input if isinstance(o.owner, F.SegmentSetOp) else o) for o in outputs}
     reads = set().union(*(leaves(expr[o], materialized - {o}, args) for o in outputs))
-    reads = sorted(reads, key=lambda v: str(v.name_hint))
+    reads = by_name(reads)
     tiled = plan_transpose(outputs, expr, materialized, args)
     if tiled is not None:  # a permute moves its input's contiguous dim: the transpose scheduler
         emit_transpose(em, outputs, expr, reads, *tiled)

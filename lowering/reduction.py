@@ -22,7 +22,7 @@ from xdsl.ir import Block, SSAValue
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
 from fuser.lowering.combiners import finalize, is_welford, select_state, state_for
-from fuser.lowering.common import ScheduleError, Task, elem_bytes, leaves, next_pow2, shape_of, vector_lanes
+from fuser.lowering.common import ScheduleError, Task, by_name, elem_bytes, leaves, next_pow2, shape_of, vector_lanes
 from fuser.lowering.emitter import KernelEmitter, WorkspaceValue
 from fuser.lowering.evaluator import Evaluator
 from fuser.lowering.kernel_builder import KernelBuilder, emit_if, f32
@@ -66,11 +66,11 @@ def _epilogue_reads(task: Task, materialized: set, args: set) -> list[SSAValue]:
     found = set()
     for o in task.outputs:
         found |= leaves(o, (materialized | results) - {o}, args)
-    return sorted(found - results, key=lambda v: str(v.name_hint))
+    return by_name(found - results)
 
 
 def _input_reads(op, src: SSAValue, materialized: set, args: set) -> list[SSAValue]:
-    return sorted(leaves(src, materialized - set(op.results), args), key=lambda v: str(v.name_hint))
+    return by_name(leaves(src, materialized - set(op.results), args))
 
 
 def _partials(em: KernelEmitter, shape: Sequence[int], width: int) -> WorkspaceValue:
