@@ -53,12 +53,27 @@ def by_name(values) -> list[SSAValue]:
     """`values` sorted by name, unnamed ones (and equal names) in program order. A kernel's
     parameters come in this order, so it must not depend on a set's iteration order (which
     follows object addresses, and differs from run to run)."""
-    def position(v: SSAValue) -> tuple[int, ...]:
-        if isinstance(v, BlockArgument):
-            return (0, v.index)
-        op = v.owner
-        return (1, op.parent.get_operation_index(op) if op.parent is not None else -1, v.index)
-    return sorted(values, key=lambda v: (str(v.name_hint), position(v)))
+    return sorted(values, key=lambda v: (str(v.name_hint), definition_order(v)))
+
+
+def definition_order(v: SSAValue) -> tuple[int, ...]:
+    """Where `v` is defined, as indices from the outermost op down (ops, regions, blocks): a
+    total order over the values of one module."""
+    if isinstance(v, BlockArgument):
+        block, path = v.owner, [v.index, -1]
+    else:
+        block = v.owner.parent
+        path = [v.index, block.get_operation_index(v.owner) if block is not None else -1]
+    while block is not None and block.parent is not None:
+        region = block.parent
+        path.append(list(region.blocks).index(block))
+        op = region.parent
+        if op is None:
+            break
+        path.append(op.regions.index(region))
+        block = op.parent
+        path.append(block.get_operation_index(op) if block is not None else -1)
+    return tuple(reversed(path))
 
 
 def shape_of(v: SSAValue) -> tuple[int, ...]:

@@ -32,6 +32,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from fuser.dialects import sched
+from fuser.lowering.common import definition_order
 
 _YIELDS = (scf.YieldOp, sched.YieldOp)
 _LOOPS = (scf.ForOp, sched.ForOp)
@@ -184,7 +185,7 @@ class _Walker:
         assert block is not None
         # thread every in-flight value visible here (defined in an enclosing scope, before `before`)
         visible = [v for v in inflight if self._dominates(v, before)]
-        visible.sort(key=lambda v: str(v.name_hint or ""))
+        visible.sort(key=lambda v: (v.name_hint or "", definition_order(v)))  # not the set's order
         wait = sched.WgmmaWaitGroupOp(0, visible)
         block.insert_op_before(wait, before)
         self.inserted += 1
