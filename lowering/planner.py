@@ -113,7 +113,7 @@ def plan_fusion(fn: func.FuncOp | Block, opts: ScheduleOptions = ScheduleOptions
     tasks, groups = merge_greedily(tasks, graph)
     cost = plan_cost(tasks, graph)
     for t in tasks:
-        order_outputs(t, outputs)
+        order_outputs(t, graph.rank)
     tasks.sort(key=lambda t: (t.level, t.kind == "pointwise", t.order))
     _mark_stored_matmul_results(tasks, outputs, materialized, args)
     _skip_unread_results(tasks, outputs, materialized, args)
@@ -122,11 +122,10 @@ def plan_fusion(fn: func.FuncOp | Block, opts: ScheduleOptions = ScheduleOptions
     return Plan(tasks, stored, materialized, groups, cost)
 
 
-def order_outputs(t: Task, outputs: list[SSAValue]) -> None:
+def order_outputs(t: Task, rank: dict[SSAValue, int]) -> None:
     """One order for what a kernel writes, whatever merged it: the results of the ops it is
-    built around (program order), then the other outputs in the function's return order (a
-    normalization task keeps its row outputs before its full-size ones)."""
-    rank = {v: i for i, v in enumerate(dict.fromkeys(outputs))}
+    built around (program order), then the other outputs in the function's return order (`rank`;
+    a normalization task keeps its row outputs before its full-size ones)."""
     own = [r for o in task_ops(t) for r in o.results]
     by_return = lambda vs: sorted(vs, key=lambda v: rank.get(v, len(rank)))  # noqa: E731 (stable)
     if t.group is not None:
@@ -140,7 +139,7 @@ def order_outputs(t: Task, outputs: list[SSAValue]) -> None:
 def task_ops(t: Task) -> list:
     """The reductions / matmuls / segment_set a task is built around, in program order of
     merging (its own op first)."""
-    ops = [t.op] + list(getattr(t, "siblings", [])) + (list(t.group.ops) if t.group is not None else [])
+    ops = [t.op] + t.siblings + (list(t.group.ops) if t.group is not None else [])
     return [o for o in dict.fromkeys(ops) if o is not None]
 
 
@@ -148,7 +147,7 @@ def unstored_matmul_result(t: Task, v: SSAValue) -> bool:
     """A matmul result that only its own epilogue reads stays in registers (no buffer)."""
     if t.kind != "matmul":
         return False
-    results = {t.op.result} | {s.result for s in getattr(t, "siblings", [])}
+    results = {t.op.result} | {s.result for s in t.siblings}
     return v in results and v not in t.store_results
 
 

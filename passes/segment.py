@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from fuser.dialects import fusion as F
-from fuser.lowering.common import Task, nbytes, shape_of
+from fuser.lowering.common import Task, definition_order, nbytes, shape_of
 from fuser.lowering.planner import BOUNDARY_OPS, Plan, plan_fusion, task_ops, task_reads, unstored_matmul_result
 from fuser.lowering.schedulers.options import ScheduleOptions, SchedulingPass
 from fuser.lowering.schedulers.reduction import reduction_view
@@ -132,7 +132,7 @@ def _wrap(t: Task, plan: Plan, mapping: dict[SSAValue, SSAValue]) -> F.SegmentOp
     seg, block = F.new_segment([mapping[v] for v in reads], [v.type for v in written],
                                SCHEDULER_OF_TASK[t.kind])
     inner = dict(zip(reads, block.args))
-    for op in _slice(written + sorted(own, key=lambda v: _position(v, body)), set(reads), body):
+    for op in _slice(written + sorted(own, key=definition_order), set(reads), body):
         new = op.clone(value_mapper=inner)
         block.add_op(new)
     block.add_op(F.YieldOp([inner[v] for v in written]))
@@ -156,19 +156,8 @@ def _own_and_reads(t: Task, plan: Plan, body: Block) -> tuple[set[SSAValue], lis
     """The results of the ops `t` is built around, and the values its kernels load (in program
     order): its reads less what it computes itself."""
     own = {r for o in task_ops(t) for r in o.results}
-    reads = _program_order(task_reads(t, plan.materialized, set(body.args)), body)
+    reads = sorted(task_reads(t, plan.materialized, set(body.args)), key=definition_order)
     return own, [v for v in reads if v not in own]
-
-
-def _position(v: SSAValue, body: Block) -> int:
-    if v.owner is body:
-        return -1
-    return body.get_operation_index(v.owner)
-
-
-def _program_order(values, body: Block) -> list[SSAValue]:
-    args = list(body.args)
-    return sorted(values, key=lambda v: (args.index(v), 0) if v in args else (len(args), _position(v, body)))
 
 
 def _slice(roots: list[SSAValue], stop: set[SSAValue], body: Block) -> list[Operation]:
@@ -208,7 +197,7 @@ def _pull_in_pointwise_operands(seg: F.SegmentOp) -> None:
                 leaves_set.add(v)
             else:
                 todo.extend(v.owner.operands)
-        leaves_list = _program_order(leaves_set, outer)
+        leaves_list = sorted(leaves_set, key=definition_order)
         existing = {v: a for v, a in zip(seg.inputs, block.args)}
         inner: dict[SSAValue, SSAValue] = {}
         first = block.first_op
