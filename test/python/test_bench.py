@@ -498,3 +498,60 @@ def test_exit_status_ignores_unsupported_rows():
     assert timing.is_unsupported("unknown pass 'fusion-translate-welford'; available passes: ...")
     assert not timing.is_unsupported("relative error 0.5 > 0.0001")
     assert "unsupported" not in timing.BAD_STATUSES
+
+
+class _TimerTorch:
+    """Just enough of torch for Bench.time_ms, logging what reaches the stream in order."""
+
+    float32 = "float32"
+
+    def __init__(self):
+        self.log: list[str] = []
+        log = self.log
+
+        class Event:
+            def __init__(self, enable_timing=False):
+                assert enable_timing
+
+            def record(self):
+                log.append("record")
+
+            def elapsed_time(self, other):
+                return 0.5
+
+        class Cuda:
+            pass
+
+        Cuda.Event = Event
+        Cuda.synchronize = staticmethod(lambda: None)
+        self.cuda = Cuda
+
+    def ones(self, n, dtype=None, device=None):
+        log = self.log
+
+        class Buffer:
+            nbytes = n * 4
+
+            def sum(self):
+                log.append("flush-read")
+
+            def zero_(self):  # a writing flush would charge its write-backs to the timed call
+                raise AssertionError("the flush must read, not write")
+
+        assert device == "cuda"
+        return Buffer()
+
+
+def test_timer_flushes_l2_by_reading_before_every_timed_call():
+    fake = _TimerTorch()
+    b = object.__new__(timing.Bench)
+    b.torch, b.reps, b._flush = fake, 100, None
+    seen = []
+    ms = b.time_ms(lambda x: (seen.append(x), fake.log.append("call")), [[1], [2]])
+    assert ms == 0.5
+    assert b._flush.nbytes == timing.FLUSH_BYTES
+    timed = [i for i, e in enumerate(fake.log) if e == "call" and i > 0 and fake.log[i - 1] == "record"]
+    assert len(timed) >= 20 + 5
+    for i in timed:  # flush, start event, the call, end event: nothing else in between
+        assert fake.log[i - 2:i + 2] == ["flush-read", "record", "call", "record"]
+    assert set(seen) == {1, 2}, "input sets are cycled"

@@ -11,13 +11,14 @@ Also `python3 -m fuser.tools.bench ...`. The package:
     workloads.py   the registry: each fusion built with fuser.FusionBuilder, its torch eager /
                    torch.compile peer and its bytes / FLOPs
     timing.py      the harness: inputs (rotated through L2), correctness before timing, warm-up and
-                   do_bench / CUDA-event medians, two rounds in opposite peer order; the row results
+                   CUDA-event medians after a clean L2 flush, two rounds in opposite peer order; the row results
     report.py      the table, the notes above it, --list, the JSON document and the PNG chart
     cli.py         argument parsing and `main`
 
 Method (see PERF.md): every row is checked for correctness against torch eager before it is
-timed (a fast wrong kernel is a FAIL, not a number); times are medians after warm-up
-(`triton.testing.do_bench` when triton imports, CUDA events otherwise); inputs that fit in L2
+timed (a fast wrong kernel is a FAIL, not a number); times are medians of per-call CUDA-event
+timings after warm-up, each call after a 256 MB read that evicts L2 and leaves it clean (a
+zero-filled flush, as triton's do_bench uses, charges its write-backs to the timed call); inputs that fit in L2
 are rotated through enough copies to exceed it; inputs are random, never zeros; tensor-core
 (TFLOP/s) rows are timed in two rounds in opposite peer orders, keeping each peer's faster
 median, so that no peer alone runs on the boost clock of a cool GPU. Ratios are

@@ -27,7 +27,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--png", metavar="PATH", help="draw a grouped bar chart (needs matplotlib)")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile peer (it compiles for minutes)")
     p.add_argument("--markdown", action="store_true", help="print the table as markdown")
-    p.add_argument("--rep-ms", type=int, default=100, help="do_bench rep budget in ms (default 100)")
+    p.add_argument("--rep-ms", type=int, default=100, help="timing budget per measurement in ms (default 100)")
     p.add_argument("--pipeline", default="default",
                    help="fuser's pass pipeline, e.g. 'default{matmul_smem_reuse=0}' (default: default)")
     p.add_argument("--peak-tflops", type=float, default=DEFAULT_PEAK_TFLOPS,

@@ -1,9 +1,9 @@
 """The fuser-bench harness: inputs, the correctness check, timing, and the per-row results.
 
 Method (PERF.md): every row is checked against torch eager before it is timed (a fast wrong
-kernel is a FAIL, not a number); times are medians after warm-up (`triton.testing.do_bench`
-when triton imports, CUDA events otherwise); inputs that fit in L2 are rotated through enough
-copies to exceed it; inputs are random, never zeros; tensor-core (TFLOP/s) rows are timed in two
+kernel is a FAIL, not a number); times are medians of CUDA-event timings after warm-up, each
+call after an L2 flush that reads (not writes) a large buffer (`Bench.time_ms` says why);
+inputs that fit in L2 are rotated through enough copies to exceed it; inputs are random, never zeros; tensor-core (TFLOP/s) rows are timed in two
 rounds in opposite peer orders, keeping each peer's faster median.
 
 torch and triton are imported when a `Bench` is made, never at module level.
@@ -25,6 +25,7 @@ from .workloads import Shape, Workload, fmt_shape, nbytes
 
 L2_BYTES = 60 * 10**6          # H200 L2 (H100: 50 MB); inputs below this are rotated
 ROTATE_TARGET_BYTES = 200 * 10**6
+FLUSH_BYTES = 256 << 20        # read before each timed call: evicts L2 (4-5x its size) and leaves it clean
 DEFAULT_PEAK_TFLOPS = 989.0    # Hopper bf16 dense tensor-core peak (PERF.md)
 
 
@@ -147,13 +148,9 @@ class Bench:
         self.peak_tflops = peak_tflops
         self.log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
         self.copy_gbps: float | None = None
-        try:
-            from triton.testing import do_bench
-            self._do_bench = do_bench
-            self.timer = "triton.testing.do_bench(warmup=25, rep=100, return_mode='median')"
-        except Exception:
-            self._do_bench = None
-            self.timer = f"CUDA events, 10 warm-up calls, median of {max(50, reps)}"
+        self._flush: Any = None
+        self.timer = (f"CUDA events per call, each after a {FLUSH_BYTES >> 20} MB read that leaves L2 clean; "
+                      f"~25 ms of warm-up, median of the calls that fit in {reps} ms (at least 20)")
 
     # ------------------------------------------------------------------ pieces
 
@@ -175,27 +172,40 @@ class Bench:
         return [self.make_inputs(w, shape, seed=1234 + i) for i in range(n)]
 
     def time_ms(self, fn: Callable[..., Any], arg_sets: list[list[Any]]) -> float:
-        """Median milliseconds of `fn(*args)`, cycling through `arg_sets`."""
+        """Median milliseconds of `fn(*args)`, cycling through `arg_sets`, each call timed with
+        CUDA events after an L2 flush.
+
+        The flush reads a buffer of FLUSH_BYTES (a sum) rather than writing one, as
+        `triton.testing.do_bench` does: both evict the inputs, but a written flush leaves L2 full
+        of dirty lines, and writing them back is charged to the timed call (6-10 us per call on
+        the H100: a 268 MB bf16 transpose measured 99.6 us that way, 92.9 us after a read flush,
+        and Nsight Compute puts the kernel alone at 92.6 us). That cost falls on every peer
+        alike but weighs most on the smaller rows; docs/perf-notes.md has the measurements.
+        Calls: warm-up for ~25 ms, then as many as fit in `reps` ms (at least 20)."""
         torch = self.torch
         cycle = itertools.cycle(arg_sets)
+        if self._flush is None:
+            self._flush = torch.ones(FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
+        flush = self._flush
 
-        def call() -> Any:
-            return fn(*next(cycle))
+        def timed_calls(n: int) -> list[float]:
+            starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+            ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+            for s, e in zip(starts, ends):
+                flush.sum()
+                s.record()
+                fn(*next(cycle))
+                e.record()
+            torch.cuda.synchronize()
+            return [s.elapsed_time(e) for s, e in zip(starts, ends)]
 
-        if self._do_bench is not None:
-            return float(self._do_bench(call, warmup=25, rep=self.reps, return_mode="median"))
-        for _ in range(10):
-            call()
+        fn(*next(cycle))
         torch.cuda.synchronize()
-        n = max(50, self.reps)
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
-        for s, e in zip(starts, ends):
-            s.record()
-            call()
-            e.record()
-        torch.cuda.synchronize()
-        return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+        t0 = time.perf_counter()
+        estimate = statistics.median(timed_calls(5))
+        per_call = max((time.perf_counter() - t0) / 5 * 1e3, estimate, 1e-3)  # flush and host time included
+        timed_calls(max(1, int(25 / per_call)))
+        return statistics.median(timed_calls(max(20, int(self.reps / per_call))))
 
     def rel_err(self, got: Any, ref: Any) -> float:
         """Largest relative-norm error over the outputs, computed in float64."""
