@@ -14,6 +14,7 @@ import sys
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation
 from xdsl.parser import Parser
+from xdsl.parser.core import ForwardDeclaredValue
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException, DiagnosticException, ParseError
 
@@ -116,6 +117,11 @@ def location_of(op: Operation) -> str:
 def verify_module(module: ModuleOp) -> None:
     """Verify, reporting the first failing op as `file:line:col: error: message`."""
     positions: dict = {}  # block -> {op: index}, built once per block
+    for op in module.walk():  # first, as other checks (xDSL's traits) ask operands for their owner
+        for i, v in enumerate(op.operands):
+            if isinstance(v, ForwardDeclaredValue):
+                raise FuserDiagnostic(f"{location_of(op)}: error: '{op.name}' op operand #{i} is used before its "
+                                      f"definition (a value defined inside this op's own regions, or after it)")
     for op in module.walk():
         try:
             _verify_defined_before_use(op, positions)

@@ -73,6 +73,11 @@ HAND_WRITTEN = [
     Case("use-before-def", b"func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {\n"
                            b"  %y = fusion.neg %z : tensor<8xf32>\n  %z = fusion.exp %x : tensor<8xf32>\n"
                            b"  func.return %y : tensor<8xf32>\n}\n"),
+    Case("defined-in-own-region", b"func.func @f(%x: tensor<8x4xf32>) -> tensor<8xf32> {\n"
+                                  b"  %s = fusion.segment (%a = %y : tensor<8x4xf32>) -> (tensor<8xf32>) {\n"
+                                  b"    %y = fusion.exp %x : tensor<8x4xf32>\n"
+                                  b"    %r = fusion.reduce sum %a dims [1] : tensor<8x4xf32> to tensor<8xf32>\n"
+                                  b"    fusion.yield %r : tensor<8xf32>\n  }\n  func.return %s : tensor<8xf32>\n}\n"),
     Case("reduce-bad-dim", b"func.func @f(%x: tensor<4x8xf32>) -> tensor<4xf32> {\n"
                            b"  %s = fusion.reduce sum %x dims [5] : tensor<4x8xf32> to tensor<4xf32>\n"
                            b"  func.return %s : tensor<4xf32>\n}\n"),

@@ -83,3 +83,15 @@ def test_use_before_definition_is_a_verifier_error(tmp_path):
     kind, rc, err = _run(path, ())
     assert kind == "ok" and rc == 1
     assert err.strip() == f"{path}:2:3: error: 'fusion.neg' op operand #0 (%z) is used before its definition at {path}:3:3"
+
+
+def test_value_defined_inside_its_users_region_is_a_verifier_error(tmp_path):
+    """xDSL's parser leaves its placeholder in an op whose operand is defined inside the op's own
+    region; that is a located error, not a ValueError from the first trait that asks its owner."""
+    c = next(c for c in corpus() if c.name == "defined-in-own-region")
+    path = tmp_path / "case.mlir"
+    path.write_bytes(c.data)
+    kind, rc, err = _run(path, ())
+    assert kind == "ok" and rc == 1
+    assert err.strip() == (f"{path}:2:3: error: 'fusion.segment' op operand #0 is used before its definition "
+                           f"(a value defined inside this op's own regions, or after it)")
