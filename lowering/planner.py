@@ -16,7 +16,8 @@ the finest cut (a task per reduction, matmul and `segment_set`, and one per poin
 then take, again and again, the merge that saves the most memory traffic among those a scheduler
 accepts. A reduction kernel takes the outputs pointwise in its results, of its result shape, as
 an epilogue; outputs of one shape and kernel level share a pointwise kernel; matmuls sharing A
-share a main loop with the outputs that combine them; inner reductions over the same rows, with
+share a main loop with the outputs that combine them; a reduction over an input's leading dims
+and one over the rest of the same input share one read of it; inner reductions over the same rows, with
 the outputs computed from them at the row, become one persistent normalization kernel where the
 row fits on chip. Each task records the merges that formed it and the bytes each saved.
 """
@@ -32,6 +33,7 @@ from xdsl.dialects import func
 from xdsl.ir import Block, SSAValue
 
 from fuser.dialects import fusion as F
+from fuser.lowering.combiners import is_welford
 from fuser.lowering.common import (REDUCTION_OPS, SHAPE_OPS, ScheduleError, Task, by_name, elem_bytes, leaves, nbytes,
                                    pointwise_path_only, reaches, shape_of, vector_lanes)
 from fuser.lowering.schedulers.normalization import NormDecision, normalization_params
@@ -172,7 +174,7 @@ def _skip_unread_results(tasks: list[Task], outputs, materialized: set, args: se
     for t in tasks:
         if t.kind not in ("reduction", "normalization"):
             continue
-        results = set(t.op.results) if t.kind == "reduction" else t.group.results
+        results = {r for op in task_ops(t) for r in op.results} if t.kind == "reduction" else t.group.results
         candidates = [r for r in t.outputs if r in results and r not in outs]
         if not candidates:
             continue
@@ -233,7 +235,7 @@ LOOKAHEAD_MAX_TASKS = 64
 greedy run, so beyond it (rare: a fusion of dozens of kernels) the merge that saves most is
 taken, as nvFuser's segmenter does throughout."""
 
-MERGE_PRIORITY = ("pointwise", "epilogue", "matmul", "normalization")
+MERGE_PRIORITY = ("pointwise", "epilogue", "siblings", "matmul", "normalization")
 """Ties in saving go to the later kind here (then to the earlier op)."""
 
 
@@ -246,6 +248,8 @@ def merge_greedily(tasks: list[Task], graph: FusionGraph, lookahead: bool = True
     - pointwise: two neighbouring tasks (in return order) of outputs of one shape whose inputs
       come from one kernel level (so that no merged kernel waits on itself);
     - matmul: two matmuls sharing A, with the outputs that combine their results;
+    - siblings: reductions of one input over its leading dims and over the rest (column and
+      row sums), which one kernel computes from one read (`emit_joint_reduction`);
     - normalization: inner reductions over the same rows and the outputs computed from them at
       the row, where the normalization scheduler keeps the row on chip.
     Taking a merge can rule out merges of other kinds that share a task with it (an output joins
@@ -258,7 +262,8 @@ def merge_greedily(tasks: list[Task], graph: FusionGraph, lookahead: bool = True
     other reduction that seeded one, the last refusal and its reason."""
     considered: dict = {}   # seed reduction -> the last group it seeded
     while True:
-        proposals = [*_epilogue_merges(tasks, graph), *_pointwise_merges(tasks, graph), *_matmul_merges(tasks, graph)]
+        proposals = [*_epilogue_merges(tasks, graph), *_pointwise_merges(tasks, graph), *_matmul_merges(tasks, graph),
+                     *_sibling_merges(tasks, graph)]
         if graph.opts.persistent:
             proposals += _normalization_merges(tasks, graph, considered)
         if not proposals:
@@ -363,14 +368,17 @@ def _epilogue_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
 
 
 def _is_epilogue(t: Task, o: SSAValue, graph: FusionGraph) -> bool:
-    """Can the kernel of task `t` compute output `o` at its result's positions?"""
+    """Can the kernel of task `t` compute output `o` at its result's positions? (A joint row and
+    column reduction finishes its two reductions in different kernels: `o` may read only one.)"""
     ops = task_ops(t)
     key = ("epilogue", tuple(map(id, ops)), o)
     if key not in graph.memo:
-        rs = {r for op in ops for r in op.results}
         deps = graph.deps(o)
+        anchors = [op for op in ops if set(op.results) & deps] if t.kind == "reduction" else [t.op]
+        rs = {r for op in ops for r in op.results} if t.kind != "reduction" else \
+            (set(anchors[0].results) if len(anchors) == 1 else set())
         graph.memo[key] = (
-            o not in graph.args and shape_of(o) == shape_of(t.op.results[0]) and bool(rs & deps)
+            o not in graph.args and bool(rs) and shape_of(o) == shape_of(anchors[0].results[0]) and bool(rs & deps)
             and all(graph.lvl(d) < t.level for d in deps if d not in rs)
             and pointwise_path_only(o, rs, graph.materialized - {o} - rs, graph.args))
     return graph.memo[key]
@@ -408,6 +416,32 @@ def _matmul_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
             if absorbed:
                 merged = replace(t, siblings=[b], outputs=t.outputs + u.outputs + [o for p in absorbed for o in p.outputs])
                 out.append(Merge("matmul", [t, u, *absorbed], [merged]))
+    return out
+
+
+def _sibling_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
+    """A reduction over an input's leading dims and one over the rest of the same input (column
+    and row sums of a matrix, or of any split of its dims), with the epilogues each already has:
+    one kernel reads the input once for both. Sums, maxima and minima; a Welford state (three
+    values and a division per merge) is not folded per row inside the column kernel."""
+    reds = [t for t in tasks if t.kind == "reduction" and not t.siblings and not is_welford(t.op)]
+    split = {}
+    for t in reds:
+        rank, dims = len(shape_of(t.op.input)), sorted(t.op.reduced_dims)
+        if dims == list(range(len(dims))) and len(dims) < rank:
+            split[id(t)] = ("columns", len(dims))
+        elif dims == list(range(rank - len(dims), rank)) and len(dims) < rank:
+            split[id(t)] = ("rows", rank - len(dims))
+    out = []
+    for t in reds:
+        for u in reds:
+            if split.get(id(t), ("",))[0] != "columns" or split.get(id(u), ("",))[0] != "rows":
+                continue
+            if t.op.input is not u.op.input or split[id(t)][1] != split[id(u)][1] or t.level != u.level:
+                continue
+            first, second = sorted((t, u), key=lambda v: v.order)
+            out.append(_proposal(graph, "siblings", [first, second], lambda t=t, u=u, first=first: [
+                replace(t, order=first.order, outputs=t.outputs + u.outputs, siblings=[u.op])]))
     return out
 
 

@@ -5,6 +5,8 @@
   Few long rows split into chunks: partials go to a workspace and a second kernel folds them.
 - outer reduction (leading dims): each thread owns a vector of columns and walks rows; the
   rows of a block are folded through shared memory; tall inputs split rows across blocks.
+- joint row and column reduction (`emit_joint_reduction`): the outer layout, whose warps also
+  fold the rows they read, so one read of the input serves both.
 
 Function outputs computed from a reduction's results at the reduced index are computed and
 stored by the reduction kernel itself (`store_row_outputs`).
@@ -26,11 +28,14 @@ from fuser.lowering.common import ScheduleError, Task, by_name, elem_bytes, leav
 from fuser.lowering.emitter import KernelEmitter, WorkspaceValue
 from fuser.lowering.evaluator import Evaluator
 from fuser.lowering.kernel_builder import KernelBuilder, emit_if, f32
-from fuser.lowering.schedulers.reduction import (ReductionView, inner_reduction_params, outer_reduction_params,
-                                                 reduction_view)
+from fuser.lowering.schedulers.reduction import (JOINT_BX, JOINT_MAX_ROWS, ReductionView, inner_reduction_params,
+                                                 joint_reduction_params, outer_reduction_params, reduction_view)
 
 
 def emit_reduction(em: KernelEmitter, task: Task, materialized: set, args: set) -> None:
+    if task.siblings:
+        emit_joint_reduction(em, task, materialized, args)
+        return
     op = task.op
     view = reduction_view(shape_of(op.input), op.reduced_dims)
     if view.perm is None:
@@ -61,10 +66,12 @@ def store_row_outputs(kb: KernelBuilder, outputs: Sequence[SSAValue], amap: dict
         kb.store([kb.trunc(x, t) if F.is_float(t) else x], amap[o], idx)
 
 
-def _epilogue_reads(task: Task, materialized: set, args: set) -> list[SSAValue]:
-    results = set(task.op.results)
+def _epilogue_reads(task: Task, materialized: set, args: set, outputs: Sequence[SSAValue] | None = None
+                    ) -> list[SSAValue]:
+    """What computing the task's outputs (or `outputs`) from its results reads from memory."""
+    results = {r for op in [task.op] + task.siblings for r in op.results}
     found = set()
-    for o in task.outputs:
+    for o in task.outputs if outputs is None else outputs:
         found |= leaves(o, (materialized | results) - {o}, args)
     return by_name(found - results)
 
@@ -245,22 +252,146 @@ def _outer(em: KernelEmitter, task: Task, materialized: set, args: set, src: SSA
     _col_reduce_kernel(em, em.kernel_buffers(vals1), vals1, rows, col_vecs, lanes, bx, by, chunks, st,
                        fold_elements, store_partial, prepare=prepare, schedule=view.describe())
 
-    lanes2 = vector_lanes(cols, 4)
+    _merge_partials(em, part, chunks, cols, st, list(task.outputs) + epi_reads + (in_reads if shifted else []),
+                    store_out)
 
-    def merge_partials(kb, amap, chunk, cvec, n_lanes, states, _pre):
+
+def _merge_partials(em: KernelEmitter, part: WorkspaceValue, chunks: int, cols: int, st, values: list[SSAValue],
+                    store) -> None:
+    """The kernel that merges `chunks` partial states of each of `cols` columns (the workspace
+    `part`, [width, chunks, cols]) and stores them with `store(kb, amap, col, state)`, which
+    uses `values`."""
+    lanes = vector_lanes(cols, 4)
+
+    def merge(kb, amap, chunk, cvec, n_lanes, states, _pre):
         planes = [kb.load(amap[part], [kb.c(c), chunk, kb.mul(cvec, n_lanes)], n_lanes) for c in range(st.width)]
         return [st.merge(kb, s, [p[l] for p in planes]) for l, s in enumerate(states)]
 
-    vals2 = list(dict.fromkeys(list(task.outputs) + epi_reads + (in_reads if shifted else []))) + [part]
-    bx2, by2, _ = outer_reduction_params(chunks, cols // lanes2, em.opts.sms)
-    _col_reduce_kernel(em, em.kernel_buffers(vals2), vals2, chunks, cols // lanes2, lanes2, bx2, by2, 1, st,
-                       merge_partials, store_out, settle=False)
+    vals = list(dict.fromkeys(values)) + [part]
+    bx, by, _ = outer_reduction_params(chunks, cols // lanes, em.opts.sms)
+    _col_reduce_kernel(em, em.kernel_buffers(vals), vals, chunks, cols // lanes, lanes, bx, by, 1, st,
+                       merge, store, settle=False)
+
+
+def emit_joint_reduction(em: KernelEmitter, task: Task, materialized: set, args: set) -> None:
+    """Two reductions of one input x, viewed as [rows, cols]: one over the leading dims (a
+    result per column), one over the trailing dims (a result per row), reading x once.
+
+    Kernel 1 has the outer reduction's layout, JOINT_BX threads (a warp) across column vectors:
+    each thread folds its column vector down the rows, as the column kernel does, and the warp
+    also folds each row it reads (its lanes, then a butterfly over the 32 threads) into a row
+    partial per block column, kept in shared memory until the rows are done, then written to a
+    workspace, [col_blocks, rows]. Kernel 2 merges the row partials
+    (none when one block spans the columns: kernel 1 then stores the rows itself); split rows
+    (few column blocks) merge their column partials in one more kernel, as the outer reduction's
+    do. Each output is stored by the kernel that finishes the reduction it is computed from."""
+    ops = [task.op] + task.siblings
+    col_op = next(op for op in ops if not reduction_view(shape_of(op.input), op.reduced_dims).inner)
+    row_op = next(op for op in ops if op is not col_op)
+    x = col_op.input
+    shape = shape_of(x)
+    k = len(col_op.reduced_dims)
+    row_shape, col_shape = shape[:k], shape[k:]
+    rows, cols = math.prod(row_shape), math.prod(col_shape)
+    own = set(col_op.results) | set(row_op.results)
+    in_reads = by_name(leaves(x, materialized - own, args))
+    max_bytes = max([elem_bytes(F._elem(v)) for v in in_reads] + [4 if not in_reads else 1])
+    lanes = vector_lanes(col_shape[-1], max_bytes, em.opts.vector)
+    col_vecs = cols // lanes
+    by, chunks = joint_reduction_params(rows, col_vecs, em.opts.sms)
+    if em.opts.split >= 1:  # forced, but never past what a block's shared memory holds
+        chunks = max(em.opts.split, math.ceil(rows / JOINT_MAX_ROWS))
+    bx = JOINT_BX
+    col_blocks = math.ceil(col_vecs / bx)
+    cst, rst = state_for(col_op), state_for(row_op)
+
+    def computed_from(op) -> list[SSAValue]:
+        rs = set(op.results)
+        return [o for o in task.outputs if o in rs or leaves(o, (materialized | own) - {o}, args) & rs]
+    col_outs, row_outs = computed_from(col_op), computed_from(row_op)
+    col_epi = _epilogue_reads(task, materialized, args, col_outs)
+    row_epi = _epilogue_reads(task, materialized, args, row_outs)
+
+    def store_cols(kb, amap, col, state):
+        store_row_outputs(kb, col_outs, amap, col, finalize(kb, col_op, state))
+
+    def store_rows(kb, amap, row, state):
+        store_row_outputs(kb, row_outs, amap, row, finalize(kb, row_op, state))
+
+    rowpart = _partials(em, [col_blocks, rows], rst.width) if col_blocks > 1 else None
+    rows_per_chunk = math.ceil(rows / chunks)
+
+    # A row's partial goes to shared memory, not to global memory, inside the loop: a global store
+    # there would keep ptxas from issuing the next rows' loads ahead of it (it cannot tell the
+    # workspace from the input), and the loop would wait on each load in turn.
+    def prepare(kb, amap, _cvec, _n_lanes):
+        start = kb.mul(kb.bid("y"), rows_per_chunk) if chunks > 1 else kb.c(0)
+        return kb.alloc([rows_per_chunk, rst.width], f32, "row_partials"), start
+
+    def fold_both(kb, amap, row, cvec_c, n_lanes, states, pre):
+        buf, start = pre
+        idx = kb.delinearize(row, row_shape) + kb.delinearize(kb.mul(cvec_c, n_lanes), col_shape)
+        xs = [kb.ext(v) for v in Evaluator(kb, {v: amap[v] for v in in_reads})(x, idx, n_lanes)]
+        tx = kb.tid("x")
+        in_range = kb.lt(kb.add(kb.mul(kb.bid("x"), bx), tx), col_vecs)  # clamped threads add nothing to the row
+        part = rst.identity(kb)
+        for v in xs:
+            part = rst.update(kb, part, v)
+        part = warp_reduce(kb, rst, select_state(kb, in_range, part, rst.identity(kb)))
+        local = kb.v(arith.SubiOp(row, start))
+        emit_if(kb, kb.eq(tx, 0), lambda b: [b.store([v], buf, [local, b.c(c)]) for c, v in enumerate(part)])
+        return [cst.update(kb, s, v) for s, v in zip(states, xs)]
+
+    def write_rows(kb, amap, pre):
+        # Each warp writes a run of the chunk's rows, its 32 threads side by side.
+        buf, start = pre
+        kb.emit(sched.BarrierOp())
+        ty = kb.tid("y")
+        n = kb.v(arith.MinUIOp(kb.c(rows_per_chunk), kb.v(arith.SubiOp(kb.c(rows), start))))
+        per_warp = math.ceil(rows_per_chunk / by)
+        lo = kb.v(arith.MinUIOp(kb.mul(ty, per_warp), n))
+        hi = kb.v(arith.MinUIOp(kb.add(lo, per_warp), n))
+        loop = sched.ForOp(lo, hi, kb.c(1), [], Block(arg_types=[sched.IndexType()]), bind="thread.x")
+        kb.emit(loop)
+        lb = kb.at(loop.body.block)
+        i = loop.body.block.args[0]
+        state = [lb.load(buf, [i, lb.c(c)], 1)[0] for c in range(rst.width)]
+        row = lb.add(start, i)
+        if rowpart is None:
+            store_rows(lb, amap, row, state)
+        else:
+            for c, v in enumerate(state):
+                lb.store([v], amap[rowpart], [lb.c(c), lb.bid("x"), row])
+        lb.emit(sched.YieldOp())
+
+    schedule = (f"joint row and column reduction of {list(shape)} as {rows} rows x {cols} columns: {bx}x{by} threads "
+                f"over {lanes}-element column vectors, {chunks} row chunk(s); each row folded per {bx} column vectors"
+                + (f", {col_blocks} partials per row merged by the next kernel" if rowpart is not None else ""))
+    row_vals = ([rowpart] if rowpart is not None else row_outs + row_epi)
+    if chunks == 1:
+        vals = list(dict.fromkeys(col_outs + row_vals + in_reads + col_epi))
+        _col_reduce_kernel(em, em.kernel_buffers(vals), vals, rows, col_vecs, lanes, bx, by, 1, cst,
+                           fold_both, store_cols, prepare=prepare, schedule=schedule, after_loop=write_rows)
+    else:
+        colpart = _partials(em, [chunks, cols], cst.width)
+
+        def store_col_partial(kb, amap, col, state, chunk):
+            for c, v in enumerate(state):
+                kb.store([v], amap[colpart], [kb.c(c), chunk, col])
+        vals = list(dict.fromkeys(row_vals + in_reads + [colpart]))
+        _col_reduce_kernel(em, em.kernel_buffers(vals), vals, rows, col_vecs, lanes, bx, by, chunks, cst,
+                           fold_both, store_col_partial, prepare=prepare, schedule=schedule, after_loop=write_rows)
+    if rowpart is not None:
+        _merge_partials(em, rowpart, col_blocks, rows, rst, row_outs + row_epi, store_rows)
+    if chunks > 1:
+        _merge_partials(em, colpart, chunks, cols, cst, col_outs + col_epi, store_cols)
 
 
 def _col_reduce_kernel(em: KernelEmitter, host_bufs, values, rows, col_vecs, lanes, bx, by, chunks, st, fold, store,
-                       settle=True, prepare=None, schedule=""):
+                       settle=True, prepare=None, schedule="", after_loop=None):
     """Columns in vectors of `lanes`: `bx` threads across column vectors, `by` threads (and
-    `chunks` blocks) down the rows; the `by` partial states of a column meet in shared memory."""
+    `chunks` blocks) down the rows; the `by` partial states of a column meet in shared memory.
+    `after_loop(kb, amap, prepared)`, if given, runs in every thread once the rows are folded."""
     rows_per_chunk = math.ceil(rows / chunks)
     w = st.width
 
@@ -281,6 +412,8 @@ def _col_reduce_kernel(em: KernelEmitter, host_bufs, values, rows, col_vecs, lan
         states = fold(lb, amap, r, cvec_c, lanes, [flat[l * w:(l + 1) * w] for l in range(lanes)], pre)
         lb.emit(sched.YieldOp(*[x for s in states for x in s]))
         res = list(loop.results)
+        if after_loop is not None:
+            after_loop(kb, amap, pre)
         states = [res[l * w:(l + 1) * w] for l in range(lanes)]
         if settle:  # elements were folded as sums; partial states arrive settled
             states = [st.settle(kb, s) for s in states]

@@ -6,6 +6,8 @@ from a segment per reduction, matmul, `segment_set` and pointwise output, it tak
 saves the most memory traffic among those a scheduler accepts, until none is left. Outputs
 pointwise in a reduction's results join its segment as an epilogue; inner reductions over the
 same rows merge with the outputs computed from them into one persistent `normalization` segment
+(and a reduction over an input's leading dims with one over the rest into one `reduction`
+segment that reads the input once)
 when the normalization scheduler accepts the row (when it refuses, the group is resegmented into
 reduction and pointwise segments and the refusal is recorded); matmuls sharing A merge; outputs
 of one shape and level share a pointwise segment. Pointwise ops are recomputed, so a pointwise value that
@@ -32,6 +34,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from fuser.dialects import fusion as F
+from fuser.lowering.combiners import is_welford
 from fuser.lowering.common import Task, definition_order, nbytes, shape_of
 from fuser.lowering.planner import BOUNDARY_OPS, Plan, plan_fusion, task_ops, task_reads, unstored_matmul_result
 from fuser.lowering.schedulers.options import ScheduleOptions, SchedulingPass
@@ -105,21 +108,23 @@ def _cut_matmul_operands(body: Block) -> None:
 
 
 def _sibling_reductions(plan: Plan) -> dict[int, str]:
-    """Reductions of one input over different dims (row and column sums): each is its own
-    segment, so the input is read once per reduction. The note says so and what a kernel
-    computing them together would save (no scheduler does that yet)."""
+    """Reductions of one input over different dims that kept a kernel each (a joint task says
+    so in its own record): the note says the input is read once per reduction, and why they were
+    not joined."""
     by_input: dict[SSAValue, list[Task]] = {}
     for t in plan.tasks:
-        if t.kind == "reduction":
+        if t.kind == "reduction" and not t.siblings:
             by_input.setdefault(t.op.input, []).append(t)
     notes = {}
     for x, ts in by_input.items():
         if len({tuple(sorted(t.op.reduced_dims)) for t in ts}) < 2:
             continue
         name = f"%{x.name_hint}" if x.name_hint else "its input"
+        why = ("a Welford state is not folded per row inside the column kernel" if any(is_welford(t.op) for t in ts)
+               else "no pair reduces its leading dims and the rest")
         for t in ts:
-            notes[id(t)] = (f"siblings: {len(ts)} reductions of {name} over different dims, one kernel each, "
-                            f"read {len(ts)} times ({len(ts) * nbytes(x)} B; one joint kernel would read {nbytes(x)} B)")
+            notes[id(t)] = (f"siblings: {len(ts)} reductions of {name} over different dims, one kernel each "
+                            f"({why}), read {len(ts)} times ({len(ts) * nbytes(x)} B)")
     return notes
 
 
@@ -257,6 +262,13 @@ def describe(t: Task, plan: Plan, reads: list[SSAValue], written: list[SSAValue]
     traffic = f"reads {sum(map(nbytes, reads))} B, writes {sum(map(nbytes, written))} B"
     if t.kind == "normalization":
         what = t.group.decision.reason
+    elif t.kind == "reduction" and t.siblings:
+        ops = task_ops(t)   # the column reduction first
+        x = t.op.input
+        name = f"%{x.name_hint}" if x.name_hint else "the input"
+        what = (f"joint reduction of {name} {list(shape_of(x))}: " +
+                " and ".join(f"'{op.name}' {op.kind.data} over dims {sorted(op.reduced_dims)}" for op in ops) +
+                f"; one read of {name} ({nbytes(x)} B) where a kernel each would read it twice")
     elif t.kind == "reduction":
         op = t.op
         what = f"'{op.name}' over dims {sorted(op.reduced_dims)} of {list(shape_of(op.input))}"

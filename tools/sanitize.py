@@ -78,6 +78,13 @@ _MIDDLE = """func.func @mid(%x: tensor<6x4000x40xf32>) -> tensor<6x40xf32> {
   func.return %s : tensor<6x40xf32>
 }"""
 
+_JOINT = """func.func @joint(%x: tensor<2051x333xbf16>) -> (tensor<2051xbf16>, tensor<333xf32>) {
+  %r = fusion.reduce sum %x dims [1] {dtype = "f32"} : tensor<2051x333xbf16> to tensor<2051xf32>
+  %c = fusion.reduce max %x dims [0] {dtype = "f32"} : tensor<2051x333xbf16> to tensor<333xf32>
+  %rb = fusion.cast %r : tensor<2051xf32> to tensor<2051xbf16>
+  func.return %rb, %c : tensor<2051xbf16>, tensor<333xf32>
+}"""
+
 
 def _default_with_split_k(options: str) -> str:
     """The default pipeline with fusion-split-k{options}."""
@@ -104,6 +111,7 @@ CASES: dict[str, tuple[str, str]] = {
     "transpose": (_TRANSPOSE, "default"),
     "transpose_pairs": (_TRANSPOSE_PAIRS, "default"),
     "middle_dim_split": (_MIDDLE, "default"),
+    "joint_reduction": (_JOINT, "default"),
 }
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")

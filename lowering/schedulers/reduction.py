@@ -5,6 +5,9 @@ the kernels they describe.
   split into chunks whose partial states a second kernel folds.
 - outer reduction (leading dims): each thread owns a vector of columns and walks rows; tall
   inputs split rows across blocks.
+- joint row and column reduction (one input, reduced over its leading dims by one op and its
+  trailing dims by another): the outer layout, with a warp's 32 column vectors also folding
+  each row they read.
 """
 
 from __future__ import annotations
@@ -91,3 +94,23 @@ def outer_reduction_params(rows: int, col_vectors: int, sms: int) -> tuple[int, 
         bx, by = bx // 2, 2 * by
         blocks_x = math.ceil(col_vectors / bx)
     return bx, by, chunks
+
+
+JOINT_BX = 32   # threads over column vectors in the joint kernel: one warp per row it reads
+JOINT_ROWS = 4096        # rows per block whose partials wait in shared memory (16 KB)
+JOINT_MAX_ROWS = 49152   # ... and the most a block may hold when a split is forced (192 KB)
+
+
+def joint_reduction_params(rows: int, col_vectors: int, sms: int) -> tuple[int, int]:
+    """(by threads over rows, row chunks) for the joint row and column kernel, whose blocks are
+    JOINT_BX threads wide so that a warp's shuffles fold one row. Rows split into chunks as the
+    outer reduction's do: while the column blocks are fewer than two per SM, and so that a block
+    has at most JOINT_ROWS rows, whose partials it keeps in shared memory until its rows are done."""
+    by = 8
+    while by > 1 and by // 2 >= rows:
+        by //= 2
+    blocks_x = math.ceil(col_vectors / JOINT_BX)
+    chunks = 1
+    if blocks_x < 2 * sms:
+        chunks = max(1, min(math.ceil(4 * sms / blocks_x), rows // (by * 16)))
+    return by, max(chunks, math.ceil(rows / JOINT_ROWS))

@@ -30,9 +30,9 @@ def _inputs(k, rng):
     return out
 
 
-def check_against_f64(text: str, rng) -> list[str]:
+def check_against_f64(text: str, rng, pipeline: str = "default") -> list[str]:
     """Compile and run `text` on fresh random inputs; the mismatches with float64, if any."""
-    k = api.compile(text)
+    k = api.compile(text, pipeline=pipeline)
     inputs = _inputs(k, rng)
     got = k(*inputs)
     got = got if isinstance(got, tuple) else (got,)

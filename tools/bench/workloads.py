@@ -251,6 +251,25 @@ def reduction_sum(family: str, dims: list[int], shape: Shape, dtype: str, quick_
     )
 
 
+def row_and_column_sums(shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
+    """Row and column sums of one matrix (torch: `x.sum(1), x.sum(0)`): fusion-segment's joint
+    reduction, which reads x once where a kernel per sum reads it twice. GB/s counts x once."""
+    def build(s: Shape, d: str) -> FusionBuilder:
+        fb = FusionBuilder(f"row_and_column_sums_{d}")
+        x = fb.input(s, d, name="x")
+        rows = _named(fapi.sum(x, [1], dtype="f32"), "r")
+        cols = _named(fapi.sum(x, [0], dtype="f32"), "c")
+        return _finish(fb, *(t if d == "f32" else fapi.cast(t, d) for t in (rows, cols)))
+
+    return Workload(
+        name=f"row_and_column_sums_{dtype}_{fmt_shape(shape)}", family="row_and_column_sums", shape=shape, dtype=dtype,
+        quick_shape=quick_shape, inputs=lambda s, d: [(s, d)],
+        torch_fn=_torch_fn("row_and_column_sums", lambda x: (x.sum(dim=1), x.sum(dim=0))),
+        bytes_moved=lambda s, d: nbytes(s, d) + nbytes((s[0],), d) + nbytes((s[1],), d),
+        build=build, rtol=1e-4 if dtype == "f32" else 1e-2,
+    )
+
+
 def transpose(shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
     """y = x^T, materialized (torch: `x.t().contiguous()`): the transpose scheduler's row."""
     def build(s: Shape, d: str) -> FusionBuilder:
@@ -486,6 +505,8 @@ def _register_defaults() -> None:
         register(reduction_sum("sum_all", [0], _BIG_1D, dt, _QUICK_1D))
     for dt in ("f32", "bf16"):
         register(reduction_sum("mid_sum", [1], (256, 1024, 512), dt, (16, 256, 128)))
+    for dt in ("f32", "bf16"):
+        register(row_and_column_sums((32768, 4096), dt, (1024, 512)))
     for dt in ("f32", "bf16"):
         register(transpose((8192, 8192), dt, (1024, 1024)))
     for dt in ("f32", "bf16"):

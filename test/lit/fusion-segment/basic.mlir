@@ -63,13 +63,13 @@ func.func @cut(%x: tensor<32x64xf32>) -> tensor<32xf32> {
 }
 
 // -----
-// Row and column sums of one input are planned as one reduction kernel each; the record says
-// the input is read twice and what a joint kernel would read.
+// Row and column sums of one input are one joint reduction segment: the record says it reads
+// the input once, and the merge what that saved.
 // CHECK-LABEL: func.func @row_and_column
-// CHECK:         fusion.segment "reduction" (%{{.*}} = %x : tensor<512x256xf32>) -> (tensor<512xf32>)
-// CHECK-SAME:      fuser.segment = "'fusion.reduce' over dims [1] of [512, 256]; reads 524288 B, writes 2048 B; siblings: 2 reductions of %x over different dims, one kernel each, read 2 times (1048576 B; one joint kernel would read 524288 B)"
-// CHECK:         fusion.segment "reduction" (%{{.*}} = %x : tensor<512x256xf32>) -> (tensor<256xf32>)
-// CHECK-SAME:      fuser.segment = "'fusion.reduce' over dims [0] of [512, 256]; reads 524288 B, writes 1024 B; siblings: 2 reductions of %x
+// CHECK:         %[[C:.*]], %[[R:.*]] = fusion.segment "reduction" (%{{.*}} = %x : tensor<512x256xf32>) -> (tensor<256xf32>, tensor<512xf32>)
+// CHECK-SAME:      fuser.segment = "joint reduction of %x [512, 256]: 'fusion.reduce' sum over dims [0] and 'fusion.reduce' sum over dims [1]; one read of %x (524288 B) where a kernel each would read it twice; reads 524288 B, writes 3072 B"
+// CHECK-SAME:      fuser.merged = "siblings (saves 524288 B)"
+// CHECK:         func.return %[[R]], %[[C]]
 func.func @row_and_column(%x: tensor<512x256xf32>) -> (tensor<512xf32>, tensor<256xf32>) {
   %r = fusion.reduce sum %x dims [1] : tensor<512x256xf32> to tensor<512xf32>
   %c = fusion.reduce sum %x dims [0] : tensor<512x256xf32> to tensor<256xf32>

@@ -37,10 +37,25 @@ func.func @by_hand(%x: tensor<16x512xf32>) -> tensor<16x512xf32> {
 // CHECK-LABEL: func.func @split_by_hand
 // CHECK:         %[[A:.*]] = fusion.segment "reduction" (%{{.*}} = %x : tensor<64x32xf32>) -> (tensor<64xf32>)
 // CHECK-SAME:      fuser.segment = "split from a hand-written segment of 2 kernel tasks; 'fusion.reduce' over dims [1] of [64, 32]
-// CHECK:         %[[B:.*]] = fusion.segment "reduction" (%{{.*}} = %x : tensor<64x32xf32>) -> (tensor<32xf32>)
+// CHECK:         %[[B:.*]] = fusion.segment "reduction" (%{{.*}} = %y : tensor<64x32xf32>) -> (tensor<32xf32>)
 // CHECK-SAME:      fuser.segment = "split from a hand-written segment of 2 kernel tasks; 'fusion.reduce' over dims [0] of [64, 32]
 // CHECK:         func.return %[[A]], %[[B]]
-func.func @split_by_hand(%x: tensor<64x32xf32>) -> (tensor<64xf32>, tensor<32xf32>) {
+func.func @split_by_hand(%x: tensor<64x32xf32>, %y: tensor<64x32xf32>) -> (tensor<64xf32>, tensor<32xf32>) {
+  %a, %b = fusion.segment (%xs = %x : tensor<64x32xf32>, %ys = %y : tensor<64x32xf32>) -> (tensor<64xf32>, tensor<32xf32>) {
+    %r = fusion.reduce sum %xs dims [1] : tensor<64x32xf32> to tensor<64xf32>
+    %c = fusion.reduce max %ys dims [0] : tensor<64x32xf32> to tensor<32xf32>
+    fusion.yield %r, %c : tensor<64xf32>, tensor<32xf32>
+  }
+  func.return %a, %b : tensor<64xf32>, tensor<32xf32>
+}
+
+// -----
+// The row sum and column max of one input, written as one segment: one scheduler (the joint
+// reduction) takes both, so the segment is kept whole and named.
+// CHECK-LABEL: func.func @joint_by_hand
+// CHECK:         %{{.*}}, %{{.*}} = fusion.segment "reduction" (%{{.*}} = %x : tensor<64x32xf32>) -> (tensor<64xf32>, tensor<32xf32>)
+// CHECK-SAME:      fuser.segment = "hand-written; joint reduction of %xs [64, 32]: 'fusion.reduce' max over dims [0] and 'fusion.reduce' sum over dims [1]
+func.func @joint_by_hand(%x: tensor<64x32xf32>) -> (tensor<64xf32>, tensor<32xf32>) {
   %a, %b = fusion.segment (%xs = %x : tensor<64x32xf32>) -> (tensor<64xf32>, tensor<32xf32>) {
     %r = fusion.reduce sum %xs dims [1] : tensor<64x32xf32> to tensor<64xf32>
     %c = fusion.reduce max %xs dims [0] : tensor<64x32xf32> to tensor<32xf32>
