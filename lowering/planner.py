@@ -374,11 +374,14 @@ def _is_epilogue(t: Task, o: SSAValue, graph: FusionGraph) -> bool:
     key = ("epilogue", tuple(map(id, ops)), o)
     if key not in graph.memo:
         deps = graph.deps(o)
-        anchors = [op for op in ops if set(op.results) & deps] if t.kind == "reduction" else [t.op]
-        rs = {r for op in ops for r in op.results} if t.kind != "reduction" else \
-            (set(anchors[0].results) if len(anchors) == 1 else set())
+        if t.kind == "reduction":  # the results of exactly one of its reductions
+            anchors = [op for op in ops if set(op.results) & deps]
+            anchor = anchors[0] if len(anchors) == 1 else None
+            rs = set(anchor.results) if anchor is not None else set()
+        else:
+            anchor, rs = t.op, {r for op in ops for r in op.results}
         graph.memo[key] = (
-            o not in graph.args and bool(rs) and shape_of(o) == shape_of(anchors[0].results[0]) and bool(rs & deps)
+            o not in graph.args and anchor is not None and shape_of(o) == shape_of(anchor.results[0]) and bool(rs & deps)
             and all(graph.lvl(d) < t.level for d in deps if d not in rs)
             and pointwise_path_only(o, rs, graph.materialized - {o} - rs, graph.args))
     return graph.memo[key]
@@ -425,23 +428,15 @@ def _sibling_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
     one kernel reads the input once for both. Sums, maxima and minima; a Welford state (three
     values and a division per merge) is not folded per row inside the column kernel."""
     reds = [t for t in tasks if t.kind == "reduction" and not t.siblings and not is_welford(t.op)]
-    split = {}
-    for t in reds:
-        rank, dims = len(shape_of(t.op.input)), sorted(t.op.reduced_dims)
-        if dims == list(range(len(dims))) and len(dims) < rank:
-            split[id(t)] = ("columns", len(dims))
-        elif dims == list(range(rank - len(dims), rank)) and len(dims) < rank:
-            split[id(t)] = ("rows", rank - len(dims))
     out = []
-    for t in reds:
-        for u in reds:
-            if split.get(id(t), ("",))[0] != "columns" or split.get(id(u), ("",))[0] != "rows":
+    for cols in reds:
+        k = _outer_split(cols.op)
+        for rows in reds:
+            if k is None or rows.op.input is not cols.op.input or _inner_split(rows.op) != k or rows.level != cols.level:
                 continue
-            if t.op.input is not u.op.input or split[id(t)][1] != split[id(u)][1] or t.level != u.level:
-                continue
-            first, second = sorted((t, u), key=lambda v: v.order)
-            out.append(_proposal(graph, "siblings", [first, second], lambda t=t, u=u, first=first: [
-                replace(t, order=first.order, outputs=t.outputs + u.outputs, siblings=[u.op])]))
+            parts = sorted([cols, rows], key=lambda v: v.order)
+            out.append(_proposal(graph, "siblings", parts, lambda c=cols, r=rows, o=parts[0].order: [
+                replace(c, order=o, outputs=c.outputs + r.outputs, siblings=[r.op])]))
     return out
 
 
@@ -488,6 +483,13 @@ class NormGroup:
     @property
     def result_list(self) -> list[SSAValue]:
         return [r for op in self.ops for r in op.results]
+
+
+def _outer_split(op) -> int | None:
+    """k such that `op` reduces exactly the leading dims 0..k-1 and keeps some, else None."""
+    rank = len(shape_of(op.input))
+    dims = sorted(op.reduced_dims)
+    return len(dims) if dims == list(range(len(dims))) and len(dims) < rank else None
 
 
 def _inner_split(op) -> int | None:

@@ -367,20 +367,18 @@ def emit_joint_reduction(em: KernelEmitter, task: Task, materialized: set, args:
     schedule = (f"joint row and column reduction of {list(shape)} as {rows} rows x {cols} columns: {bx}x{by} threads "
                 f"over {lanes}-element column vectors, {chunks} row chunk(s); each row folded per {bx} column vectors"
                 + (f", {col_blocks} partials per row merged by the next kernel" if rowpart is not None else ""))
-    row_vals = ([rowpart] if rowpart is not None else row_outs + row_epi)
+    row_vals = [rowpart] if rowpart is not None else row_outs + row_epi
     if chunks == 1:
-        vals = list(dict.fromkeys(col_outs + row_vals + in_reads + col_epi))
-        _col_reduce_kernel(em, em.kernel_buffers(vals), vals, rows, col_vecs, lanes, bx, by, 1, cst,
-                           fold_both, store_cols, prepare=prepare, schedule=schedule, after_loop=write_rows)
+        vals, store_col = list(dict.fromkeys(col_outs + row_vals + in_reads + col_epi)), store_cols
     else:
         colpart = _partials(em, [chunks, cols], cst.width)
+        vals = list(dict.fromkeys(row_vals + in_reads + [colpart]))
 
-        def store_col_partial(kb, amap, col, state, chunk):
+        def store_col(kb, amap, col, state, chunk):
             for c, v in enumerate(state):
                 kb.store([v], amap[colpart], [kb.c(c), chunk, col])
-        vals = list(dict.fromkeys(row_vals + in_reads + [colpart]))
-        _col_reduce_kernel(em, em.kernel_buffers(vals), vals, rows, col_vecs, lanes, bx, by, chunks, cst,
-                           fold_both, store_col_partial, prepare=prepare, schedule=schedule, after_loop=write_rows)
+    _col_reduce_kernel(em, em.kernel_buffers(vals), vals, rows, col_vecs, lanes, bx, by, chunks, cst,
+                       fold_both, store_col, prepare=prepare, schedule=schedule, after_loop=write_rows)
     if rowpart is not None:
         _merge_partials(em, rowpart, col_blocks, rows, rst, row_outs + row_epi, store_rows)
     if chunks > 1:

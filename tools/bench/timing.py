@@ -3,8 +3,9 @@
 Method (PERF.md): every row is checked against torch eager before it is timed (a fast wrong
 kernel is a FAIL, not a number); times are medians of CUDA-event timings after warm-up, each
 call after an L2 flush that reads (not writes) a large buffer (`Bench.time_ms` says why);
-inputs that fit in L2 are rotated through enough copies to exceed it; inputs are random, never zeros; tensor-core (TFLOP/s) rows are timed in two
-rounds in opposite peer orders, keeping each peer's faster median.
+inputs that fit in L2 are rotated through enough copies to exceed it; inputs are random, never
+zeros; tensor-core (TFLOP/s) rows are timed in two rounds in opposite peer orders, keeping each
+peer's faster median.
 
 torch and triton are imported when a `Bench` is made, never at module level.
 """
