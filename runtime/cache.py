@@ -8,7 +8,8 @@ is a few named text payloads (PTX, ...) plus a small JSON of metadata.
 On disk (``$FUSER_CACHE_DIR``; else ``$XDG_CACHE_HOME/fuser`` when that is an absolute
 path; else ``~/.cache/fuser``; ``FUSER_CACHE=0`` turns the disk layer off) each entry is
 ``v1/<k[:2]>/<k>.<payload>.txt`` files and a ``v1/<k[:2]>/<k>.json`` written last that
-records each payload's sha256.
+records each payload's sha256, and a sha256 of its own other fields (the metadata included:
+an edit that leaves valid JSON, a launch grid changed, is a mismatch too).
 Every file is written to a temporary name and ``os.replace``d into place, so a
 reader never sees half a file; a corrupt or inconsistent entry is treated as a
 miss (and rewritten by the next ``put``), never an exception.
@@ -154,6 +155,12 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _record_digest(record: dict) -> str:
+    """sha256 of an entry's .json fields (all but the digest itself), in a canonical form:
+    the payloads carry their own digests, and this one covers the metadata."""
+    return _sha(json.dumps(record, sort_keys=True))
+
+
 def _atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -274,6 +281,8 @@ class KernelCache:
             return None
         try:
             d = json.loads(text)
+            if d.pop("digest") != _record_digest(d):
+                raise ValueError("the entry does not match its digest")
             if d["layout"] != _LAYOUT or d["key"] != key:
                 raise ValueError("foreign entry")
             payloads = {}
@@ -295,9 +304,10 @@ class KernelCache:
         try:
             for name, body in e.payloads.items():
                 _atomic_write(self._payload_path(e.key, name), body)
-            meta = {"layout": _LAYOUT, "key": e.key, "meta": e.meta,
-                    "payloads": {n: _sha(b) for n, b in e.payloads.items()}}
-            meta_text = json.dumps(meta, sort_keys=True)
+            record = {"layout": _LAYOUT, "key": e.key, "meta": e.meta,
+                      "payloads": {n: _sha(b) for n, b in e.payloads.items()}}
+            record["digest"] = _record_digest(record)
+            meta_text = json.dumps(record, sort_keys=True)
             # the metadata goes last: it is the commit point of the entry
             _atomic_write(self._meta_path(e.key), meta_text)
             return sum(len(t.encode()) for t in (meta_text, *e.payloads.values()))

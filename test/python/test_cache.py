@@ -3,6 +3,7 @@ size limit (FUSER_CACHE_MAX_BYTES, least-recently-used eviction, safe under othe
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -336,3 +337,54 @@ def test_concurrent_processes_share_a_bounded_cache(tmp_path):
     for k in c.keys_on_disk():
         assert c.get(k).payloads["ptx"] == PAYLOAD
     assert c.stats["corrupt"] == 0
+
+
+# ------------------------------------------------------------------- metadata digest
+
+def test_edited_metadata_is_a_miss_and_is_rebuilt(tmp_path):
+    """The .json's metadata is covered by a digest, as the payloads are: an edit that stays
+    valid JSON (a launch grid 512 -> 912) is a miss, never served, and the next put rewrites it."""
+    meta = {"launches": [{"kernel": "k0", "grid": [512, 1, 1]}]}
+    cache.KernelCache(tmp_path, disk=True).put(key(1), {"ptx": PAYLOAD}, meta)
+    path = tmp_path / "v1" / key(1)[:2] / f"{key(1)}.json"
+    text = path.read_text()
+    assert text.count('"grid": [512,') == 1
+    path.write_text(text.replace('"grid": [512,', '"grid": [912,'))
+    c = cache.KernelCache(tmp_path, disk=True)
+    assert c.get(key(1)) is None and c.stats["corrupt"] == 1
+    e = c.get_or_create(key(1), lambda: ({"ptx": PAYLOAD}, meta))
+    assert e.meta == meta
+    assert cache.KernelCache(tmp_path, disk=True).get(key(1)).meta == meta
+
+
+def test_entry_without_a_digest_is_a_miss(tmp_path):
+    """An entry written before the digest existed is not trusted: a miss, rewritten."""
+    cache.KernelCache(tmp_path, disk=True).put(key(1), {"ptx": PAYLOAD}, {"n": 1})
+    path = tmp_path / "v1" / key(1)[:2] / f"{key(1)}.json"
+    d = json.loads(path.read_text())
+    del d["digest"]
+    path.write_text(json.dumps(d, sort_keys=True))
+    assert cache.KernelCache(tmp_path, disk=True).get(key(1)) is None
+
+
+def test_compile_with_an_edited_grid_recompiles(tmp_path, monkeypatch):
+    """End to end: the driver's cached Program with its grid edited on disk is recompiled,
+    and the launch keeps the grid the compiler chose."""
+    from fuser.driver import compile_fusion
+
+    text = """func.func @f(%x: tensor<512x1024xf32>) -> tensor<512x1024xf32> {
+  %e = fusion.exp %x : tensor<512x1024xf32>
+  func.return %e : tensor<512x1024xf32>
+}"""
+    monkeypatch.setattr(cache, "_default", cache.KernelCache(tmp_path, disk=True, max_bytes=0))
+    first = compile_fusion(text)
+    assert [s.grid for s in first.program.launches] == [(512, 1, 1)]
+    (path,) = (tmp_path / "v1").glob("*/*.json")
+    body = path.read_text()
+    assert body.count('\\"grid\\": [512,') == 1  # the Program is a JSON string in the metadata
+    path.write_text(body.replace('\\"grid\\": [512,', '\\"grid\\": [912,'))
+    cache._default.clear_memory()
+    again = compile_fusion(text)
+    assert not again.cached and [s.grid for s in again.program.launches] == [(512, 1, 1)]
+    cache._default.clear_memory()
+    assert compile_fusion(text).cached  # rewritten by the recompile
