@@ -9,10 +9,12 @@ hazards the tool reported and whether the outputs matched the float64 reference.
 
     python3 -m fuser.tools.sanitize [--tools memcheck,racecheck,synccheck,initcheck] [--cases REGEX]
 
-compute-sanitizer starts the Python it is given with a clean view of the GPU; this tool hands
-it `--python` (default /usr/bin/python3.12) and a PYTHONPATH that holds fuser, the carried
-wheels and the site-packages of the Python running this tool (numpy, cuda.bindings).
-Exit status 0 when every run reported no hazard and matched.
+compute-sanitizer is the one on PATH, else /usr/local/cuda/bin/compute-sanitizer, unless
+`--sanitizer PATH` names another. It starts the Python it is given with a clean view of the GPU;
+this tool hands it `--python` (default /usr/bin/python3.12) and a PYTHONPATH that holds fuser,
+the carried wheels and the site-packages of the Python running this tool (numpy, cuda.bindings).
+Exit status 0 when every run reported no hazard and matched, 1 when one did not, 2 for a bad
+option (a --cases pattern that matches no case included) or a missing compute-sanitizer or Python.
 """
 
 from __future__ import annotations
@@ -127,18 +129,17 @@ def _pythonpath() -> str:
     return os.pathsep.join(dict.fromkeys(p for p in parts if p))
 
 
-def _sanitizer() -> str:
-    return shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
+CUDA_SANITIZER = "/usr/local/cuda/bin/compute-sanitizer"  # where the CUDA toolkit puts it
 
 
-def run_case(name: str, tool: str, python: str, workdir: str) -> tuple[str, str, float]:
+def run_case(name: str, tool: str, sanitizer: str, python: str, workdir: str) -> tuple[str, str, float]:
     """(hazards, outputs, seconds) of one case under one tool."""
     text, pipeline = CASES[name]
     path = os.path.join(workdir, f"{name}.mlir")
     with open(path, "w") as f:
         f.write(text)
     env = dict(os.environ, PYTHONPATH=_pythonpath(), FUSER_CACHE_DIR=os.path.join(workdir, "cache"))
-    cmd = [_sanitizer(), "--tool", tool, "--error-exitcode", "9", python, "-m", "fuser.tools.fuser_run", path,
+    cmd = [sanitizer, "--tool", tool, "--error-exitcode", "9", python, "-m", "fuser.tools.fuser_run", path,
            "-p", pipeline, "--reps", "1"]
     t0 = time.perf_counter()
     r = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -157,26 +158,53 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tools", default="memcheck,racecheck,synccheck", help=f"comma-separated, of {', '.join(TOOLS)}")
     p.add_argument("--cases", default="", metavar="REGEX", help="run the cases whose name matches")
     p.add_argument("--python", default="/usr/bin/python3.12", help="the Python compute-sanitizer starts")
+    p.add_argument("--sanitizer", metavar="PATH",
+                   help=f"the compute-sanitizer to run (default: the one on PATH, else {CUDA_SANITIZER})")
     p.add_argument("--list", action="store_true", help="list the cases and exit")
     args = p.parse_args(argv)
-    names = [n for n in CASES if re.search(args.cases, n)]
+    try:
+        names = [n for n in CASES if re.search(args.cases, n)]
+    except re.error as e:
+        p.error(f"--cases {args.cases!r} is not a regular expression: {e}")
+    if not names:  # a typo should not pass as a clean run of nothing
+        p.error(f"--cases {args.cases!r} matches no case; the cases are {', '.join(CASES)}")
     if args.list:
         for n in names:
             print(f"{n:22} {CASES[n][1]}")
         return 0
     tools = [t for t in args.tools.split(",") if t]
     bad = [t for t in tools if t not in TOOLS]
-    if bad:
-        p.error(f"unknown tool {bad[0]!r}; choose from {', '.join(TOOLS)}")
+    if bad or not tools:
+        p.error(f"unknown tool {bad[0]!r}; choose from {', '.join(TOOLS)}" if bad
+                else f"--tools names no tool; choose from {', '.join(TOOLS)}")
+    # Both are started by subprocess: find them first, so a missing one is one line, not a
+    # FileNotFoundError per case (the sanitizer) or a "no run" per case (the Python).
+    if args.sanitizer:
+        sanitizer = shutil.which(args.sanitizer)
+        where = f"--sanitizer {args.sanitizer}: no such executable"
+    else:
+        sanitizer = shutil.which("compute-sanitizer") or shutil.which(CUDA_SANITIZER)
+        where = f"compute-sanitizer not found on PATH nor at {CUDA_SANITIZER}"
+    if sanitizer is None:
+        return _error(f"{where}; install the CUDA toolkit's compute-sanitizer or name it with --sanitizer PATH")
+    python = shutil.which(args.python)
+    if python is None:
+        return _error(f"--python {args.python}: no such executable; name a Python that has numpy and "
+                      "cuda.bindings with --python PATH")
     ok = True
     with tempfile.TemporaryDirectory() as work:
         print(f"{'case':22} {'tool':10} {'hazards':>8} {'outputs':>8} {'seconds':>8}", flush=True)
         for n in names:
             for t in tools:
-                hz, outs, dt = run_case(n, t, args.python, work)
+                hz, outs, dt = run_case(n, t, sanitizer, python, work)
                 ok &= hz == "0" and outs == "ok"
                 print(f"{n:22} {t:10} {hz:>8} {outs:>8} {dt:8.1f}", flush=True)
     return 0 if ok else 1
+
+
+def _error(message: str) -> int:
+    print(f"fuser-sanitize: error: {message}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -34,3 +34,42 @@ def test_list_and_bad_tool(capsys):
     assert "matmul_reuse" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["--tools", "leakcheck"])
+
+
+def test_no_compute_sanitizer_is_one_line(capsys, monkeypatch, tmp_path):
+    """The usual CI machine has no compute-sanitizer: one line naming where it looked and the
+    option that points elsewhere, not a FileNotFoundError."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing on PATH
+    monkeypatch.setattr("fuser.tools.sanitize.CUDA_SANITIZER", str(tmp_path / "cuda" / "compute-sanitizer"))
+    assert main(["--cases", "^softmax$"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("fuser-sanitize: error: compute-sanitizer not found on PATH")
+    assert str(tmp_path / "cuda" / "compute-sanitizer") in err and "--sanitizer PATH" in err
+    assert main(["--sanitizer", str(tmp_path / "nope"), "--cases", "^softmax$"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--sanitizer {tmp_path / 'nope'}: no such executable" in err
+
+
+def test_missing_python_is_one_line(capsys, tmp_path):
+    fake = tmp_path / "compute-sanitizer"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    assert main(["--sanitizer", str(fake), "--python", str(tmp_path / "python9"), "--cases", "^softmax$"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--python {tmp_path / 'python9'}: no such executable" in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--cases", "no_such_case"], "--cases 'no_such_case' matches no case; the cases are matmul_reuse, "),
+    (["--cases", "no_such_case", "--list"], "--cases 'no_such_case' matches no case"),
+    (["--cases", "("], "--cases '(' is not a regular expression"),
+    (["--tools", ","], "--tools names no tool"),
+])
+def test_bad_cases_or_tools_are_errors(capsys, args, message):
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert f"fuser-sanitize: error: {message}" in err and "Traceback" not in err
+    if "matches no case" in message:
+        assert all(n in err for n in CASES)
