@@ -12,6 +12,7 @@ import re
 import sys
 
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.parser.core import ForwardDeclaredValue
@@ -19,6 +20,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException, DiagnosticException, ParseError
 
 from fuser.dialects.context import make_context
+from fuser.dialects.fusion.types import unsupported_element
 
 
 class FuserDiagnostic(Exception):
@@ -125,6 +127,7 @@ def verify_module(module: ModuleOp) -> None:
     for op in module.walk():
         try:
             _verify_defined_before_use(op, positions)
+            _verify_tensor_signature(op)
             op.verify_()
             _verify_structure(op)
             if op.name == "llvm.mlir.addressof":
@@ -135,6 +138,18 @@ def verify_module(module: ModuleOp) -> None:
         module.verify()
     except DiagnosticException as e:  # something only the whole-module walk sees
         raise FuserDiagnostic(f"error: {first_line(e)}") from None
+
+
+def _verify_tensor_signature(op: Operation) -> None:
+    """A function on tensors is a fusion: its parameters and results must have element types the
+    fusion dialect supports (an unused or returned-as-is parameter meets no op verifier)."""
+    if not isinstance(op, FuncOp):
+        return
+    ft = op.function_type
+    for what, types in (("argument", ft.inputs.data), ("result", ft.outputs.data)):
+        for i, t in enumerate(types):
+            if (why := unsupported_element(t)) is not None:
+                raise VerifyException(f"'func.func' op @{op.sym_name.data} {what} #{i} ({t}): {why}")
 
 
 def _verify_defined_before_use(op: Operation, positions: dict) -> None:

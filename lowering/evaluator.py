@@ -1,4 +1,4 @@
-"""The `Evaluator`: emits the f32 scalars of a fusion value at a multi-index inside a kernel,
+"""The `Evaluator`: emits the scalars of a fusion value at a multi-index inside a kernel,
 recomputing pointwise and shape ops and loading materialized values; `emit_unary` and
 `emit_binary` spell the fusion's math ops in arith/math ops.
 """
@@ -11,16 +11,17 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import i1, i64
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import IntegerType, i1
+from xdsl.ir import Attribute, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.lowering.common import ScheduleError, shape_of
-from fuser.lowering.kernel_builder import KernelBuilder
+from fuser.lowering.kernel_builder import KernelBuilder, f32
 
 
 class Evaluator:
-    """Emits the f32 scalars of a fusion value at a multi-index.
+    """Emits the scalars of a fusion value at a multi-index, each in its compute type
+    (`compute_type`: f32 for f16, bf16 and f32; f64, i1 and i64 as themselves).
 
     `lanes` > 1 asks for that many consecutive elements along the value's last dimension
     (lane 0 at `idx`, whose last coordinate is a multiple of `lanes`). Materialized values and
@@ -110,13 +111,7 @@ class Evaluator:
                 return self(op.input, at(idx), lanes)
             return self._per_lane(lambda ix: self(op.input, at(ix), 1), idx, lanes)
         if isinstance(op, F.CastOp):
-            xs = self(op.input, idx, lanes)
-            t = F._elem(v)
-            if t == i64 and all(F.is_float(x.type) for x in xs):  # truncation toward zero
-                return [kb.v(arith.FPToSIOp(x, i64)) for x in xs]
-            if t == i1 and all(F.is_float(x.type) for x in xs):   # nonzero is true
-                return [kb.v(arith.CmpfOp(x, kb.cf(0.0), "une")) for x in xs]
-            return [kb.round_to(x, t) for x in xs]
+            return [emit_cast(kb, x, F._elem(v)) for x in self(op.input, idx, lanes)]
         if isinstance(op, F.UnaryOp):
             return [emit_unary(kb, op, x) for x in self(op.input, idx, lanes)]
         if isinstance(op, F.BinaryOp):
@@ -134,6 +129,49 @@ class Evaluator:
     def _round(self, x: SSAValue, v: SSAValue) -> SSAValue:
         # f16/bf16 ops round their result, as the reference does.
         return self.kb.round_to(x, F._elem(v))
+
+
+def compute_type(t: Attribute) -> Attribute:
+    """The type a kernel computes values of element type `t` in: f16 and bf16 widen to f32 (and
+    ops round their results back), every other type is its own."""
+    return f32 if F.is_float(t) else t
+
+
+def emit_cast(kb: KernelBuilder, x: SSAValue, to: Attribute) -> SSAValue:
+    """`fusion.cast` of one scalar `x` (in its compute type) to element type `to`, with torch's
+    semantics: to i1 is `x != 0` (NaN is true); from i1 gives 0 or 1; float to integer truncates
+    toward zero, saturating at the integer type's limits, NaN giving 0 (what the GPU's cvt.rzi
+    does and torch on CUDA gives; LLVM leaves out-of-range fptosi undefined, so the limits are
+    explicit selects); integer to float rounds to nearest; f16/bf16 results from i64 or f64 are
+    rounded through f32, as torch converts them; integers widen by sign and narrow by wrapping."""
+    src = x.type
+    if src == compute_type(to):
+        return kb.round_to(x, to) if F.is_float(to) else x
+    if to == i1:
+        if isinstance(src, IntegerType):
+            return kb.v(arith.CmpiOp(x, kb.const(0, src), "ne"))
+        return kb.v(arith.CmpfOp(x, kb.const(0.0, src), "une"))
+    if isinstance(to, IntegerType):
+        if src == i1:
+            return kb.v(arith.ExtUIOp(x, to))
+        if isinstance(src, IntegerType):
+            wider = src.width.data < to.width.data
+            return kb.v(arith.ExtSIOp(x, to) if wider else arith.TruncIOp(x, to))
+        bits = to.width.data - 1
+        r = kb.v(arith.FPToSIOp(x, to))  # 2**bits is exact in f32 and f64
+        r = kb.v(arith.SelectOp(kb.v(arith.CmpfOp(x, kb.const(2.0 ** bits, src), "oge")), kb.const(2 ** bits - 1, to), r))
+        r = kb.v(arith.SelectOp(kb.v(arith.CmpfOp(x, kb.const(-2.0 ** bits, src), "olt")), kb.const(-(2 ** bits), to), r))
+        return kb.v(arith.SelectOp(kb.v(arith.CmpfOp(x, x, "uno")), kb.const(0, to), r))
+    wide = compute_type(to)  # f32 or f64
+    if src == i1:
+        y = kb.v(arith.UIToFPOp(x, wide))
+    elif isinstance(src, IntegerType):
+        y = kb.v(arith.SIToFPOp(x, wide))
+    elif src.bitwidth < wide.bitwidth:
+        y = kb.v(arith.ExtFOp(x, wide))
+    else:
+        y = kb.v(arith.TruncFOp(x, wide))
+    return kb.round_to(y, to) if wide == f32 else y
 
 
 def _round_const(x: float, t) -> float:

@@ -14,11 +14,14 @@ from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
 from xdsl.dialects import scf, vector
 from xdsl.dialects.builtin import (
+    BFloat16Type,
     DenseArrayBase,
+    Float16Type,
     Float32Type,
     FloatAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     VectorType,
     i1,
     i64,
@@ -67,6 +70,14 @@ class KernelBuilder:
         key = ("f32", repr(x))
         if key not in self._consts:
             self._consts[key] = self.v(arith.ConstantOp(FloatAttr(x, f32)))
+        return self._consts[key]
+
+    def const(self, value: int | float, t: Attribute) -> SSAValue:
+        """A constant of any scalar type (an integer or float of width `t`)."""
+        key = (str(t), repr(value))
+        if key not in self._consts:
+            attr = IntegerAttr(int(value), t) if isinstance(t, (IntegerType, IndexType)) else FloatAttr(float(value), t)
+            self._consts[key] = self.v(arith.ConstantOp(attr))
         return self._consts[key]
 
     # ------------------------------------------------------------ index math
@@ -148,8 +159,9 @@ class KernelBuilder:
         return self.v(cls(a))
 
     def ext(self, x: SSAValue) -> SSAValue:
-        """Widen a loaded f16/bf16 value to the f32 compute type."""
-        return x if x.type == f32 else self.v(arith.ExtFOp(x, f32))
+        """Widen a loaded f16/bf16 value to the f32 compute type; f32, f64 and integers (i1
+        included) are computed in their own type."""
+        return self.v(arith.ExtFOp(x, f32)) if isinstance(x.type, (Float16Type, BFloat16Type)) else x
 
     def trunc(self, x: SSAValue, t: Attribute) -> SSAValue:
         return x if x.type == t else self.v(arith.TruncFOp(x, t))

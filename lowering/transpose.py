@@ -17,8 +17,8 @@ from fuser.dialects import fusion as F
 from fuser.dialects import sched
 from fuser.lowering.common import elem_bytes
 from fuser.lowering.emitter import KernelEmitter
-from fuser.lowering.evaluator import Evaluator
-from fuser.lowering.kernel_builder import KernelBuilder, emit_if, f32
+from fuser.lowering.evaluator import Evaluator, compute_type
+from fuser.lowering.kernel_builder import KernelBuilder, emit_if
 from fuser.lowering.schedulers.transpose import TransposeParams, transpose_params
 
 
@@ -76,7 +76,7 @@ def emit_transpose(em: KernelEmitter, outputs: list[SSAValue], expr: dict, reads
         tiles = {}
         for n, op in enumerate(perms):
             perm = list(op.perm.get_values())
-            tile = kb.alloc([T, T + 1], f32, f"tile{n}")
+            tile = kb.alloc([T, T + 1], compute_type(F._elem(op.input)), f"tile{n}")
             tiles[op] = tile
             for k in range(0, T, R):
                 row = kb.add(ty, k)

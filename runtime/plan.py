@@ -20,7 +20,7 @@ __all__ = ["DTYPES", "BufferSpec", "WorkspaceSpec", "TensorMapSpec", "LaunchStep
            "ProgramError", "extract_program", "tensor_type_str"]
 
 # dtype name -> bytes per element (i1 is stored as one byte, like numpy's bool)
-DTYPES: dict[str, int] = {"f32": 4, "f16": 2, "bf16": 2, "i1": 1, "i32": 4, "i64": 8}
+DTYPES: dict[str, int] = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i1": 1, "i32": 4, "i64": 8}
 
 
 class ProgramError(ValueError):

@@ -180,6 +180,27 @@ def _moments(x: np.ndarray, dims: tuple[int, ...], keepdim: bool) -> tuple[np.nd
     return mean, m2, n
 
 
+def _cast(it: _Interp, x: np.ndarray, target: str) -> np.ndarray:
+    """`fusion.cast` as torch defines it (and the kernels compute it): to i1 is `x != 0` (NaN is
+    true); float to integer truncates toward zero, saturating at the type's limits, NaN giving
+    0; bool to integer is 0 or 1, integers convert by sign extension or wrapping. To a float
+    type the caller rounds; in native precision integers and f64 values go through float32
+    first (as torch converts them to f16 and bf16)."""
+    if target == "i1":
+        return x != 0
+    if target not in _FLOAT_NAMES:
+        info = np.iinfo(numpy_dtype(target))
+        if x.dtype.kind in "biu":
+            return x.astype(info.dtype)
+        t = np.trunc(x.astype(np.float64))
+        lo, hi = float(info.min), -float(info.min)  # -2**(w-1) and 2**(w-1), both exact
+        out = np.where(np.isnan(t) | (t < lo) | (t >= hi), 0, t).astype(info.dtype)
+        return np.where(t >= hi, info.max, np.where(t < lo, info.min, out))
+    if it.f64 or target == "f64":
+        return x.astype(np.float64)
+    return x.astype(np.float32)
+
+
 def _eval_op(it: _Interp, op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
     """Evaluate one op; results are rounded to their declared types by the caller."""
     name = op.name
@@ -195,14 +216,7 @@ def _eval_op(it: _Interp, op: Operation, ins: list[np.ndarray]) -> list[np.ndarr
     if name == "fusion.where":
         return [np.where(ins[0], it.up(ins[1]), it.up(ins[2]))]
     if name == "fusion.cast":
-        x = ins[0]
-        target = _elem_name(op.result)
-        if target == "i1":  # nonzero is true
-            return [x != 0]
-        if target == "i64":  # truncation toward zero, as fptosi
-            return [np.trunc(it.up(x)) if x.dtype.kind != "b" else x]
-        # To a float type: convert straight from the stored value; the caller rounds.
-        return [x.astype(np.float64) if it.f64 else x]
+        return [_cast(it, ins[0], _elem_name(op.result))]
     if name == "fusion.full":
         return [np.full(_shape(op.result), op.value.value.data, dtype=np.float64)]
     if name == "fusion.broadcast":

@@ -28,7 +28,9 @@ from xdsl.utils.exceptions import VerifyException
 
 # --------------------------------------------------------------------------- types
 
-FLOAT_TYPES = (Float32Type, Float16Type, BFloat16Type)
+FLOAT_TYPES = (Float32Type, Float16Type, BFloat16Type)  # what math, cmp, where and reductions take
+# Every element type a fusion tensor may have: inputs, outputs, intermediates, the operands of
+# casts and shape ops. i1 is stored as one byte (0 or 1); f64 is computed in f64.
 DTYPE_NAMES = {"f32": Float32Type(), "f16": Float16Type(), "bf16": BFloat16Type(), "i1": i1, "i64": i64,
                "f64": Float64Type()}
 
@@ -65,11 +67,22 @@ def _fmt(t: Attribute) -> str:
     return str(t)
 
 
+def unsupported_element(t: Attribute) -> str | None:
+    """Why a tensor type cannot be a fusion value (None if it can): its element type must be one
+    of DTYPE_NAMES, the types every scheduler stores, loads and casts."""
+    if isinstance(t, TensorType) and t.element_type not in DTYPE_NAMES.values():
+        return (f"element type {t.element_type} is not supported; fusion tensors hold "
+                f"{', '.join(DTYPE_NAMES)}")
+    return None
+
+
 def _check_tensor(op: Operation, what: str, t: Attribute, allowed: tuple[type, ...] | None = None) -> TensorType:
     if not isinstance(t, TensorType):
         raise VerifyException(f"'{op.name}' op {what} must be a ranked tensor, got {_fmt(t)}")
     if any(d < 0 for d in t.get_shape()):
         raise VerifyException(f"'{op.name}' op {what} has a dynamic extent ({_fmt(t)}); only static shapes are supported")
+    if (why := unsupported_element(t)) is not None:
+        raise VerifyException(f"'{op.name}' op {what}: {why}")
     if allowed is not None and not isinstance(t.element_type, allowed):
         names = ", ".join(sorted(dtype_name(a()) for a in allowed if a not in (IntegerType,)))
         raise VerifyException(f"'{op.name}' op {what} has element type {t.element_type}, expected one of {names}")

@@ -53,6 +53,12 @@ def element_bytes(t: Attribute) -> int:
     raise ValueError(f"unsupported buffer element type {t}")
 
 
+def storage_type(t: Attribute) -> Attribute:
+    """The type an element is kept as in memory. i1 is one byte holding 0 or 1, as torch and
+    numpy keep booleans (LLVM would pack a vector of i1 into bits); every other type is itself."""
+    return IntegerType(8) if t == IntegerType(1) else t
+
+
 def memref(shape: Sequence[int], elem: Attribute, space: int = GLOBAL) -> MemRefType:
     ms = NoneAttr() if space == GLOBAL else IntegerAttr(space, i64)
     return MemRefType(elem, list(shape), memory_space=ms)

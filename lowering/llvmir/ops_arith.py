@@ -264,6 +264,7 @@ HANDLERS: dict[str, Callable[[FunctionTranslator, Operation], None]] = {
     "arith.negf": _negf,
     "llvm.fneg": _negf,
     "arith.cmpi": _cmpi,
+    "llvm.icmp": _cmpi,  # the same predicate numbering
     "arith.cmpf": _cmpf,
     "arith.select": _select,
     "llvm.select": _select,

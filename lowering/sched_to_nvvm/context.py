@@ -132,7 +132,7 @@ class KernelContext:
         if buf is None:
             raise self.fail(op, "cannot lower (buffer not a kernel argument or sched.alloc)")
         t = buf.type
-        elem = t.element_type
+        elem = sched.storage_type(t.element_type)
         strides, offset = static_strides(t, where(op))
         # constant terms are summed apart so that they fold into one addend
         lin: int | SSAValue = 0

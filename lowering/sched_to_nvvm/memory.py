@@ -10,7 +10,9 @@
 - `memref.view` of a byte buffer (the matmul epilogue's staging bytes, seen as each output's
   element type) is the buffer's pointer moved by a constant byte shift;
 - `sched.load` / `sched.store` become `llvm.getelementptr` on the buffer's pointer with the row-major
-  (or static strided) linear offset, then `llvm.load` / `llvm.store`.
+  (or static strided) linear offset, then `llvm.load` / `llvm.store`. Elements are kept as
+  `sched.storage_type` says: an i1 is a byte (0 or 1), loaded as i8 then compared `!= 0` (any
+  nonzero byte is true) and stored zero-extended, scalars and vectors alike, in every memory space.
 
 A buffer-defining op only records its pointer in the kernel context; it is erased after the walk, once
 every access through it has been lowered.
@@ -18,8 +20,8 @@ every access through it has been lowered.
 
 from __future__ import annotations
 
-from xdsl.dialects import llvm, memref
-from xdsl.dialects.builtin import IntegerType, MemRefType, VectorType, i64
+from xdsl.dialects import arith, llvm, memref
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, IntegerType, MemRefType, VectorType, i1, i64
 from xdsl.ir import SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
@@ -74,13 +76,13 @@ class LowerAlloc(KernelPattern):
                     f"{k.static_smem} bytes, over the {STATIC_SMEM_LIMIT}-byte limit of static shared memory; "
                     "run sched-alias-smem before convert-sched-to-nvvm to place them in dynamic shared memory")
             sym = f"__smem_{k.name}_{len(k.globals)}"
-            k.globals.append(llvm.GlobalOp(llvm.LLVMArrayType(count, elem), sym, "internal", addr_space=3,
+            k.globals.append(llvm.GlobalOp(llvm.LLVMArrayType(count, sched.storage_type(elem)), sym, "internal", addr_space=3,
                                            alignment=max(16, access_align)))
             ptr = k.at_entry(llvm.AddressOfOp(sym, ptr_type(3))).results[0]
             k.buffers[op.result] = Buffer(ptr, t)
         elif space == sched.REGISTER:
             size = k.const(1, i64)
-            alloca = llvm.AllocaOp(size, llvm.LLVMArrayType(count, elem), alignment=access_align)
+            alloca = llvm.AllocaOp(size, llvm.LLVMArrayType(count, sched.storage_type(elem)), alignment=access_align)
             k.buffers[op.result] = Buffer(k.at_entry(alloca).results[0], t)
         else:
             raise k.fail(op, f"cannot lower memory space {space} of")
@@ -144,10 +146,30 @@ class LowerAccess(KernelPattern):
         align = element_bytes(elem) * (vt.get_shape()[0] if isinstance(vt, VectorType) else 1)
         if buf.align_cap is not None:
             align = min(align, max(buf.align_cap, element_bytes(elem)))
-        if isinstance(op, sched.LoadOp):
+        if elem == i1:  # a byte per element: widen on the way out, compare on the way in
+            mt = _bytes_of(vt)
+            if isinstance(op, sched.LoadOp):
+                raw = self.k.before(rewriter, llvm.LoadOp(ptr, mt, alignment=align))
+                zero = self.k.before(rewriter, arith.ConstantOp(_zero(mt), mt))
+                # llvm.icmp, not arith.cmpi: xDSL's arith.cmpi takes no vectors
+                rewriter.replace(op, llvm.ICmpOp(raw, zero, IntegerAttr(1, i64)))  # 1 = ne
+            else:
+                wide = self.k.before(rewriter, llvm.ZExtOp(op.value, mt))
+                rewriter.replace(op, llvm.StoreOp(wide, ptr, alignment=align))
+        elif isinstance(op, sched.LoadOp):
             rewriter.replace(op, llvm.LoadOp(ptr, vt, alignment=align))
         else:
             rewriter.replace(op, llvm.StoreOp(op.value, ptr, alignment=align))
+
+
+def _bytes_of(t):
+    """The byte type (or vector of bytes) an i1 value (or vector of i1) is stored as."""
+    i8 = IntegerType(8)
+    return VectorType(i8, t.get_shape()) if isinstance(t, VectorType) else i8
+
+
+def _zero(t):
+    return DenseIntOrFPElementsAttr.from_list(t, [0] * t.get_shape()[0]) if isinstance(t, VectorType) else IntegerAttr(0, t)
 
 
 def memory_patterns(k: KernelContext) -> list[RewritePattern]:

@@ -315,3 +315,20 @@ func.func @matmul_result_dtype(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>) -> t
   %c = fusion.matmul %a, %b : tensor<4x8xbf16>, tensor<8x16xbf16> -> tensor<4x16xi64>
   func.return %c : tensor<4x16xi64>
 }
+
+// -----
+
+// A fusion tensor's element type is one every scheduler stores, loads and casts.
+// CHECK: invalid.mlir:[[# @LINE + 1]]:1: error: 'func.func' op @arg_i8 argument #0 (tensor<4xi8>): element type i8 is not supported; fusion tensors hold f32, f16, bf16, i1, i64, f64
+func.func @arg_i8(%x: tensor<4xi8>) -> tensor<4xi8> {
+  func.return %x : tensor<4xi8>
+}
+
+// -----
+
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.cast' op result: element type ui8 is not supported; fusion tensors hold f32, f16, bf16, i1, i64, f64
+func.func @cast_to_u8(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = fusion.cast %x : tensor<4xf32> to tensor<4xui8>
+  %1 = fusion.cast %0 : tensor<4xui8> to tensor<4xf32>
+  func.return %1 : tensor<4xf32>
+}
