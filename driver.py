@@ -42,7 +42,9 @@ def compile_fusion(module: ModuleOp | str, pipeline: str | Sequence[ModulePass] 
     """Compile a fusion module (or its MLIR text) to a Program the executor can launch."""
     t0 = time.perf_counter()
     text = module if isinstance(module, str) else print_module(module)
-    passes = build_pipeline(pipeline)
+    # The target decides the pipeline too: below sm_90 sched-dependent-launch is left out, so a
+    # plan of several kernels is launched plainly (no griddepcontrol, no fuser.dependent_launch).
+    passes = ptx_mod.passes_for_arch(build_pipeline(pipeline), arch)
     ptext = pipeline_text(passes)
     key = cache.make_key(text, "", arch, ptext + repr(sorted((options or {}).items())),
                          cache.compiler_fingerprint())

@@ -5,6 +5,11 @@
   and what the CUDA 13.0 driver and ptxas accept).
 - A call to an unknown `llvm.*` intrinsic silently becomes an `.extern .func` in the PTX (then
   fails in ptxas with an obscure message), so `llvm_ir_to_ptx` rejects that up front.
+- A kernel that uses an instruction the target lacks (wgmma on sm_90, TMA on sm_80, ...) is
+  refused before LLVM sees it (lowering/llvmir/arch.py), with UnsupportedArchError naming the
+  kernel and the instruction: LLVM would abort the process. For sm_80 and sm_90 the codegen also
+  runs in a forked child, so that an abort the table did not foresee is a PtxError, not the end
+  of the caller's process.
 - `assemble_ptx` runs ptxas from the `nvidia-cuda-nvcc` wheel (site-packages/nvidia/cu13/bin),
   or from $PATH, and raises `PtxasError` with ptxas's message.
 
@@ -18,16 +23,24 @@ import functools
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 import llvmlite.binding as llvm
 
 from fuser.lowering import llvmir
 from fuser.lowering.llvmir import TRIPLE, gpu_modules_to_llvm_ir, translate_gpu_module
+from fuser.lowering.llvmir.arch import (
+    SUPPORTED_ARCHS,
+    UnsupportedArchError,
+    check_arch_name,
+    check_llvm_ir_arch,
+    passes_for_arch,
+)
 
-SUPPORTED_ARCHS = ("sm_80", "sm_90", "sm_90a")
 PTX_FEATURES = "+ptx80"
 
 
@@ -52,14 +65,34 @@ def _target_machine(arch: str, opt_level: int) -> llvm.TargetMachine:
     return target.create_target_machine(cpu=arch, features=PTX_FEATURES, opt=opt_level)
 
 
-def _check_arch(arch: str) -> None:
-    if arch not in SUPPORTED_ARCHS:
-        raise ValueError(f"unsupported arch {arch!r}; expected one of {', '.join(SUPPORTED_ARCHS)}")
+# One compile at a time: llvmlite parses into LLVM's global context, which is not thread-safe,
+# and a fork must not happen while another thread is inside LLVM (the child could wait forever
+# on a lock that thread held).
+_LLVM_LOCK = threading.Lock()
+# Exit statuses of the codegen child (anything else, or a signal, is LLVM ending the process).
+_CHILD_OK, _CHILD_PTX_ERROR = 0, 3
 
 
 def llvm_ir_to_ptx(llvm_ir: str, arch: str = "sm_90a", opt_level: int = 3) -> str:
     """Compile LLVM IR text (triple nvptx64-nvidia-cuda) to PTX text."""
-    _check_arch(arch)
+    check_llvm_ir_arch(llvm_ir, arch)
+    with _LLVM_LOCK:
+        _target_machine(arch, opt_level)  # made in this process, so that a codegen child finds it made
+        # sm_90a, the default target that every test covers, compiles in-process: a fork costs
+        # 20-100 ms here (more the larger the process). The others compile in a child, so that if
+        # the arch table ever misses an instruction, LLVM's abort ends the child, not a notebook.
+        if arch == "sm_90a" or not hasattr(os, "fork"):
+            ptx = _codegen(llvm_ir, arch, opt_level)
+        else:
+            ptx = _codegen_in_child(llvm_ir, arch, opt_level)
+    unresolved = re.findall(r"^\.extern \.func.*?\b(llvm\.[\w.]+)", ptx, re.MULTILINE)
+    if unresolved:
+        raise PtxError(f"unknown LLVM intrinsic(s) {sorted(set(unresolved))} (not selectable by NVPTX)")
+    return ptx
+
+
+def _codegen(llvm_ir: str, arch: str, opt_level: int) -> str:
+    """Parse, verify, optimize and emit PTX: the part of the compile where LLVM may abort."""
     tm = _target_machine(arch, opt_level)
     try:
         mod = llvm.parse_assembly(llvm_ir)
@@ -72,18 +105,57 @@ def llvm_ir_to_ptx(llvm_ir: str, arch: str = "sm_90a", opt_level: int = 3) -> st
         pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
-    ptx = tm.emit_assembly(mod)
-    unresolved = re.findall(r"^\.extern \.func.*?\b(llvm\.[\w.]+)", ptx, re.MULTILINE)
-    if unresolved:
-        raise PtxError(f"unknown LLVM intrinsic(s) {sorted(set(unresolved))} (not selectable by NVPTX)")
-    return ptx
+    return tm.emit_assembly(mod)
+
+
+def _codegen_in_child(llvm_ir: str, arch: str, opt_level: int) -> str:
+    """`_codegen` in a forked child that writes the PTX (or PtxError's message) to a file and
+    leaves by os._exit (no atexit handlers, no flush of the parent's buffers). The child touches
+    nothing but llvmlite, so a parent that has initialized CUDA is fine. LLVM's fatal errors go
+    to stderr, which the child sends to a second file for the message."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        pid = os.fork()
+        if pid == 0:  # the child
+            status = _CHILD_PTX_ERROR
+            try:
+                os.dup2(err.fileno(), 2)
+                try:
+                    text, status = _codegen(llvm_ir, arch, opt_level), _CHILD_OK
+                except PtxError as e:
+                    text = str(e)
+                except Exception as e:  # not expected: still a message, not a silent exit
+                    text = f"{type(e).__name__}: {e}"
+                out.write(text.encode())
+                out.flush()
+            finally:
+                os._exit(status)
+        try:
+            _, wstatus = os.waitpid(pid, 0)
+        except BaseException:  # e.g. KeyboardInterrupt: do not leave the child running
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise
+        out.seek(0)
+        text = out.read().decode()
+        code = os.waitstatus_to_exitcode(wstatus)
+        if code == _CHILD_OK:
+            return text
+        if code == _CHILD_PTX_ERROR and text:
+            raise PtxError(text)
+        err.seek(0)
+        lines = [ln.strip() for ln in err.read().decode(errors="replace").splitlines() if ln.strip()]
+        why = next((ln.removeprefix("LLVM ERROR:").strip() for ln in lines if ln.startswith("LLVM ERROR")),
+                   lines[0] if lines else f"exit status {code}")
+        raise PtxError(f"LLVM aborted while generating PTX for {arch}: {why}")
 
 
 def module_to_llvm_ir(module, arch: str = "sm_90a") -> str:
     """LLVM IR of every gpu.module in `module` (what `fuser-opt -t llvm` prints). The IR does not
-    depend on `arch` (it is checked only); the arch is chosen when making PTX."""
-    _check_arch(arch)
-    return llvmir.module_to_llvm_ir(module)
+    depend on `arch`; it is checked for instructions `arch` lacks."""
+    check_arch_name(arch)
+    ir = llvmir.module_to_llvm_ir(module)
+    check_llvm_ir_arch(ir, arch)
+    return ir
 
 
 def gpu_module_to_ptx(gpu_module_op, arch: str = "sm_90a", opt_level: int = 3) -> str:
@@ -124,7 +196,7 @@ def find_ptxas() -> str | None:
 
 def assemble_ptx(ptx: str, arch: str = "sm_90a", extra_args: list[str] | None = None) -> bytes:
     """Assemble PTX into a cubin with ptxas; raise PtxasError with ptxas's message on failure."""
-    _check_arch(arch)
+    check_arch_name(arch)
     ptxas = find_ptxas()
     if ptxas is None:
         raise PtxasError(
@@ -145,6 +217,8 @@ __all__ = [
     "SUPPORTED_ARCHS",
     "PtxError",
     "PtxasError",
+    "UnsupportedArchError",
+    "passes_for_arch",
     "llvm_ir_to_ptx",
     "gpu_module_to_ptx",
     "gpu_modules_to_ptx",

@@ -33,8 +33,9 @@ def _load_compiler() -> None:
     """The compiler (xDSL, every dialect, the pass machinery), loaded once the arguments are
     parsed: `--help` and `--version` answer without it."""
     global FuserDiagnostic, decode_source, parse_module, print_module, verify_module
-    global PipelineError, build_pipeline, run_passes
+    global PipelineError, build_pipeline, run_passes, passes_for_arch
     from fuser.dialects.ir import FuserDiagnostic, decode_source, parse_module, print_module, verify_module
+    from fuser.lowering.llvmir.arch import passes_for_arch
     from fuser.passes.pipeline import PipelineError, build_pipeline, run_passes
 
 TARGETS = ("mlir", "llvm", "ptx")
@@ -108,7 +109,10 @@ def make_arg_parser() -> argparse.ArgumentParser:
                    help="pass pipeline, e.g. 'canonicalize,convert-fusion-to-sched{block=128}' or a named "
                         f"pipeline ({', '.join(NAMED_PIPELINES)})")
     p.add_argument("-t", "--target", choices=TARGETS, default="mlir", help="what to print (default: mlir)")
-    p.add_argument("--arch", choices=ARCHES, default="sm_90a", help="GPU target for -t llvm/ptx (default: sm_90a)")
+    p.add_argument("--arch", choices=ARCHES, default="sm_90a",
+                   help="GPU target (default: sm_90a): -t llvm/ptx translate for it, refusing a kernel that needs "
+                        "an instruction it lacks, and the pipeline leaves out the passes that would use one only "
+                        "to run faster (sched-dependent-launch below sm_90)")
     p.add_argument("--split-input-file", action="store_true", help="process each '// -----' chunk separately")
     p.add_argument("--verify-diagnostics", action="store_true",
                    help="check diagnostics against '// expected-error {{message}}' annotations (also "
@@ -140,7 +144,7 @@ def _emit(module, args) -> str:
         if args.target == "llvm":
             return ptx_mod.module_to_llvm_ir(module, args.arch)
         return ptx_mod.module_to_ptx(module, args.arch)
-    except (TranslationError, ptx_mod.PtxError) as e:  # a diagnostic, not a traceback
+    except (TranslationError, ptx_mod.PtxError, ptx_mod.UnsupportedArchError) as e:  # a diagnostic, not a traceback
         lines = str(e).strip().splitlines() or [type(e).__name__]
         raise FuserDiagnostic("\n".join([f"error: -t {args.target}: {lines[0]}", *lines[1:]])) from None
 
@@ -209,7 +213,7 @@ def process_chunk(text: str, name: str, line_offset: int, args, out, timer: Phas
         module = parse_module(text, name, line_offset, verify=False)
     with _phase(timer, "verify"):  # what parse_module's own verify does, timed apart from parsing
         verify_module(module)
-    passes = build_pipeline(args.passes)
+    passes = passes_for_arch(build_pipeline(args.passes), args.arch)
     if timer:
         passes = [_TimedPass(p, timer, ("pass", i)) for i, p in enumerate(passes)]
 
@@ -330,7 +334,7 @@ def _main(argv: list[str] | None) -> int:
         print(describe_passes())
         return 0
     try:
-        pipeline = build_pipeline(args.passes)  # fail early on an unknown pass or option
+        pipeline = passes_for_arch(build_pipeline(args.passes), args.arch)  # fail early on an unknown pass or option
     except PipelineError as e:
         print(f"fuser-opt: error: {e}", file=sys.stderr)
         return 2
