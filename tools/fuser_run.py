@@ -4,8 +4,17 @@
     fuser-run examples/row_sum.mlir --input x=x.npy --reps 50
     fuser-run fusion.mlir --save-outputs out_    # writes out_0.npy, out_1.npy, ...
 
-Inputs are random normal (seeded with --seed) unless given as .npy files. Without an NVIDIA GPU
-it says so and runs the reference interpreter instead.
+Inputs are random (seeded with --seed: normal for float inputs, small integers for i64, coin
+flips for i1) unless given as .npy files. Without an NVIDIA GPU it says so and runs the reference
+interpreter instead.
+
+An --input file must be a .npy file (np.save) of numbers: bool, integer or float, or bfloat16
+(ml_dtypes' bfloat16, which np.save writes as 2-byte void '<V2'). Its values go into the input's
+element type only when none changes: a float64 file into an f32 input, an int64 file into an f32
+input or an f32 file into a bf16 input is taken when every value is exactly representable and
+refused otherwise (convert the array yourself, e.g. a.astype(np.float32), if the rounding is
+meant). Complex files, float files for integer or i1 inputs and integer files for i1 inputs are
+always refused; object, string and structured arrays too.
 """
 
 from __future__ import annotations
@@ -27,26 +36,126 @@ def _dtype_name(t) -> str:
     return dtype_name(t.element_type)
 
 
-def _make_inputs(fn, given: dict[str, str], seed: int) -> list[np.ndarray]:
+def _input_files(items: list[str], names: list[str]) -> dict[int, tuple[str, str]]:
+    """--input NAME=FILE options -> {argument position: (option text, file)}."""
+    files: dict[int, tuple[str, str]] = {}
+    for item in items:
+        key, eq, path = item.partition("=")
+        if not eq or not key or not path:
+            raise FuserDiagnostic(f"error: --input {item}: expected NAME=FILE.npy, NAME the argument's SSA name "
+                                  f"without % (or its position); the fusion's arguments are {', '.join(names)}")
+        if key in names:
+            i = names.index(key)
+        elif key.isdigit() and int(key) < len(names):
+            i = int(key)
+        else:
+            raise FuserDiagnostic(f"error: --input {key}=...: the fusion has no argument '{key}'; its arguments are "
+                                  f"{', '.join(names)} (or positions 0-{len(names) - 1})")
+        if i in files:
+            raise FuserDiagnostic(f"error: --input {item}: argument '{names[i]}' is already given by "
+                                  f"--input {files[i][0]}")
+        files[i] = (item, path)
+    return files
+
+
+def _make_inputs(fn, given: list[str], seed: int) -> list[np.ndarray]:
     from fuser.runtime.arrays import numpy_dtype
     rng = np.random.default_rng(seed)
     names = [arg.name_hint or f"arg{i}" for i, arg in enumerate(fn.body.block.args)]
-    for key in given:
-        if key not in names and not (key.isdigit() and int(key) < len(names)):
-            raise FuserDiagnostic(f"error: --input {key}=...: the fusion has no argument '{key}'; its arguments are "
-                                  f"{', '.join(names)} (or positions 0-{len(names) - 1})")
+    files = _input_files(given, names)
     arrays = []
     for i, arg in enumerate(fn.body.block.args):
-        name = arg.name_hint or f"arg{i}"
         shape, dt = tuple(arg.type.get_shape()), _dtype_name(arg.type)
-        if name in given or str(i) in given:
-            a = np.load(given.get(name, given.get(str(i))))
-            if a.shape != shape:
-                raise FuserDiagnostic(f"error: input '{name}' from .npy has shape {a.shape}, expected {shape}")
-            arrays.append(a.astype(numpy_dtype(dt)))
+        want = numpy_dtype(dt)
+        if i in files:
+            item, path = files[i]
+            arrays.append(_load_input(path, f"--input {item}", names[i], shape, dt, want))
+        elif want.kind == "b":
+            arrays.append(rng.random(shape) < 0.5)
+        elif want.kind in "iu":
+            arrays.append(rng.integers(-8, 8, shape).astype(want))
         else:
-            arrays.append(rng.standard_normal(shape).astype(np.float32).astype(numpy_dtype(dt)))
+            arrays.append(rng.standard_normal(shape).astype(np.float32).astype(want))
     return arrays
+
+
+def _load_input(path: str, label: str, name: str, shape: tuple[int, ...], dt: str, want) -> np.ndarray:
+    """The array of a .npy file as a C-contiguous array of numpy dtype `want` (the input's element
+    type `dt`), or a one-line FuserDiagnostic saying why not. `label` names the option."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+    except OSError as e:
+        raise FuserDiagnostic(f"error: {label}: cannot read {path}: {e.strerror}") from None
+    if magic[:4] == b"PK\x03\x04":
+        raise FuserDiagnostic(f"error: {label}: {path} is an .npz archive; give one array saved with np.save")
+    if magic != b"\x93NUMPY":
+        raise FuserDiagnostic(f"error: {label}: {path} is not a .npy file (save the array with np.save)")
+    try:
+        # never unpickle: an object array is refused, not executed
+        a = np.load(path, allow_pickle=False)
+    except (ValueError, EOFError, OSError) as e:
+        if "allow_pickle" in str(e):
+            raise FuserDiagnostic(f"error: {label}: {path} holds an object array (pickled Python objects); "
+                                  f"input '{name}' takes numbers") from None
+        raise FuserDiagnostic(f"error: {label}: {path} is not a readable .npy file: {e}") from None
+    a = _as_bf16_if_void2(a)
+    if a.shape != shape:
+        raise FuserDiagnostic(f"error: {label}: input '{name}' from .npy has shape {a.shape}, expected {shape}")
+    return np.ascontiguousarray(_convert(a, want, f"{label}: {a.dtype} array into input '{name}' of type {dt}"))
+
+
+def _as_bf16_if_void2(a: np.ndarray) -> np.ndarray:
+    """np.save writes an ml_dtypes bfloat16 array as 2-byte void ('<V2'): read it back as bf16."""
+    if a.dtype.kind == "V" and a.dtype.itemsize == 2 and a.dtype.fields is None:
+        from fuser.runtime.arrays import numpy_dtype
+        bf16 = numpy_dtype("bf16")
+        if a.dtype != bf16:
+            return a.view(bf16)
+    return a
+
+
+def _kind(dt) -> str:
+    """numpy's kind letter, with bfloat16 (a 'V' to numpy) counted as a float."""
+    return "f" if dt.name == "bfloat16" else dt.kind
+
+
+def _convert(a: np.ndarray, want, what: str) -> np.ndarray:
+    """`a` as dtype `want` when no value changes; else a FuserDiagnostic starting with `what`."""
+    src, dst = _kind(a.dtype), _kind(want)
+    if a.dtype == want:
+        return a
+    if src == "c":
+        raise FuserDiagnostic(f"error: {what}: refused, its imaginary parts would be dropped")
+    if src not in ("b", "i", "u", "f"):
+        raise FuserDiagnostic(f"error: {what}: refused, fuser-run takes arrays of bool, integers or floats")
+    if src == "f" and dst != "f":
+        raise FuserDiagnostic(f"error: {what}: refused, a float array does not go into an integer or i1 input; "
+                              f"save it as {want} if that is meant")
+    if dst == "b" and src != "b":
+        raise FuserDiagnostic(f"error: {what}: refused, only a bool array goes into an i1 input; "
+                              f"save a bool array (e.g. a != 0) instead")
+    with np.errstate(all="ignore"):  # overflow and invalid casts are what the check looks for
+        out = a.astype(want)
+        if src == "b":
+            return out  # 0 and 1 fit every type
+        if src in "iu" and dst in "iu":
+            info = np.iinfo(want)
+            same = (a >= info.min) & (a <= info.max)
+        else:
+            back = out.astype(a.dtype)
+            same = back == a
+            if src == "f":
+                same |= np.isnan(back) & np.isnan(a)
+            else:
+                same &= np.isfinite(out)
+    if not same.all():
+        bad = np.argwhere(~same)
+        first = tuple(int(j) for j in bad[0])
+        raise FuserDiagnostic(f"error: {what}: refused, {len(bad)} of {a.size} values would change "
+                              f"(at {first}: {a[first]!s} becomes {out[first]!s}); convert the array "
+                              f"yourself if that is meant")
+    return out
 
 
 def _rel_err(got, ref) -> float:
@@ -57,29 +166,43 @@ def _rel_err(got, ref) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="fuser-run", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="fuser-run", description=__doc__.split("\n\n")[0],
+                                epilog=__doc__.strip().split("\n\n")[-1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input_file", help="a .mlir file holding one fusion function")
     p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
-                   help="take argument NAME (its SSA name without %%, or its position) from a .npy file")
+                   help="take argument NAME (its SSA name without %%, or its position) from a .npy file; "
+                        "its values must fit the argument's element type exactly (see below)")
     p.add_argument("-p", "--pipeline", default="default", help="pass pipeline (default: the 'default' pipeline)")
     p.add_argument("--arch", default="sm_90a", choices=("sm_90a", "sm_90", "sm_80"))
-    p.add_argument("--reps", type=int, default=20, help="timed repetitions (median reported)")
+    p.add_argument("--reps", type=_positive, default=20, help="timed repetitions (median reported)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--save-outputs", metavar="PREFIX", help="write each output to PREFIX<i>.npy")
     args = p.parse_args(argv)
+    from fuser.runtime.arrays import ArgumentError
+    from fuser.runtime.plan import ProgramError
     try:
         return _run(args)
     except (FuserDiagnostic, PipelineError) as e:
         print(f"fuser-run: {e}", file=sys.stderr)
         return 1
-    except OSError as e:
+    except (OSError, ArgumentError, ProgramError) as e:  # an input or type the runtime cannot take
         print(f"fuser-run: error: {e}", file=sys.stderr)
         return 1
 
 
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a count of at least 1, got {text}")
+    return n
+
+
 def _run(args) -> int:
     from fuser.runtime import driver
-    from fuser.runtime.arrays import ArgumentError
     from fuser.runtime.reference import run_reference
 
     with open(args.input_file, "rb") as f:
@@ -89,8 +212,8 @@ def _run(args) -> int:
     if len(fns) != 1:
         raise FuserDiagnostic(f"{args.input_file}: error: expected one func.func, found {len(fns)}")
     fn = fns[0]
-    given = dict(kv.split("=", 1) for kv in args.input)
-    inputs = _make_inputs(fn, given, args.seed)
+    inputs = _make_inputs(fn, args.input, args.seed)
+    in_types = [_dtype_name(arg.type) for arg in fn.body.block.args]
     out_types = [_dtype_name(t) for t in fn.function_type.outputs.data]
 
     # Compile first, on any machine: pipeline and schedule errors surface with or without a GPU.
@@ -109,10 +232,7 @@ def _run(args) -> int:
         _save(args, outputs)
         return 0
     ref = run_reference(fn, inputs, precision="f64")
-    try:
-        got = k(*inputs)
-    except ArgumentError as e:
-        raise FuserDiagnostic(f"error: {e}") from None
+    got = k(*inputs)
     got = list(got) if isinstance(got, tuple) else [got]
     ok = True
     for i, (g, r, dt) in enumerate(zip(got, ref, out_types)):
@@ -121,7 +241,7 @@ def _run(args) -> int:
         ok &= good
         print(f"output {i}: {g.shape} {dt}  relative error vs float64 reference {err:.2e}  {'OK' if good else 'MISMATCH'}")
     # Time with inputs already on the device, so the numbers are the kernels', not the copies'.
-    dev = [_to_device(a) for a in inputs]
+    dev = [_to_device(a, dt) for a, dt in zip(inputs, in_types)]
     times = driver.time_fn(lambda: k(*dev), warmup=3, reps=args.reps)
     ms = float(np.median(times))
     nbytes = sum(a.nbytes for a in inputs) + sum(np.asarray(g).nbytes for g in got)
@@ -132,10 +252,9 @@ def _run(args) -> int:
     return 0 if ok else 3
 
 
-def _to_device(a: np.ndarray):
-    from fuser.runtime.arrays import DeviceArray, numpy_dtype
-    name = next(n for n in ("f32", "f16", "bf16") if numpy_dtype(n) == a.dtype)
-    d = DeviceArray(a.shape, name)
+def _to_device(a: np.ndarray, dt: str):
+    from fuser.runtime.arrays import DeviceArray
+    d = DeviceArray(a.shape, dt)
     d.buffer.copy_from_host(np.ascontiguousarray(a))
     return d
 
