@@ -160,6 +160,8 @@ def _dtype_of(t: Any) -> str | None:
         return "f16"
     if isinstance(t, b.BFloat16Type):
         return "bf16"
+    if isinstance(t, b.Float64Type):
+        return "f64"
     if isinstance(t, b.IntegerType) and t.width.data in (1, 32, 64):
         return f"i{t.width.data}"
     return None
