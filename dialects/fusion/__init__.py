@@ -2,7 +2,8 @@
 
 Values are builtin `tensor<...>` types of static shape (symbolic extents are a later step: every
 shape check goes through `types._dims`, the one place that would learn about `?`).
-Element types are f32, f16 and bf16 for data, i1 for masks and i64 for Welford counts.
+Element types are those of `types.DTYPE_NAMES`: f32, f16 and bf16 for math (computed in f32), and
+f64, i1 (one byte per element) and i64 for inputs, outputs, casts and shape ops.
 
 Binary ops take operands of one type: broadcasting and casting are explicit ops
 (`fusion.broadcast`, `fusion.cast`), so every implicit conversion is visible in the IR.

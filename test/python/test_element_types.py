@@ -1,0 +1,141 @@
+"""Every op of the fusion dialect on every element type: it compiles to PTX, or the fusion level
+refuses it with a located message naming the op. No error may first appear in a lower dialect's
+verifier (arith, sched, llvm, nvvm) or in LLVM: that is a fusion the dialect accepted and the
+compiler could not build (issue 28: casts from i1 and i64 failed in upstream's arith verifier,
+a cast to f64 in sched.store).
+
+The ops come from the dialect's own op lists, so a new op without a case here fails
+`test_the_sweep_covers_every_op`.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from fuser.dialects import fusion as F
+from fuser.dialects.ir import FuserDiagnostic
+from fuser.driver import compile_fusion
+
+SUPPORTED = list(F.DTYPE_NAMES)
+UNSUPPORTED = ["i8", "i32", "ui8", "f8E4M3FN"]
+FLOATS = ["f32", "f16", "bf16"]  # what math, cmp, where and reductions take
+
+R, C = 33, 64
+
+
+def _t(shape, dt):
+    return "tensor<" + "x".join(map(str, shape)) + "x" + dt + ">"
+
+
+def _case(op: str, dt: str) -> str:
+    """A one-op fusion of `op` on element type `dt` (its main operand's)."""
+    x, row, flat = _t((R, C), dt), _t((C,), dt), _t((R * C,), dt)
+    m = _t((R, C), "i1")
+    red, red32 = _t((R,), dt), _t((R,), "f32")  # welford's statistics are f32 whatever its input
+    body = {
+        "unary": f"%r = fusion.{{name}} %x : {x}",
+        "binary": f"%r = fusion.{{name}} %x, %y : {x}",
+        "fusion.cmp": f"%r = fusion.cmp lt, %x, %y : {x}",
+        "fusion.where": f"%r = fusion.where %m, %x, %y : {x}",
+        "fusion.full": f"%r = fusion.full 1.5 : {x}",
+        "fusion.broadcast": f"%r = fusion.broadcast %b dims [0] : {row} to {x}",
+        "fusion.reshape": f"%r = fusion.reshape %x : {x} to {flat}",
+        "fusion.permute": f"%r = fusion.permute %x [1, 0] : {x} to {_t((C, R), dt)}",
+        "fusion.segment_set": f"%r = fusion.segment_set %x : {x} to {x}",
+        "fusion.reduce": f"%r = fusion.reduce sum %x dims [1] : {x} to {red}",
+        "fusion.welford": f"%a, %q, %r = fusion.welford %x dims [1] : {x} to {red32}, {red32}, {_t((R,), 'i64')}",
+        "fusion.var_mean": f"%r, %mean = fusion.var_mean %x dims [1] correction 1 : {x} to {red32}, {red32}",
+        "fusion.matmul": f"%r = fusion.matmul %x, %w : {x}, {_t((C, 128), dt)} -> {_t((R, 128), 'f32')}",
+    }
+    kind = "unary" if op in _UNARY else "binary" if op in _BINARY else op
+    line = body[kind].format(name=op.removeprefix("fusion."))
+    args = f"%x: {x}, %y: {x}, %m: {m}, %b: {row}, %w: {_t((C, 128), dt)}"
+    rtype = _result_type(line)
+    return f"func.func @sweep({args}) -> {rtype} {{\n  {line}\n  func.return %r : {rtype}\n}}\n"
+
+
+def _result_type(line: str) -> str:
+    """The type of %r: the last type the op spells for it."""
+    if "fusion.cmp" in line:
+        return _t((R, C), "i1")
+    if "welford" in line:
+        return _t((R,), "i64")
+    if "var_mean" in line:
+        return line.rsplit("to ", 1)[1].split(",")[0].strip()
+    if "matmul" in line:
+        return line.rsplit("-> ", 1)[1].strip()
+    return line.rsplit(" ", 1)[1] if " to " not in line else line.rsplit("to ", 1)[1].strip()
+
+
+_UNARY = [op.name for op in F.UNARY_OPS]
+_BINARY = [op.name for op in F.BINARY_OPS]
+OPS = _UNARY + _BINARY + ["fusion.cmp", "fusion.where", "fusion.full", "fusion.broadcast", "fusion.reshape",
+                          "fusion.permute", "fusion.segment_set", "fusion.reduce", "fusion.welford",
+                          "fusion.var_mean", "fusion.matmul"]
+# Made by passes or around other ops, not on their own: a cast has its own sweep below.
+NOT_SWEPT = {"fusion.cast": "test_every_cast_compiles", "fusion.segment": "written by fusion-segment",
+             "fusion.yield": "the terminator of fusion.segment"}
+# What must compile, not merely be refused: shape ops on every supported type, the rest on floats.
+SHAPE_LIKE = {"fusion.broadcast", "fusion.reshape", "fusion.permute", "fusion.segment_set"}
+# The matmul scheduler takes bf16 and f16 operands; on a 33-row output of f32 operands it refuses.
+MATMUL_TYPES = {"bf16", "f16"}
+
+
+def _must_compile(op: str, dt: str) -> bool:
+    if dt not in SUPPORTED:
+        return False
+    if op in SHAPE_LIKE:
+        return True
+    if op == "fusion.matmul":
+        return dt in MATMUL_TYPES
+    return dt in FLOATS
+
+
+def _compile_or_refusal(text: str) -> str | None:
+    """None when it compiles to PTX; else the error, which must be a located fusion-level one."""
+    try:
+        compile_fusion(text)
+        return None
+    except FuserDiagnostic as e:
+        msg = str(e)
+    first = msg.splitlines()[0]
+    # located (file:line:col), naming a fusion op or the function; nothing from a lower level
+    assert re.match(r"[^:\s]+:\d+:\d+: error: .*'(fusion\.\w+|func\.func)'", first), msg
+    assert not re.search(r"'(arith|sched|llvm|nvvm|gpu|vector|memref|math|scf)\.|LLVM|<unknown>", msg), msg
+    return first
+
+
+@pytest.fixture(autouse=True)
+def _no_disk_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+
+
+@pytest.mark.parametrize("dt", SUPPORTED + UNSUPPORTED)
+@pytest.mark.parametrize("op", OPS)
+def test_every_op_on_every_element_type(op, dt):
+    error = _compile_or_refusal(_case(op, dt))
+    if _must_compile(op, dt):
+        assert error is None, error
+    elif dt in UNSUPPORTED:
+        assert error is not None and "is not supported" in error, error
+
+
+@pytest.mark.parametrize("src", SUPPORTED + UNSUPPORTED[:1])
+def test_every_cast_compiles(src):
+    """One fusion casting a tensor of `src` to every supported type (and to an unsupported one,
+    which the verifier refuses)."""
+    x = _t((R, C), src)
+    outs = [d for d in SUPPORTED if d != src]
+    lines = "\n".join(f"  %c{i} = fusion.cast %x : {x} to {_t((R, C), d)}" for i, d in enumerate(outs))
+    types = ", ".join(_t((R, C), d) for d in outs)
+    text = (f"func.func @casts(%x: {x}) -> ({types}) {{\n{lines}\n"
+            f"  func.return {', '.join(f'%c{i}' for i in range(len(outs)))} : {types}\n}}\n")
+    error = _compile_or_refusal(text)
+    assert (error is None) == (src in SUPPORTED), error
+
+
+def test_the_sweep_covers_every_op():
+    ops = {op.name for op in F.Fusion.operations}
+    assert ops == set(OPS) | set(NOT_SWEPT), sorted(ops ^ (set(OPS) | set(NOT_SWEPT)))
