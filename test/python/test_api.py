@@ -553,3 +553,23 @@ def test_compile_errors_point_at_the_users_line():
         fb.output(c)
     with pytest.raises(Exception, match=rf"test_api.py:{line}:\d+: error: .*'fusion.matmul' operands are f32"):
         fuser.compile(fb)
+
+
+def test_inputs_of_every_element_type_build_compile_and_run_in_the_reference():
+    """i1, i64 and f64 inputs were refused by FusionBuilder.input; a mask and an integer count
+    reach float arithmetic through casts (dropout backward, a bool added to a float)."""
+    from fuser.runtime.reference import reference_from_text
+
+    fb = fuser.FusionBuilder("typed")
+    g, keep, n, d = (fb.input((7, 33), dt) for dt in ("bf16", "i1", "i64", "f64"))
+    y = g.cast("f32") * keep.cast("f32") * 1.25 + n.cast("f32")
+    fb.output(y.cast("bf16"), n.cast("i1"), d.cast("i64"))
+    fuser.compile(fb)  # to PTX; no GPU needed
+    rng = np.random.default_rng(0)
+    ins = [rng.standard_normal((7, 33)).astype(ml_dtypes.bfloat16), rng.random((7, 33)) < 0.5,
+           rng.integers(-3, 3, (7, 33)), rng.standard_normal((7, 33)) * 10]
+    out, nz, di = reference_from_text(fb.mlir())(*ins)
+    want = (ins[0].astype(np.float32) * ins[1] * np.float32(1.25) + ins[2].astype(np.float32))
+    np.testing.assert_array_equal(out, want.astype(ml_dtypes.bfloat16))
+    np.testing.assert_array_equal(nz, ins[2] != 0)
+    np.testing.assert_array_equal(di, np.trunc(ins[3]).astype(np.int64))
