@@ -87,6 +87,21 @@ _JOINT = """func.func @joint(%x: tensor<2051x333xbf16>) -> (tensor<2051xbf16>, t
   func.return %rb, %c : tensor<2051xbf16>, tensor<333xf32>
 }"""
 
+_MASKS = """func.func @masks(%x: tensor<130x97xf32>, %keep: tensor<130x97xi1>, %n: tensor<130x97xi64>) -> (tensor<97x130xi1>, tensor<130x97xf32>, tensor<97x130xf64>) {
+  %z = fusion.full 0.0 : tensor<130x97xf32>
+  %m = fusion.cmp gt, %x, %z : tensor<130x97xf32>
+  %mt = fusion.permute %m [1, 0] : tensor<130x97xi1> to tensor<97x130xi1>
+  %kf = fusion.cast %keep : tensor<130x97xi1> to tensor<130x97xf32>
+  %nf = fusion.cast %n : tensor<130x97xi64> to tensor<130x97xf32>
+  %y = fusion.mul %x, %kf : tensor<130x97xf32>
+  %w = fusion.add %y, %nf : tensor<130x97xf32>
+  %d = fusion.cast %w : tensor<130x97xf32> to tensor<130x97xf64>
+  %dt = fusion.permute %d [1, 0] : tensor<130x97xf64> to tensor<97x130xf64>
+  func.return %mt, %w, %dt : tensor<97x130xi1>, tensor<130x97xf32>, tensor<97x130xf64>
+}"""
+"""Booleans, i64 and f64 through every memory path: byte loads and stores of i1 (vectors too), a
+transpose of i1 and of f64 through shared-memory tiles (one tile of each type)."""
+
 
 def _default_with_split_k(options: str) -> str:
     """The default pipeline with fusion-split-k{options}."""
@@ -114,6 +129,7 @@ CASES: dict[str, tuple[str, str]] = {
     "transpose_pairs": (_TRANSPOSE_PAIRS, "default"),
     "middle_dim_split": (_MIDDLE, "default"),
     "joint_reduction": (_JOINT, "default"),
+    "masks_and_casts": (_MASKS, "default"),
 }
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")

@@ -418,8 +418,8 @@ def test_extract_program_checks_the_ptx_entries():
 
 
 def test_extract_program_rejects_unsupported_types():
-    text = _host_ir("", args="%x : memref<4xf64>, %out : memref<4xf32>")
-    with pytest.raises(ProgramError, match=r"argument 0 \(%x\): unsupported element type f64"):
+    text = _host_ir("", args="%x : memref<4xi8>, %out : memref<4xf32>")
+    with pytest.raises(ProgramError, match=r"argument 0 \(%x\): unsupported element type i8"):
         plan.extract_program(_parse(text), PTX, "sm_90a")
     text = _host_ir("", args="%x : memref<?xf32>, %out : memref<4xf32>")
     with pytest.raises(ProgramError, match="dynamic shapes"):
