@@ -11,6 +11,7 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from fuser.dialects import sched
+from fuser.dialects.sched.core import kernel_symbol
 from fuser.lowering.kernel_builder import KernelBuilder, f32
 from fuser.lowering.schedulers.options import ScheduleOptions
 
@@ -40,10 +41,15 @@ class KernelEmitter:
         self.add_kernel(k, name, host_bufs)
 
     def next_kernel_name(self) -> str:
-        """The name of the function's next kernel: <function>_k<count>."""
-        name = f"{self.name}_k{self.count}"
-        self.count += 1
-        return name
+        """The name of the function's next kernel: <function>_k<count>, the function's name made a
+        PTX identifier (`kernel_symbol`), and past any symbol the module already has (a function
+        named f_k0 beside f)."""
+        taken = {o.sym_name.data for o in self.module_block.ops if isinstance(getattr(o, "sym_name", None), StringAttr)}
+        while True:
+            name = f"{kernel_symbol(self.name)}_k{self.count}"
+            self.count += 1
+            if name not in taken:
+                return name
 
     def add_kernel(self, kernel: Operation, name: str, host_bufs: list[SSAValue]) -> None:
         """Put a finished kernel op in the module and launch it on `host_bufs`."""

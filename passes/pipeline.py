@@ -159,6 +159,8 @@ def run_passes(passes: Sequence[ModulePass], module, after=None, verify_each: bo
     from fuser.dialects.context import make_context
     from fuser.dialects.ir import FuserDiagnostic, first_line, location_of, verify_module
 
+    if passes:
+        _refuse_declarations(module)
     ctx = make_context()
     for p in passes:
         try:
@@ -175,3 +177,16 @@ def run_passes(passes: Sequence[ModulePass], module, after=None, verify_each: bo
             after(p, module)
     if not verify_each:
         verify_module(module)
+
+
+def _refuse_declarations(module) -> None:
+    """A body-less func.func (a declaration) has nothing to compile, and every pass reads a
+    function's body: refused at its location before any pass runs."""
+    from xdsl.dialects.func import FuncOp
+
+    from fuser.dialects.ir import FuserDiagnostic, location_of
+
+    for fn in module.body.block.ops:
+        if isinstance(fn, FuncOp) and not fn.body.blocks:
+            raise FuserDiagnostic(f"{location_of(fn)}: error: function @{fn.sym_name.data} has no body; fuser "
+                                  "compiles function definitions")

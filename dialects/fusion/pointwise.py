@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import Float64Type, FloatAttr, StringAttr, TensorType, i1
+from xdsl.dialects.builtin import (BFloat16Type, Float16Type, Float32Type, Float64Type, FloatAttr, StringAttr,
+                                   TensorType, i1)
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, prop_def, result_def, traits_def
 from xdsl.parser import Parser
@@ -378,29 +380,80 @@ class FullOp(IRDLOperation):
     def verify_(self) -> None:
         _check_tensor(self, "result", self.result.type, FLOAT_TYPES)
 
-    # Custom syntax: the value is a bare float literal, with inf and nan as keywords.
+    # Custom syntax: the value is a bare float literal, with inf and nan as keywords; a hex
+    # integer literal is, as in MLIR, the bit pattern of the element type (0x7F800000 : f32 is inf).
     @classmethod
     def parse(cls, parser: Parser):
+        start = parser.pos
+        hex_bits = None
         neg = parser.parse_optional_punctuation("-") is not None
         if parser.parse_optional_keyword("inf"):
             v = math.inf
         elif parser.parse_optional_keyword("nan"):
             v = math.nan
         else:
-            v = float(parser.parse_number())
+            tok = parser._current_token  # its text tells a hex literal, as in xDSL's own float attribute parser
+            v = parser.parse_number()
+            if tok.text[:2] in ("0x", "0X"):
+                hex_bits, hex_span = v, (start, tok.span.end)
+                if neg:
+                    parser.raise_error("a hexadecimal float literal is a bit pattern and takes no '-'", *hex_span)
+            v = float(v)
         v = -v if neg else v
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         t = parser.parse_type()
+        if hex_bits is not None:
+            v = _float_from_bits(parser, hex_bits, t, hex_span)
         op = cls.create(result_types=[t], properties={"value": FloatAttr(v, Float64Type())})
         op.attributes.update(attrs)
         return op
 
     def print(self, printer: Printer):
-        printer.print_string(f" {_float_text(self.value.value.data)}")
+        v = self.value.value.data
+        bits = _nan_bits(v, self.result.type) if math.isnan(v) else None
+        printer.print_string(f" {_float_text(v) if bits is None else bits}")
         _print_attrs(printer, self, [])
         printer.print_string(" : ")
         printer.print_attribute(self.result.type)
+
+
+# (bits, mantissa bits) of the float types a hex literal may spell.
+_FLOAT_BITS = {Float16Type: (16, 10), BFloat16Type: (16, 7), Float32Type: (32, 23), Float64Type: (64, 52)}
+
+
+def _float_from_bits(parser: Parser, bits: int, t: Attribute, span: tuple[int, int]) -> float:
+    """The value whose bit pattern in the element type of tensor type `t` is `bits`. A NaN keeps
+    its sign and payload, widened into the f64 the op stores (the payload's top bits)."""
+    elem = t.element_type if isinstance(t, TensorType) else t
+    if type(elem) not in _FLOAT_BITS:
+        parser.raise_error(f"a hexadecimal float literal needs a float element type, got {elem}", *span)
+    width, mant = _FLOAT_BITS[type(elem)]
+    if bits >= 1 << width:
+        parser.raise_error(f"hexadecimal float literal 0x{bits:X} does not fit the {width} bits of {elem}", *span)
+    exp_ones = (1 << (width - 1 - mant)) - 1
+    frac = bits & ((1 << mant) - 1)
+    if (bits >> mant) & exp_ones == exp_ones and frac:
+        f64 = (bits >> (width - 1)) << 63 | 0x7FF << 52 | frac << (52 - mant)
+        return struct.unpack("<d", f64.to_bytes(8, "little"))[0]
+    if isinstance(elem, BFloat16Type):  # bf16 is the top half of an f32
+        bits, width = bits << 16, 32
+    return struct.unpack({16: "<e", 32: "<f", 64: "<d"}[width], bits.to_bytes(width // 8, "little"))[0]
+
+
+def _nan_bits(v: float, t: Attribute) -> str | None:
+    """NaN `v` as the hex bit pattern of `t`'s element type, or None where the `nan` keyword
+    spells it (the positive quiet NaN without payload)."""
+    elem = t.element_type if isinstance(t, TensorType) else t
+    if type(elem) not in _FLOAT_BITS:
+        return None
+    width, mant = _FLOAT_BITS[type(elem)]
+    f64 = int.from_bytes(struct.pack("<d", v), "little")
+    frac = (f64 & ((1 << 52) - 1)) >> (52 - mant) or 1 << (mant - 1)  # a payload cut to nothing stays NaN
+    if f64 >> 63 == 0 and frac == 1 << (mant - 1):
+        return None
+    bits = (f64 >> 63) << (width - 1) | ((1 << (width - 1 - mant)) - 1) << mant | frac
+    return f"0x{bits:0{width // 4}X}"
 
 
 def _float_text(v: float) -> str:

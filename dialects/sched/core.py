@@ -12,6 +12,7 @@ loads and stores, and block-level synchronisation.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from xdsl.dialects import scf
@@ -59,6 +60,27 @@ from fuser.dialects.sched._base import _i64_array, _parse_list, _print_list
 from fuser.dialects.sched.types import GLOBAL, REGISTER, SHARED, TensorMapType, memory_space
 
 # ------------------------------------------------------------------- kernels
+
+# A PTX identifier, as the kernel's entry name must be (PTX ISA "Identifiers"; LLVM's NVPTX
+# backend aborts the process on anything else).
+PTX_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_$]*|[_$][A-Za-z0-9_$]+")
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+# CUDA's launch limits (CUDA C++ Programming Guide, "Technical Specifications"): grid and block
+# extents per axis, and the cluster size a launch may use without the non-portable attribute.
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_BLOCK = (1024, 1024, 64)
+MAX_CLUSTER = 8
+
+
+def kernel_symbol(name: str) -> str:
+    """`name` (any MLIR symbol name) as a PTX identifier: a plain C identifier is kept, in any
+    other name each character outside [A-Za-z0-9_] (and a leading digit) becomes `$<hex code>$`,
+    so `k-1` -> `k$2d$1`. Injective: kept names have no `$`, escaped ones decode uniquely."""
+    if _PLAIN.fullmatch(name):
+        return name
+    return "".join(c if (c.isascii() and (c.isalnum() or c == "_")) and not (i == 0 and c.isdigit())
+                   else f"${ord(c):x}$" for i, c in enumerate(name))
 
 
 @irdl_op_definition
@@ -116,9 +138,18 @@ class KernelOp(IRDLOperation):
         return x * y * z
 
     def verify_(self) -> None:
+        if not PTX_IDENTIFIER.fullmatch(self.sym_name.data):
+            raise VerifyException(f"'sched.kernel' op @\"{self.sym_name.data}\": a kernel name must be a PTX identifier "
+                                  f"(letters, digits, '_', '$'; not starting with a digit)")
         for what, vals in (("grid", self.grid.get_values()), ("block", self.block.get_values())):
             if len(vals) != 3 or any(v < 1 for v in vals):
                 raise VerifyException(f"'sched.kernel' op @{self.sym_name.data}: {what} must be 3 positive extents, got {list(vals)}")
+        # CUDA's launch limits: a geometry past them fails at cuLaunchKernel, so refuse it here.
+        for what, vals, limits in (("grid", self.grid_dims, MAX_GRID), ("block", self.block_dims, MAX_BLOCK)):
+            for ax, v, lim in zip(_DIMS, vals, limits):
+                if v > lim:
+                    raise VerifyException(f"'sched.kernel' op @{self.sym_name.data}: {what}.{ax} of {v} exceeds "
+                                          f"{lim}, CUDA's limit for {what}.{ax}")
         if self.threads_per_block > 1024:
             raise VerifyException(f"'sched.kernel' op @{self.sym_name.data}: block of {self.threads_per_block} threads exceeds 1024")
         if self.smem.value.data < 0:
@@ -128,6 +159,9 @@ class KernelOp(IRDLOperation):
             if len(cl) != 3 or any(c < 1 for c in cl) or any(g % c for g, c in zip(self.grid_dims, cl)):
                 raise VerifyException(f"'sched.kernel' op @{self.sym_name.data}: cluster {cl} must be 3 positive extents "
                                       f"that divide the grid {list(self.grid_dims)}")
+            if len(cl) == 3 and cl[0] * cl[1] * cl[2] > MAX_CLUSTER:
+                raise VerifyException(f"'sched.kernel' op @{self.sym_name.data}: cluster {cl} of {cl[0] * cl[1] * cl[2]} "
+                                      f"CTAs exceeds {MAX_CLUSTER}, CUDA's portable cluster size")
         args = self.body.block.args
         if [a.type for a in args] != list(self.function_type.inputs.data):
             raise VerifyException(f"'sched.kernel' op @{self.sym_name.data}: block arguments do not match the function type")

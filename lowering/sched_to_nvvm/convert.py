@@ -12,6 +12,7 @@ from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 
 from fuser.dialects import sched
+from fuser.dialects.sched.core import kernel_symbol
 from fuser.passes.flush_wgmma import inflight_readers
 from fuser.passes.insert_bulk_syncs import unsynced_signals
 
@@ -41,7 +42,8 @@ class ConvertSchedToNVVM(ModulePass):
 
         gpu_name = None
         if kernels:
-            gpu_name = f"{launching[0].sym_name.data}_kernels" if len(launching) == 1 else "kernels"
+            # ASCII like its kernels' names (`kernel_symbol`): xDSL reads an escaped name back as bytes
+            gpu_name = f"{kernel_symbol(launching[0].sym_name.data)}_kernels" if len(launching) == 1 else "kernels"
             taken = {o.sym_name.data for o in op.ops if isinstance(getattr(o, "sym_name", None), StringAttr)}
             base, n = gpu_name, 0
             while gpu_name in taken:

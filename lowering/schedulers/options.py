@@ -56,6 +56,12 @@ class ScheduleOptions:
         for name in ("block", "vector", "split", "stages"):
             if getattr(self, name) < 0:
                 raise ScheduleOptionsError(f"{name} must be >= 0, got {getattr(self, name)}")
+        # Forced values past CUDA's launch limits fail here, naming the option, not at launch.
+        if self.block > 1024:
+            raise ScheduleOptionsError(f"block must be at most 1024 (CUDA's limit on threads per block), got {self.block}")
+        if self.split > 65535:
+            raise ScheduleOptionsError(f"split must be at most 65535 (a reduction's chunks are its grid.y, which CUDA "
+                                       f"limits to 65535), got {self.split}")
         if self.matmul_store not in MATMUL_STORES:
             raise ScheduleOptionsError(f"matmul_store must be one of {', '.join(MATMUL_STORES)}, "
                                        f"got '{self.matmul_store}'")
