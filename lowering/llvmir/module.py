@@ -29,6 +29,8 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.llvm import LLVMFunctionType
 from xdsl.ir import Attribute, Operation
 
+from fuser.dialects.sched.core import PTX_IDENTIFIER
+
 from .common import TranslationError, int_prop, op_name, prop
 from .emitter import Emitter
 from .function import FunctionTranslator
@@ -119,6 +121,9 @@ class ModuleTranslator:
         ftype = prop(op, "function_type")
         if not isinstance(ftype, LLVMFunctionType):
             raise TranslationError(f"llvm.func @{name}: missing function_type")
+        if not PTX_IDENTIFIER.fullmatch(name):  # NVPTX would abort the process on it
+            raise TranslationError(f'llvm.func @"{name}": a function name must be a PTX identifier (letters, digits, '
+                                   f"'_', '$'; not starting with a digit)")
         ret = llvm_type(ftype.output)
         cconv = prop(op, "CConv")
         cconv_name = getattr(cconv, "cconv_name", "ccc")
