@@ -1,29 +1,112 @@
 """fuser-fuzz on the CPU: its float64 evaluation agrees with the reference interpreter's
-independent one, a run of random fusions (compile with varied options, ptxas, reference vs
-float64) finds nothing, and a wrong answer is caught and shrunk to the output that shows it.
+independent one, it generates every op, element type and cast the dialect accepts, a run of
+random fusions (compile with varied options, ptxas, reference vs float64) finds nothing, a
+wrong answer is caught and shrunk to the output that shows it, and `--gpu` without a GPU says so.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import random
+import subprocess
+import sys
+from collections import Counter
 
-from fuser.runtime.reference import numpy_dtype, reference_from_text
+import numpy as np
+import pytest
+from xdsl.dialects import func
+
+from fuser.dialects import fusion as F
+from fuser.dialects.ir import parse_module
+from fuser.runtime.reference import reference_from_text
 from fuser.tools import fuzz
 
 
-def _inputs(case, seed):
-    rng = np.random.default_rng(seed)
-    return [rng.uniform(-2, 2, shape).astype(np.float32).astype(numpy_dtype(dt)) for shape, dt in case.inputs]
-
-
 def test_fuzzer_semantics_agree_with_the_reference_interpreter():
+    """In the reference's f64 mode (float casts and constants keep float64) both evaluations
+    compute the same thing: floats to 1e-9, masks and integers exactly."""
     for seed in range(100):
         case = fuzz.fuzz_case(seed)
-        xs = _inputs(case, seed)
-        mine = case.evaluate(xs)
+        xs = fuzz.make_inputs(case, seed)
+        mine = case.evaluate(xs, rounding=False)
         ref = reference_from_text(case.text)(*xs, precision="f64")
-        for a, b in zip(mine, ref):
-            np.testing.assert_allclose(np.asarray(b, np.float64), a, rtol=1e-9, atol=1e-12, err_msg=f"seed {seed}")
+        for i, (a, b, dt) in enumerate(zip(mine, ref, case.outputs)):
+            if dt in fuzz.DISCRETE:
+                np.testing.assert_array_equal(b, a, err_msg=f"seed {seed} output #{i}")
+            else:
+                np.testing.assert_allclose(np.asarray(b, np.float64), a, rtol=1e-9, atol=1e-12,
+                                           err_msg=f"seed {seed} output #{i}")
+
+
+def test_exact_outputs_agree_with_the_reference_in_float32():
+    """The reference's float32 mode computes and rounds as a kernel does: every output passes
+    `mismatch` as the GPU run applies it (exact ones bit for bit, masks and integers except
+    their don't-care elements), and most masks have no don't-care element at all."""
+    dontcare = masks = 0
+    for seed in range(100):
+        case = fuzz.fuzz_case(seed)
+        xs = fuzz.make_inputs(case, seed)
+        want, mags, dcs = case.expected(xs)
+        got = reference_from_text(case.text)(*xs, precision="native")
+        for i, key in enumerate(case.checks):
+            assert fuzz.mismatch(got[i], want[i], key, mags[i], dcs[i]) is None, f"seed {seed} output #{i}"
+            if key == "i1":
+                masks += 1
+                dontcare += dcs[i] is not None and bool(dcs[i].any())
+    assert masks >= 20 and dontcare <= masks // 3, (masks, dontcare)
+
+
+def test_casts_round_and_truncate_as_torch():
+    cast = fuzz._cast
+    # i64 -> f32 to nearest (ties to even); -> bf16 through f32, rounding twice
+    x = np.array([2 ** 24 + 1, 2 ** 24 + 3, 2 ** 40 + 2 ** 15, -(2 ** 40) - 3 * 2 ** 15], np.int64)
+    assert cast(x, "i64", "f32").tolist() == [2 ** 24, 2 ** 24 + 4, 2 ** 40, -(2 ** 40) - 2 ** 17]
+    assert cast(np.array([2 ** 24 + 2 ** 16 + 1], np.int64), "i64", "bf16").tolist() == [2 ** 24]
+    # f64 -> bf16 through f32: 1 + 2^-8 + 2^-30 is 1 + 2^-8 in f32, a tie that bf16 rounds to even
+    assert cast(np.array([1 + 2 ** -8 + 2 ** -30]), "f64", "bf16").tolist() == [1.0]
+    assert cast(np.array([1 + 2 ** -8 + 2 ** -20]), "f64", "bf16").tolist() == [1 + 2 ** -7]
+    # float -> i64: toward zero, saturating, NaN -> 0; -> i1: != 0, NaN true
+    f = np.array([-2.7, 2.7, -0.5, 1e30, -1e30, np.nan, 2.0 ** 63, -(2.0 ** 63)])
+    big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+    assert cast(f, "f32", "i64").tolist() == [-2, 2, 0, big, small, 0, big, small]
+    assert cast(np.array([0.0, -0.0, np.nan, 1e-40]), "f64", "i1").tolist() == [False, False, True, True]
+    assert cast(np.array([True, False]), "i1", "bf16").tolist() == [1.0, 0.0]
+    assert cast(np.array([-3, 0], np.int64), "i64", "i1").tolist() == [True, False]
+    # the reference interpreter's f64 mode: float targets keep float64
+    assert cast(np.array([2 ** 24 + 1], np.int64), "i64", "f32", rounding=False).tolist() == [2 ** 24 + 1]
+
+
+def test_masks_and_integers_are_compared_exactly():
+    want = np.array([True, False, True, True])
+    assert fuzz.mismatch(want.copy(), want, "i1") is None
+    assert fuzz.mismatch(np.array([1, 0, 1, 2], np.uint8), want, "i1").startswith("1 of 4 elements differ")
+    assert fuzz.mismatch(~want, want, "i1").startswith("4 of 4")
+    dc = np.array([True, True, False, False])
+    assert fuzz.mismatch(np.array([False, True, True, True]), want, "i1", dontcare=dc) is None
+    n = np.array([2 ** 40, -3, 0], np.int64)
+    assert fuzz.mismatch(n + np.array([1, 0, 0]), n, "i64").startswith("1 of 3 elements differ")
+    assert fuzz.mismatch(np.array([1.0, np.nan]), np.array([1.0, np.nan]), "exact") is None
+    assert fuzz.mismatch(np.array([1.0 + 2 ** -52, 0.0]), np.array([1.0, 0.0]), "exact") is not None
+    assert fuzz.mismatch(np.array([1.0 + 1e-10]), np.array([1.0]), "f64") is not None
+
+
+def test_comparisons_within_rounding_are_dont_care():
+    """lt of two computed values a hair apart may go either way in float32: don't-care; the
+    same comparison of inputs is exact, so it is checked everywhere."""
+    g = fuzz._Gen(random.Random(0), "t")
+    g.rows, g.cols = 1, 3
+    x = g.add_arg("in0", "full", "f32")
+    y = g.emit("ta", "full", f"fusion.tanh %in0 : {g.ty('full')}", [x])
+    z = g.emit("ta", "full", f"fusion.tanh %in0 : {g.ty('full')}", [x])
+    c = g.const(0.5, "full")
+    inexact = g.emit("q", "full", f"fusion.cmp lt, %{y.name}, %{c.name} : {g.ty('full')}", [y, c], "i1")
+    same = g.emit("q", "full", f"fusion.cmp le, %{y.name}, %{z.name} : {g.ty('full')}", [y, z], "i1")
+    exact = g.emit("q", "full", f"fusion.cmp lt, %in0, %{c.name} : {g.ty('full')}", [x, c], "i1")
+    g.outputs = [inexact, same, exact]
+    xs = [np.array([[np.arctanh(0.5) + 1e-9, 2.0, -2.0]])]
+    vals, _, dcs = g.expected(xs)
+    assert inexact.dc and not exact.dc
+    assert dcs[0].tolist() == [[True, False, False]] and dcs[1].all() and dcs[2] is None
+    assert vals[2].tolist() == [[False, False, True]]
 
 
 def test_some_cases_are_3d_with_two_dim_reductions():
@@ -37,29 +120,103 @@ def test_some_cases_are_3d_with_two_dim_reductions():
     assert any(("var_mean" in t or "welford" in t) and "dims [2]" in t for t in three_d)
 
 
+# What the fuzzer does not generate, and why; every other op of the dialect must appear.
+NOT_FUZZED = {
+    "fusion.segment": "made by fusion-segment from every case; one written by hand only pins kernel "
+                      "boundaries the segmenter would choose (test_segment.py wraps fuzz cases in one)",
+    "fusion.yield": "the terminator of fusion.segment",
+}
+
+
+def _live_ops(fn: func.FuncOp) -> list:
+    """The ops the function's results depend on (dead ones are removed before any kernel)."""
+    ret = fn.body.block.last_op
+    stack, seen = [v.owner for v in ret.operands], set()
+    while stack:
+        op = stack.pop()
+        if op in seen or op not in fn.body.block.ops:  # a block argument
+            continue
+        seen.add(op)
+        stack += [v.owner for v in op.operands]
+    return [op for op in fn.body.block.ops if op in seen]
+
+
+def test_every_op_type_and_cast_of_the_dialect_is_generated():
+    """Over 300 seeds, every op the dialect accepts (but NOT_FUZZED), every element type as an
+    input, an output and an intermediate, every cast between two element types, every cmp
+    predicate and reduce kind, shape ops and segment_set over every type, and cmp, where and
+    full over every float type reach a result. Adding an op or a type to the dialect fails this
+    until the fuzzer draws it (and its evaluation knows it)."""
+    seen: Counter = Counter()
+    name = lambda t: F.dtype_name(t.element_type)  # noqa: E731
+    for seed in range(300):
+        fn = next(o for o in parse_module(fuzz.random_fusion(seed)).walk() if isinstance(o, func.FuncOp))
+        live, results = _live_ops(fn), list(fn.body.block.last_op.operands)
+        read = {v for op in live for v in op.operands} | set(results)
+        seen.update(("input", name(a.type)) for a in fn.body.block.args if a in read)
+        seen.update(("output", name(r.type)) for r in results)
+        for op in live:
+            seen[("op", op.name)] += 1
+            seen.update(("intermediate", name(r.type)) for r in op.results if r not in results)
+            if isinstance(op, F.CastOp):
+                seen[("cast", name(op.input.type), name(op.result.type))] += 1
+            if isinstance(op, F.CmpOp):
+                seen[("predicate", op.predicate.data)] += 1
+            if isinstance(op, F.ReduceOp):
+                seen[("reduce", op.kind.data)] += 1
+            if isinstance(op, (*F.SHAPE_OPS, F.SegmentSetOp, F.CmpOp)):
+                seen[(op.name, name(op.operands[0].type))] += 1
+            if isinstance(op, (F.WhereOp, F.FullOp)):
+                seen[(op.name, name(op.results[0].type))] += 1
+    types, floats = list(F.DTYPE_NAMES), [F.dtype_name(t()) for t in F.FLOAT_TYPES]
+    want = {("op", op.name) for op in F.Fusion.operations if op.name not in NOT_FUZZED}
+    want |= {(role, t) for role in ("input", "output", "intermediate") for t in types}
+    want |= {("cast", a, b) for a in types for b in types if a != b}  # a cast to its own type is folded away
+    want |= {("predicate", p) for p in F.CMP_PREDICATES} | {("reduce", k) for k in F.REDUCE_KINDS}
+    want |= {(op.name, t) for op in (*F.SHAPE_OPS, F.SegmentSetOp) for t in types}
+    want |= {(op.name, t) for op in (F.CmpOp, F.WhereOp, F.FullOp) for t in floats}
+    missing = sorted(want - set(seen))
+    assert not missing, f"never generated over 300 seeds: {missing}"
+    assert fuzz.CMP_PREDICATES == F.CMP_PREDICATES
+
+
+def test_the_float_part_of_a_case_does_not_depend_on_its_typed_part(monkeypatch):
+    """The typed part draws from its own stream after the float part: without it a seed gives
+    the same float ops, and the same inputs for them."""
+    for seed in range(40):
+        with_typed = fuzz.fuzz_case(seed)
+        monkeypatch.setattr(fuzz, "TYPED_SHARE", 0.0)
+        plain = fuzz.fuzz_case(seed)
+        monkeypatch.undo()
+        body = plain.text.splitlines()[1:-2]
+        assert with_typed.text.splitlines()[1:1 + len(body)] == body
+        xs, ys = fuzz.make_inputs(plain, seed), fuzz.make_inputs(with_typed, seed)
+        assert all(np.array_equal(x, y) for x, y in zip(xs, ys))
+
+
 def test_a_cpu_run_finds_nothing(capsys):
     counts = fuzz.run(60, 1000, gpu=False)
     assert counts["ok"] + counts["refused"] == 60, counts
 
 
 def test_a_wrong_answer_is_caught_and_shrunk(tmp_path):
-    case = fuzz.fuzz_case(3)
-    xs = _inputs(case, 3)
-    want = case.evaluate(xs)
-    want[0] = want[0] + 1.0  # pretend the kernel got output #0 wrong
-    status, detail = fuzz.check(case, case.text, "", xs, want, gpu=False)
-    assert status == "mismatch" and detail.startswith("output #0")
-    text, keep = fuzz.shrink(case, "", xs, want, False, status)
-    assert keep == [0] and text.count("tensor<") < case.text.count("tensor<")
+    case = fuzz.fuzz_case(28)
+    xs = fuzz.make_inputs(case, 28)
+    want, mags, dcs = case.expected(xs)
+    assert case.outputs[2] == "i1"
+    want[2] = ~want[2]  # pretend the kernel got mask #2 wrong
+    status, detail = fuzz.check(case, case.text, "", xs, want, False, mags, dcs)
+    assert status == "mismatch" and detail.startswith("output #2 (i1): ") and "elements differ" in detail
+    text, keep = fuzz.shrink(case, "", xs, want, False, status, mags, dcs)
+    assert keep == [2] and text.count("tensor<") < case.text.count("tensor<")
 
 
 def test_cancellation_is_rounding_not_a_mismatch():
     """Seed 40533 on the H100: an output is sum(x - mean(x)) over 1000 rows, 0 in exact
     arithmetic, -2.7e-13 in float64 and -1.9e-5 from the float32 kernel. Its magnitude (the sum
     of what it added, ~2000) puts that within rounding; an error of 0.01 is still a mismatch."""
-    rng = np.random.default_rng(40533)
     case = fuzz.fuzz_case(40533)
-    xs = [rng.uniform(-2, 2, s).astype(np.float32).astype(numpy_dtype(dt)) for s, dt in case.inputs]
+    xs = fuzz.make_inputs(case, 40533)
     want, mags = case.with_magnitudes(xs)
     got = want[1].copy()
     got[1] = -1.9073486328125e-05
@@ -74,9 +231,39 @@ def test_overflow_to_inf_is_rounding_not_a_mismatch():
     """An f16 output whose exact value is past 65520 is inf once rounded (seed 320 of a GPU
     run: 76519.97 came back as inf); a finite value there, or inf where the value is small, is
     still a mismatch."""
-    import numpy as np
     want = np.array([76519.97, -70000.0, 65519.0, 1.0])
     assert fuzz.mismatch(np.array([np.inf, -np.inf, np.inf, 1.0]), want, "f16") is None
     assert fuzz.mismatch(np.array([np.inf, np.inf, 65504.0, 1.0]), want, "f16") is not None   # wrong sign
     assert fuzz.mismatch(np.array([np.inf, -np.inf, 65504.0, np.inf]), want, "f16") is not None  # inf for 1.0
     assert fuzz.mismatch(np.array([np.inf, -np.inf, 65504.0, 1.0]), want, "f32") is not None  # f32 has room
+
+
+def _no_gpu(monkeypatch):
+    from fuser.runtime import driver
+
+    def require_gpu():
+        raise driver.NoGPUError("no NVIDIA GPU/driver found: the CUDA driver library could not be loaded "
+                                "(cuInit: libcuda.so.1 not found)")
+    monkeypatch.setattr(driver, "require_gpu", require_gpu)
+
+
+def test_gpu_run_without_a_gpu_says_so_before_any_case(monkeypatch, capsys):
+    _no_gpu(monkeypatch)
+    monkeypatch.setattr(fuzz, "fuzz_case", lambda *a, **k: pytest.fail("a case ran"))
+    assert fuzz.main(["--gpu", "--cases", "3"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("fuser-fuzz: no NVIDIA GPU/driver found: ") and "libcuda.so.1" in err
+    with pytest.raises(RuntimeError, match="no NVIDIA GPU/driver found"):
+        fuzz.run(3, 0, gpu=True)
+
+
+def test_gpu_run_on_this_machine_without_a_gpu():
+    from fuser.runtime import driver
+
+    if driver.gpu_available():
+        pytest.skip("this machine has a GPU")
+    p = subprocess.run([sys.executable, "-m", "fuser.tools.fuzz", "--gpu", "--cases", "2"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and p.stdout == ""
+    assert p.stderr.startswith("fuser-fuzz: no NVIDIA GPU/driver found: ") and p.stderr.count("\n") == 1
