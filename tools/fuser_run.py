@@ -28,7 +28,9 @@ import numpy as np
 from fuser.dialects.ir import FuserDiagnostic, decode_source, parse_module
 from fuser.passes.pipeline import PipelineError
 
-TOLERANCE = {"f32": 1e-4, "f16": 2e-3, "bf16": 1.6e-2, "f64": 1e-9}
+# Relative error allowed against the float64 reference, by output dtype. f64 outputs get f32's:
+# math runs in f32 (an f64 output is computed in f64 only when it is a cast or move of f64 data).
+TOLERANCE = {"f32": 1e-4, "f16": 2e-3, "bf16": 1.6e-2, "f64": 1e-4}
 
 
 def _dtype_name(t) -> str:

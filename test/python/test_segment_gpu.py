@@ -134,10 +134,11 @@ def test_joint_reduction_with_forced_row_chunks_matches_float64(split):
 
 @pytest.mark.parametrize("seed", range(40))
 def test_fuzz_fusion_as_one_hand_written_segment(seed):
-    """A random fusion written as one hand-made segment runs and matches float64."""
-    text = _one_segment(fuzz.random_fusion(seed))
-    try:
-        problems = check_against_f64(text, np.random.default_rng(seed))
-    except Exception as e:  # refused the same way as without the segment (forced options aside)
-        pytest.skip(f"refused: {e}")
-    assert problems == []
+    """A random fusion written as one hand-made segment runs and matches the fuzzer's check."""
+    case = fuzz.fuzz_case(seed)
+    inputs = fuzz.make_inputs(case, seed)
+    want, mags, dontcares = case.expected(inputs)
+    status, detail = fuzz.check(case, _one_segment(case.text), "", inputs, want, True, mags, dontcares)
+    if status == "refused":  # refused the same way as without the segment
+        pytest.skip(f"refused: {detail}")
+    assert status == "ok", detail
