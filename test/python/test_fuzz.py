@@ -185,7 +185,7 @@ def test_the_float_part_of_a_case_does_not_depend_on_its_typed_part(monkeypatch)
     the same float ops, and the same inputs for them."""
     for seed in range(40):
         with_typed = fuzz.fuzz_case(seed)
-        monkeypatch.setattr(fuzz, "TYPED_SHARE", 0.0)
+        monkeypatch.setattr(fuzz.runner, "TYPED_SHARE", 0.0)
         plain = fuzz.fuzz_case(seed)
         monkeypatch.undo()
         body = plain.text.splitlines()[1:-2]
@@ -249,7 +249,7 @@ def _no_gpu(monkeypatch):
 
 def test_gpu_run_without_a_gpu_says_so_before_any_case(monkeypatch, capsys):
     _no_gpu(monkeypatch)
-    monkeypatch.setattr(fuzz, "fuzz_case", lambda *a, **k: pytest.fail("a case ran"))
+    monkeypatch.setattr(fuzz.runner, "fuzz_case", lambda *a, **k: pytest.fail("a case ran"))
     assert fuzz.main(["--gpu", "--cases", "3"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1

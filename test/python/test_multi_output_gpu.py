@@ -1,7 +1,7 @@
 """Multi-output fusions on the GPU against float64: the shapes that once returned garbage (an
 output another output reads, a value returned twice, an input returned as is, an output that
 feeds a reduction, outputs of different shapes fed by one value, epilogue chains), then random
-multi-output fusions from fuser-fuzz's generator (tools/fuzz.py).
+multi-output fusions from fuser-fuzz's generator (tools/fuzz/).
 
 The fuzz run's size and seed come from FUSER_FUZZ_N (default 200) and FUSER_FUZZ_SEED (default:
 drawn fresh, and printed so a failure can be replayed). Skipped when no GPU is found.

@@ -1,0 +1,7 @@
+"""`python3 -m fuser.tools.fuzz`: the fuser-fuzz command."""
+
+import sys
+
+from fuser.tools.fuzz.runner import main
+
+sys.exit(main())

@@ -1,0 +1,387 @@
+"""The fuzzer's own float64 semantics, written apart from the reference interpreter: what each op
+of a case computes (`_Semantics._numpy`), the rounding error it carries (`_magnitude`), where
+its answer may go either way (`_dontcare`), the evaluation of a whole case
+(`_Semantics.expected`), and how close a kernel's output must come (`TOLERANCE`, `mismatch`).
+
+The evaluation (`_Gen.expected`, from the `_Semantics` mixin here) has the kernels' semantics,
+torch's: floats in float64, i1 as bool, i64 as int64; a cast to a float rounds to nearest even
+(f64 and i64 values to f16 or bf16 through f32, as torch converts them); float -> i64 truncates
+toward zero, saturating at the i64 limits, NaN -> 0; -> i1 is `!= 0` (NaN -> true); i1 -> a
+number is 0 or 1.
+
+Values stay in a modest range (inputs in [-2, 2], exp only of tanh, log, sqrt and rsqrt only of
+1 + |v|, pow of 1 + |v| to a tanh, division by 1 + |v|, reduction sums scaled by 1/extent), so a
+float32 kernel and the float64 reference agree to a
+tolerance that fits the output dtype plus the rounding each output's computation amplifies (its
+magnitude: what a sum added up, what a function's slope scales), and any real mismatch is a bug.
+
+Near-ties. Every value is either exact, one the kernel must give bit for bit (inputs,
+constants, casts, neg, abs, relu, max, min, where, shape ops, segment_set and max/min reductions
+of exact values; every i1 and i64 value), or carries the rounding of float32 arithmetic, within
+the bound `mismatch` allows it (the TOLERANCE of its `level`, f32 or the f16/bf16 it was cast to,
+plus its magnitude's slack). A comparison, or a cast to i1 or i64, of an inexact value may go
+either way where its operands are within that bound of each other (of 0, of an integer step):
+those elements are don't-care, and so is every element computed from one. So comparisons
+mostly take exact operands (an input against a constant, a value against its own row max: eq
+is then one-hot), which are checked everywhere; reductions never read a value that may hold a
+don't-care element (it would blank a whole row). `mismatch` compares i1 and i64 outputs exactly
+(counting the elements that differ), exact float outputs bit for bit, the others to their
+tolerance; don't-care elements are skipped.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+LOWP = ("f16", "bf16")
+DISCRETE = ("i1", "i64")
+
+
+@dataclass
+class Value:
+    name: str
+    kind: str  # "full" (R x C), "row" (R), "col" (C), and the others of `_Gen.shape`
+    dtype: str = "f32"
+    exact: bool = False  # the kernel must give the evaluation's value bit for bit (i1, i64: always)
+    level: str = "f32"   # an inexact float's error is within this dtype's TOLERANCE (and its magnitude)
+    dc: bool = False     # may hold don't-care elements (see the module docstring)
+    bound: float = 0.0   # an i64's largest magnitude (inf: none worth scaling back into range)
+
+
+@dataclass
+class Step:
+    """One op of the fuzzer's own float64 semantics, written apart from the reference interpreter."""
+    outs: list[str]
+    fn: object              # operand values -> result value(s)
+    operands: list[str]
+    mag: object             # (operand values, their magnitudes) -> result magnitude(s)
+    dc: object              # (operand values, their don't-care masks or None, margins) -> don't-care mask or None
+    needs_margin: bool = False
+    unrounded: object = None  # fn as the reference interpreter's f64 mode has it (float casts keep float64)
+
+
+TOLERANCE = {"f64": 1e-12, "f32": 2e-4, "bf16": 2e-2, "f16": 4e-3}
+
+
+ROUNDING_SLACK = 16 * 2.0 ** -24
+"""Rounding a float32 kernel may add to an element, per unit of its magnitude (see `_Semantics._magnitude`):
+16 float32 epsilons, for the summation order and the approximate exp/log/division."""
+
+
+# Where rounding to the output dtype gives infinity: half of an ulp past the largest finite value.
+OVERFLOW = {"f16": 65520.0, "bf16": 3.3961e38}
+
+
+_EXACT_OPS = {"neg", "abs", "relu", "max", "min", "where", "cast", "broadcast", "reshape", "permute", "segment_set"}
+
+
+def _derive(op: str, rhs: str, operands: list[Value], dtype: str) -> tuple[bool, str, bool]:
+    """(exact, level, dc) of an op's result (see Value). Ops that only move, select or compare
+    values, and casts (the evaluation rounds as the kernel does), keep exactness; arithmetic in
+    float32 loses it."""
+    dc = any(o.dc for o in operands)
+    inexact = [o for o in operands if not o.exact]
+    if dtype in DISCRETE:  # exact, except where an inexact operand may flip it
+        return True, "f64", dc or bool(inexact)
+    keeps = op in _EXACT_OPS or (op == "reduce" and rhs.split()[1] in ("max", "min"))
+    if op == "full" or (keeps and not inexact):
+        return True, "f64", dc
+    level = max([o.level for o in inexact] + ["f32"] + ([dtype] if op == "cast" else []), key=TOLERANCE.__getitem__)
+    return False, level, dc
+
+
+def _elems(rhs: str) -> list[str]:
+    """The element types of the tensor types in an op's text, in order."""
+    return re.findall(r"x([a-z]+\d*)>", rhs)
+
+
+def _as(x, dtype: str) -> np.ndarray:
+    """A value as the evaluation holds it: i1 as bool, i64 as int64, floats as float64."""
+    return np.asarray(x).astype({"i1": np.bool_, "i64": np.int64}.get(dtype, np.float64), copy=False)
+
+
+def _round_to(x, dtype: str) -> np.ndarray:
+    """A float64 value rounded to a float dtype (nearest, ties to even), as float64. f16 and bf16
+    go through float32, as torch converts f64 (and i64) values to them and the kernels do: one
+    rounding from f32, f16 and bf16 values, two from f64 ones."""
+    x = np.asarray(x, dtype=np.float64)
+    if dtype == "f64":
+        return x
+    y = x.astype(np.float32)
+    if dtype in LOWP:
+        y = y.astype(np.float16 if dtype == "f16" else ml_dtypes.bfloat16)
+    return y.astype(np.float64)
+
+
+def _trunc_i64(x) -> np.ndarray:
+    """float -> i64: toward zero, saturating at the i64 limits, NaN -> 0."""
+    t = np.trunc(np.asarray(x, dtype=np.float64))
+    out = np.zeros(t.shape, np.int64)
+    inside = (t > -2.0 ** 63) & (t < 2.0 ** 63)
+    out[inside] = t[inside].astype(np.int64)
+    out[t >= 2.0 ** 63] = np.iinfo(np.int64).max
+    out[t <= -2.0 ** 63] = np.iinfo(np.int64).min
+    return out
+
+
+def _cast(x: np.ndarray, src: str, dst: str, rounding: bool = True) -> np.ndarray:
+    """fusion.cast's semantics (torch's). `rounding=False`: float targets keep float64, as the
+    reference interpreter's f64 mode has them."""
+    if dst == "i1":
+        return x != 0  # NaN is true
+    if dst == "i64":
+        return x.astype(np.int64) if src in DISCRETE else _trunc_i64(x)
+    if src == "i64" and rounding and dst != "f64":  # to the nearest float32 (then f16 or bf16)
+        return _round_to(x.astype(np.float32), dst)
+    y = x.astype(np.float64)  # i1: 0 or 1; i64: exact up to 2^53
+    return _round_to(y, dst) if rounding else y
+
+
+def _dims_of(rhs: str) -> tuple[int, ...]:
+    """The `dims [...]` of an op's text."""
+    return tuple(int(d) for d in re.search(r"dims \[([\d, ]*)\]", rhs).group(1).split(","))
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+_ERF = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _gelu_slope(x):
+    return 0.5 * (1.0 + _ERF(x / math.sqrt(2.0))) + x * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+
+
+def _gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+_SLOPE = {  # derivatives of the unary ops that are not plain sign changes (gelu's tanh form: the erf form's, close)
+    "tanh": lambda x: 1.0 - np.tanh(x) ** 2, "exp": np.exp, "log": lambda x: 1.0 / x,
+    "sigmoid": lambda x: _sigmoid(x) * (1.0 - _sigmoid(x)),
+    "silu": lambda x: _sigmoid(x) * (1.0 + x * (1.0 - _sigmoid(x))), "gelu": _gelu_slope,
+    "sqrt": lambda x: 0.5 / np.sqrt(x), "rsqrt": lambda x: 0.5 * x ** -1.5,
+}
+_IDENTITY = lambda x: x  # noqa: E731
+_NUMPY = {
+    "neg": np.negative, "abs": np.abs, "tanh": np.tanh, "exp": np.exp, "log": np.log,
+    "sigmoid": _sigmoid, "relu": lambda x: np.maximum(x, 0.0), "silu": lambda x: x * _sigmoid(x),
+    "gelu": lambda x: 0.5 * x * (1.0 + _ERF(x / math.sqrt(2.0))),
+    "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum,
+    "div": np.divide, "pow": np.power, "where": np.where, "segment_set": _IDENTITY,
+}
+_CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+        "ge": np.greater_equal}
+
+
+class _Semantics:
+    """The float64 semantics of the ops a `_Gen` emits, as a mixin of it: the functions of one op
+    (`_numpy`, `_magnitude`, `_dontcare`, which `_Gen.emit` records as a `Step`) read the case's
+    shapes and matmul layout; `expected` runs the recorded steps on a case's inputs."""
+
+    def _numpy(self, rhs: str, kind: str, rounding: bool = True):
+        """The float64 function of one emitted op, from its text (`rounding=False`: float casts
+        and constants keep float64, as in the reference interpreter's f64 mode)."""
+        op = rhs.split()[0].removeprefix("fusion.")
+        if op == "full":
+            value, shape = float(rhs.split()[1]), self.shape(kind)
+            if rounding:  # the constant the kernel holds
+                value = float(_round_to(np.float64(value), _elems(rhs)[-1]))
+            return lambda: np.full(shape, value)
+        if op == "cast":
+            src, dst = _elems(rhs)
+            return lambda x: _cast(x, src, dst, rounding)
+        if op == "cmp":
+            return _CMP[rhs.split()[1].rstrip(",")]
+        if op == "gelu" and '"tanh"' in rhs:
+            return _gelu_tanh
+        if op == "broadcast":  # a row gains its last dim back, a column its leading ones
+            full, added = self.shape("full"), _dims_of(rhs)
+            return lambda x: np.broadcast_to(np.expand_dims(x, added), full)
+        if op == "reduce":
+            fn = {"sum": np.sum, "max": np.max, "min": np.min}[rhs.split()[1]]
+            axis = _dims_of(rhs)
+            keep = "keepdim" in rhs
+            return lambda x: fn(x, axis=axis, keepdims=keep)
+        if op == "permute":
+            perm = tuple(int(d) for d in re.search(r"\[([\d, ]*)\]", rhs).group(1).split(","))
+            return lambda x: np.transpose(x, perm)
+        if op == "reshape":
+            shape = self.shape(kind)
+            return lambda x: np.reshape(x, shape)
+        if op == "matmul":
+            ta, tb = self.ta, self.tb
+            return lambda a, b: (a.T if ta else a) @ (b.T if tb else b)
+        return _NUMPY[op]
+
+    def _magnitude(self, rhs: str, kind: str):
+        """How one op scales the rounding error it is handed: the magnitude of its result, for an
+        error bound of eps * magnitude. Sums add the magnitudes of their terms (so a sum that
+        cancels keeps the size of what it added), products multiply them, and a function of x
+        takes |f'(x)| * magnitude(x) + |f(x)|. (An i1 or i64 result's magnitude is its value:
+        `expected` sets it.)"""
+        op = rhs.split()[0].removeprefix("fusion.")
+        fn = self._numpy(rhs, kind) if op != "full" else None
+        if op == "full":
+            value = abs(float(rhs.split()[1]))
+            return lambda vals, mags: value
+        if op in ("broadcast", "reshape", "permute", "matmul"):  # linear in each operand's magnitude
+            return lambda vals, mags: fn(*mags)
+        if op in ("cast", "segment_set", "neg", "abs", "relu"):
+            return lambda vals, mags: mags[0]
+        if op == "reduce":
+            axis, keep = _dims_of(rhs), "keepdim" in rhs
+            return lambda vals, mags: np.sum(mags[0], axis=axis, keepdims=keep) if "sum" in rhs.split()[1] else \
+                np.max(mags[0], axis=axis, keepdims=keep)
+        if op in ("add", "sub"):
+            return lambda vals, mags: mags[0] + mags[1]
+        if op == "mul":
+            return lambda vals, mags: mags[0] * mags[1]
+        if op in ("max", "min"):
+            return lambda vals, mags: np.maximum(mags[0], mags[1])
+        if op == "cmp":
+            return lambda vals, mags: 0.0
+        if op == "where":
+            return lambda vals, mags: np.where(vals[0], mags[1], mags[2])
+        if op == "div":  # a / b with |b| >= 1
+            return lambda vals, mags: (mags[0] + np.abs(vals[0] / vals[1]) * mags[1]) / np.abs(vals[1])
+        if op == "pow":  # a ** t with a >= 1: d/da = t a^(t-1), d/dt = ln(a) a^t
+            def pow_magnitude(vals, mags):
+                p = np.power(vals[0], vals[1])
+                return p * (np.abs(vals[1]) * mags[0] / vals[0] + np.abs(np.log(vals[0])) * mags[1]) + p
+            return pow_magnitude
+        slope = _SLOPE[op]
+        return lambda vals, mags: np.abs(slope(vals[0])) * mags[0] + np.abs(fn(vals[0]))
+
+    def _dontcare(self, op: str, rhs: str, kind: str, operands: list[Value], dtype: str):
+        """The don't-care mask of an op's result, and whether it needs its operands' margins: an
+        elementwise op's result is don't-care where any operand is; a comparison or a cast to
+        i1/i64 also where an inexact operand's margin (its error bound) reaches the answer's
+        edge; reductions and shape ops carry their operand's mask along."""
+        if op in ("full", "matmul"):
+            return (lambda vals, dcs, margins: None), False
+        if op in ("broadcast", "reshape", "permute"):
+            move = self._numpy(rhs, kind)
+            return (lambda vals, dcs, margins: None if dcs[0] is None else move(dcs[0])), False
+        if op == "reduce":
+            axis, keep = _dims_of(rhs), "keepdim" in rhs
+            return (lambda vals, dcs, margins: None if dcs[0] is None else
+                    np.any(dcs[0], axis=axis, keepdims=keep)), False
+        flip = None
+        from_float = bool(operands) and operands[0].dtype not in DISCRETE
+        if op == "cmp":
+            flip = lambda vals, m: np.abs(vals[0] - vals[1]) <= m  # noqa: E731
+        elif op == "cast" and dtype == "i1" and from_float:
+            flip = lambda vals, m: np.abs(vals[0]) <= m  # noqa: E731
+        elif op == "cast" and dtype == "i64" and from_float:
+            flip = lambda vals, m: _trunc_i64(vals[0] - m) != _trunc_i64(vals[0] + m)  # noqa: E731
+
+        def dc(vals, dcs, margins):
+            out = functools.reduce(np.logical_or, [d for d in dcs if d is not None], None) \
+                if any(d is not None for d in dcs) else None
+            known = [m for m in margins or [] if m is not None]
+            if flip is not None and known:
+                m = sum(known)
+                f = (m > 0) & flip(vals, m)
+                out = f if out is None else out | f
+            return out
+        return dc, flip is not None
+
+    # -------------------------------------------------------------- evaluation
+    def evaluate(self, inputs: list[np.ndarray], rounding: bool = True) -> list[np.ndarray]:
+        return self.expected(inputs, rounding)[0]
+
+    def evaluate_with_magnitudes(self, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        return self.expected(inputs)[:2]
+
+    def expected(self, inputs: list[np.ndarray], rounding: bool = True):
+        """The outputs (floats as float64, i1 as bool, i64 as int64), the magnitudes their
+        rounding errors scale with (`_magnitude`) and their don't-care masks (None: none).
+        `rounding=False` computes float casts and constants as the reference interpreter's f64
+        mode does, in float64 without rounding."""
+        env = {a.name: _as(x, a.dtype) for a, x in zip(self.args, inputs)}
+        mag = {n: np.abs(x).astype(np.float64) for n, x in env.items()}
+        dc: dict[str, np.ndarray | None] = dict.fromkeys(env)
+        for st in self.steps:
+            vals = [env[o] for o in st.operands]
+            fn = st.fn if rounding or st.unrounded is None else st.unrounded
+            # exp(-x) of a very negative x: inf, and sigmoid 0, as meant; NaN only where made on purpose
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                out, m = fn(*vals), st.mag(vals, [mag[o] for o in st.operands])
+                margins = [self._margin(o, env[o], mag[o]) for o in st.operands] if st.needs_margin else None
+                d = st.dc(vals, [dc[o] for o in st.operands], margins)
+            many = len(st.outs) > 1
+            for n, x, y in zip(st.outs, out if many else [out], m if many else [m]):
+                v = self.info[n]
+                env[n] = _as(x, v.dtype)
+                mag[n] = (np.abs(env[n]).astype(np.float64) if v.dtype in DISCRETE else
+                          np.broadcast_to(np.asarray(y, dtype=np.float64), env[n].shape))
+                dc[n] = None if d is None else np.broadcast_to(d, env[n].shape)
+        names = [v.name for v in self.outputs]
+        return [env[n] for n in names], [mag[n] for n in names], [dc[n] for n in names]
+
+    def _margin(self, name: str, x: np.ndarray, magnitude: np.ndarray) -> np.ndarray | None:
+        """How far the kernel's value may be from `x`: None (not at all) for an exact value, else
+        the bound `mismatch` allows it."""
+        v = self.info[name]
+        if v.exact or v.dtype in DISCRETE:
+            return None
+        scale = max(float(np.max(np.abs(x), where=np.isfinite(x), initial=0.0)), 1e-3)
+        return TOLERANCE[v.level] * (np.abs(x) + scale) + ROUNDING_SLACK * magnitude
+
+    def check_key(self, v: Value) -> str:
+        """How `mismatch` compares an output: i1 and i64 exactly, an exact float bit for bit, an
+        inexact one to the looser tolerance of its dtype and its level."""
+        if v.dtype in DISCRETE:
+            return v.dtype
+        return "exact" if v.exact else max(v.dtype, v.level, key=TOLERANCE.__getitem__)
+
+
+def mismatch(got, want, dtype: str, magnitude=None, dontcare=None) -> str | None:
+    """None if `got` matches the float64 `want` for an output of `dtype`, else a short reason.
+
+    i1 and i64 (and "exact", a float the kernel must give bit for bit): every element equal
+    (NaN to NaN). Floats: elementwise
+    |got - want| <= tol * (|want| + max(max|want|, 1e-3)) + ROUNDING_SLACK * magnitude:
+    relative to the element, with an absolute floor scaled by the output's magnitude and never
+    below 1e-3 * tol (a value that cancels to 0 in float32 and to 1e-32 in float64, the variance
+    of a constant row, is rounding, since inputs are of order 1), plus the rounding that the
+    computation itself amplifies: a sum of 1000 terms of order 1 that cancels to 1e-13 in
+    float64 is 1e-5 in float32, and that is not a wrong answer either. Elements where
+    `dontcare` is set are not compared."""
+    g, w = np.asarray(got), np.asarray(want)
+    if g.shape != w.shape:
+        return f"shape {g.shape} != {w.shape}"
+    skip = np.zeros(w.shape, bool) if dontcare is None else np.asarray(dontcare, bool)
+    if dtype in DISCRETE:  # compared as integers, so that an i1 byte of 2 is not taken for true
+        bad = g.astype(np.int64) != w.astype(np.int64)
+    else:
+        g, w = g.astype(np.float64), w.astype(np.float64)
+        with np.errstate(invalid="ignore"):  # inf - inf
+            if dtype == "exact":
+                bad = ~((g == w) | (np.isnan(g) & np.isnan(w)))
+            else:
+                tol = TOLERANCE[dtype]
+                scale = float(np.max(np.abs(w))) if w.size else 0.0
+                slack = 0.0 if magnitude is None else ROUNDING_SLACK * np.asarray(magnitude, dtype=np.float64)
+                bad = ~(np.abs(g - w) <= tol * (np.abs(w) + max(scale, 1e-3)) + slack) & ~(np.isnan(g) & np.isnan(w))
+                # A value past the dtype's largest finite one rounds to infinity (f16: from 65520 on):
+                # the kernel's inf is right where the exact value is within rounding of that threshold.
+                limit = OVERFLOW.get(dtype)
+                if limit is not None:
+                    bad &= ~(np.isinf(g) & (np.sign(g) == np.sign(w)) & (np.abs(w) >= limit * (1 - tol)))
+    bad &= ~skip
+    if bad.any():
+        i = np.unravel_index(int(np.argmax(bad)), w.shape)
+        unchecked = f" ({int(skip.sum())} don't-care)" if skip.any() else ""
+        return (f"{int(bad.sum())} of {w.size} elements differ{unchecked}; first at {tuple(int(x) for x in i)}: "
+                f"{g[i]} vs {w[i]}")
+    return None

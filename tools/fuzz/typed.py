@@ -1,0 +1,310 @@
+"""The typed part of a case: `_TypedPart`, a mixin of the generator's `_Gen`.
+
+Four cases in five then add a typed part, drawn from a random stream of its own after the float
+part (which it reads but leaves as it was: a seed's float part and its inputs are what they
+always were), that returns up to four more values:
+`fusion.cmp` with every predicate (against a constant, another value, a value's own row or
+column max or min, another reduction's result; in f32, f16 or bf16), `fusion.where` on a cmp, an
+i1 input or a broadcast or transposed mask (in f32, f16 or bf16); i1 inputs (random 0/1 bytes),
+i64 inputs (small: [-9, 9]; large: up to 2^40, a third of them halfway between two float32s, a
+tenth 0), f64 inputs ([-4, 4] in full float64 precision, a tenth 0, some halfway between two
+float32, f16 or bf16 values) and f16 inputs; casts between every pair of f32, f16, bf16, f64, i1
+and i64 (an integer cast to a float is scaled back into range by a power of two before any
+arithmetic, and is cast to f16 only when small; a float is scaled by 4 before it is truncated to
+i64, and goes through relu before `!= 0`, so both give more than one answer); the
+dropout-backward pattern grad * cast(keep) * 1.25, sometimes summed; broadcast, permute,
+reshape and segment_set of i1, i64, f64, f16 and bf16 values (so masks and integers cross
+kernel boundaries); div, pow, sqrt, rsqrt and tanh-form gelu; rarely a float far outside i64
+(saturating) or a NaN cast to i1 or i64. The values it returns are masks, integers, f64, f16 and
+bf16 values and f32 ones.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+from .semantics import DISCRETE, LOWP, Value
+
+CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")  # the dialect's; test_fuzz checks they match
+CAST_TYPES = ("f32", "f16", "bf16", "f64", "i1", "i64")
+
+
+class _TypedPart:
+    """The typed part's ops, as a mixin of `_Gen`: they draw from `self.rng` (the typed part's own
+    stream, which `typed_part` installs) and emit through `_Gen`'s `emit`, `const`, `reduce`,
+    `broadcast` and `transpose`."""
+
+    def typed_part(self, rng: random.Random) -> list[Value]:
+        """Two to six features of the other types (and the float ops the float part never
+        draws), reading the float part's values; returns two to four (where there are as many)
+        of the values they made that nothing reads, those of other types than f32 first."""
+        self.rng = rng
+        start = len(self.made)
+        features = [(self.cmp_alone, 2), (self.where, 3), (self.dropout, 2), (self.use_int, 3), (self.f64, 3),
+                    (self.lowp, 3), (self.shape_op, 4), (self.float_op, 3), (self.special, 0.4)]
+        for _ in range(rng.randint(2, 6)):
+            rng.choices([f for f, _ in features], [w for _, w in features])[0]()
+        leaves = [v for v in self.made[start:] if not self.uses.get(v.name)]
+        typed = [v for v in leaves if v.dtype != "f32"]
+        floats = [v for v in leaves if v.dtype == "f32"]
+        n = rng.randint(2, 4)
+        outs = rng.sample(typed, min(n, len(typed)))
+        outs += rng.sample(floats, min(n - len(outs), len(floats)))
+        return [self.out_cast(v) for v in outs]
+
+    def keep(self, v: Value) -> Value:
+        """File a value of the typed part: f32 ones with the float values, others with the typed."""
+        (self.values if v.dtype == "f32" else self.typed).append(v)
+        return v
+
+    def pick_kind(self, kind: str, prefer_exact: bool = False) -> Value:
+        """An f32 value of this kind without don't-care elements (exact ones preferred, if asked),
+        made if there is none."""
+        pool = [v for v in self.values if v.kind == kind and not v.dc]
+        exact = [v for v in pool if v.exact]
+        if exact and prefer_exact and self.rng.random() < 0.7:
+            return self.rng.choice(exact)
+        if pool:
+            return self.rng.choice(pool)
+        return self.transpose(self.pick("full", clean=True)) if kind == "tr" else self.reduce(kind)
+
+    def pick_typed(self, dtype: str, kind: str | None = None) -> Value | None:
+        """A value of this type made before (not R x 1, not a saturated integer), if any."""
+        pool = [v for v in self.typed if v.dtype == dtype and v.kind != "rowk" and (kind is None or v.kind == kind)
+                and v.bound <= 2.0 ** 40]
+        return self.rng.choice(pool) if pool else None
+
+    def new_input(self, kind: str, dtype: str) -> Value:
+        how, bound = {"i1": "mask", "f64": "f64"}.get(dtype, "uniform"), 0.0
+        if dtype == "i64":
+            how = self.rng.choice(["small", "large"])
+            bound = 9.0 if how == "small" else 2.0 ** 40
+        v = self.add_arg(f"in{self.n_in}", kind, dtype, how, bound)
+        self.n_in += 1
+        return self.keep(v)
+
+    def make(self, dtype: str, kind: str) -> Value:
+        """A value of this type and kind: a new input, one made before, or a new one computed."""
+        rng = self.rng
+        if dtype == "f32":
+            return self.pick_kind(kind)
+        if kind in ("full", "row", "col") and rng.random() < 0.35:
+            return self.new_input(kind, dtype)
+        old = self.pick_typed(dtype, kind)
+        if old is not None and rng.random() < 0.5:
+            return old
+        if dtype == "i1" and rng.random() < 0.2:  # relu(x) != 0
+            x = self.pick_kind(kind, prefer_exact=True)
+            return self.cast(self.emit("re", kind, f"fusion.relu %{x.name} : {self.ty(kind)}", [x], listed=False), "i1")
+        if dtype == "i1":
+            return self.cmp(kind)
+        if dtype == "i64" and rng.random() < 0.25:  # a mask's 0 and 1
+            return self.cast(self.make("i1", kind), "i64")
+        x = self.pick_kind(kind)
+        if dtype == "i64":  # small integers, 4x truncated
+            return self.cast(self.scaled(x, 4.0), "i64", bound=16.0)
+        return self.cast(x, dtype)
+
+    def cast(self, x: Value, dst: str, bound: float = 16.0) -> Value:
+        """`x` cast to `dst`; an i64 cast from a float is at most `bound` in magnitude."""
+        v = self.emit("cv", x.kind, f"fusion.cast %{x.name} : {self.ty(x.kind, x.dtype)} to {self.ty(x.kind, dst)}",
+                      [x], dst, listed=False)
+        if dst == "i64":
+            v.bound = 1.0 if x.dtype == "i1" else x.bound if x.dtype == "i64" else bound
+        return self.keep(v)
+
+    def scaled(self, x: Value, factor: float, listed: bool = False) -> Value:
+        c = self.const(factor, x.kind)
+        return self.emit("sc", x.kind, f"fusion.mul %{x.name}, %{c.name} : {self.ty(x.kind)}", [x, c], listed=listed)
+
+    def positive(self, x: Value) -> Value:
+        """1 + |x|"""
+        a = self.emit("a", x.kind, f"fusion.abs %{x.name} : {self.ty(x.kind)}", [x], listed=False)
+        one = self.const(1.0, x.kind)
+        return self.emit("s", x.kind, f"fusion.add %{a.name}, %{one.name} : {self.ty(x.kind)}", [a, one], listed=False)
+
+    def maybe_sum(self, y: Value, p: float) -> None:
+        """Sum `y` (a full value without don't-care elements) over its rows or columns, with
+        probability p: what the masks in it feed a reduction."""
+        if y.kind == "full" and y.dtype == "f32" and not y.dc and self.rng.random() < p:
+            self.reduce(self.rng.choice(self.reduced_kinds()), x=y, op="sum")
+
+    def cmp(self, kind: str) -> Value:
+        """A mask: an exact value (preferred) compared with a constant, another value, its own row
+        or column max or min (eq: one-hot where it is reached), another reduction's result."""
+        rng = self.rng
+        pred = rng.choice(CMP_PREDICATES)
+        dtype = rng.choice(LOWP) if rng.random() < 0.3 else "f32"
+        if dtype != "f32" and kind in ("full", "row", "col") and rng.random() < 0.3:
+            a = self.new_input(kind, dtype)
+        else:
+            a = self.pick_kind(kind, prefer_exact=True)
+        r = rng.random()
+        if r < 0.4:
+            b = self.const(rng.choice([0.0, 0.5, -0.25, 1.0]), kind, dtype)
+        elif r < 0.6 and a.kind == "full":
+            src = a if a.dtype == "f32" else self.pick_kind(kind, prefer_exact=True)
+            red = self.reduce(rng.choice(self.reduced_kinds()), x=src, op=rng.choice(["max", "min"]))
+            b = self.broadcast(red.kind, x=red)
+            a = src
+        elif r < 0.7 and kind in self.reduced_kinds():
+            b = self.reduce(kind)
+        else:
+            b = self.pick_kind(kind)
+        a, b = (v if v.dtype == dtype else self.cast(v, dtype) for v in (a, b))
+        return self.keep(self.emit("q", kind, f"fusion.cmp {pred}, %{a.name}, %{b.name} : {self.ty(kind, dtype)}",
+                                   [a, b], "i1", listed=False))
+
+    def mask(self) -> Value:
+        return self.source("i1")
+
+    def cmp_alone(self) -> Value:
+        return self.cmp(self.rng.choice(["full", "row", "col"]))
+
+    def where(self) -> Value:
+        """where(mask, a, b or 0): in f32, f16 or bf16, over the mask's kind or, broadcast, the full shape."""
+        rng = self.rng
+        m = self.mask()
+        if m.kind in self.reduced_kinds() and rng.random() < 0.4:
+            m = self.broadcast(m.kind, x=m)
+        kind = m.kind
+        dtype = rng.choice(LOWP) if rng.random() < 0.25 else "f32"
+        a = self.pick_kind(kind)
+        b = self.const(0.0, kind, dtype) if rng.random() < 0.3 else self.pick_kind(kind)
+        a, b = (v if v.dtype == dtype else self.cast(v, dtype) for v in (a, b))
+        w = self.keep(self.emit("w", kind, f"fusion.where %{m.name}, %{a.name}, %{b.name} : {self.ty(kind, dtype)}",
+                                [m, a, b], dtype, listed=False))
+        if dtype != "f32" and rng.random() < 0.5:
+            w = self.cast(w, "f32")
+        self.maybe_sum(w, 0.3)
+        return w
+
+    def dropout(self) -> Value:
+        """grad * cast(keep) * 1.25, dropout's backward: a mask in arithmetic, then maybe summed."""
+        rng = self.rng
+        keep = self.pick_typed("i1", "full") if rng.random() < 0.5 else None
+        keep = keep or self.make("i1", "full")
+        dst = rng.choice(["f32", "f32", "f16", "bf16", "f64", "i64"])
+        k = self.cast(keep, dst)
+        if dst != "f32":
+            k = self.cast(k, "f32")
+        g = self.pick_kind("full")
+        y = self.emit("dm", "full", f"fusion.mul %{g.name}, %{k.name} : {self.ty('full')}", [g, k])
+        y = self.scaled(y, 1.25, listed=True)
+        self.maybe_sum(y, 0.5)
+        return y
+
+    def use_int(self) -> Value:
+        """An i64 as a mask, or as a float scaled back into range by a power of two."""
+        rng = self.rng
+        v = self.source("i64")
+        dst = rng.choice(["f32", "bf16", "f64", "i1"] + (["f16"] if v.bound <= 2048 else []))
+        c = self.cast(v, dst)
+        if dst == "i1":
+            return c
+        if dst != "f32":
+            c = self.cast(c, "f32")
+        return self.scaled(c, 2.0 ** -math.ceil(math.log2(v.bound + 1)), listed=True)
+
+    def f64(self) -> Value:
+        """A computed value returned in f64, or an f64 value cast to another type."""
+        rng = self.rng
+        if rng.random() < 0.35:
+            return self.cast(self.pick(), "f64")
+        v = self.source("f64")
+        dst = rng.choice(["f32", "f16", "bf16", "i1", "i64"])
+        c = self.cast(v, dst, bound=4.0)
+        return self.cast(c, "f32") if dst in LOWP and rng.random() < 0.7 else c
+
+    def lowp(self) -> Value:
+        """An f16 or bf16 value (an input, one made before, or a cast) cast to another type."""
+        rng = self.rng
+        t = rng.choice(LOWP)
+        dst = rng.choice([d for d in CAST_TYPES if d != t])
+        kind = rng.choice(["full", "full", "row", "col"])
+        r = rng.random()
+        if r < 0.25:
+            src = self.new_input(kind, t)
+        elif r < 0.5:
+            src = self.source(t)
+        else:
+            x = self.pick_kind(kind)
+            if dst == "i1":  # zeros, so that != 0 has two answers
+                x = self.emit("re", kind, f"fusion.relu %{x.name} : {self.ty(kind)}", [x], listed=False)
+            elif dst == "i64":
+                x = self.scaled(x, 4.0)
+            src = self.cast(x, t)
+        c = self.cast(src, dst)
+        return self.cast(c, "f32") if dst in LOWP and rng.random() < 0.5 else c
+
+    def shape_op(self) -> Value:
+        """broadcast, permute, reshape or segment_set of an i1, i64, f64, f16 or bf16 value."""
+        rng = self.rng
+        dtype = rng.choice(["i1", "i64", "f64", "f16", "bf16"])
+        op = rng.choice(["broadcast", "permute", "reshape", "segment_set"])
+        kind = {"broadcast": rng.choice(self.reduced_kinds()), "permute": "full", "reshape": "row",
+                "segment_set": rng.choice(["full", "row", "col"])}[op]
+        return self.moved(self.make(dtype, kind), op)
+
+    def moved(self, x: Value, op: str | None = None, back: bool = False) -> Value:
+        """`x` through a shape op (`op`, or one that fits its kind), the value used in its place:
+        a row or column broadcast, a full value transposed (and maybe, or if `back`, back), a row
+        reshaped to R x 1 (and maybe, or if `back`, back), or a segment_set (a kernel boundary)."""
+        rng = self.rng
+        op = op or rng.choice([o for o, kinds in (("broadcast", self.reduced_kinds()), ("permute", ["full"]),
+                                                   ("reshape", ["row"]), ("segment_set", [x.kind])) if x.kind in kinds])
+        t = x.dtype
+        if op == "broadcast":
+            return self.broadcast(x.kind, x=x)
+        if op == "permute":
+            p = self.transpose(x)
+            return self.transpose(p) if back or rng.random() < 0.5 else p
+        if op == "reshape":
+            r = self.keep(self.emit("z", "rowk", f"fusion.reshape %{x.name} : {self.ty('row', t)} to "
+                                                 f"{self.ty('rowk', t)}", [x], t, listed=False))
+            if back or rng.random() < 0.5:
+                r = self.keep(self.emit("z", "row", f"fusion.reshape %{r.name} : {self.ty('rowk', t)} to "
+                                                    f"{self.ty('row', t)}", [r], t, listed=False))
+            return r
+        return self.keep(self.emit("g", x.kind, f"fusion.segment_set %{x.name} : {self.ty(x.kind, t)} to "
+                                                f"{self.ty(x.kind, t)}", [x], t, listed=False))
+
+    def source(self, dtype: str) -> Value:
+        """A value of this type to read: one made before or a new one, a quarter of them moved
+        through a shape op first (a mask or integer crossing a kernel boundary, transposed, ...)."""
+        rng = self.rng
+        v = self.pick_typed(dtype) if rng.random() < 0.5 else None
+        v = v or self.make(dtype, rng.choice(["full", "full", "row", "col"]))
+        return self.moved(v, back=True) if v.kind != "tr" and rng.random() < 0.25 else v
+
+    def float_op(self) -> Value:
+        """The float ops the float part never draws: div, pow, sqrt, rsqrt, tanh-form gelu."""
+        rng = self.rng
+        op = rng.choice(["div", "pow", "sqrt", "rsqrt", "gelu"])
+        x = self.pick()
+        kind, ty = x.kind, self.ty(x.kind)
+        if op == "gelu":
+            return self.emit("gt", kind, f'fusion.gelu %{x.name} {{approximate = "tanh"}} : {ty}', [x])
+        if op in ("sqrt", "rsqrt"):
+            u = self.positive(x)
+            return self.emit(op[:2], kind, f"fusion.{op} %{u.name} : {ty}", [u])
+        y = self.pick(kind)
+        if op == "div":
+            d = self.positive(y)
+            return self.emit("d", kind, f"fusion.div %{x.name}, %{d.name} : {ty}", [x, d])
+        u = self.positive(x)
+        t = self.emit("t", kind, f"fusion.tanh %{y.name} : {ty}", [y], listed=False)
+        return self.emit("pw", kind, f"fusion.pow %{u.name}, %{t.name} : {ty}", [u, t])
+
+    def special(self) -> Value:
+        """A float far outside i64 (saturates), or a NaN (true as a mask, 0 as an integer)."""
+        rng = self.rng
+        x = self.pick_kind("full")
+        if rng.random() < 0.5:
+            return self.cast(self.scaled(x, 1e30), "i64", bound=math.inf)
+        m = self.make("i1", "full")
+        nan = self.const(math.nan, "full")
+        w = self.emit("w", "full", f"fusion.where %{m.name}, %{x.name}, %{nan.name} : {self.ty('full')}",
+                      [m, x, nan], listed=False)
+        return self.cast(w, rng.choice(DISCRETE), bound=2.0)
