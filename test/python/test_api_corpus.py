@@ -64,7 +64,7 @@ BUILDER = [
     ("output of nothing", lambda fb, a, b, c, d: fb.output(), ValueError, r"output"),
     ("input after finish", lambda fb, a, b, c, d: (fb.output(a), fb.finish(), fb.input((2,), "f32")), RuntimeError,
      r"finished"),
-    ("f64 input", lambda fb, a, b, c, d: fb.input((2,), "f64"), ValueError, r"f32, f16, bf16"),
+    ("i8 input", lambda fb, a, b, c, d: fb.input((2,), "i8"), ValueError, r"unknown dtype .i8.; use one of f32, f16, bf16, i1, i64, f64"),
     ("duplicate input name", lambda fb, a, b, c, d: fb.input((2,), "f32", name="x0"), ValueError, r"x0"),
 ]
 
