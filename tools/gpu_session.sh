@@ -6,7 +6,8 @@
 # as wheels in .whl/ (see README, "Running on a GPU machine").
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null || exit 1
-mkdir -p /tmp/pkgs && ln -sfn "$PWD" /tmp/pkgs/fuser
+# fuser itself, installed (not linked): fuser.torch lives in frontend/torch (pyproject's package-dir)
+python3 -m pip install -q --no-deps --no-build-isolation --no-compile --target /tmp/pkgs . >/dev/null || exit 1
 export PYTHONPATH=/tmp/pkgs:/tmp/site PYTHONUNBUFFERED=1
 export FUSER_CACHE_DIR=${FUSER_CACHE_DIR:-/tmp/fuser-cache}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"

@@ -1,0 +1,92 @@
+"""The `torch.compile` backend: `torch.compile(model, backend="fuser")` (registered through the
+`torch_dynamo_backends` entry point) or `backend=fuser.torch.backend(pipeline=..., ...)`.
+
+AOTAutograd (torch's own, with its default partitioner) gives forward and backward ATen graphs;
+a few decompositions from torch._decomp turn ops the table lacks into ops it has. Each graph is
+partitioned (partition.py) into fuser regions and PyTorch nodes.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import torch
+import torch.fx as fx
+from functorch.compile import make_boxed_func
+from torch._decomp import get_decompositions
+from torch._dynamo.backends.common import aot_autograd
+
+from .partition import Stats, partition_graph, regions
+
+log = logging.getLogger("fuser.torch")
+
+aten = torch.ops.aten
+
+# Ops whose decomposition (torch._decomp's, as Inductor uses it) lands in the table.
+DECOMPOSED = [
+    aten._softmax, aten._log_softmax, aten._softmax_backward_data, aten._log_softmax_backward_data,
+    aten.hardtanh, aten.hardtanh_backward, aten.leaky_relu, aten.leaky_relu_backward,
+    aten.mse_loss, aten.mse_loss_backward, aten.addcmul, aten.addcdiv, aten.lerp,
+    aten.elu, aten.elu_backward, aten.softplus, aten.softplus_backward, aten.square,
+]
+
+EXECUTORS = ("auto", "reference", "torch")
+
+
+class FuserBackend:
+    """A configured backend: call it as torch.compile calls a backend, (gm, example_inputs).
+
+    pipeline, options: passed to `fuser.api.compile` for regions on the GPU.
+    executor: "auto" (CPU tensors: the reference interpreter; CUDA tensors: compiled kernels),
+        "reference" (the interpreter always, through host copies), "torch" (regions run as their
+        PyTorch ops: isolates a translation bug from a partitioning one).
+    debug: log (logger "fuser.torch", INFO) each region's fusion and each node left to PyTorch.
+    decompositions: extra ATen decompositions on top of DECOMPOSED.
+    """
+
+    def __init__(self, pipeline: Any = "default", options: dict[str, Any] | None = None, debug: bool = False,
+                 executor: str = "auto", decompositions: dict | None = None):
+        if executor not in EXECUTORS:
+            raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
+        self.config = {"pipeline": pipeline, "options": options, "debug": debug, "executor": executor}
+        self.stats = Stats()
+        self.graphs: list[tuple[str, fx.GraphModule]] = []  # (forward/backward/inference, partitioned graph)
+        decomps = get_decompositions(DECOMPOSED)
+        decomps.update(decompositions or {})
+        if debug:
+            log.setLevel(logging.DEBUG)
+            if not log.handlers and not logging.getLogger().handlers:
+                log.addHandler(logging.StreamHandler())
+        self._aot = aot_autograd(fw_compiler=self._compiler("forward"), bw_compiler=self._compiler("backward"),
+                                 inference_compiler=self._compiler("inference"), decompositions=decomps)
+        self.__name__ = "fuser"
+
+    def _compiler(self, kind: str):
+        def compile_graph(gm: fx.GraphModule, example_inputs: list[Any]):
+            fused = partition_graph(gm, self.config, self.stats, kind)
+            self.graphs.append((kind, fused))
+            return make_boxed_func(fused.forward)
+        return compile_graph
+
+    def __call__(self, gm: fx.GraphModule, example_inputs: list[Any], **kwargs: Any):
+        return self._aot(gm, example_inputs, **kwargs)
+
+    def regions(self):
+        """Every FusionRegion compiled so far."""
+        return [r for _, g in self.graphs for r in regions(g)]
+
+    def reset(self) -> None:
+        self.stats.__init__()  # in place: compiled regions count into this object
+        self.graphs.clear()
+
+
+def backend(pipeline: Any = "default", options: dict[str, Any] | None = None, debug: bool = False,
+            executor: str = "auto", decompositions: dict | None = None) -> FuserBackend:
+    """A torch.compile backend with these settings: `torch.compile(m, backend=fuser.torch.backend(...))`."""
+    return FuserBackend(pipeline=pipeline, options=options, debug=debug, executor=executor,
+                        decompositions=decompositions)
+
+
+# The backend the `torch_dynamo_backends` entry point registers as "fuser".
+fuser_backend = FuserBackend()

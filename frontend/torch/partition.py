@@ -1,0 +1,234 @@
+"""Regions: torch.fx's CapabilityBasedPartitioner groups the nodes the translation table
+accepts; each group becomes one fusion (`FusionRegion`), the rest of the graph runs in PyTorch.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.fx as fx
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+import fuser.api as fa
+
+from .translate import DTYPES, Unsupported, node_meta, tensor_meta, translate_node, why_unsupported
+
+log = logging.getLogger("fuser.torch")
+
+aten = torch.ops.aten
+
+# Ops that move no data by themselves: a region made of these alone stays in PyTorch.
+SHAPE_OPS = {
+    aten.view.default, aten.reshape.default, aten._unsafe_view.default, aten.unsqueeze.default,
+    aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.permute.default, aten.t.default,
+    aten.transpose.int, aten.expand.default, aten.clone.default, aten.detach.default, aten.alias.default,
+}
+
+
+@dataclass
+class Stats:
+    """What the backend did, for tests and `debug=True` logs."""
+    graphs: int = 0
+    regions: int = 0
+    fused_nodes: int = 0
+    torch_nodes: dict[str, int] = field(default_factory=dict)  # op -> count of nodes left to PyTorch
+    contiguous_copies: int = 0  # region inputs made contiguous at the boundary
+    reference_calls: int = 0
+    gpu_calls: int = 0
+    torch_calls: int = 0  # regions run by their fx graph (mixed devices, executor="torch")
+
+
+class FuserSupport(OperatorSupportBase):
+    """The partitioner's "is supported": the translation table has an entry that accepts it."""
+
+    def __init__(self) -> None:
+        self.cache: dict[fx.Node, str | None] = {}
+
+    def is_node_supported(self, submodules: Any, node: fx.Node) -> bool:
+        if node.op != "call_function":
+            return False
+        if node not in self.cache:
+            self.cache[node] = why_unsupported(node)
+        return self.cache[node] is None
+
+
+# ------------------------------------------------------------------ tensors <-> numpy
+
+
+def _to_numpy(t: torch.Tensor) -> np.ndarray:
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def _from_numpy(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+    a = np.array(a, order="C")  # a copy: the interpreter may return views of its inputs
+    if dtype == torch.bfloat16:
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, s = [], 1
+    for d in reversed(shape):
+        out.append(s)
+        s *= max(d, 1)
+    return tuple(reversed(out))
+
+
+def _same_layout(shape: tuple[int, ...], a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    return all(x == y for d, x, y in zip(shape, a, b) if d > 1)
+
+
+# ------------------------------------------------------------------ one region
+
+
+class FusionRegion(torch.nn.Module):
+    """One partition as one fuser fusion. Built once (the fusion text); called with the
+    region's input tensors, it runs the fusion in the reference interpreter (CPU tensors) or
+    as compiled kernels (`fuser.api.compile`, CUDA tensors), and returns tensors with the
+    sizes, dtypes and strides torch recorded."""
+
+    def __init__(self, name: str, graph_module: fx.GraphModule, input_meta: list[torch.Tensor],
+                 config: dict[str, Any], stats: Stats):
+        super().__init__()
+        self.name = name
+        self.graph_module = graph_module  # the region as PyTorch ops: run when fuser cannot
+        self.config = config
+        self.stats = stats
+        self.fusion, self.output_meta, self.tuple_output, self.op_count = self._build(input_meta)
+        self.mlir = self.fusion.mlir()
+        devices = {m.device.type for m in [*input_meta, *self.output_meta]}
+        self.device = devices.pop() if len(devices) == 1 else "mixed"
+        self._reference = None
+        self._compiled = None
+
+    def _build(self, input_meta: list[torch.Tensor]):
+        fb = fa.FusionBuilder(self.name)
+        env: dict[fx.Node, fa.Tensor] = {}
+        placeholders = [n for n in self.graph_module.graph.nodes if n.op == "placeholder"]
+        if len(placeholders) != len(input_meta):
+            raise Unsupported(f"region {self.name}: {len(placeholders)} inputs, {len(input_meta)} example values")
+        for i, (p, m) in enumerate(zip(placeholders, input_meta)):
+            m = tensor_meta(m, f"input {i} of {self.name}")
+            p.meta.setdefault("val", m)
+            env[p] = fb.input(tuple(m.shape), DTYPES[m.dtype], name=f"in{i}")
+        ops = 0
+        outputs: list[fx.Node] = []
+        tuple_output = True
+        for n in self.graph_module.graph.nodes:
+            if n.op == "call_function":
+                env[n] = translate_node(n, fb, env)
+                ops += 1
+            elif n.op == "output":
+                res = n.args[0]
+                tuple_output = isinstance(res, (tuple, list))
+                outputs = list(res) if tuple_output else [res]
+        fb.output(*[env[o] for o in outputs])
+        fb.finish()
+        return fb, [node_meta(o) for o in outputs], tuple_output, ops
+
+    # -- execution
+
+    def forward(self, *args: torch.Tensor) -> Any:
+        ins = []
+        for a in args:
+            if not a.is_contiguous():
+                self.stats.contiguous_copies += 1
+                log.debug("%s: input of shape %s made contiguous", self.name, tuple(a.shape))
+                a = a.contiguous()
+            ins.append(a)
+        executor = self.config.get("executor", "auto")
+        devs = {a.device.type for a in ins} or {self.device}
+        if executor == "torch" or len(devs) != 1 or devs - {"cpu", "cuda"}:
+            self.stats.torch_calls += 1
+            return self.graph_module(*args)
+        if devs == {"cpu"} or executor == "reference":
+            outs = self._run_reference(ins)
+        else:
+            outs = self._run_gpu(ins)
+        outs = [self._restride(o, m) for o, m in zip(outs, self.output_meta)]
+        return tuple(outs) if self.tuple_output else outs[0]
+
+    def _run_reference(self, ins: list[torch.Tensor]) -> list[torch.Tensor]:
+        from fuser.runtime.reference import reference_from_text
+
+        if self._reference is None:
+            self._reference = reference_from_text(self.mlir)
+        self.stats.reference_calls += 1
+        device = ins[0].device if ins else torch.device(self.device if self.device != "mixed" else "cpu")
+        outs = self._reference(*[_to_numpy(a.cpu()) for a in ins])
+        return [_from_numpy(o, m.dtype).to(device) for o, m in zip(outs, self.output_meta)]
+
+    def _run_gpu(self, ins: list[torch.Tensor]) -> list[torch.Tensor]:
+        # Not exercised on CI (no GPU): fuser.api.CompiledFusion takes CUDA tensors without copies
+        # and returns torch tensors.
+        if self._compiled is None:
+            self._compiled = fa.compile(self.mlir, pipeline=self.config.get("pipeline", "default"),
+                                        options=self.config.get("options"))
+        self.stats.gpu_calls += 1
+        outs = self._compiled(*ins)
+        return list(outs) if isinstance(outs, (tuple, list)) else [outs]
+
+    @staticmethod
+    def _restride(t: torch.Tensor, meta: torch.Tensor) -> torch.Tensor:
+        """Give an output the strides torch recorded (fusion outputs are row-major)."""
+        shape = tuple(meta.shape)
+        want = tuple(meta.stride())
+        if _same_layout(shape, want, _contiguous_strides(shape)):
+            return t
+        out = torch.empty_strided(shape, want, dtype=t.dtype, device=t.device)
+        out.copy_(t)
+        return out
+
+
+# ------------------------------------------------------------------ a whole graph
+
+
+def partition_graph(gm: fx.GraphModule, config: dict[str, Any], stats: Stats, kind: str = "graph") -> fx.GraphModule:
+    """Replace every region of supported nodes in `gm` by a FusionRegion; nodes the table does
+    not take stay as they are (PyTorch)."""
+    support = FuserSupport()
+    partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
+    partitions = [p for p in partitioner.propose_partitions()
+                  if any(n.op == "call_function" and n.target not in SHAPE_OPS for n in p.nodes)]
+    stats.graphs += 1
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and not any(n in p.nodes for p in partitions):
+            name = str(n.target)
+            stats.torch_nodes[name] = stats.torch_nodes.get(name, 0) + 1
+            if config.get("debug"):
+                log.info("%s: %%%s (%s) runs in PyTorch: %s", kind, n.name, name,
+                         support.cache.get(n) or "a region of shape ops only")
+    if not partitions:
+        return gm
+    fused = partitioner.fuse_partitions(partitions, prefix="fuser_region_")
+    for node in list(fused.graph.nodes):
+        if node.op != "call_module" or not str(node.target).startswith("fuser_region_"):
+            continue
+        sub = getattr(fused, node.target)
+        input_meta = [a.meta.get("val") for a in node.args]
+        try:
+            region = FusionRegion(f"{kind}_{node.target}", sub, input_meta, config, stats)
+        except Unsupported as e:  # should not happen: every node passed the same check
+            log.warning("%s: region %s stays in PyTorch: %s", kind, node.target, e)
+            continue
+        setattr(fused, node.target, region)
+        stats.regions += 1
+        stats.fused_nodes += region.op_count
+        if config.get("debug"):
+            log.info("%s: region %s, %d ops:\n%s", kind, node.target, region.op_count, region.mlir)
+    fused.recompile()
+    return fused
+
+
+def regions(gm: fx.GraphModule) -> list[FusionRegion]:
+    """The FusionRegions of a partitioned graph, in order."""
+    return [m for m in gm.modules() if isinstance(m, FusionRegion)]

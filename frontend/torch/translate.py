@@ -1,0 +1,543 @@
+"""The one translation table from ATen ops to fusion ops.
+
+`TABLE` maps an ATen op overload (`torch.ops.aten.add.Tensor`, ...) to a rule. A rule takes the
+fx node and a `Ctx` (the FusionBuilder being filled and the fuser Tensors of the node's inputs)
+and returns the fuser Tensor of the node's value, emitted through fuser's Python API. A rule
+that cannot take the node (a dtype fuser has no math for, a symbolic shape, an argument it does
+not know) raises `Unsupported`, and the node then runs in PyTorch.
+
+Whether a node is supported is decided by the rule itself: `is_supported(node)` translates the
+node alone into a scratch fusion whose inputs have the node's input types (from
+`node.meta["val"]`) and checks that the result has the shape and dtype torch recorded. So "is
+supported" is exactly "the table has an entry and it accepts this node", and the partitioner
+never puts in a region a node that translation would then refuse.
+
+Dtypes: fuser never promotes implicitly, so each rule follows torch: the node's result dtype
+(`node.meta["val"].dtype`, torch's promotion already applied) decides the casts. Arithmetic on
+f16/bf16 with a Python scalar (or mixed operand types) is computed in f32 and rounded once, as
+torch computes half types ("opmath").
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+import fuser.api as fa
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+
+class Unsupported(Exception):
+    """The table cannot translate this node: it runs in PyTorch."""
+
+
+DTYPES: dict[torch.dtype, str] = {
+    torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.float64: "f64",
+    torch.bool: "i1", torch.int64: "i64",
+}
+TORCH_DTYPES = {v: k for k, v in DTYPES.items()}
+MATH = ("f32", "f16", "bf16")  # element types fuser computes with (in f32)
+HALF = ("f16", "bf16")
+
+
+# ------------------------------------------------------------------ node metadata
+
+
+def tensor_meta(v: Any, what: str) -> torch.Tensor:
+    """A node value's example tensor, if fuser can hold it: static shape, a fuser dtype,
+    strided, not empty."""
+    if not isinstance(v, torch.Tensor):
+        raise Unsupported(f"{what} is not a tensor ({type(v).__name__})")
+    if v.layout != torch.strided:
+        raise Unsupported(f"{what} has layout {v.layout}")
+    if v.dtype not in DTYPES:
+        raise Unsupported(f"{what} has dtype {v.dtype}, which fuser does not hold")
+    if not all(isinstance(d, int) for d in v.shape):
+        raise Unsupported(f"{what} has a symbolic shape {tuple(v.shape)}")
+    if v.numel() == 0:
+        raise Unsupported(f"{what} is empty")
+    if v.device.type not in ("cpu", "cuda"):
+        raise Unsupported(f"{what} is on {v.device}")
+    return v
+
+
+def node_meta(node: fx.Node) -> torch.Tensor:
+    return tensor_meta(node.meta.get("val"), f"%{node.name}")
+
+
+@dataclass
+class Ctx:
+    """What a rule sees: the builder, the node, and the fuser Tensors of its input nodes."""
+    fb: fa.FusionBuilder
+    node: fx.Node
+    env: dict[fx.Node, fa.Tensor] = field(default_factory=dict)
+
+    @property
+    def out(self) -> torch.Tensor:
+        return node_meta(self.node)
+
+    @property
+    def out_dtype(self) -> str:
+        return DTYPES[self.out.dtype]
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        return tuple(self.out.shape)
+
+    def arg(self, i: int, name: str | None = None, default: Any = None) -> Any:
+        """Positional argument i (or keyword `name`), a fuser Tensor for a node."""
+        args, kwargs = self.node.args, self.node.kwargs
+        v = args[i] if i < len(args) else kwargs.get(name, default) if name else default
+        return self.value(v)
+
+    def value(self, v: Any) -> Any:
+        if isinstance(v, fx.Node):
+            if v not in self.env:
+                raise Unsupported(f"%{v.name} has no fuser value")
+            return self.env[v]
+        return v
+
+    def tensor(self, i: int, name: str | None = None) -> fa.Tensor:
+        v = self.arg(i, name)
+        if not isinstance(v, fa.Tensor):
+            raise Unsupported(f"argument {i} of {self.node.target} is not a tensor")
+        return v
+
+    def kwarg_is(self, name: str, *allowed: Any) -> None:
+        if name in self.node.kwargs and self.node.kwargs[name] not in allowed:
+            raise Unsupported(f"{self.node.target}: {name}={self.node.kwargs[name]!r}")
+
+
+Rule = Callable[[Ctx], fa.Tensor]
+TABLE: dict[Any, Rule] = {}
+
+
+def entry(*ops: Any) -> Callable[[Rule], Rule]:
+    """Register a rule for one or more ATen overloads."""
+    def register(rule: Rule) -> Rule:
+        for op in ops:
+            if op in TABLE:
+                raise RuntimeError(f"{op} has two entries in the translation table")
+            TABLE[op] = rule
+        return rule
+    return register
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _scalar(v: Any) -> float:
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, numbers.Real):
+        return float(v)
+    raise Unsupported(f"expected a number, got {type(v).__name__}")
+
+
+def _num_or_tensor(v: Any) -> fa.Tensor | float:
+    return v if isinstance(v, fa.Tensor) else _scalar(v)
+
+
+def _math_dtype(ctx: Ctx) -> str:
+    dt = ctx.out_dtype
+    if dt not in MATH:
+        raise Unsupported(f"{ctx.node.target}: fuser computes on f32/f16/bf16, not {dt}")
+    return dt
+
+
+def _compute_dtype(out: str, operands: list[Any]) -> str:
+    """f32 for half results whose operands are not all tensors of the result type (torch's
+    opmath), else the result type."""
+    if out in HALF and any(not isinstance(x, fa.Tensor) or x.dtype != out for x in operands):
+        return "f32"
+    return out
+
+
+def _cast_all(operands: list[Any], dt: str) -> list[Any]:
+    return [fa.cast(x, dt) if isinstance(x, fa.Tensor) else _scalar(x) for x in operands]
+
+
+def _pointwise(ctx: Ctx, fn: Callable[..., fa.Tensor], *operands: Any) -> fa.Tensor:
+    """fn over operands cast to the compute type; the result cast to the node's dtype."""
+    out = _math_dtype(ctx)
+    ops = [_num_or_tensor(x) for x in operands]
+    if not any(isinstance(x, fa.Tensor) for x in ops):
+        raise Unsupported(f"{ctx.node.target}: no tensor operand")
+    cd = _compute_dtype(out, ops)
+    y = fn(*_cast_all(ops, cd))
+    return fa.cast(fa.broadcast_to(y, ctx.out_shape), out)
+
+
+# ------------------------------------------------------------------ pointwise math
+
+
+def _binary_rule(fn: Callable[[Any, Any], fa.Tensor], has_alpha: bool = False) -> Rule:
+    def rule(ctx: Ctx) -> fa.Tensor:
+        a, b = ctx.arg(0, "self"), ctx.arg(1, "other")
+        if has_alpha:
+            alpha = ctx.node.kwargs.get("alpha", 1)
+            if alpha != 1:
+                alpha = _scalar(alpha)
+                return _pointwise(ctx, lambda x, y: fn(x, fa.mul(y, alpha) if isinstance(y, fa.Tensor)
+                                                       else y * alpha), a, b)
+        return _pointwise(ctx, fn, a, b)
+    return rule
+
+
+entry(aten.add.Tensor, aten.add.Scalar)(_binary_rule(fa.add, has_alpha=True))
+entry(aten.sub.Tensor, aten.sub.Scalar)(_binary_rule(fa.sub, has_alpha=True))
+entry(aten.mul.Tensor, aten.mul.Scalar)(_binary_rule(fa.mul))
+entry(aten.div.Tensor, aten.div.Scalar)(_binary_rule(fa.div))
+entry(aten.maximum.default)(_binary_rule(fa.maximum))
+entry(aten.minimum.default)(_binary_rule(fa.minimum))
+
+
+@entry(aten.div.Tensor_mode, aten.div.Scalar_mode)
+def _div_mode(ctx: Ctx) -> fa.Tensor:
+    if ctx.node.kwargs.get("rounding_mode") is not None:
+        raise Unsupported("div with a rounding mode")
+    return _pointwise(ctx, fa.div, ctx.arg(0), ctx.arg(1))
+
+
+def _unary_rule(fn: Callable[[fa.Tensor], fa.Tensor]) -> Rule:
+    return lambda ctx: _pointwise(ctx, fn, ctx.tensor(0))
+
+
+for _op, _fn in [
+    (aten.neg.default, fa.neg), (aten.abs.default, fa.abs), (aten.exp.default, fa.exp),
+    (aten.log.default, fa.log), (aten.tanh.default, fa.tanh), (aten.sqrt.default, fa.sqrt),
+    (aten.rsqrt.default, fa.rsqrt), (aten.relu.default, fa.relu), (aten.sigmoid.default, fa.sigmoid),
+    (aten.silu.default, fa.silu), (aten.reciprocal.default, lambda x: fa.div(1.0, x)),
+]:
+    entry(_op)(_unary_rule(_fn))
+
+
+@entry(aten.gelu.default)
+def _gelu(ctx: Ctx) -> fa.Tensor:
+    approximate = ctx.node.kwargs.get("approximate", ctx.node.args[1] if len(ctx.node.args) > 1 else "none")
+    if approximate not in ("none", "tanh"):
+        raise Unsupported(f"gelu approximate={approximate!r}")
+    return _pointwise(ctx, lambda x: fa.gelu(x, approximate=approximate), ctx.tensor(0))
+
+
+@entry(aten.pow.Tensor_Scalar)
+def _pow(ctx: Ctx) -> fa.Tensor:
+    e = _scalar(ctx.arg(1, "exponent"))
+    special = {1.0: lambda x: x, 2.0: lambda x: x * x, 0.5: fa.sqrt, -0.5: fa.rsqrt, -1.0: lambda x: fa.div(1.0, x)}
+    if e in special:
+        return _pointwise(ctx, special[e], ctx.tensor(0))
+    return _pointwise(ctx, lambda x: fa.pow(x, e), ctx.tensor(0))
+
+
+@entry(aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default)
+def _clamp(ctx: Ctx) -> fa.Tensor:
+    if ctx.node.target is aten.clamp.default:
+        lo, hi = ctx.arg(1, "min"), ctx.arg(2, "max")
+    elif ctx.node.target is aten.clamp_min.default:
+        lo, hi = ctx.arg(1, "min"), None
+    else:
+        lo, hi = None, ctx.arg(1, "max")
+    if isinstance(lo, fa.Tensor) or isinstance(hi, fa.Tensor):
+        raise Unsupported("clamp with tensor bounds")
+
+    def f(x: fa.Tensor) -> fa.Tensor:
+        if lo is not None:
+            x = fa.maximum(x, _scalar(lo))
+        if hi is not None:
+            x = fa.minimum(x, _scalar(hi))
+        return x
+    return _pointwise(ctx, f, ctx.tensor(0))
+
+
+# ------------------------------------------------------------------ comparisons, where
+
+
+def _promote(*vs: Any) -> str:
+    """torch's result type of the operands (tensors from their meta, numbers as scalars)."""
+    probes = []
+    for v in vs:
+        if isinstance(v, fx.Node):
+            m = node_meta(v)
+            probes.append(torch.empty((1,) if m.dim() else (), dtype=m.dtype))
+        else:
+            probes.append(v)
+    if len(probes) == 1:
+        return DTYPES[probes[0].dtype]
+    dt = torch.result_type(*probes[:2])
+    if dt not in DTYPES:
+        raise Unsupported(f"operands promote to {dt}")
+    return DTYPES[dt]
+
+
+def _cmp(pred: str, a: fa.Tensor, b: fa.Tensor | float) -> fa.Tensor:
+    """`fusion.cmp` through the API's public spellings (a is a tensor)."""
+    if pred in ("eq", "ne"):
+        return getattr(a, pred)(b)
+    return {"lt": a.__lt__, "le": a.__le__, "gt": a.__gt__, "ge": a.__ge__}[pred](b)
+
+
+def _cmp_rule(pred: str) -> Rule:
+    def rule(ctx: Ctx) -> fa.Tensor:
+        raw_a, raw_b = ctx.node.args[0], ctx.node.args[1]
+        cd = _promote(raw_a, raw_b)
+        if cd not in MATH:
+            raise Unsupported(f"comparison in {cd}")
+        a, b = _num_or_tensor(ctx.arg(0)), _num_or_tensor(ctx.arg(1))
+        if not any(isinstance(x, fa.Tensor) for x in (a, b)):
+            raise Unsupported("comparison without a tensor")
+        cd = _compute_dtype(cd, [a, b])
+        a, b = _cast_all([a, b], cd)
+        if not isinstance(a, fa.Tensor):  # scalar OP tensor: flip to tensor OP' scalar
+            flipped = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}.get(pred, pred)
+            a, b, p = b, a, flipped
+        else:
+            p = pred
+        return fa.broadcast_to(_cmp(p, a, b), ctx.out_shape)
+    return rule
+
+
+for _pred in ("eq", "ne", "lt", "le", "gt", "ge"):
+    entry(getattr(aten, _pred).Tensor, getattr(aten, _pred).Scalar)(_cmp_rule(_pred))
+
+
+@entry(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)
+def _where(ctx: Ctx) -> fa.Tensor:
+    cond = ctx.tensor(0)
+    if cond.dtype != "i1":
+        raise Unsupported("where with a non-bool condition")
+    out = _math_dtype(ctx)
+    a, b = _num_or_tensor(ctx.arg(1)), _num_or_tensor(ctx.arg(2))
+    a, b = _cast_all([a, b], out)
+    if not isinstance(a, fa.Tensor) and not isinstance(b, fa.Tensor):
+        a = ctx.fb.full(a, cond.shape, out)
+    return fa.broadcast_to(fa.where(cond, a, b), ctx.out_shape)
+
+
+@entry(aten._to_copy.default, prims.convert_element_type.default)
+def _to_copy(ctx: Ctx) -> fa.Tensor:
+    x = ctx.tensor(0)
+    src = node_meta(ctx.node.args[0])
+    if ctx.out.device != src.device:
+        raise Unsupported("_to_copy across devices")
+    ctx.kwarg_is("layout", None, torch.strided)
+    return fa.cast(x, ctx.out_dtype)
+
+
+# ------------------------------------------------------------------ reductions
+
+
+def _dims(ctx: Ctx, x: fa.Tensor, i: int) -> list[int]:
+    d = ctx.arg(i, "dim")
+    if d is None or d == [] or d == ():
+        return list(range(x.ndim))
+    if isinstance(d, int):
+        d = [d]
+    return [int(v) % x.ndim for v in d]
+
+
+def _reduce_rule(kind: str, mean: bool = False, all_dims: bool = False) -> Rule:
+    def rule(ctx: Ctx) -> fa.Tensor:
+        x = ctx.tensor(0)
+        out = _math_dtype(ctx)
+        if x.dtype not in MATH or x.ndim == 0:
+            raise Unsupported(f"{kind} of {x.dtype} rank {x.ndim}")
+        dims = list(range(x.ndim)) if all_dims else _dims(ctx, x, 1)
+        keepdim = False if all_dims else bool(ctx.arg(2, "keepdim", False))
+        if kind == "sum":
+            acc = "f32" if x.dtype in HALF else None
+            y = fa.sum(x, dims, keepdim, dtype=acc)
+            if mean:
+                n = math.prod(x.shape[d] for d in dims)
+                y = fa.div(y, float(n))
+        else:
+            y = (fa.amax if kind == "max" else fa.amin)(x, dims, keepdim)
+        return fa.cast(y, out)
+    return rule
+
+
+entry(aten.sum.dim_IntList)(_reduce_rule("sum"))
+entry(aten.sum.default)(_reduce_rule("sum", all_dims=True))
+entry(aten.mean.dim)(_reduce_rule("sum", mean=True))
+entry(aten.mean.default)(_reduce_rule("sum", mean=True, all_dims=True))
+entry(aten.amax.default)(_reduce_rule("max"))
+entry(aten.amin.default)(_reduce_rule("min"))
+
+
+# ------------------------------------------------------------------ shape ops
+
+
+def _to_out_shape(ctx: Ctx) -> fa.Tensor:
+    """view / reshape / unsqueeze / squeeze: a row-major reshape to the recorded shape (region
+    values are logical tensors; the region's inputs are made contiguous at its boundary)."""
+    return fa.reshape(ctx.tensor(0), ctx.out_shape)
+
+
+entry(aten.view.default, aten.reshape.default, aten._unsafe_view.default, aten.unsqueeze.default,
+      aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims)(_to_out_shape)
+
+
+@entry(aten.permute.default)
+def _permute(ctx: Ctx) -> fa.Tensor:
+    x = ctx.tensor(0)
+    return fa.permute(x, [int(d) % max(x.ndim, 1) for d in ctx.arg(1, "dims")])
+
+
+@entry(aten.t.default)
+def _t(ctx: Ctx) -> fa.Tensor:
+    x = ctx.tensor(0)
+    return fa.permute(x, [1, 0]) if x.ndim == 2 else x
+
+
+@entry(aten.transpose.int)
+def _transpose(ctx: Ctx) -> fa.Tensor:
+    x = ctx.tensor(0)
+    if x.ndim < 2:
+        return x
+    d0, d1 = int(ctx.arg(1)) % x.ndim, int(ctx.arg(2)) % x.ndim
+    perm = list(range(x.ndim))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return fa.permute(x, perm)
+
+
+@entry(aten.expand.default)
+def _expand(ctx: Ctx) -> fa.Tensor:
+    return fa.broadcast_to(ctx.tensor(0), ctx.out_shape)
+
+
+@entry(aten.clone.default, aten.detach.default, aten.alias.default)
+def _identity(ctx: Ctx) -> fa.Tensor:
+    return ctx.tensor(0)
+
+
+# ------------------------------------------------------------------ factories
+
+
+@entry(aten.full.default)
+def _full(ctx: Ctx) -> fa.Tensor:
+    ctx.kwarg_is("layout", None, torch.strided)
+    return ctx.fb.full(_scalar(ctx.arg(1, "fill_value")), ctx.out_shape, _math_dtype(ctx))
+
+
+@entry(aten.scalar_tensor.default)
+def _scalar_tensor(ctx: Ctx) -> fa.Tensor:
+    ctx.kwarg_is("layout", None, torch.strided)
+    return ctx.fb.full(_scalar(ctx.arg(0, "s")), (), _math_dtype(ctx))
+
+
+# ------------------------------------------------------------------ backward ops
+
+
+def _f32(ctx: Ctx, *xs: Any) -> list[Any]:
+    """Operands for a composite formula: f32 tensors (torch computes these in opmath)."""
+    _math_dtype(ctx)
+    return [fa.cast(x, "f32") if isinstance(x, fa.Tensor) else _scalar(x) for x in xs]
+
+
+def _finish(ctx: Ctx, y: fa.Tensor) -> fa.Tensor:
+    return fa.cast(fa.broadcast_to(y, ctx.out_shape), ctx.out_dtype)
+
+
+@entry(aten.threshold_backward.default)
+def _threshold_backward(ctx: Ctx) -> fa.Tensor:
+    grad, x = ctx.tensor(0), ctx.tensor(1)
+    th = _scalar(ctx.arg(2, "threshold"))
+    g, xf = _f32(ctx, grad, x)
+    return _finish(ctx, fa.where(_cmp("le", xf, th), 0.0, g))
+
+
+@entry(aten.sigmoid_backward.default)
+def _sigmoid_backward(ctx: Ctx) -> fa.Tensor:
+    g, y = _f32(ctx, ctx.tensor(0), ctx.tensor(1))
+    return _finish(ctx, g * (1.0 - y) * y)
+
+
+@entry(aten.tanh_backward.default)
+def _tanh_backward(ctx: Ctx) -> fa.Tensor:
+    g, y = _f32(ctx, ctx.tensor(0), ctx.tensor(1))
+    return _finish(ctx, g * (1.0 - y * y))
+
+
+@entry(aten.silu_backward.default)
+def _silu_backward(ctx: Ctx) -> fa.Tensor:
+    g, x = _f32(ctx, ctx.tensor(0), ctx.tensor(1))
+    s = fa.sigmoid(x)
+    return _finish(ctx, g * s * (1.0 + x * (1.0 - s)))
+
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+@entry(aten.gelu_backward.default)
+def _gelu_backward(ctx: Ctx) -> fa.Tensor:
+    approximate = ctx.node.kwargs.get("approximate", ctx.node.args[2] if len(ctx.node.args) > 2 else "none")
+    g, x = _f32(ctx, ctx.tensor(0), ctx.tensor(1))
+    if approximate == "tanh":  # torch's formula (GeluBackwardKernel)
+        kappa = 0.044715
+        x_sq = x * x
+        inner = _SQRT_2_OVER_PI * (x + kappa * x_sq * x)
+        t = fa.tanh(inner)
+        left_d = 0.5 * (1.0 + t)
+        right_d = 0.5 * x * (1.0 - t * t) * _SQRT_2_OVER_PI * (1.0 + 3.0 * kappa * x_sq)
+        return _finish(ctx, g * (left_d + right_d))
+    if approximate != "none":
+        raise Unsupported(f"gelu_backward approximate={approximate!r}")
+    # d/dx x*Phi(x) = Phi(x) + x*phi(x). The dialect has no erf; Phi(x) = gelu(x)/x (1/2 at 0).
+    cdf = fa.where(_cmp("eq", x, 0.0), 0.5, fa.gelu(x) / x)
+    pdf = fa.exp(-0.5 * x * x) * _INV_SQRT_2PI
+    return _finish(ctx, g * (cdf + x * pdf))
+
+
+# ------------------------------------------------------------------ entry points
+
+
+def translate_node(node: fx.Node, fb: fa.FusionBuilder, env: dict[fx.Node, fa.Tensor]) -> fa.Tensor:
+    """Emit `node` into `fb`; raise Unsupported if the table has no entry or the entry refuses.
+    The result is checked against the shape and dtype torch recorded for the node."""
+    if node.op != "call_function":
+        raise Unsupported(f"%{node.name} is a {node.op}")
+    rule = TABLE.get(node.target)
+    if rule is None:
+        raise Unsupported(f"no entry for {node.target}")
+    meta = node_meta(node)
+    try:
+        y = rule(Ctx(fb, node, env))
+    except Unsupported:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError) as e:  # fuser's API refused what the rule built
+        raise Unsupported(f"{node.target}: {e}") from e
+    if not isinstance(y, fa.Tensor):
+        raise Unsupported(f"{node.target}: the rule gave {type(y).__name__}")
+    if y.shape != tuple(meta.shape) or y.dtype != DTYPES[meta.dtype]:
+        raise Unsupported(f"{node.target}: translated to {y.type}, torch has {tuple(meta.shape)} {meta.dtype}")
+    return y
+
+
+def is_supported(node: fx.Node) -> bool:
+    """Whether the table has an entry for `node` that accepts it (translated alone into a
+    scratch fusion whose inputs have the types of the node's inputs)."""
+    return why_unsupported(node) is None
+
+
+def why_unsupported(node: fx.Node) -> str | None:
+    """None if the node translates, else the reason it runs in PyTorch."""
+    if node.op != "call_function" or node.target not in TABLE:
+        return f"no entry for {node.target}"
+    fb = fa.FusionBuilder("probe")
+    env: dict[fx.Node, fa.Tensor] = {}
+    try:
+        for i, inp in enumerate(node.all_input_nodes):
+            m = node_meta(inp)
+            env[inp] = fb.input(tuple(m.shape), DTYPES[m.dtype], name=f"in{i}")
+        translate_node(node, fb, env)
+    except Unsupported as e:
+        return str(e)
+    return None
