@@ -6,6 +6,7 @@ pipeline it was given. The numbers themselves are checked on the GPU (test_multi
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -64,7 +65,9 @@ def test_every_lit_input_passes_the_check(chunk):
         pytest.skip("no schedule")
 
 
-SEEDS = list(range(120)) + random.Random().sample(range(10**6, 10**7), 30)
+# 30 seeds drawn fresh each run; under pytest-xdist every worker draws the same 30 (seeded by the
+# run's id), since the workers must collect the same tests.
+SEEDS = list(range(120)) + random.Random(os.environ.get("PYTEST_XDIST_TESTRUNUID")).sample(range(10**6, 10**7), 30)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
