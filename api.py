@@ -31,7 +31,7 @@ from typing import Any
 
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
@@ -222,6 +222,11 @@ class Tensor:
     @property
     def ndim(self) -> int:
         return len(self.shape)
+
+    @property
+    def is_input(self) -> bool:
+        """Whether this is an input of the fusion (a function argument), not a computed value."""
+        return isinstance(self.value, BlockArgument)
 
     def __repr__(self) -> str:
         return f"Tensor({self.type}, builder='{self.builder.name}')"

@@ -4,7 +4,9 @@ accepts; each group becomes one fusion (`FusionRegion`), the rest of the graph r
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,10 +15,11 @@ import torch
 import torch.fx as fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
+from xdsl.dialects.builtin import StringAttr
 
 import fuser.api as fa
 
-from .translate import DTYPES, Unsupported, node_meta, tensor_meta, translate_node, why_unsupported
+from .translate import Unsupported, declare_input, is_transposed, node_meta, tensor_meta, translate_node, why_unsupported
 
 log = logging.getLogger("fuser.torch")
 
@@ -40,7 +43,9 @@ class Stats:
     contiguous_copies: int = 0  # region inputs made contiguous at the boundary
     reference_calls: int = 0
     gpu_calls: int = 0
-    torch_calls: int = 0  # regions run by their fx graph (mixed devices, executor="torch")
+    torch_calls: int = 0  # regions run by their fx graph (mixed devices, executor="torch", compile errors)
+    compile_errors: int = 0  # regions fuser could not compile (they run in PyTorch)
+    compile_seconds: float = 0.0  # fuser.api.compile time of this backend's regions
 
 
 class FuserSupport(OperatorSupportBase):
@@ -90,11 +95,37 @@ def _same_layout(shape: tuple[int, ...], a: tuple[int, ...], b: tuple[int, ...])
 # ------------------------------------------------------------------ one region
 
 
+# View ops that a region input may go through first: the view is taken in PyTorch at the
+# region's boundary (free for a contiguous tensor), so the fusion reads the input in the shape it
+# uses (a matmul operand stays a function argument; nothing is reshaped inside the kernels).
+BOUNDARY_VIEWS = {
+    aten.view.default, aten.reshape.default, aten._unsafe_view.default, aten.unsqueeze.default,
+    aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims,
+}
+
+# Compiled fusions and reference programs by fusion text: regions with the same ops on the same
+# types (every layer of a transformer) share one compiled fusion.
+_COMPILED: dict[tuple[str, str, str], Any] = {}
+_REFERENCE: dict[str, Any] = {}
+
+
+def _boundary_view(p: fx.Node) -> tuple[int, ...] | None:
+    """The shape every user of placeholder p views it as, if all its users are views to one shape."""
+    users = list(p.users)
+    if not users or any(u.op != "call_function" or u.target not in BOUNDARY_VIEWS for u in users):
+        return None
+    shapes = {tuple(u.meta["val"].shape) for u in users if isinstance(u.meta.get("val"), torch.Tensor)}
+    return shapes.pop() if len(shapes) == 1 and len(users) == len([u for u in users if "val" in u.meta]) else None
+
+
 class FusionRegion(torch.nn.Module):
     """One partition as one fuser fusion. Built once (the fusion text); called with the
     region's input tensors, it runs the fusion in the reference interpreter (CPU tensors) or
     as compiled kernels (`fuser.api.compile`, CUDA tensors), and returns tensors with the
-    sizes, dtypes and strides torch recorded."""
+    sizes, dtypes and strides torch recorded.
+
+    The fusion is named after its text (`fuser_<sha1>`), so its kernels are `fuser_<sha1>_k<i>`
+    (a profiler tells them from PyTorch's) and equal regions share their compiled kernels."""
 
     def __init__(self, name: str, graph_module: fx.GraphModule, input_meta: list[torch.Tensor],
                  config: dict[str, Any], stats: Stats):
@@ -103,48 +134,65 @@ class FusionRegion(torch.nn.Module):
         self.graph_module = graph_module  # the region as PyTorch ops: run when fuser cannot
         self.config = config
         self.stats = stats
+        self.input_views: list[tuple[int, ...] | None] = []  # the view a region input is taken as
+        self.input_transposed: list[bool] = []  # taken as its (contiguous) transpose
         self.fusion, self.output_meta, self.tuple_output, self.op_count = self._build(input_meta)
         self.mlir = self.fusion.mlir()
+        self.symbol = self.fusion.func.sym_name.data
         devices = {m.device.type for m in [*input_meta, *self.output_meta]}
         self.device = devices.pop() if len(devices) == 1 else "mixed"
-        self._reference = None
-        self._compiled = None
+        self.compile_error: str | None = None
+        self.compile_seconds: float | None = None
 
     def _build(self, input_meta: list[torch.Tensor]):
-        fb = fa.FusionBuilder(self.name)
-        env: dict[fx.Node, fa.Tensor] = {}
+        fb = fa.FusionBuilder("fuser_region")
+        env: dict[fx.Node, Any] = {}
         placeholders = [n for n in self.graph_module.graph.nodes if n.op == "placeholder"]
         if len(placeholders) != len(input_meta):
             raise Unsupported(f"region {self.name}: {len(placeholders)} inputs, {len(input_meta)} example values")
         for i, (p, m) in enumerate(zip(placeholders, input_meta)):
             m = tensor_meta(m, f"input {i} of {self.name}")
             p.meta.setdefault("val", m)
-            env[p] = fb.input(tuple(m.shape), DTYPES[m.dtype], name=f"in{i}")
+            view = _boundary_view(p)
+            self.input_views.append(view)
+            self.input_transposed.append(view is None and is_transposed(m))
+            env[p] = declare_input(fb, m, f"in{i}", view)
+            if view is not None:
+                for u in p.users:
+                    env[u] = env[p]
         ops = 0
         outputs: list[fx.Node] = []
         tuple_output = True
         for n in self.graph_module.graph.nodes:
             if n.op == "call_function":
-                env[n] = translate_node(n, fb, env)
+                if n not in env:
+                    env[n] = translate_node(n, fb, env)
                 ops += 1
             elif n.op == "output":
                 res = n.args[0]
                 tuple_output = isinstance(res, (tuple, list))
                 outputs = list(res) if tuple_output else [res]
+        for o in outputs:
+            if not isinstance(env.get(o), fa.Tensor):
+                raise Unsupported(f"region {self.name}: output %{o.name} is not one tensor")
         fb.output(*[env[o] for o in outputs])
-        fb.finish()
+        func = fb.func
+        digest = hashlib.sha1(str(fb.module).encode()).hexdigest()[:16]
+        func.sym_name = StringAttr(f"fuser_{digest}")
         return fb, [node_meta(o) for o in outputs], tuple_output, ops
 
     # -- execution
 
     def forward(self, *args: torch.Tensor) -> Any:
         ins = []
-        for a in args:
+        for a, view, transposed in zip(args, self.input_views, self.input_transposed):
+            if transposed:  # the fusion takes a.t() (contiguous as recorded; a copy if not)
+                a = a.t()
             if not a.is_contiguous():
                 self.stats.contiguous_copies += 1
                 log.debug("%s: input of shape %s made contiguous", self.name, tuple(a.shape))
                 a = a.contiguous()
-            ins.append(a)
+            ins.append(a.view(view) if view is not None else a)
         executor = self.config.get("executor", "auto")
         devs = {a.device.type for a in ins} or {self.device}
         if executor == "torch" or len(devs) != 1 or devs - {"cpu", "cuda"}:
@@ -153,29 +201,49 @@ class FusionRegion(torch.nn.Module):
         if devs == {"cpu"} or executor == "reference":
             outs = self._run_reference(ins)
         else:
-            outs = self._run_gpu(ins)
+            compiled = self._compiled()
+            if compiled is None:  # fuser could not compile it: the region's PyTorch ops run instead
+                self.stats.torch_calls += 1
+                return self.graph_module(*args)
+            self.stats.gpu_calls += 1
+            outs = compiled(*ins)
+            outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
         outs = [self._restride(o, m) for o, m in zip(outs, self.output_meta)]
         return tuple(outs) if self.tuple_output else outs[0]
 
     def _run_reference(self, ins: list[torch.Tensor]) -> list[torch.Tensor]:
         from fuser.runtime.reference import reference_from_text
 
-        if self._reference is None:
-            self._reference = reference_from_text(self.mlir)
+        program = _REFERENCE.get(self.mlir)
+        if program is None:
+            program = _REFERENCE[self.mlir] = reference_from_text(self.mlir)
         self.stats.reference_calls += 1
         device = ins[0].device if ins else torch.device(self.device if self.device != "mixed" else "cpu")
-        outs = self._reference(*[_to_numpy(a.cpu()) for a in ins])
+        outs = program(*[_to_numpy(a.cpu()) for a in ins])
         return [_from_numpy(o, m.dtype).to(device) for o, m in zip(outs, self.output_meta)]
 
-    def _run_gpu(self, ins: list[torch.Tensor]) -> list[torch.Tensor]:
-        # Not exercised on CI (no GPU): fuser.api.CompiledFusion takes CUDA tensors without copies
-        # and returns torch tensors.
-        if self._compiled is None:
-            self._compiled = fa.compile(self.mlir, pipeline=self.config.get("pipeline", "default"),
-                                        options=self.config.get("options"))
-        self.stats.gpu_calls += 1
-        outs = self._compiled(*ins)
-        return list(outs) if isinstance(outs, (tuple, list)) else [outs]
+    def _compiled(self) -> Any:
+        """The region's CompiledFusion (shared by equal regions), or None if fuser refused to
+        compile it (logged once as a warning, kept in `compile_error`)."""
+        if self.compile_error is not None:
+            return None
+        pipeline, options = self.config.get("pipeline", "default"), self.config.get("options")
+        key = (self.mlir, str(pipeline), repr(sorted((options or {}).items())))
+        compiled = _COMPILED.get(key)
+        if compiled is None:
+            start = time.perf_counter()
+            try:
+                compiled = fa.compile(self.mlir, pipeline=pipeline, options=options)
+            except Exception as e:  # a fuser limit the table did not foresee: fall back, never fail the model
+                self.compile_error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                self.stats.compile_errors += 1
+                log.warning("%s (%s) runs in PyTorch: fuser could not compile it: %s", self.name, self.symbol,
+                            self.compile_error)
+                return None
+            self.compile_seconds = time.perf_counter() - start
+            self.stats.compile_seconds += self.compile_seconds
+            _COMPILED[key] = compiled
+        return compiled
 
     @staticmethod
     def _restride(t: torch.Tensor, meta: torch.Tensor) -> torch.Tensor:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,8 @@ import torch
 import torch.fx as fx
 
 import fuser.api as fa
+import fuser.dialects.fusion as F
+from xdsl.ir import BlockArgument
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -73,6 +76,29 @@ def node_meta(node: fx.Node) -> torch.Tensor:
     return tensor_meta(node.meta.get("val"), f"%{node.name}")
 
 
+def node_metas(node: fx.Node) -> list[torch.Tensor | None]:
+    """The example tensors of a node with several results (None for a result torch left out)."""
+    vals = node.meta.get("val")
+    if not isinstance(vals, (tuple, list)):
+        raise Unsupported(f"%{node.name} has one result, not several")
+    return [None if v is None else tensor_meta(v, f"%{node.name}[{i}]") for i, v in enumerate(vals)]
+
+
+def is_transposed(m: torch.Tensor) -> bool:
+    """A 2-D tensor stored transposed (a `t()` of a contiguous tensor: saved weights in a
+    backward graph). The region takes it as its contiguous transpose and permutes it back, which
+    a matmul then reads in place."""
+    return m.dim() == 2 and not m.is_contiguous() and m.t().is_contiguous()
+
+
+def declare_input(fb: fa.FusionBuilder, m: torch.Tensor, name: str,
+                  shape: tuple[int, ...] | None = None) -> fa.Tensor:
+    """A fusion input for example tensor m (seen as `shape` if given)."""
+    if shape is None and is_transposed(m):
+        return fa.permute(fb.input((m.shape[1], m.shape[0]), DTYPES[m.dtype], name=name), [1, 0])
+    return fb.input(shape or tuple(m.shape), DTYPES[m.dtype], name=name)
+
+
 @dataclass
 class Ctx:
     """What a rule sees: the builder, the node, and the fuser Tensors of its input nodes."""
@@ -83,6 +109,10 @@ class Ctx:
     @property
     def out(self) -> torch.Tensor:
         return node_meta(self.node)
+
+    @property
+    def outs(self) -> list[torch.Tensor | None]:
+        return node_metas(self.node)
 
     @property
     def out_dtype(self) -> str:
@@ -116,7 +146,9 @@ class Ctx:
             raise Unsupported(f"{self.node.target}: {name}={self.node.kwargs[name]!r}")
 
 
-Rule = Callable[[Ctx], fa.Tensor]
+# A rule gives the node's value: one Tensor, or a tuple (None where torch has no result) for
+# ops with several results, which `operator.getitem` nodes then pick from.
+Rule = Callable[[Ctx], "fa.Tensor | tuple[fa.Tensor | None, ...]"]
 TABLE: dict[Any, Rule] = {}
 
 
@@ -371,6 +403,165 @@ entry(aten.amax.default)(_reduce_rule("max"))
 entry(aten.amin.default)(_reduce_rule("min"))
 
 
+@entry(aten.var_mean.correction, aten.var.correction)
+def _var_mean(ctx: Ctx) -> Any:
+    x = ctx.tensor(0)
+    if x.dtype not in MATH or x.ndim == 0:
+        raise Unsupported(f"{ctx.node.target} of {x.dtype} rank {x.ndim}")
+    dims = _dims(ctx, x, 1)
+    correction = ctx.node.kwargs.get("correction", 1)
+    if correction is None:
+        correction = 1
+    if not float(correction).is_integer():
+        raise Unsupported(f"{ctx.node.target}: correction={correction}")
+    keepdim = bool(ctx.node.kwargs.get("keepdim", False))
+    var, mean = fa.var_mean(x, dims, correction=int(correction), keepdim=keepdim)
+    if ctx.node.target is aten.var.correction:
+        return fa.cast(var, _math_dtype(ctx))
+    vm, mm = ctx.outs
+    return fa.cast(var, DTYPES[vm.dtype]), fa.cast(mean, DTYPES[mm.dtype])
+
+
+# ------------------------------------------------------------------ normalization
+
+
+def _norm_dims_of(x: fa.Tensor, normalized_shape: Any) -> list[int]:
+    k = len(normalized_shape)
+    if k == 0 or k > x.ndim or tuple(x.shape[x.ndim - k:]) != tuple(normalized_shape):
+        raise Unsupported(f"layer norm over {list(normalized_shape)} of {x.type}")
+    return list(range(x.ndim - k, x.ndim))
+
+
+def _opt_f32(v: Any) -> fa.Tensor | None:
+    return None if v is None else fa.cast(v, "f32")
+
+
+@entry(aten.native_layer_norm.default)
+def _native_layer_norm(ctx: Ctx) -> tuple:
+    """(out, mean, rstd): mean and rstd keep the normalized dims as size 1, as torch's do."""
+    x = ctx.tensor(0)
+    dims = _norm_dims_of(x, ctx.arg(1, "normalized_shape"))
+    w, b = _opt_f32(ctx.arg(2, "weight")), _opt_f32(ctx.arg(3, "bias"))
+    eps = _scalar(ctx.arg(4, "eps"))
+    outs = ctx.outs
+    if x.dtype not in MATH or any(m is None or DTYPES[m.dtype] not in MATH for m in outs):
+        raise Unsupported(f"native_layer_norm of {x.dtype}")
+    xf = fa.cast(x, "f32")
+    var, mean = fa.var_mean(xf, dims, correction=0, keepdim=True)
+    rstd = fa.rsqrt(var + eps)
+    y = (xf - mean) * rstd
+    if w is not None:
+        y = y * w
+    if b is not None:
+        y = y + b
+    return tuple(fa.cast(v, DTYPES[m.dtype]) for v, m in zip((y, mean, rstd), outs))
+
+
+@entry(aten.native_layer_norm_backward.default)
+def _native_layer_norm_backward(ctx: Ctx) -> tuple:
+    """(grad_input, grad_weight, grad_bias), each only if output_mask asks for it:
+    x_hat = (x - mean) * rstd, g = grad_out * weight,
+    grad_input = rstd * (g - mean(g) - x_hat * mean(g * x_hat)) over the normalized dims,
+    grad_weight = sum(grad_out * x_hat), grad_bias = sum(grad_out) over the others."""
+    go, x = ctx.tensor(0), ctx.tensor(1)
+    dims = _norm_dims_of(x, ctx.arg(2, "normalized_shape"))
+    mean, rstd = ctx.tensor(3), ctx.tensor(4)
+    w = _opt_f32(ctx.arg(5, "weight"))
+    mask = list(ctx.arg(7, "output_mask"))
+    outs = ctx.outs
+    if any(t.dtype not in MATH for t in (go, x, mean, rstd)):
+        raise Unsupported("native_layer_norm_backward outside f32/f16/bf16")
+    gof, xf = fa.cast(go, "f32"), fa.cast(x, "f32")
+    x_hat = (xf - fa.cast(mean, "f32")) * fa.cast(rstd, "f32")
+    outer = list(range(x.ndim - len(dims)))
+    res: list[fa.Tensor | None] = [None, None, None]
+    if mask[0]:
+        g = gof * w if w is not None else gof
+        n = float(math.prod(x.shape[d] for d in dims))
+        g_mean = fa.sum(g, dims, keepdim=True) / n
+        gx_mean = fa.sum(g * x_hat, dims, keepdim=True) / n
+        res[0] = fa.cast(fa.cast(rstd, "f32") * (g - g_mean - x_hat * gx_mean), DTYPES[outs[0].dtype])
+    if mask[1] and outs[1] is not None:
+        res[1] = fa.cast(fa.sum(gof * x_hat, outer), DTYPES[outs[1].dtype])
+    if mask[2] and outs[2] is not None:
+        res[2] = fa.cast(fa.sum(gof, outer), DTYPES[outs[2].dtype])
+    return tuple(res)
+
+
+# ------------------------------------------------------------------ matmuls
+
+def _as_permutation(node: fx.Node) -> list[int] | None:
+    """A 2-D transpose-like view (t, permute, transpose) as its permutation, else None."""
+    v = node.meta.get("val")
+    if node.op != "call_function" or not isinstance(v, torch.Tensor) or v.dim() != 2:
+        return None
+    if node.target is aten.t.default:
+        return [1, 0]
+    if node.target is aten.permute.default:
+        return [int(d) % 2 for d in node.args[1]]
+    if node.target is aten.transpose.int:
+        return [1, 0] if int(node.args[1]) % 2 != int(node.args[2]) % 2 else [0, 1]
+    return None
+
+
+def _matmul_operand(ctx: Ctx, i: int) -> tuple[fa.Tensor, bool]:
+    """Operand i of a matmul node as (tensor as stored, transposed): transposes of a value the
+    region already holds are read by the matmul through its layout flag instead of copied. A
+    value computed in the region is materialized (TMA reads operands from memory)."""
+    arg = ctx.node.args[i]
+    transposed = False
+    while isinstance(arg, fx.Node) and arg.op == "call_function":
+        perm = _as_permutation(arg)
+        src = arg.args[0]
+        if perm is None or not isinstance(src, fx.Node) or src not in ctx.env:
+            break
+        transposed ^= perm == [1, 0]
+        arg = src
+    t = ctx.value(arg)
+    if not isinstance(t, fa.Tensor) or t.ndim != 2:
+        raise Unsupported(f"{ctx.node.target}: operand {i} is not a 2-D tensor")
+    owner = t.value.owner
+    if isinstance(owner, F.PermuteOp) and list(owner.perm.get_values()) == [1, 0] \
+            and isinstance(owner.operands[0], BlockArgument):  # an input taken transposed (declare_input)
+        t, transposed = fa.Tensor(owner.operands[0], t.builder), not transposed
+    if not t.is_input:
+        t = fa.segment_set(t)
+    return t, transposed
+
+
+def _matmul(ctx: Ctx, a_index: int) -> fa.Tensor:
+    """A @ B (f32 accumulation) for the Hopper matmul: bf16/f16 operands whose rows as stored
+    are 16-byte aligned (TMA); anything else runs in PyTorch."""
+    (a, ta), (b, tb) = _matmul_operand(ctx, a_index), _matmul_operand(ctx, a_index + 1)
+    out = ctx.out_dtype
+    if a.dtype not in HALF or b.dtype != a.dtype or out != a.dtype:
+        raise Unsupported(f"{ctx.node.target} of {a.dtype} x {b.dtype} -> {out}: the Hopper matmul takes bf16 or f16")
+    for what, t in (("A", a), ("B", b)):
+        if t.shape[1] % 8:
+            raise Unsupported(f"{ctx.node.target}: {what} {t.type} as stored has rows of {t.shape[1] * 2} bytes; "
+                              "TMA needs a multiple of 16")
+    return fa.matmul(a, b, transpose_a=ta, transpose_b=tb, dtype="f32")
+
+
+@entry(aten.mm.default)
+def _mm(ctx: Ctx) -> fa.Tensor:
+    return fa.cast(_matmul(ctx, 0), ctx.out_dtype)
+
+
+@entry(aten.addmm.default)
+def _addmm(ctx: Ctx) -> fa.Tensor:
+    """beta * bias + alpha * (A @ B), the bias added in f32 in the matmul's epilogue."""
+    beta, alpha = _scalar(ctx.node.kwargs.get("beta", 1)), _scalar(ctx.node.kwargs.get("alpha", 1))
+    bias = ctx.tensor(0)
+    c = _matmul(ctx, 1)
+    if alpha != 1.0:
+        c = c * alpha
+    bf = fa.cast(bias, "f32")
+    if beta != 1.0:
+        bf = bf * beta
+    return fa.cast(c + bf if beta != 0.0 else c, ctx.out_dtype)
+
+
 # ------------------------------------------------------------------ shape ops
 
 
@@ -499,26 +690,45 @@ def _gelu_backward(ctx: Ctx) -> fa.Tensor:
 # ------------------------------------------------------------------ entry points
 
 
-def translate_node(node: fx.Node, fb: fa.FusionBuilder, env: dict[fx.Node, fa.Tensor]) -> fa.Tensor:
+def _check_result(node: fx.Node, y: Any, meta: Any) -> None:
+    if not isinstance(y, fa.Tensor):
+        raise Unsupported(f"{node.target}: the rule gave {type(y).__name__}")
+    if y.shape != tuple(meta.shape) or y.dtype != DTYPES[meta.dtype]:
+        raise Unsupported(f"{node.target}: translated to {y.type}, torch has {tuple(meta.shape)} {meta.dtype}")
+
+
+def translate_node(node: fx.Node, fb: fa.FusionBuilder, env: dict[fx.Node, Any]) -> Any:
     """Emit `node` into `fb`; raise Unsupported if the table has no entry or the entry refuses.
-    The result is checked against the shape and dtype torch recorded for the node."""
+    The result (a Tensor, or a tuple of them for an op with several results) is checked
+    against the shapes and dtypes torch recorded for the node."""
     if node.op != "call_function":
         raise Unsupported(f"%{node.name} is a {node.op}")
+    if node.target is operator.getitem:  # one result of a several-result node of the region
+        src, i = node.args
+        if not isinstance(env.get(src), tuple) or not isinstance(i, int) or env[src][i] is None:
+            raise Unsupported(f"%{node.name} picks from %{getattr(src, 'name', src)}, which has no fuser results")
+        return env[src][i]
     rule = TABLE.get(node.target)
     if rule is None:
         raise Unsupported(f"no entry for {node.target}")
-    meta = node_meta(node)
+    several = isinstance(node.meta.get("val"), (tuple, list))
+    metas = node_metas(node) if several else [node_meta(node)]
     try:
         y = rule(Ctx(fb, node, env))
     except Unsupported:
         raise
     except (TypeError, ValueError, KeyError, IndexError) as e:  # fuser's API refused what the rule built
         raise Unsupported(f"{node.target}: {e}") from e
-    if not isinstance(y, fa.Tensor):
-        raise Unsupported(f"{node.target}: the rule gave {type(y).__name__}")
-    if y.shape != tuple(meta.shape) or y.dtype != DTYPES[meta.dtype]:
-        raise Unsupported(f"{node.target}: translated to {y.type}, torch has {tuple(meta.shape)} {meta.dtype}")
-    return y
+    ys = list(y) if several and isinstance(y, tuple) else [y]
+    if len(ys) != len(metas):
+        raise Unsupported(f"{node.target}: the rule gave {len(ys)} results, torch has {len(metas)}")
+    for v, m in zip(ys, metas):
+        if m is None:
+            if v is not None:
+                raise Unsupported(f"{node.target}: the rule gave a result torch does not have")
+            continue
+        _check_result(node, v, m)
+    return tuple(ys) if several else ys[0]
 
 
 def is_supported(node: fx.Node) -> bool:
@@ -529,14 +739,34 @@ def is_supported(node: fx.Node) -> bool:
 
 def why_unsupported(node: fx.Node) -> str | None:
     """None if the node translates, else the reason it runs in PyTorch."""
+    if node.op == "call_function" and node.target is operator.getitem:
+        src = node.args[0]
+        if not isinstance(src, fx.Node) or not isinstance(src.meta.get("val"), (tuple, list)):
+            return f"%{node.name} picks from a value that is not a tuple of tensors"
+        return why_unsupported(src)
     if node.op != "call_function" or node.target not in TABLE:
         return f"no entry for {node.target}"
     fb = fa.FusionBuilder("probe")
     env: dict[fx.Node, fa.Tensor] = {}
+
+    def probe_input(inp: fx.Node) -> None:
+        # A transpose feeding the node is probed with its source, as the region will hold it
+        # (a matmul reads a transposed operand in place).
+        if inp in env:
+            return
+        src = inp.args[0] if inp.op == "call_function" and inp.args else None
+        if isinstance(src, fx.Node) and _as_permutation(inp) is not None:
+            try:
+                probe_input(src)
+                env[inp] = translate_node(inp, fb, env)
+                return
+            except Unsupported:
+                pass
+        env[inp] = declare_input(fb, node_meta(inp), f"in{len(env)}")
+
     try:
-        for i, inp in enumerate(node.all_input_nodes):
-            m = node_meta(inp)
-            env[inp] = fb.input(tuple(m.shape), DTYPES[m.dtype], name=f"in{i}")
+        for inp in node.all_input_nodes:
+            probe_input(inp)
         translate_node(node, fb, env)
     except Unsupported as e:
         return str(e)
