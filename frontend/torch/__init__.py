@@ -3,6 +3,7 @@
     import torch, fuser.torch
     model = torch.compile(model, backend="fuser")                    # the entry point's backend
     model = torch.compile(model, backend=fuser.torch.backend(debug=True))
+    print(fuser.torch.explain(model, x))                             # regions, fallbacks, GPU share
 
 AOTAutograd gives forward and backward ATen graphs; one translation table (translate.py) maps
 ATen ops to fusion ops; torch.fx's CapabilityBasedPartitioner groups the nodes the table takes
@@ -15,6 +16,8 @@ folder at the repository root would shadow the real torch for Python run from th
 """
 
 from .backend import FuserBackend, backend, fuser_backend
+from .explain import Explanation, explain
 from .translate import TABLE, Unsupported, is_supported, why_unsupported
 
-__all__ = ["FuserBackend", "backend", "fuser_backend", "TABLE", "Unsupported", "is_supported", "why_unsupported"]
+__all__ = ["FuserBackend", "backend", "fuser_backend", "explain", "Explanation", "TABLE", "Unsupported",
+           "is_supported", "why_unsupported"]

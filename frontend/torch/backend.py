@@ -9,6 +9,7 @@ partitioned (partition.py) into fuser regions and PyTorch nodes.
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 import torch
@@ -34,6 +35,20 @@ DECOMPOSED = [
 EXECUTORS = ("auto", "reference", "torch")
 
 
+def log_setting() -> bool | str:
+    """FUSER_TORCH_LOG: unset, empty or 0 -> off; "ir" -> regions with their IR; else on."""
+    v = os.environ.get("FUSER_TORCH_LOG", "").strip().lower()
+    if v in ("", "0", "false", "off"):
+        return False
+    return "ir" if v == "ir" else True
+
+
+def _enable_logging() -> None:
+    log.setLevel(logging.DEBUG)
+    if not log.handlers and not logging.getLogger().handlers:
+        log.addHandler(logging.StreamHandler())
+
+
 class FuserBackend:
     """A configured backend: call it as torch.compile calls a backend, (gm, example_inputs).
 
@@ -41,11 +56,14 @@ class FuserBackend:
     executor: "auto" (CPU tensors: the reference interpreter; CUDA tensors: compiled kernels),
         "reference" (the interpreter always, through host copies), "torch" (regions run as their
         PyTorch ops: isolates a translation bug from a partitioning one).
-    debug: log (logger "fuser.torch", INFO) each region's fusion and each node left to PyTorch.
+    debug: log (logger "fuser.torch", INFO) each region (its ops and fusion symbol), its compile
+        time and each node left to PyTorch with the reason; debug="ir" also logs each region's
+        fusion IR. Without it, the environment variable FUSER_TORCH_LOG=1 (or =ir) does the same,
+        read when a graph is compiled.
     decompositions: extra ATen decompositions on top of DECOMPOSED.
     """
 
-    def __init__(self, pipeline: Any = "default", options: dict[str, Any] | None = None, debug: bool = False,
+    def __init__(self, pipeline: Any = "default", options: dict[str, Any] | None = None, debug: bool | str = False,
                  executor: str = "auto", decompositions: dict | None = None):
         if executor not in EXECUTORS:
             raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
@@ -54,17 +72,16 @@ class FuserBackend:
         self.graphs: list[tuple[str, fx.GraphModule]] = []  # (forward/backward/inference, partitioned graph)
         decomps = get_decompositions(DECOMPOSED)
         decomps.update(decompositions or {})
-        if debug:
-            log.setLevel(logging.DEBUG)
-            if not log.handlers and not logging.getLogger().handlers:
-                log.addHandler(logging.StreamHandler())
         self._aot = aot_autograd(fw_compiler=self._compiler("forward"), bw_compiler=self._compiler("backward"),
                                  inference_compiler=self._compiler("inference"), decompositions=decomps)
         self.__name__ = "fuser"
 
     def _compiler(self, kind: str):
         def compile_graph(gm: fx.GraphModule, example_inputs: list[Any]):
-            fused = partition_graph(gm, self.config, self.stats, kind)
+            config = dict(self.config, debug=self.config["debug"] or log_setting())
+            if config["debug"]:
+                _enable_logging()
+            fused = partition_graph(gm, config, self.stats, kind)
             self.graphs.append((kind, fused))
             return make_boxed_func(fused.forward)
         return compile_graph
@@ -81,7 +98,7 @@ class FuserBackend:
         self.graphs.clear()
 
 
-def backend(pipeline: Any = "default", options: dict[str, Any] | None = None, debug: bool = False,
+def backend(pipeline: Any = "default", options: dict[str, Any] | None = None, debug: bool | str = False,
             executor: str = "auto", decompositions: dict | None = None) -> FuserBackend:
     """A torch.compile backend with these settings: `torch.compile(m, backend=fuser.torch.backend(...))`."""
     return FuserBackend(pipeline=pipeline, options=options, debug=debug, executor=executor,

@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import StringAttr
 
 import fuser.api as fa
 
-from .translate import Unsupported, declare_input, is_transposed, node_meta, tensor_meta, translate_node, why_unsupported
+from .translate import Unsupported, declare_input, op_name, is_transposed, node_meta, tensor_meta, translate_node, why_unsupported
 
 log = logging.getLogger("fuser.torch")
 
@@ -222,13 +222,21 @@ class FusionRegion(torch.nn.Module):
         outs = program(*[_to_numpy(a.cpu()) for a in ins])
         return [_from_numpy(o, m.dtype).to(device) for o, m in zip(outs, self.output_meta)]
 
+    def _key(self) -> tuple[str, str, str]:
+        options = self.config.get("options") or {}
+        return self.mlir, str(self.config.get("pipeline", "default")), repr(sorted(options.items()))
+
+    def compiled_if_any(self) -> Any:
+        """The CompiledFusion if this region has been compiled (run on CUDA tensors), else None."""
+        return _COMPILED.get(self._key())
+
     def _compiled(self) -> Any:
         """The region's CompiledFusion (shared by equal regions), or None if fuser refused to
         compile it (logged once as a warning, kept in `compile_error`)."""
         if self.compile_error is not None:
             return None
+        key = self._key()
         pipeline, options = self.config.get("pipeline", "default"), self.config.get("options")
-        key = (self.mlir, str(pipeline), repr(sorted((options or {}).items())))
         compiled = _COMPILED.get(key)
         if compiled is None:
             start = time.perf_counter()
@@ -242,6 +250,9 @@ class FusionRegion(torch.nn.Module):
                 return None
             self.compile_seconds = time.perf_counter() - start
             self.stats.compile_seconds += self.compile_seconds
+            if self.config.get("debug"):
+                log.info("%s (@%s): %d kernels compiled in %.2f s", self.name, self.symbol,
+                         len(compiled.program.launches), self.compile_seconds)
             _COMPILED[key] = compiled
         return compiled
 
@@ -268,13 +279,18 @@ def partition_graph(gm: fx.GraphModule, config: dict[str, Any], stats: Stats, ki
     partitions = [p for p in partitioner.propose_partitions()
                   if any(n.op == "call_function" and n.target not in SHAPE_OPS for n in p.nodes)]
     stats.graphs += 1
+    fused_nodes = {n for p in partitions for n in p.nodes}
+    fallbacks: dict[str, tuple[int, str]] = {}  # op -> (count, the first reason)
     for n in gm.graph.nodes:
-        if n.op == "call_function" and not any(n in p.nodes for p in partitions):
-            name = str(n.target)
+        if n.op == "call_function" and n not in fused_nodes:
+            name = op_name(n.target)
+            why = support.cache.get(n) or "a region of shape ops only (nothing to fuse)"
             stats.torch_nodes[name] = stats.torch_nodes.get(name, 0) + 1
+            count, first = fallbacks.get(name, (0, why))
+            fallbacks[name] = (count + 1, first)
             if config.get("debug"):
-                log.info("%s: %%%s (%s) runs in PyTorch: %s", kind, n.name, name,
-                         support.cache.get(n) or "a region of shape ops only")
+                log.info("%s: %%%s (%s) runs in PyTorch: %s", kind, n.name, name, why)
+    gm.fuser_fallbacks = fallbacks
     if not partitions:
         return gm
     fused = partitioner.fuse_partitions(partitions, prefix="fuser_region_")
@@ -292,8 +308,11 @@ def partition_graph(gm: fx.GraphModule, config: dict[str, Any], stats: Stats, ki
         stats.regions += 1
         stats.fused_nodes += region.op_count
         if config.get("debug"):
-            log.info("%s: region %s, %d ops:\n%s", kind, node.target, region.op_count, region.mlir)
+            log.info("%s: region %s (@%s), %d ops", kind, node.target, region.symbol, region.op_count)
+            if config.get("debug") == "ir":
+                log.info("%s", region.mlir)
     fused.recompile()
+    fused.fuser_fallbacks = fallbacks
     return fused
 
 

@@ -731,6 +731,11 @@ def translate_node(node: fx.Node, fb: fa.FusionBuilder, env: dict[fx.Node, Any])
     return tuple(ys) if several else ys[0]
 
 
+def op_name(target: Any) -> str:
+    """A node target as people read it: aten.addmm.default, getitem."""
+    return "getitem" if target is operator.getitem else str(target)
+
+
 def is_supported(node: fx.Node) -> bool:
     """Whether the table has an entry for `node` that accepts it (translated alone into a
     scratch fusion whose inputs have the types of the node's inputs)."""

@@ -336,6 +336,56 @@ def test_training_mlp_gradients_match_eager():
     assert {aten.gelu_backward.default, aten.threshold_backward.default, aten.tanh_backward.default} <= ops
 
 
+def _block_with_a_fallback():
+    class Block(torch.nn.Module):
+        def __init__(self, d=16):
+            super().__init__()
+            self.ln, self.fc = torch.nn.LayerNorm(d), torch.nn.Linear(d, d)
+
+        def forward(self, x):
+            return torch.cumsum(Fn.gelu(self.fc(self.ln(x))), 1)
+
+    torch.manual_seed(0)
+    return Block().bfloat16(), torch.randn(2, 8, 16).bfloat16()
+
+
+def test_explain_reports_regions_and_fallbacks():
+    m, x = _block_with_a_fallback()
+    before = [p.grad for p in m.parameters()]
+    r = ft.explain(m, x)
+    assert [g.kind for g in r.graphs] == ["forward", "backward"]
+    fw = r.graphs[0]
+    assert len(fw.regions) == 1 and fw.regions[0].symbol.startswith("fuser_")
+    assert fw.regions[0].ops["aten.addmm.default"] == 1 and fw.regions[0].ops["aten.native_layer_norm.default"] == 1
+    assert fw.regions[0].kernels is None  # CPU: the reference interpreter ran it
+    assert fw.fallbacks == {"aten.cumsum.default": (1, "no entry for aten.cumsum.default")}
+    assert r.fallback_counts()["aten.cumsum.default"] == 2  # forward and backward
+    assert r.fused_share is None
+    text = str(r)
+    assert "forward graph: 1 regions" in text and "PyTorch: aten.cumsum.default x1" in text
+    assert [p.grad for p in m.parameters()] == before  # explain leaves .grad alone
+
+
+@pytest.mark.parametrize("setting, ir", [("1", False), ("ir", True)])
+def test_fuser_torch_log(monkeypatch, caplog, setting, ir):
+    monkeypatch.setenv("FUSER_TORCH_LOG", setting)
+    m, x = _block_with_a_fallback()
+    with caplog.at_level("INFO", logger="fuser.torch"):
+        torch.compile(m, backend=ft.backend(), dynamic=False)(x)
+    text = caplog.text
+    assert "runs in PyTorch: no entry for aten.cumsum.default" in text
+    assert "region fuser_region_0 (@fuser_" in text
+    assert ("fusion.matmul" in text) == ir
+
+
+def test_fuser_torch_log_off_by_default(monkeypatch, caplog):
+    monkeypatch.delenv("FUSER_TORCH_LOG", raising=False)
+    m, x = _block_with_a_fallback()
+    with caplog.at_level("INFO", logger="fuser.torch"):
+        torch.compile(m, backend=ft.backend(), dynamic=False)(x)
+    assert "runs in PyTorch" not in caplog.text
+
+
 def test_entry_point_registers_the_backend():
     import torch._dynamo
 
