@@ -274,6 +274,13 @@ class FusionRegion(torch.nn.Module):
 def partition_graph(gm: fx.GraphModule, config: dict[str, Any], stats: Stats, kind: str = "graph") -> fx.GraphModule:
     """Replace every region of supported nodes in `gm` by a FusionRegion; nodes the table does
     not take stay as they are (PyTorch)."""
+    if any(isinstance(n.meta.get("val"), torch.Tensor) and not all(isinstance(d, int) for d in n.meta["val"].shape)
+           for n in gm.graph.nodes if n.op == "placeholder"):
+        # Fusions have static shapes: a graph Dynamo made dynamic (after a second input shape)
+        # runs in PyTorch. torch.compile(..., dynamic=False) recompiles per shape instead, and
+        # regions whose fusion did not change reuse their kernels.
+        log.warning("%s graph has symbolic shapes: it runs in PyTorch; pass dynamic=False to torch.compile "
+                    "to have fuser compile each input shape", kind)
     support = FuserSupport()
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     partitions = [p for p in partitioner.propose_partitions()

@@ -386,6 +386,32 @@ def test_fuser_torch_log_off_by_default(monkeypatch, caplog):
     assert "runs in PyTorch" not in caplog.text
 
 
+def test_dynamic_shapes_fall_back_with_a_warning(caplog):
+    be = ft.backend()
+    f = torch.compile(lambda x: torch.exp(x) * 2, backend=be, dynamic=True)
+    x = torch.randn(3, 5)
+    with caplog.at_level("WARNING", logger="fuser.torch"):
+        torch.testing.assert_close(f(x), torch.exp(x) * 2)
+    assert "symbolic shapes: it runs in PyTorch; pass dynamic=False" in caplog.text
+    assert be.stats.regions == 0
+
+
+def test_equal_regions_are_one_fusion():
+    """Regions with the same ops on the same types (every layer of a transformer) have the same
+    fusion text and symbol, so they share compiled kernels."""
+    be = ft.backend()
+
+    def f(x, y):
+        a = torch.sigmoid(x) * 2
+        b = torch.cumsum(a, 0)  # runs in PyTorch: splits the graph into two regions
+        return torch.sigmoid(b) * 2
+
+    x = torch.randn(4, 6)
+    torch.testing.assert_close(torch.compile(f, backend=be, dynamic=False)(x, x), f(x, x))
+    syms = [r.symbol for r in be.regions()]
+    assert len(syms) == 2 and syms[0] == syms[1], syms
+
+
 def test_entry_point_registers_the_backend():
     import torch._dynamo
 
