@@ -50,9 +50,7 @@ class Explanation:
     @property
     def fused_share(self) -> float | None:
         """Fraction of the compiled step's GPU time in fuser kernels (None without a GPU)."""
-        if not self.gpu or not self.gpu.get("total_us"):
-            return None
-        return self.gpu["fuser_us"] / self.gpu["total_us"]
+        return self.gpu["fused_share"] if self.gpu else None
 
     def fallback_counts(self) -> Counter:
         c: Counter = Counter()
@@ -80,10 +78,8 @@ class Explanation:
             for op, (n, why) in sorted(g.fallbacks.items(), key=lambda kv: -kv[1][0]):
                 lines.append(f"  PyTorch: {op} x{n}: {why}")
         if self.gpu:
-            lines.append(f"GPU time of one compiled step: {self.gpu['total_us']:.0f} us, "
-                         f"{100 * (self.fused_share or 0):.1f}% in fuser kernels")
-            for op, us in list(self.gpu.get("by_op", {}).items())[:10]:
-                lines.append(f"  {op}: {us:.0f} us")
+            from .profile import format_split
+            lines.extend(format_split(self.gpu))
         lines.extend(self.notes)
         return "\n".join(lines)
 

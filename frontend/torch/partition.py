@@ -16,10 +16,12 @@ import torch.fx as fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 from xdsl.dialects.builtin import StringAttr
+from xdsl.transforms.dead_code_elimination import region_dce
 
 import fuser.api as fa
 
-from .translate import Unsupported, declare_input, op_name, is_transposed, node_meta, tensor_meta, translate_node, why_unsupported
+from .translate import (Unsupported, declare_input, dense_order, node_meta, op_name, permute, tensor_meta,
+                        translate_node, why_unsupported)
 
 log = logging.getLogger("fuser.torch")
 
@@ -80,27 +82,17 @@ def _from_numpy(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
     return torch.from_numpy(a)
 
 
-def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out, s = [], 1
-    for d in reversed(shape):
-        out.append(s)
-        s *= max(d, 1)
-    return tuple(reversed(out))
-
-
-def _same_layout(shape: tuple[int, ...], a: tuple[int, ...], b: tuple[int, ...]) -> bool:
-    return all(x == y for d, x, y in zip(shape, a, b) if d > 1)
-
-
 # ------------------------------------------------------------------ one region
 
 
-# View ops that a region input may go through first: the view is taken in PyTorch at the
-# region's boundary (free for a contiguous tensor), so the fusion reads the input in the shape it
-# uses (a matmul operand stays a function argument; nothing is reshaped inside the kernels).
-BOUNDARY_VIEWS = {
+# View ops that PyTorch evaluates at a region's boundary when they apply to the region's inputs
+# (directly or through one another): they cost nothing there, and the fusion then reads the
+# input in the shape it uses (a matmul operand stays a function argument, nothing is reshaped or
+# copied inside the kernels). A region output that is such a view is returned as PyTorch's view.
+BOUNDARY_OPS = {
     aten.view.default, aten.reshape.default, aten._unsafe_view.default, aten.unsqueeze.default,
-    aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims,
+    aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.permute.default, aten.t.default,
+    aten.transpose.int, aten.detach.default, aten.alias.default,
 }
 
 # Compiled fusions and reference programs by fusion text: regions with the same ops on the same
@@ -109,20 +101,16 @@ _COMPILED: dict[tuple[str, str, str], Any] = {}
 _REFERENCE: dict[str, Any] = {}
 
 
-def _boundary_view(p: fx.Node) -> tuple[int, ...] | None:
-    """The shape every user of placeholder p views it as, if all its users are views to one shape."""
-    users = list(p.users)
-    if not users or any(u.op != "call_function" or u.target not in BOUNDARY_VIEWS for u in users):
-        return None
-    shapes = {tuple(u.meta["val"].shape) for u in users if isinstance(u.meta.get("val"), torch.Tensor)}
-    return shapes.pop() if len(shapes) == 1 and len(users) == len([u for u in users if "val" in u.meta]) else None
-
-
 class FusionRegion(torch.nn.Module):
     """One partition as one fuser fusion. Built once (the fusion text); called with the
     region's input tensors, it runs the fusion in the reference interpreter (CPU tensors) or
     as compiled kernels (`fuser.api.compile`, CUDA tensors), and returns tensors with the
     sizes, dtypes and strides torch recorded.
+
+    Layouts: views of the region's inputs (BOUNDARY_OPS) are taken by PyTorch at the boundary;
+    an input stored in another dim order is taken as its contiguous permute (declare_input); an
+    output torch recorded in another dim order is computed in that order and returned as a
+    permuted view. Only an input that is not dense (a slice, an expanded view) is copied.
 
     The fusion is named after its text (`fuser_<sha1>`), so its kernels are `fuser_<sha1>_k<i>`
     (a profiler tells them from PyTorch's) and equal regions share their compiled kernels."""
@@ -134,9 +122,7 @@ class FusionRegion(torch.nn.Module):
         self.graph_module = graph_module  # the region as PyTorch ops: run when fuser cannot
         self.config = config
         self.stats = stats
-        self.input_views: list[tuple[int, ...] | None] = []  # the view a region input is taken as
-        self.input_transposed: list[bool] = []  # taken as its (contiguous) transpose
-        self.fusion, self.output_meta, self.tuple_output, self.op_count = self._build(input_meta)
+        self.fusion = self._build(input_meta)
         self.mlir = self.fusion.mlir()
         self.symbol = self.fusion.func.sym_name.data
         devices = {m.device.type for m in [*input_meta, *self.output_meta]}
@@ -144,55 +130,86 @@ class FusionRegion(torch.nn.Module):
         self.compile_error: str | None = None
         self.compile_seconds: float | None = None
 
-    def _build(self, input_meta: list[torch.Tensor]):
+    def _build(self, input_meta: list[torch.Tensor]) -> fa.FusionBuilder:
+        graph = self.graph_module.graph
+        self.placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        if len(self.placeholders) != len(input_meta):
+            raise Unsupported(f"region {self.name}: {len(self.placeholders)} inputs, {len(input_meta)} example values")
+        for i, (p, m) in enumerate(zip(self.placeholders, input_meta)):
+            p.meta.setdefault("val", tensor_meta(m, f"input {i} of {self.name}"))
+        # The boundary: placeholders and the views PyTorch takes of them.
+        boundary: list[fx.Node] = list(self.placeholders)
+        inside = set(boundary)
+        for n in graph.nodes:
+            if n.op == "call_function" and n.target in BOUNDARY_OPS and n.all_input_nodes \
+                    and all(a in inside for a in n.all_input_nodes):
+                boundary.append(n)
+                inside.add(n)
+        (out_node,) = [n for n in graph.nodes if n.op == "output"]
+        res = out_node.args[0]
+        self.tuple_output = isinstance(res, (tuple, list))
+        outputs = list(res) if self.tuple_output else [res]
+        # Fusion inputs: boundary values that a fused node reads.
+        fused = [n for n in graph.nodes if n.op == "call_function" and n not in inside]
+        self.fusion_inputs = [b for b in boundary if any(u in fused for u in b.users)]
         fb = fa.FusionBuilder("fuser_region")
         env: dict[fx.Node, Any] = {}
-        placeholders = [n for n in self.graph_module.graph.nodes if n.op == "placeholder"]
-        if len(placeholders) != len(input_meta):
-            raise Unsupported(f"region {self.name}: {len(placeholders)} inputs, {len(input_meta)} example values")
-        for i, (p, m) in enumerate(zip(placeholders, input_meta)):
-            m = tensor_meta(m, f"input {i} of {self.name}")
-            p.meta.setdefault("val", m)
-            view = _boundary_view(p)
-            self.input_views.append(view)
-            self.input_transposed.append(view is None and is_transposed(m))
-            env[p] = declare_input(fb, m, f"in{i}", view)
-            if view is not None:
-                for u in p.users:
-                    env[u] = env[p]
-        ops = 0
-        outputs: list[fx.Node] = []
-        tuple_output = True
-        for n in self.graph_module.graph.nodes:
-            if n.op == "call_function":
-                if n not in env:
-                    env[n] = translate_node(n, fb, env)
-                ops += 1
-            elif n.op == "output":
-                res = n.args[0]
-                tuple_output = isinstance(res, (tuple, list))
-                outputs = list(res) if tuple_output else [res]
-        for o in outputs:
+        self.input_orders: list[list[int] | None] = []
+        for i, b in enumerate(self.fusion_inputs):
+            env[b], order = declare_input(fb, node_meta(b), f"in{i}")
+            self.input_orders.append(order)
+        self.op_count = len(inside) - len(self.placeholders)
+        for n in fused:
+            env[n] = translate_node(n, fb, env)
+            self.op_count += 1
+        # Outputs: computed by the fusion in the dim order torch recorded, or boundary views.
+        self.output_meta = [node_meta(o) for o in outputs]
+        self.output_from: list[tuple[str, Any]] = []  # ("fusion", (index, order)) or ("boundary", node)
+        fusion_outs: list[fa.Tensor] = []
+        self.fusion_output_dtypes: list[torch.dtype] = []
+        for o, m in zip(outputs, self.output_meta):
+            if o in inside:
+                self.output_from.append(("boundary", o))
+                continue
             if not isinstance(env.get(o), fa.Tensor):
                 raise Unsupported(f"region {self.name}: output %{o.name} is not one tensor")
-        fb.output(*[env[o] for o in outputs])
-        func = fb.func
+            order = dense_order(tuple(m.shape), tuple(m.stride()))
+            if order == list(range(m.dim())):
+                order = None
+            y = env[o] if order is None else permute(env[o], order)
+            self.output_from.append(("fusion", (len(fusion_outs), order)))
+            self.fusion_output_dtypes.append(m.dtype)
+            fusion_outs.append(y)
+        if not fusion_outs:
+            raise Unsupported(f"region {self.name} computes nothing (only views of its inputs)")
+        self.boundary = [b for b in boundary if b not in self.placeholders]
+        fb.output(*fusion_outs)
+        region_dce(fb.func.body)  # translated views that the outputs no longer need (folded permutes)
         digest = hashlib.sha1(str(fb.module).encode()).hexdigest()[:16]
-        func.sym_name = StringAttr(f"fuser_{digest}")
-        return fb, [node_meta(o) for o in outputs], tuple_output, ops
+        fb.func.sym_name = StringAttr(f"fuser_{digest}")
+        return fb
 
     # -- execution
 
+    def _boundary_values(self, args: tuple) -> dict[fx.Node, Any]:
+        vals: dict[fx.Node, Any] = dict(zip(self.placeholders, args))
+        for n in self.boundary:
+            vals[n] = n.target(*fx.node.map_arg(n.args, vals.__getitem__),
+                               **fx.node.map_arg(n.kwargs, vals.__getitem__))
+        return vals
+
     def forward(self, *args: torch.Tensor) -> Any:
+        vals = self._boundary_values(args)
         ins = []
-        for a, view, transposed in zip(args, self.input_views, self.input_transposed):
-            if transposed:  # the fusion takes a.t() (contiguous as recorded; a copy if not)
-                a = a.t()
+        for b, order in zip(self.fusion_inputs, self.input_orders):
+            a = vals[b]
+            if order is not None:  # taken in its stored dim order (contiguous as recorded; a copy if not)
+                a = a.permute(order)
             if not a.is_contiguous():
                 self.stats.contiguous_copies += 1
                 log.debug("%s: input of shape %s made contiguous", self.name, tuple(a.shape))
                 a = a.contiguous()
-            ins.append(a.view(view) if view is not None else a)
+            ins.append(a)
         executor = self.config.get("executor", "auto")
         devs = {a.device.type for a in ins} or {self.device}
         if executor == "torch" or len(devs) != 1 or devs - {"cpu", "cuda"}:
@@ -208,8 +225,15 @@ class FusionRegion(torch.nn.Module):
             self.stats.gpu_calls += 1
             outs = compiled(*ins)
             outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
-        outs = [self._restride(o, m) for o, m in zip(outs, self.output_meta)]
-        return tuple(outs) if self.tuple_output else outs[0]
+        results = []
+        for (kind, what), m in zip(self.output_from, self.output_meta):
+            if kind == "boundary":
+                results.append(vals[what])
+                continue
+            i, order = what
+            # the recorded strides exactly (a size-1 dim's stride included), over the same elements
+            results.append(outs[i] if order is None else outs[i].as_strided(m.shape, m.stride()))
+        return tuple(results) if self.tuple_output else results[0]
 
     def _run_reference(self, ins: list[torch.Tensor]) -> list[torch.Tensor]:
         from fuser.runtime.reference import reference_from_text
@@ -220,7 +244,7 @@ class FusionRegion(torch.nn.Module):
         self.stats.reference_calls += 1
         device = ins[0].device if ins else torch.device(self.device if self.device != "mixed" else "cpu")
         outs = program(*[_to_numpy(a.cpu()) for a in ins])
-        return [_from_numpy(o, m.dtype).to(device) for o, m in zip(outs, self.output_meta)]
+        return [_from_numpy(o, dt).to(device) for o, dt in zip(outs, self.fusion_output_dtypes)]
 
     def _key(self) -> tuple[str, str, str]:
         options = self.config.get("options") or {}
@@ -255,18 +279,6 @@ class FusionRegion(torch.nn.Module):
                          len(compiled.program.launches), self.compile_seconds)
             _COMPILED[key] = compiled
         return compiled
-
-    @staticmethod
-    def _restride(t: torch.Tensor, meta: torch.Tensor) -> torch.Tensor:
-        """Give an output the strides torch recorded (fusion outputs are row-major)."""
-        shape = tuple(meta.shape)
-        want = tuple(meta.stride())
-        if _same_layout(shape, want, _contiguous_strides(shape)):
-            return t
-        out = torch.empty_strided(shape, want, dtype=t.dtype, device=t.device)
-        out.copy_(t)
-        return out
-
 
 # ------------------------------------------------------------------ a whole graph
 

@@ -84,19 +84,53 @@ def node_metas(node: fx.Node) -> list[torch.Tensor | None]:
     return [None if v is None else tensor_meta(v, f"%{node.name}[{i}]") for i, v in enumerate(vals)]
 
 
-def is_transposed(m: torch.Tensor) -> bool:
-    """A 2-D tensor stored transposed (a `t()` of a contiguous tensor: saved weights in a
-    backward graph). The region takes it as its contiguous transpose and permutes it back, which
-    a matmul then reads in place."""
-    return m.dim() == 2 and not m.is_contiguous() and m.t().is_contiguous()
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, s = [], 1
+    for d in reversed(shape):
+        out.append(s)
+        s *= max(d, 1)
+    return tuple(reversed(out))
 
 
-def declare_input(fb: fa.FusionBuilder, m: torch.Tensor, name: str,
-                  shape: tuple[int, ...] | None = None) -> fa.Tensor:
-    """A fusion input for example tensor m (seen as `shape` if given)."""
-    if shape is None and is_transposed(m):
-        return fa.permute(fb.input((m.shape[1], m.shape[0]), DTYPES[m.dtype], name=name), [1, 0])
-    return fb.input(shape or tuple(m.shape), DTYPES[m.dtype], name=name)
+def dense_order(shape: tuple[int, ...], strides: tuple[int, ...]) -> list[int] | None:
+    """The dim order in which a tensor is stored row-major (e.g. [0, 2, 1, 3] for a transpose of
+    a contiguous tensor's dims 1 and 2), or None if it is not dense (overlapping, stride 0, gaps).
+    Size-1 dims do not count; the identity means contiguous."""
+    big = [d for d in range(len(shape)) if shape[d] > 1]  # size-1 dims stay where they are
+    order = list(range(len(shape)))
+    for place, d in zip(big, sorted(big, key=lambda d: -strides[d])):
+        order[place] = d
+    phys = tuple(shape[d] for d in order)
+    want = _contiguous_strides(phys)
+    if any(strides[d] != w for d, w in zip(order, want) if shape[d] > 1):
+        return None
+    return order
+
+
+def permute(x: fa.Tensor, perm: list[int]) -> fa.Tensor:
+    """fa.permute that folds into a permute x comes from (a permute of a permute is one, and
+    the identity is x itself): transposes at a region's boundary then cost nothing."""
+    owner = x.value.owner
+    if isinstance(owner, F.PermuteOp):
+        inner = list(owner.perm.get_values())
+        perm = [inner[p] for p in perm]
+        x = fa.Tensor(owner.operands[0], x.builder)
+    if perm == list(range(x.ndim)):
+        return x
+    return fa.permute(x, perm)
+
+
+def declare_input(fb: fa.FusionBuilder, m: torch.Tensor, name: str) -> tuple[fa.Tensor, list[int] | None]:
+    """A fusion input for example tensor m, and the dim order in which the region takes it: a
+    tensor stored in another dim order (a transposed weight saved for the backward, an attention
+    output) is taken as its contiguous permute and permuted back in the fusion, not copied."""
+    shape = tuple(m.shape)
+    order = dense_order(shape, tuple(m.stride()))
+    if order is None or order == list(range(len(shape))):
+        return fb.input(shape, DTYPES[m.dtype], name=name), None
+    x = fb.input(tuple(shape[d] for d in order), DTYPES[m.dtype], name=name)
+    inverse = [order.index(d) for d in range(len(order))]
+    return permute(x, inverse), order
 
 
 @dataclass
@@ -578,13 +612,13 @@ entry(aten.view.default, aten.reshape.default, aten._unsafe_view.default, aten.u
 @entry(aten.permute.default)
 def _permute(ctx: Ctx) -> fa.Tensor:
     x = ctx.tensor(0)
-    return fa.permute(x, [int(d) % max(x.ndim, 1) for d in ctx.arg(1, "dims")])
+    return permute(x, [int(d) % max(x.ndim, 1) for d in ctx.arg(1, "dims")])
 
 
 @entry(aten.t.default)
 def _t(ctx: Ctx) -> fa.Tensor:
     x = ctx.tensor(0)
-    return fa.permute(x, [1, 0]) if x.ndim == 2 else x
+    return permute(x, [1, 0]) if x.ndim == 2 else x
 
 
 @entry(aten.transpose.int)
@@ -595,7 +629,7 @@ def _transpose(ctx: Ctx) -> fa.Tensor:
     d0, d1 = int(ctx.arg(1)) % x.ndim, int(ctx.arg(2)) % x.ndim
     perm = list(range(x.ndim))
     perm[d0], perm[d1] = perm[d1], perm[d0]
-    return fa.permute(x, perm)
+    return permute(x, perm)
 
 
 @entry(aten.expand.default)
@@ -767,7 +801,7 @@ def why_unsupported(node: fx.Node) -> str | None:
                 return
             except Unsupported:
                 pass
-        env[inp] = declare_input(fb, node_meta(inp), f"in{len(env)}")
+        env[inp] = declare_input(fb, node_meta(inp), f"in{len(env)}")[0]
 
     try:
         for inp in node.all_input_nodes:
