@@ -18,7 +18,7 @@ from functorch.compile import make_boxed_func
 from torch._decomp import get_decompositions
 from torch._dynamo.backends.common import aot_autograd
 
-from .partition import Stats, partition_graph, regions
+from .partition import Stats, partition_graph, precompile, regions
 
 log = logging.getLogger("fuser.torch")
 
@@ -61,13 +61,16 @@ class FuserBackend:
         fusion IR. Without it, the environment variable FUSER_TORCH_LOG=1 (or =ir) does the same,
         read when a graph is compiled.
     decompositions: extra ATen decompositions on top of DECOMPOSED.
+    compile_workers: processes that compile a graph's distinct CUDA fusions at once when the graph
+        is compiled (default min(8, CPU count); 0 or 1: each compiles on its first call).
     """
 
     def __init__(self, pipeline: Any = "default", options: dict[str, Any] | None = None, debug: bool | str = False,
-                 executor: str = "auto", decompositions: dict | None = None):
+                 executor: str = "auto", decompositions: dict | None = None, compile_workers: int | None = None):
         if executor not in EXECUTORS:
             raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
         self.config = {"pipeline": pipeline, "options": options, "debug": debug, "executor": executor}
+        self.compile_workers = compile_workers
         self.stats = Stats()
         self.graphs: list[tuple[str, fx.GraphModule]] = []  # (forward/backward/inference, partitioned graph)
         decomps = get_decompositions(DECOMPOSED)
@@ -83,6 +86,10 @@ class FuserBackend:
                 _enable_logging()
             fused = partition_graph(gm, config, self.stats, kind)
             self.graphs.append((kind, fused))
+            workers = self.compile_workers if self.compile_workers is not None else min(8, os.cpu_count() or 1)
+            seconds = precompile(regions(fused), workers)
+            if seconds and config["debug"]:
+                log.info("%s: regions compiled in %d processes in %.1f s", kind, workers, seconds)
             return make_boxed_func(fused.forward)
         return compile_graph
 
@@ -99,10 +106,11 @@ class FuserBackend:
 
 
 def backend(pipeline: Any = "default", options: dict[str, Any] | None = None, debug: bool | str = False,
-            executor: str = "auto", decompositions: dict | None = None) -> FuserBackend:
+            executor: str = "auto", decompositions: dict | None = None,
+            compile_workers: int | None = None) -> FuserBackend:
     """A torch.compile backend with these settings: `torch.compile(m, backend=fuser.torch.backend(...))`."""
     return FuserBackend(pipeline=pipeline, options=options, debug=debug, executor=executor,
-                        decompositions=decompositions)
+                        decompositions=decompositions, compile_workers=compile_workers)
 
 
 # The backend the `torch_dynamo_backends` entry point registers as "fuser".

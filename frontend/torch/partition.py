@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,6 +100,46 @@ BOUNDARY_OPS = {
 # types (every layer of a transformer) share one compiled fusion.
 _COMPILED: dict[tuple[str, str, str], Any] = {}
 _REFERENCE: dict[str, Any] = {}
+
+
+def _compile_in_worker(text: str, pipeline: str, options: dict | None) -> str | None:
+    """Compile one fusion in a worker process (its result lands in the disk cache, where the
+    backend's own compile then finds it); the error's first line if it fails."""
+    from fuser.driver import compile_fusion
+
+    try:
+        compile_fusion(text, pipeline, "sm_90a", options)
+    except Exception as e:  # reported by the backend's own compile, which falls back
+        return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return None
+
+
+def precompile(regions: list["FusionRegion"], workers: int) -> float:
+    """Compile the distinct fusions of `regions` that run on CUDA tensors in `workers` processes
+    at once (the disk cache carries the results back), so a graph's first call does not compile
+    them one after another. Returns the wall seconds spent; 0 when there is nothing to do or the
+    disk cache is off (FUSER_CACHE=0), which the workers' results would not reach."""
+    if os.environ.get("FUSER_CACHE", "1").strip().lower() in ("0", "false", "off", "no"):
+        return 0.0
+    todo = {}
+    for r in regions:
+        if r.device == "cuda" and r.config.get("executor", "auto") == "auto" and r._key() not in _COMPILED:
+            todo.setdefault(r._key(), r)
+    if workers < 2 or len(todo) < 2:
+        return 0.0
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    start = time.perf_counter()
+    # spawn: the parent holds a CUDA context and torch's threads, which a forked child must not inherit
+    with cf.ProcessPoolExecutor(min(workers, len(todo)), mp_context=mp.get_context("spawn")) as pool:
+        jobs = {pool.submit(_compile_in_worker, *key[:1], str(r.config.get("pipeline", "default")),
+                            r.config.get("options")): r for key, r in todo.items()}
+        for job in cf.as_completed(jobs):
+            err = job.exception() or job.result()
+            if err:
+                log.debug("%s: the parallel compile failed (%s); it is compiled again on first use", jobs[job].name, err)
+    return time.perf_counter() - start
 
 
 class FusionRegion(torch.nn.Module):

@@ -532,3 +532,31 @@ def test_training_mlp_on_the_gpu_runs_fuser_kernels(dtype):
     for g, p in zip(got, model.parameters()):
         torch.testing.assert_close(g, p.grad, **tol)
     assert be.stats.gpu_calls > 0 and be.stats.reference_calls == 0, be.stats
+
+
+def test_precompile_fills_the_disk_cache_in_parallel(tmp_path, monkeypatch):
+    """precompile compiles a graph's distinct CUDA fusions in worker processes; the backend's
+    own compile then finds each in the disk cache. (Compiling needs no GPU; the regions are
+    marked as CUDA ones.)"""
+    from fuser.driver import compile_fusion
+    from fuser.torch.partition import _COMPILED, precompile
+
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("FUSER_CACHE", "1")
+    be = ft.backend()
+
+    def f(x):
+        a = torch.sigmoid(x) * 2
+        b = torch.cumsum(a, 0)
+        return torch.tanh(b) + 1
+
+    torch.compile(f, backend=be, dynamic=False)(torch.randn(4, 64))
+    rs = be.regions()
+    assert len({r.symbol for r in rs}) == 2
+    for r in rs:
+        r.device = "cuda"
+        _COMPILED.pop(r._key(), None)
+    assert precompile(rs, workers=2) > 0
+    for r in rs:
+        assert compile_fusion(r.mlir, "default", "sm_90a", None).cached
+    assert precompile(rs[:1], workers=2) == 0.0  # one fusion: nothing to do in parallel
