@@ -32,11 +32,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="fuser's pass pipeline, e.g. 'default{matmul_smem_reuse=0}' (default: default)")
     p.add_argument("--peak-tflops", type=float, default=DEFAULT_PEAK_TFLOPS,
                    help="ceiling for TFLOP/s rows (default: Hopper bf16 dense, 989)")
+    p.add_argument("--models", action="store_true",
+                   help="whole models (gpt2, llama, bert_layer, mlp) trained and run by eager, Inductor and fuser "
+                        "(model_bench.py); --filter, --quick, --no-compile, --json, --markdown, --list apply")
     return p.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.models:
+        from .model_bench import run_from_args  # imports torch only when it runs
+
+        return run_from_args(args)
     try:
         selected = select(args.filter)
     except re.error as e:

@@ -1,0 +1,379 @@
+"""Whole models through `torch.compile(model, backend=fuser.torch.backend())` on the CPU (regions
+run in fuser's reference interpreter), and the pieces of `fuser-bench --models` that need no GPU.
+
+The models are tools/bench/models.py's, at their `tiny` size, in float32, from this package's own
+modules (`source="own"`: no transformers needed); the Hugging Face forms are tested where
+transformers is importable. Each compiled model is checked against eager PyTorch from the same
+weights and batch: the loss, every gradient, and for GPT-2 three AdamW steps. The benchmark's
+sizes are checked on the meta device (shapes and parameter counts, nothing allocated).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import fuser.torch as ft  # noqa: E402
+from fuser.tools.bench import cli, model_bench, timing  # noqa: E402
+from fuser.tools.bench import models as M  # noqa: E402
+from fuser.torch import profile as fprof  # noqa: E402
+
+TOL = {"rtol": 1e-4, "atol": 1e-4}
+
+
+def _compile(model):
+    torch._dynamo.reset()
+    be = ft.backend()
+    return torch.compile(model, backend=be, dynamic=False), be
+
+
+def _check_against_eager(name: str, source: str, adamw_steps: int = 0) -> None:
+    model, make_batch = M.build(name, "tiny", source=source)
+    eager = copy.deepcopy(model)
+    compiled, be = _compile(model)
+    batch = make_batch(0)
+
+    got = M.loss(compiled, batch)
+    got.backward()
+    want = M.loss(eager, batch)
+    want.backward()
+    assert got.dtype == torch.float32 and got.dim() == 0
+    assert abs(got.item() - want.item()) <= 1e-4 * abs(want.item()), (got.item(), want.item())
+    grads = dict(eager.named_parameters())
+    for n, p in model.named_parameters():
+        assert p.grad is not None and grads[n].grad is not None, n
+        torch.testing.assert_close(p.grad, grads[n].grad, **TOL, msg=lambda m, n=n: f"gradient of {n}: {m}")
+    assert be.stats.regions > 0 and be.stats.fused_nodes > 0, be.stats
+    assert {k for k, _ in be.graphs} >= {"forward", "backward"}
+
+    if adamw_steps:  # training goes on from here, in step with eager
+        opts = [torch.optim.AdamW(m.parameters(), lr=1e-3) for m in (model, eager)]
+        for o in opts:
+            o.step()
+            o.zero_grad()
+        for i in range(1, adamw_steps + 1):
+            b = make_batch(i)
+            losses = []
+            for fn, o in ((compiled, opts[0]), (eager, opts[1])):
+                loss = M.loss(fn, b)
+                loss.backward()
+                o.step()
+                o.zero_grad()
+                losses.append(loss.item())
+            assert math.isclose(losses[0], losses[1], rel_tol=1e-4), (i, losses)
+        # (not the weights element by element: Adam turns a near-zero gradient's noise into a full step)
+
+
+@pytest.mark.parametrize("name", M.MODELS)
+def test_tiny_model_matches_eager(name):
+    _check_against_eager(name, "own", adamw_steps=3 if name == "gpt2" else 0)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama", "bert_layer"])
+def test_tiny_hf_model_matches_eager(name):
+    pytest.importorskip("transformers")
+    _check_against_eager(name, "hf")
+
+
+def test_inference_matches_eager():
+    model, make_batch = M.build("llama", "tiny", source="own")
+    model.eval()
+    compiled, be = _compile(model)
+    batch = make_batch(3)
+    with torch.no_grad():
+        got, want = M.output(compiled, batch), M.output(model, batch)
+    assert got.shape == (2, 16, 128)
+    torch.testing.assert_close(got, want, **TOL)
+    assert [k for k, _ in be.graphs] == ["inference"] and be.stats.regions > 0
+
+
+# ------------------------------------------------------------------ models.py
+
+
+BENCH = {  # model: (input shapes, output shape, parameters)
+    "gpt2": ({"input_ids": (8, 1024), "labels": (8, 1024)}, (8, 1024, 50257), 124_439_808),
+    "llama": ({"input_ids": (4, 2048), "labels": (4, 2048)}, (4, 2048, 32000), 311_445_504),
+    "bert_layer": ({"x": (32, 512, 768), "target": (32, 512, 768)}, (32, 512, 768), 7_087_872),
+    "mlp": ({"x": (8192, 4096), "target": (8192, 4096)}, (8192, 4096), 134_246_400),
+}
+
+
+@pytest.mark.parametrize("name", M.MODELS)
+def test_bench_size_shapes_on_meta(name):
+    """The benchmark's configurations, built on the meta device: nothing is allocated."""
+    inputs, out_shape, params = BENCH[name]
+    model, make_batch = M.build(name, "bench", source="own", dtype=torch.bfloat16, device="meta")
+    assert M.param_count(model) == params
+    assert all(p.device.type == "meta" and p.dtype == torch.bfloat16 for p in model.parameters())
+    batch = make_batch(0)
+    assert {k: tuple(v.shape) for k, v in batch.items()} == inputs
+    with torch.no_grad():
+        y = M.output(model, batch)
+    assert tuple(y.shape) == out_shape and y.dtype == torch.bfloat16
+    assert M.loss(model, batch).dtype == torch.float32
+
+
+def test_configs():
+    c = M.config("llama")
+    assert (c.hidden, c.intermediate, c.layers, c.heads, c.kv_heads, c.vocab) == (2048, 5632, 4, 16, 4, 32000)
+    c = M.config("gpt2")
+    assert (c.hidden, c.layers, c.heads, c.vocab, c.batch, c.seq) == (768, 12, 12, 50257, 8, 1024)
+    for name in M.MODELS:
+        model, _ = M.build(name, "tiny", source="own", device="meta")
+        assert M.param_count(model) <= 300_000, name
+        assert not any(isinstance(m, torch.nn.Dropout) for m in model.modules())
+    with pytest.raises(ValueError, match="unknown model"):
+        M.config("resnet")
+    with pytest.raises(ValueError, match="size"):
+        M.config("gpt2", "huge")
+
+
+def test_sources(monkeypatch):
+    with pytest.raises(ValueError, match="no Hugging Face form"):
+        M.resolve_source("mlp", "hf")
+    assert M.resolve_source("mlp", "auto") == "own"
+    monkeypatch.setattr(M, "hf_available", lambda: False)
+    assert M.resolve_source("gpt2", "auto") == "own"
+    monkeypatch.setattr(M, "hf_available", lambda: True)
+    assert M.resolve_source("gpt2", "auto") == "hf" and M.resolve_source("gpt2", "own") == "own"
+    with pytest.raises(ValueError, match="source"):
+        M.resolve_source("gpt2", "pip")
+
+
+def test_batches_are_seeded():
+    _, make = M.build("bert_layer", "tiny", source="own")
+    a, b, c = make(1), make(1), make(2)
+    assert torch.equal(a["x"], b["x"]) and not torch.equal(a["x"], c["x"])
+    _, make = M.build("gpt2", "tiny", source="own")
+    ids = make(5)
+    assert ids["input_ids"].dtype == torch.int64 and torch.equal(ids["input_ids"], ids["labels"])
+    assert int(ids["input_ids"].max()) < 128
+
+
+# ------------------------------------------------------------------ model_bench: checks and report
+
+
+def test_check_helpers():
+    w = torch.tensor([3.0, 4.0])
+    assert model_bench.rel_err(w + torch.tensor([0.03, 0.04]), w) == pytest.approx(1e-2, rel=1e-5)
+    assert model_bench.rel_err(torch.zeros(2), torch.zeros(2)) == 0.0
+    assert model_bench.rel_err(torch.tensor([math.nan, 0.0]), w) == math.inf
+    with pytest.raises(ValueError, match="shape"):
+        model_bench.rel_err(torch.zeros(3), w)
+
+    want = {"big": torch.full((4,), 10.0), "zero": torch.tensor([1e-6, -1e-6]), "none": None}
+    got = {"big": torch.full((4,), 10.1), "zero": torch.tensor([-1e-6, 1e-6]), "none": None}
+    errs = model_bench.grad_errors(got, want)
+    assert errs["big"] == pytest.approx(1e-2, rel=1e-5)
+    # a mathematically-zero gradient is noise in both: measured against the floor, not its own norm
+    assert errs["zero"] < 1e-3 and "none" not in errs
+    assert model_bench.worst(errs)[0] == "big"
+    assert model_bench.grad_errors({"a": None}, {"a": w}) == {"a": math.inf}
+    assert model_bench.worst({}) == (None, 0.0)
+
+    assert model_bench.curve_error([1.0, 2.1], [1.0, 2.0]) == pytest.approx(0.05, rel=1e-9)
+    assert model_bench.curve_error([1.0], [1.0, 2.0]) == math.inf
+
+    ok = {"loss_rel": 1e-3, "grad_rel": 1e-2, "curve_rel": 1e-2}
+    assert model_bench.check_failures("train", ok) == []
+    bad = model_bench.check_failures("train", {**ok, "grad_rel": 0.5, "grad_worst": "w", "curve_rel": math.inf})
+    assert len(bad) == 2 and "gradient of w" in bad[0] and "loss curve" in bad[1]
+    assert model_bench.check_failures("infer", {"out_rel": 0.1})
+    assert not model_bench.check_failures("infer", {"out_rel": 0.0})
+
+
+def _row(**kw):
+    r = model_bench.ModelRow("gpt2", "train", source="hf", shape="8x1024", params=124_439_808, **kw)
+    r.peers["eager"].ms, r.peers["inductor"].ms, r.peers["fuser"].ms = 30.0, 20.0, 25.0
+    r.peers["inductor"].first_s, r.peers["fuser"].first_s = 40.0, 90.0
+    r.peers["max_autotune"].error = "skipped (--quick)"
+    r.peers["fuser"].check = {"loss_rel": 1e-3, "grad_rel": 8e-3, "curve_rel": 2e-3}
+    return r
+
+
+def test_table_notes_and_json(tmp_path):
+    ok = _row()
+    ok.split = {"total_ms": 20.0, "fuser_ms": 5.0, "other_ms": 15.0, "fused_share": 0.25, "steps": 3,
+                "fuser_kernels_per_step": 40,
+                "by_op": [("aten::mm", 9.0), ("aten::_scaled_dot_product_flash_attention", 6.0)]}
+    ok.fuser_stats = {"regions": 12, "fused_nodes": 300, "torch_nodes": {"aten.mm.default": 50}}
+    err = model_bench.ModelRow("llama", "infer", status="ERROR")
+    err.peers["fuser"].error = "RuntimeError: boom"
+    err.notes.append("fuser ERROR: RuntimeError: boom")
+    rows = [ok, err]
+    assert ok.ratio("eager") == pytest.approx(1.2) and ok.ratio("max_autotune") is None
+    text = model_bench.format_table(rows)
+    lines = text.splitlines()
+    assert lines[0].split()[:6] == ["model", "mode", "source", "shape", "params", "status"]
+    assert "124.4M" in lines[2] and "1.20x" in lines[2] and "0.80x" in lines[2] and "25.0%" in lines[2]
+    assert "ERROR" in lines[3]
+    md = model_bench.format_table(rows, markdown=True)
+    assert md.startswith("| model | mode |") and md.count("\n") == 3
+    notes = model_bench.below_table(rows)
+    assert any("25.0% fused" in n for n in notes) and any("aten::mm" in n for n in notes)
+    assert any("llama infer: fuser ERROR" in n for n in notes)
+    path = tmp_path / "out" / "models.json"
+    model_bench.write_json(str(path), rows, {"device": "test"}, {"quick": True})
+    doc = json.loads(path.read_text())
+    assert doc["kind"] == "models" and doc["rows"][0]["fuser_over_eager"] == pytest.approx(1.2)
+    assert doc["rows"][0]["gpu_time_split"]["by_op"][0] == ["aten::mm", 9.0]
+    assert doc["rows"][1]["peers"]["fuser"]["error"] == "RuntimeError: boom"
+
+
+def test_status_from_checks():
+    r = _row()
+    model_bench._set_status(r)
+    assert r.status == "ok" and r.notes == []
+    r = _row()
+    r.peers["fuser"].check["grad_rel"] = 0.3
+    r.peers["inductor"].check = {"out_rel": 0.0, "curve_rel": 0.2}
+    model_bench._set_status(r)
+    assert r.status == "FAIL" and "fuser FAIL" in r.notes[0] and "inductor differs" in r.notes[1]
+    r = _row()
+    r.peers["fuser"].error = "RuntimeError: boom"
+    model_bench._set_status(r)
+    assert r.status == "ERROR"
+    r = _row()
+    r.peers["eager"].error = "OutOfMemoryError: CUDA out of memory"
+    model_bench._set_status(r)
+    assert r.status == "ERROR" and "nothing to check" in r.notes[0]
+
+
+def test_selection_and_peers():
+    assert model_bench.select_models(None) == list(M.MODELS)
+    assert model_bench.select_models("gpt2|mlp") == ["gpt2", "mlp"]
+    assert model_bench.MODEL_NAMES == M.MODELS
+    assert model_bench.peers_for(quick=True, no_compile=False)["max_autotune"] == "skipped (--quick)"
+    assert model_bench.peers_for(quick=False, no_compile=True)["inductor"] == "skipped (--no-compile)"
+    assert not any(model_bench.peers_for(quick=False, no_compile=False).values())
+
+
+# ------------------------------------------------------------------ the command line
+
+
+def test_cli_models_flag():
+    args = cli.parse_args(["--models", "--filter", "gpt2", "--quick", "--json", "x.json", "--markdown"])
+    assert args.models and args.filter == "gpt2" and args.quick and args.json == "x.json" and args.markdown
+    assert not cli.parse_args([]).models
+    args = model_bench.parse_args(["--size", "tiny", "--source", "own", "--modes", "train"])
+    assert args.models and args.size == "tiny" and args.source == "own" and args.modes == "train"
+
+
+def test_models_without_gpu_exit_2(monkeypatch, capsys):
+    monkeypatch.setattr(timing, "gpu_problem", lambda: "no NVIDIA GPU/driver found: test")
+    assert cli.main(["--models", "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fuser-bench needs an NVIDIA GPU: no NVIDIA GPU/driver found") and "Traceback" not in err
+
+
+def test_models_bad_arguments(capsys):
+    assert cli.main(["--models", "--filter", "resnet"]) == 2
+    assert "no model matches" in capsys.readouterr().err
+    assert cli.main(["--models", "--filter", "("]) == 2
+    assert "bad --filter regex" in capsys.readouterr().err
+    assert model_bench.main(["--modes", "train,eval"]) == 2
+    assert "--modes" in capsys.readouterr().err
+
+
+def test_models_list_needs_no_gpu(capsys):
+    assert cli.main(["--models", "--list", "--filter", "bert|mlp"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:3] == ["model", "source", "input"]
+    assert out[1].split()[:3] == ["bert_layer", out[1].split()[1], "32x512x768"] and out[2].startswith("mlp")
+
+
+def test_fresh_caches(monkeypatch):
+    import os
+
+    for var in model_bench.CACHE_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/somewhere/triton")  # the caller's choice is kept
+    caches, set_here, tmp = model_bench.fresh_caches()
+    try:
+        assert set_here == ["FUSER_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR"]
+        assert caches["TRITON_CACHE_DIR"] == "/somewhere/triton" and caches["FUSER_CACHE_DIR"].startswith(tmp)
+        assert os.environ["TORCHINDUCTOR_CACHE_DIR"].startswith(tmp) and os.path.isdir(tmp)
+    finally:
+        os.rmdir(tmp)
+
+
+def test_model_bench_import_does_not_load_torch():
+    code = ("import sys, fuser.tools.bench.model_bench, fuser.tools.bench.cli; "
+            "assert 'torch' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_harness_on_cpu():
+    """The whole method (checks, curve, timing, rows) on the CPU, eager against fuser."""
+    bench = model_bench.ModelBench(quick=True, size="tiny", source="own", device="cpu", dtype=torch.float32,
+                                   peers=("eager", "fuser"), log=lambda msg: None)
+    rows = bench.run_model("mlp")
+    assert [r.mode for r in rows] == ["train", "infer"]
+    for r in rows:
+        assert r.status == "ok", r.notes
+        assert r.peers["eager"].ms > 0 and r.peers["fuser"].ms > 0 and r.peers["fuser"].first_s > 0
+        assert r.peers["inductor"].error == "skipped (not asked for)" and r.ratio("eager") > 0
+        assert r.fuser_stats["regions"] > 0
+    train, infer = rows
+    c = train.peers["fuser"].check
+    assert c["loss_rel"] < 1e-5 and c["grad_rel"] < 1e-4 and c["curve_rel"] < 1e-4
+    assert len(c["curve"]) == model_bench.CURVE_STEPS and c["curve"][-1] < c["curve"][0]  # it learns
+    assert infer.peers["fuser"].check["out_rel"] < 1e-5
+
+
+# ------------------------------------------------------------------ profile.py
+
+
+def test_gpu_time_split_needs_a_gpu():
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    with pytest.raises(RuntimeError, match="CUDA"):
+        fprof.gpu_time_split(lambda: None)
+
+
+def _ev(name, device, start=0.0, end=0.0, kernels=(), parent=None, id=0, annotation=False):
+    from torch.autograd import DeviceType
+
+    return SimpleNamespace(name=name, device_type=DeviceType.CUDA if device else DeviceType.CPU, id=id,
+                           time_range=SimpleNamespace(start=start, end=end), is_user_annotation=annotation,
+                           kernels=[SimpleNamespace(name=k, duration=d) for k, d in kernels], cpu_parent=parent)
+
+
+def test_split_events():
+    """fuser kernels by name; other kernels charged to the outermost aten:: op that launched them."""
+    step = _ev("CompiledFunction", False, id=1)
+    linear = _ev("aten::addmm", False, id=2, parent=step, kernels=[("sm90_gemm", 60.0)])
+    inner = _ev("aten::copy_", False, id=3, parent=_ev("aten::_to_copy", False, id=4, parent=step),
+                kernels=[("copy_kernel", 10.0)])
+    twin = _ev("aten::copy_", False, id=3, parent=None, kernels=[("copy_kernel", 10.0)])  # same correlation id
+    launcher = _ev("fuser_region", False, id=5, kernels=[("fuser_ab12_k0", 20.0)])
+    device = [_ev("sm90_gemm", True, 0, 60), _ev("copy_kernel", True, 60, 70), _ev("fuser_ab12_k0", True, 70, 90),
+              _ev("fuser_ab12_k1", True, 90, 100), _ev("memset", True, 100, 110),
+              _ev("Optimizer.step#AdamW.step", True, 0, 500, annotation=True)]
+    split = fprof.split_events([step, linear, inner, twin, launcher, *device], steps=2)
+    assert split["total_ms"] == pytest.approx(0.055) and split["fuser_ms"] == pytest.approx(0.015)
+    assert split["fused_share"] == pytest.approx(30 / 110) and split["fuser_kernels_per_step"] == 1
+    assert split["by_op"] == [("aten::addmm", pytest.approx(0.03)), ("aten::_to_copy", pytest.approx(0.005)),
+                              (fprof.NO_OP, pytest.approx(0.005))]
+    lines = fprof.format_split(split, top=2)
+    assert "27.3% fused" in lines[0] and len(lines) == 3 and "aten::addmm" in lines[1]
+
+
+@pytest.mark.gpu
+def test_harness_on_the_gpu():
+    """The tiny MLP through the whole method on CUDA in bf16, with the profiler's split."""
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA device")
+    bench = model_bench.ModelBench(quick=True, size="tiny", source="own", peers=("eager", "fuser"),
+                                   log=lambda msg: None)
+    for r in bench.run_model("mlp"):
+        assert r.status == "ok", r.notes
+        assert r.split is not None and r.split["fuser_ms"] > 0 and 0 < r.split["fused_share"] <= 1
