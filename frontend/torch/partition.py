@@ -105,10 +105,8 @@ _REFERENCE: dict[str, Any] = {}
 def _compile_in_worker(text: str, pipeline: str, options: dict | None) -> str | None:
     """Compile one fusion in a worker process (its result lands in the disk cache, where the
     backend's own compile then finds it); the error's first line if it fails."""
-    from fuser.driver import compile_fusion
-
-    try:
-        compile_fusion(text, pipeline, "sm_90a", options)
+    try:  # the same call as FusionRegion._compiled, so that the cache key is the same
+        fa.compile(text, pipeline=pipeline, options=options)
     except Exception as e:  # reported by the backend's own compile, which falls back
         return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     return None
