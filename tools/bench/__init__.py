@@ -5,6 +5,7 @@
     fuser-bench --filter 'row_sum|col_sum' --json bench-results/sums.json --png bench-results/sums.png
     fuser-bench --list                       # the registry (needs no GPU, no torch)
     fuser-bench --show-mlir --filter scale_f32   # the fusion IR a workload compiles
+    fuser-bench --models --quick --filter gpt2   # whole models: eager, Inductor, fuser (model_bench.py)
 
 Also `python3 -m fuser.tools.bench ...`. The package:
 
@@ -14,6 +15,7 @@ Also `python3 -m fuser.tools.bench ...`. The package:
                    CUDA-event medians after a clean L2 flush, two rounds in opposite peer order; the row results
     report.py      the table, the notes above it, --list, the JSON document and the PNG chart
     cli.py         argument parsing and `main`
+    models.py, model_bench.py   `--models`: whole models trained and run by eager, Inductor and fuser
 
 Method (see PERF.md): every row is checked for correctness against torch eager before it is
 timed (a fast wrong kernel is a FAIL, not a number); times are medians of per-call CUDA-event
