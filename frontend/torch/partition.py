@@ -102,41 +102,43 @@ _COMPILED: dict[tuple[str, str, str], Any] = {}
 _REFERENCE: dict[str, Any] = {}
 
 
-def _compile_in_worker(text: str, pipeline: str, options: dict | None) -> str | None:
-    """Compile one fusion in a worker process (its result lands in the disk cache, where the
-    backend's own compile then finds it); the error's first line if it fails."""
-    try:  # the same call as FusionRegion._compiled, so that the cache key is the same
-        fa.compile(text, pipeline=pipeline, options=options)
-    except Exception as e:  # reported by the backend's own compile, which falls back
-        return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-    return None
-
-
 def precompile(regions: list["FusionRegion"], workers: int) -> float:
     """Compile the distinct fusions of `regions` that run on CUDA tensors in `workers` processes
-    at once (the disk cache carries the results back), so a graph's first call does not compile
-    them one after another. Returns the wall seconds spent; 0 when there is nothing to do or the
-    disk cache is off (FUSER_CACHE=0), which the workers' results would not reach."""
+    at once (`python -m fuser.torch.compile_worker`; the disk cache carries the results back), so
+    a graph's first call does not compile them one after another. Returns the wall seconds
+    spent; 0 when there is nothing to do, or the disk cache is off (FUSER_CACHE=0) so that the
+    workers' results could not come back."""
     if os.environ.get("FUSER_CACHE", "1").strip().lower() in ("0", "false", "off", "no"):
         return 0.0
     todo = {}
     for r in regions:
-        if r.device == "cuda" and r.config.get("executor", "auto") == "auto" and r._key() not in _COMPILED:
+        if r.device == "cuda" and r.config.get("executor", "auto") == "auto" and r._key() not in _COMPILED \
+                and isinstance(r.config.get("pipeline", "default"), str):
             todo.setdefault(r._key(), r)
     if workers < 2 or len(todo) < 2:
         return 0.0
-    import concurrent.futures as cf
-    import multiprocessing as mp
+    import json
+    import subprocess
+    import sys
+    import tempfile
 
     start = time.perf_counter()
-    # spawn: the parent holds a CUDA context and torch's threads, which a forked child must not inherit
-    with cf.ProcessPoolExecutor(min(workers, len(todo)), mp_context=mp.get_context("spawn")) as pool:
-        jobs = {pool.submit(_compile_in_worker, *key[:1], str(r.config.get("pipeline", "default")),
-                            r.config.get("options")): r for key, r in todo.items()}
-        for job in cf.as_completed(jobs):
-            err = job.exception() or job.result()
-            if err:
-                log.debug("%s: the parallel compile failed (%s); it is compiled again on first use", jobs[job].name, err)
+    first = next(iter(todo.values()))
+    shares = [list(todo)[i::workers] for i in range(min(workers, len(todo)))]
+    with tempfile.TemporaryDirectory(prefix="fuser-precompile-") as tmp:
+        procs = []
+        for i, keys in enumerate(shares):
+            path = os.path.join(tmp, f"job{i}.json")
+            with open(path, "w") as f:
+                json.dump({"pipeline": first.config.get("pipeline", "default"), "options": first.config.get("options"),
+                           "texts": [k[0] for k in keys]}, f)
+            procs.append(subprocess.Popen([sys.executable, "-m", "fuser.torch.compile_worker", path],
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        for p in procs:
+            out, _ = p.communicate()
+            if p.returncode or out.strip():
+                log.debug("precompile worker (exit %s): %s; those fusions compile on first use", p.returncode,
+                          out.strip()[-500:])
     return time.perf_counter() - start
 
 
@@ -304,7 +306,7 @@ class FusionRegion(torch.nn.Module):
         if compiled is None:
             start = time.perf_counter()
             try:
-                compiled = fa.compile(self.mlir, pipeline=pipeline, options=options)
+                compiled = fa.compile(self.mlir, pipeline=pipeline, options=options, stages=False)
             except Exception as e:  # a fuser limit the table did not foresee: fall back, never fail the model
                 self.compile_error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
                 self.stats.compile_errors += 1

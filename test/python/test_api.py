@@ -374,7 +374,7 @@ def fake_compile(monkeypatch):
     calls = []
     mod = types.ModuleType("fuser.driver")
 
-    def compile_fusion(module, pipeline, arch, options):
+    def compile_fusion(module, pipeline, arch, options, stages=True):
         calls.append(_FakeResult(module, pipeline, arch, options))
         return calls[-1]
 
@@ -440,6 +440,27 @@ def test_compile_for_real(pipeline):
     assert "fusion.relu" in cf.ir("fusion")
     assert "sm_90a" in cf.ptx
     assert isinstance(cf.llvm_ir, str) and cf.llvm_ir
+
+
+@pytest.mark.skipif(not HAVE_COMPILE, reason="fuser.driver is not there yet")
+def test_compile_without_stages(tmp_path, monkeypatch):
+    """stages=False leaves the sched and nvvm IR unprinted; a cache entry made so is a miss for
+    a caller that wants them, and an entry with stages serves a caller that does not."""
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("FUSER_CACHE", "1")
+    fb = fuser.FusionBuilder(f"stages_{tmp_path.name}")  # a fusion no other test compiled (the memory cache)
+    x = fb.input((4,), "f32", name="x")
+    fb.output(fuser.exp(x) + 3.0)
+    text = fb.mlir()
+    lean = fuser.compile(text, stages=False)
+    assert set(lean.stages) == {"fusion"} and "sm_90a" in lean.ptx and lean.program.launches
+    with pytest.raises(KeyError, match="no IR stage 'sched' \\(compiled with stages=False\\)"):
+        lean.ir("sched")
+    full = fuser.compile(text)
+    assert not full.result.cached and "sched.kernel" in full.ir("sched") and "nvvm" in full.stages
+    assert full.ptx == lean.ptx
+    again = fuser.compile(text, stages=False)
+    assert again.result.cached and "sched" in again.stages
 
 
 @pytest.mark.gpu

@@ -9,11 +9,10 @@ from typing import Sequence
 
 from . import timing
 from .report import draw_png, environment, format_table, list_workloads, notes, write_json
-from .timing import BAD_STATUSES, DEFAULT_PEAK_TFLOPS, L2_BYTES, run_all
+from .timing import BAD_STATUSES, DEFAULT_PEAK_TFLOPS, L2_BYTES, NO_GPU_PREFIX, run_all
 from .workloads import WORKLOADS, fmt_shape, select
 
 DESCRIPTION = "fuser-bench: fusions side by side with torch eager and torch.compile, on one GPU, in one run."
-NO_GPU_PREFIX = "fuser-bench needs an NVIDIA GPU: "
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

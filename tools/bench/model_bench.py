@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import timing
-from .timing import _short
+from .timing import NO_GPU_PREFIX, _short
 
 MODEL_NAMES = ("gpt2", "llama", "bert_layer", "mlp")  # models.MODELS, without importing torch
 MODES = ("train", "infer")
@@ -634,7 +634,6 @@ def fresh_caches() -> tuple[dict[str, str], list[str], str | None]:
 
 def run_from_args(args: argparse.Namespace) -> int:
     """The run behind `fuser-bench --models` (args: cli.parse_args's or parse_args's namespace)."""
-    from .cli import NO_GPU_PREFIX
 
     size, source = getattr(args, "size", "bench"), getattr(args, "source", "auto")
     modes = [m.strip() for m in getattr(args, "modes", ",".join(MODES)).split(",") if m.strip()]

@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 from .workloads import Shape, Workload, fmt_shape, nbytes
 
 L2_BYTES = 60 * 10**6          # H200 L2 (H100: 50 MB); inputs below this are rotated
+NO_GPU_PREFIX = "fuser-bench needs an NVIDIA GPU: "  # the start of the one-line error without one
 ROTATE_TARGET_BYTES = 200 * 10**6
 FLUSH_BYTES = 256 << 20        # read before each timed call: evicts L2 (4-5x its size) and leaves it clean
 DEFAULT_PEAK_TFLOPS = 989.0    # Hopper bf16 dense tensor-core peak (PERF.md)
