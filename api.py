@@ -720,7 +720,8 @@ def compile(fusion: FusionBuilder | ModuleOp | str | os.PathLike, pipeline: str 
 
     `pipeline` is "default", a pipeline string ("pass-a,pass-b{opt=1}") or a list of ModulePass.
     `stages=False` skips printing the sched- and nvvm-level IR (`ir("sched")`, `ir("nvvm")`
-    then say so): a large fusion compiles a fifth faster. The caller's module is not modified.
+    then say so), which saves a tenth to a fifth of a large fusion's compile time (measured on
+    a 53-op GPT-2 backward region, 30 kernels). The caller's module is not modified.
     """
     from fuser.driver import compile_fusion  # the compiler driver is heavy; load on use
 
