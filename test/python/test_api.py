@@ -446,9 +446,10 @@ def test_compile_for_real(pipeline):
 def test_compile_without_stages(tmp_path, monkeypatch):
     """stages=False leaves the sched and nvvm IR unprinted; a cache entry made so is a miss for
     a caller that wants them, and an entry with stages serves a caller that does not."""
-    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("FUSER_CACHE", "1")
-    fb = fuser.FusionBuilder(f"stages_{tmp_path.name}")  # a fusion no other test compiled (the memory cache)
+    from fuser.runtime import cache
+
+    monkeypatch.setattr(cache, "_default", cache.KernelCache(tmp_path, disk=True, max_bytes=0))  # empty, ours
+    fb = fuser.FusionBuilder("stages")
     x = fb.input((4,), "f32", name="x")
     fb.output(fuser.exp(x) + 3.0)
     text = fb.mlir()

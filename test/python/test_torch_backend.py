@@ -541,8 +541,11 @@ def test_precompile_fills_the_disk_cache_in_parallel(tmp_path, monkeypatch):
     import fuser.api as fa
     from fuser.torch.partition import _COMPILED, precompile
 
-    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    from fuser.runtime import cache
+
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))  # the workers' cache
     monkeypatch.setenv("FUSER_CACHE", "1")
+    monkeypatch.setattr(cache, "_default", cache.KernelCache(tmp_path, disk=True, max_bytes=0))  # and ours
     be = ft.backend()
 
     def f(x):
