@@ -42,9 +42,16 @@ def _run(path, args) -> tuple[str, int | None, str]:
         signal.signal(signal.SIGALRM, old)
 
 
-def test_malformed_corpus(tmp_path):
-    cases = corpus()
-    assert len(cases) >= 500
+SHARDS = 6  # the corpus in shards, so that pytest -n spreads it over the workers
+
+
+def test_corpus_is_large():
+    assert len(corpus()) >= 500
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_malformed_corpus(tmp_path, shard):
+    cases = corpus()[shard::SHARDS]
     path = tmp_path / "case.mlir"
     failures, rejected, valid = [], 0, 0
     for c in cases:
@@ -59,7 +66,7 @@ def test_malformed_corpus(tmp_path):
                 rejected += 1
             else:
                 failures.append(f"{c.name} {' '.join(args)}: exit {rc} without a diagnostic: {err[:200]!r}")
-    print(f"\nmalformed corpus: {len(cases)} inputs, {rejected} runs rejected with a diagnostic, "
+    print(f"\nmalformed corpus, shard {shard}: {len(cases)} inputs, {rejected} runs rejected with a diagnostic, "
           f"{valid} left valid by their mutation, {len(failures)} failures")
     assert not failures, "\n".join(failures[:30])
 
