@@ -32,7 +32,6 @@ import torch.fx as fx
 
 import fuser.api as fa
 import fuser.dialects.fusion as F
-from xdsl.ir import BlockArgument
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -539,25 +538,17 @@ def _as_permutation(node: fx.Node) -> list[int] | None:
 
 
 def _matmul_operand(ctx: Ctx, i: int) -> tuple[fa.Tensor, bool]:
-    """Operand i of a matmul node as (tensor as stored, transposed): transposes of a value the
-    region already holds are read by the matmul through its layout flag instead of copied. A
-    value computed in the region is materialized (TMA reads operands from memory)."""
-    arg = ctx.node.args[i]
-    transposed = False
-    while isinstance(arg, fx.Node) and arg.op == "call_function":
-        perm = _as_permutation(arg)
-        src = arg.args[0]
-        if perm is None or not isinstance(src, fx.Node) or src not in ctx.env:
-            break
-        transposed ^= perm == [1, 0]
-        arg = src
-    t = ctx.value(arg)
+    """Operand i of a matmul node as (tensor as stored, transposed): a transpose (the rules' and
+    declare_input's permutes fold into one) is read by the matmul through its layout flag
+    instead of copied. A value computed in the region is materialized (TMA reads operands from
+    memory)."""
+    t = ctx.arg(i)
     if not isinstance(t, fa.Tensor) or t.ndim != 2:
         raise Unsupported(f"{ctx.node.target}: operand {i} is not a 2-D tensor")
     owner = t.value.owner
-    if isinstance(owner, F.PermuteOp) and list(owner.perm.get_values()) == [1, 0] \
-            and isinstance(owner.operands[0], BlockArgument):  # an input taken transposed (declare_input)
-        t, transposed = fa.Tensor(owner.operands[0], t.builder), not transposed
+    transposed = isinstance(owner, F.PermuteOp) and list(owner.perm.get_values()) == [1, 0]
+    if transposed:
+        t = fa.Tensor(owner.operands[0], t.builder)
     if not t.is_input:
         t = fa.segment_set(t)
     return t, transposed
