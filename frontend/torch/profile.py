@@ -81,10 +81,37 @@ def split_events(events: Any, steps: int = 1) -> dict[str, Any]:
     }
 
 
+def kernel_times(events: Any, steps: int = 1) -> list[dict[str, Any]]:
+    """Every device event of a profiler's event list by name, per step, largest first: dicts of
+    name, ms (per step), calls (per step) and op (the ATen op that launched it, as in
+    split_events; fuser's kernels have op "fuser")."""
+    from torch.autograd import DeviceType
+
+    table: dict[str, dict[str, Any]] = {}
+    for e in events:
+        if e.device_type != DeviceType.CUDA or getattr(e, "is_user_annotation", False):
+            continue
+        row = table.setdefault(e.name, {"name": e.name, "ms": 0.0, "calls": 0, "op": None})
+        row["ms"] += (e.time_range.end - e.time_range.start) * 1e-3
+        row["calls"] += 1
+    for e in events:  # the launching op, where the event tree records one
+        if e.device_type == DeviceType.CPU and e.kernels:
+            for k in e.kernels:
+                row = table.get(k.name)
+                if row is not None and row["op"] is None:
+                    row["op"] = "fuser" if is_fuser_kernel(k.name) else _owner(e)
+    n = max(steps, 1)
+    for row in table.values():
+        row["ms"] /= n
+        row["calls"] /= n
+    return sorted(table.values(), key=lambda r: -r["ms"])
+
+
 def gpu_time_split(step_fn: Callable[[], Any], steps: int = 3) -> dict[str, Any]:
     """Profile `step_fn()` (one warm-up call, then `steps` calls) and split its GPU time, per step:
-    total_ms, fuser_ms, other_ms, fused_share (fuser_ms / total_ms), fuser_kernels_per_step and
-    by_op: [(ATen op, ms)] of the other device time, largest first. Needs a CUDA device."""
+    total_ms, fuser_ms, other_ms, fused_share (fuser_ms / total_ms), fuser_kernels_per_step,
+    by_op: [(ATen op, ms)] of the other device time, largest first, and kernels: every kernel's
+    time (kernel_times). Needs a CUDA device."""
     import torch
 
     if not torch.cuda.is_available():
@@ -100,7 +127,10 @@ def gpu_time_split(step_fn: Callable[[], Any], steps: int = 3) -> dict[str, Any]
         for _ in range(steps):
             step_fn()
         torch.cuda.synchronize()
-    return split_events(prof.events(), steps)
+    events = prof.events()
+    split = split_events(events, steps)
+    split["kernels"] = kernel_times(events, steps)
+    return split
 
 
 def format_split(split: dict[str, Any], top: int = 10) -> list[str]:

@@ -96,6 +96,7 @@ class PeerCell:
     first_s: float | None = None   # the first step's wall time, compile included
     error: str | None = None       # why there is no number: ERROR reason, or "skipped (...)"
     check: dict[str, Any] = field(default_factory=dict)  # errors against eager (see check_*)
+    kernels: list[dict[str, Any]] | None = None  # with --kernels: every kernel's ms per step
 
     @property
     def crashed(self) -> bool:
@@ -236,7 +237,8 @@ class ModelBench:
 
     def __init__(self, quick: bool = False, no_compile: bool = False, size: str = "bench", source: str = "auto",
                  modes: Sequence[str] = MODES, pipeline: str = "default", log: Callable[[str], None] | None = None,
-                 device: str = "cuda", dtype: Any = None, peers: Sequence[str] = PEERS):
+                 device: str = "cuda", dtype: Any = None, peers: Sequence[str] = PEERS,
+                 kernels_dir: str | None = None):
         import torch
 
         from . import models
@@ -246,6 +248,7 @@ class ModelBench:
         self.device, self.dtype = device, dtype if dtype is not None else torch.bfloat16
         self.cuda = torch.device(device).type == "cuda"
         self.steps = STEPS[quick]
+        self.kernels_dir = kernels_dir  # profile every peer's step, and keep fuser's region texts here
         self.skip = peers_for(quick, no_compile)
         for p in PEERS:
             if p not in peers:
@@ -311,15 +314,30 @@ class ModelBench:
         self._sync()
         return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
 
-    def _profile(self, row: ModelRow, step: Callable[[], Any]) -> None:
+    def _profile(self, row: ModelRow, peer: str, step: Callable[[], Any], be: Any) -> None:
+        """Fuser's step always (row.split); with kernels_dir every peer's kernels, and fuser's
+        region texts as kernels_dir/regions/<symbol>.mlir (to map its kernels back to the ops)."""
         from fuser.torch.profile import gpu_time_split
 
-        if not self.cuda:
+        if not self.cuda or (peer != "fuser" and not self.kernels_dir):
             return
         try:
-            row.split = gpu_time_split(step, steps=self.steps.profiled)
+            split = gpu_time_split(step, steps=self.steps.profiled)
         except Exception as e:
-            row.notes.append(f"profile: {_short(e, 300)}")
+            row.notes.append(f"profile ({peer}): {_short(e, 300)}")
+            return
+        row.peers[peer].kernels = split.pop("kernels") if self.kernels_dir else None
+        split.pop("kernels", None)
+        if peer == "fuser":
+            row.split = split
+        if peer == "fuser" and self.kernels_dir and be is not None:
+            from fuser.torch.partition import regions
+
+            os.makedirs(os.path.join(self.kernels_dir, "regions"), exist_ok=True)
+            for _, gm in be.graphs:
+                for r in regions(gm):
+                    with open(os.path.join(self.kernels_dir, "regions", f"{r.symbol}.mlir"), "w") as f:
+                        f.write(r.mlir)
 
     # ------------------------------------------------------------------ one peer
 
@@ -361,8 +379,8 @@ class ModelBench:
             return self._train_step(fn, opt, batches[0])
 
         cell.ms = self._time_steps(step)
+        self._profile(row, peer, step, be)
         if peer == "fuser":
-            self._profile(row, step)
             row.fuser_stats = _stats(be)
 
     def _infer_peer(self, peer: str, cell: PeerCell, ref: Any, batches: list[Any], eager: _Eager,
@@ -385,8 +403,8 @@ class ModelBench:
                 return self.models.output(fn, batches[0])
 
             cell.ms = self._time_steps(step)
+            self._profile(row, peer, step, be)
             if peer == "fuser":
-                self._profile(row, step)
                 row.fuser_stats = _stats(be)
 
     # ------------------------------------------------------------------ one model
@@ -612,6 +630,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--modes", default=",".join(MODES), help="comma-separated: train, infer (default: both)")
     p.add_argument("--warm-caches", action="store_true",
                    help="keep the compile caches as found (default: fresh ones, so first steps compile from scratch)")
+    p.add_argument("--kernels", metavar="DIR",
+                   help="profile every peer's step: each kernel's time goes into the JSON, and fuser's region "
+                        "texts into DIR/regions/<symbol>.mlir (its kernels are <symbol>_k<i>)")
     args = p.parse_args(argv)
     args.models = True
     return args
@@ -680,7 +701,7 @@ def _run(args: argparse.Namespace, names: list[str], modes: list[str], size: str
     from .report import environment
 
     bench = ModelBench(quick=args.quick, no_compile=args.no_compile, size=size, source=source, modes=modes,
-                       pipeline=getattr(args, "pipeline", "default"))
+                       pipeline=getattr(args, "pipeline", "default"), kernels_dir=getattr(args, "kernels", None))
     env = environment(bench.torch, bench.timer)
     run_args = {"models": names, "modes": modes, "size": size, "source": source, "quick": args.quick,
                 "no_compile": args.no_compile, "pipeline": bench.pipeline, "dtype": str(bench.dtype),

@@ -1,0 +1,107 @@
+"""Where each peer's step spends its GPU time, kernel by kernel, from `fuser-bench --models --kernels DIR
+--json PATH`'s JSON:
+
+    python -m fuser.tools.bench.kernel_report PATH [--top N] [--regions DIR]
+
+Per model, mode and peer: the step's GPU time by kernel category (matmul, attention, fuser's own,
+elementwise, reduction, optimizer, copy), then the `top` kernels. With --regions (the DIR/regions
+that --kernels wrote), fuser's kernels are named by the ops of their region, and each kernel by
+what the planner made of it (compiled here again, on the CPU: no GPU needed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections import defaultdict
+from typing import Any
+
+# Kernel-name patterns of PyTorch's, cuBLAS's, cuDNN's and Triton's kernels, first match wins.
+CATEGORIES = [
+    ("fuser", re.compile(r"^fuser_")),
+    ("attention", re.compile(r"flash|fmha|attention|sdpa|cudnn", re.I)),
+    ("matmul", re.compile(r"gemm|sm90_xmma|cutlass|nvjet|ampere_|sm80_|Kernel2|splitKreduce", re.I)),
+    ("optimizer", re.compile(r"multi_tensor_apply|foreach|adam", re.I)),
+    ("copy", re.compile(r"^Memcpy|^Memset|copy|cat_|CatArray", re.I)),
+    ("reduction", re.compile(r"reduce|softmax|norm|nll|cross_entropy|welford|per_row|persistent", re.I)),
+    ("triton", re.compile(r"^triton_")),
+    ("elementwise", re.compile(r"elementwise|vectorized|unrolled|pointwise", re.I)),
+]
+
+
+def category(name: str) -> str:
+    for cat, pat in CATEGORIES:
+        if pat.search(name):
+            return cat
+    return "other"
+
+
+KERNEL_RE = re.compile(r"sched\.kernel @(\w+)\(.*\) grid \[([^\]]*)\]")
+SCHEDULE_RE = re.compile(r'fuser\.schedule = "([^"]*)"')
+
+
+def region_kernels(regions_dir: str) -> dict[str, str]:
+    """fuser kernel name -> a short description: the region's ops and the planner's kernel kind."""
+    from fuser import api as fa
+
+    out: dict[str, str] = {}
+    for fname in sorted(os.listdir(regions_dir)):
+        if not fname.endswith(".mlir"):
+            continue
+        symbol = fname[:-5]
+        text = open(os.path.join(regions_dir, fname)).read()
+        ops = defaultdict(int)
+        for m in re.finditer(r"= \"?fusion\.([a-z_]+)", text):
+            ops[m.group(1)] += 1
+        summary = " ".join(f"{k}x{v}" if v > 1 else k for k, v in sorted(ops.items()))
+        try:
+            sched = fa.compile(text).ir("sched")
+        except Exception as e:  # a region that no longer compiles: still name it by its ops
+            sched = ""
+            summary += f" [compile: {type(e).__name__}]"
+        for line in sched.splitlines():
+            m = KERNEL_RE.search(line)
+            if m:
+                how = SCHEDULE_RE.search(line)
+                out[m.group(1)] = f"grid [{m.group(2)}] {how.group(1) if how else ''} | {summary}"
+    return out
+
+
+def report(doc: dict[str, Any], top: int, names: dict[str, str]) -> list[str]:
+    lines = []
+    for row in doc["rows"]:
+        for peer, cell in row["peers"].items():
+            ks = cell.get("kernels")
+            if not ks:
+                continue
+            total = sum(k["ms"] for k in ks)
+            by_cat: dict[str, float] = defaultdict(float)
+            for k in ks:
+                by_cat[category(k["name"])] += k["ms"]
+            cats = ", ".join(f"{c} {ms:.2f}" for c, ms in sorted(by_cat.items(), key=lambda kv: -kv[1]))
+            lines.append(f"== {row['model']} {row['mode']} {peer}: {total:.2f} ms GPU per step "
+                         f"({sum(k['calls'] for k in ks):.0f} launches): {cats}")
+            for k in ks[:top]:
+                desc = names.get(k["name"], k.get("op") or "")
+                lines.append(f"  {k['ms']:8.3f} ms {k['calls']:5.0f}x  {k['name'][:70]:70s} {desc[:90]}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m fuser.tools.bench.kernel_report", description=__doc__.split("\n\n")[0])
+    p.add_argument("json", help="fuser-bench --models --kernels DIR --json PATH's PATH")
+    p.add_argument("--top", type=int, default=25, help="kernels listed per peer (default 25)")
+    p.add_argument("--regions", metavar="DIR", help="--kernels DIR/regions: name fuser's kernels by their ops")
+    args = p.parse_args(argv)
+    with open(args.json) as f:
+        doc = json.load(f)
+    names = region_kernels(args.regions) if args.regions else {}
+    print("\n".join(report(doc, args.top, names)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
