@@ -21,7 +21,7 @@ SEEDS = range(0, 60)
 
 def _segmented(text: str):
     m = parse_module(text)
-    run_passes(build_pipeline("canonicalize,fusion-translate-welford,fusion-split-k,fusion-segment"), m)
+    run_passes(build_pipeline("canonicalize,fusion-sink-reshapes,fusion-translate-welford,fusion-split-k,fusion-segment"), m)
     return m
 
 
@@ -46,7 +46,7 @@ def test_segmenting_keeps_the_meaning(seed):
     assert all(isinstance(o, F.SegmentOp) for o in body[:-1]) and body
     assert all(o.scheduler_name in F.SCHEDULERS and "fuser.segment" in o.attributes for o in body[:-1])
     before = parse_module(case.text)
-    run_passes(build_pipeline("canonicalize,fusion-translate-welford,fusion-split-k"), before)
+    run_passes(build_pipeline("canonicalize,fusion-sink-reshapes,fusion-translate-welford,fusion-split-k"), before)
     args = _inputs(case, seed)
     for want, got in zip(run_reference(_func(before), args), run_reference(fn, args)):
         np.testing.assert_array_equal(got, want)
@@ -121,7 +121,7 @@ def test_five_thousand_ops_segment_and_schedule():
 def _plan(text: str):
     from fuser.lowering.planner import plan_fusion
     m = parse_module(text)
-    run_passes(build_pipeline("canonicalize,fusion-translate-welford,fusion-split-k"), m)
+    run_passes(build_pipeline("canonicalize,fusion-sink-reshapes,fusion-translate-welford,fusion-split-k"), m)
     return plan_fusion(_func(m))
 
 
