@@ -110,6 +110,8 @@ class Evaluator:
             if lanes > 1 and perm[-1] == len(perm) - 1:
                 return self(op.input, at(idx), lanes)
             return self._per_lane(lambda ix: self(op.input, at(ix), 1), idx, lanes)
+        if isinstance(op, F.SegmentSetOp):  # the kernel that writes it (an epilogue) computes its operand
+            return self(op.input, idx, lanes)
         if isinstance(op, F.CastOp):
             return [emit_cast(kb, x, F._elem(v)) for x in self(op.input, idx, lanes)]
         if isinstance(op, F.UnaryOp):

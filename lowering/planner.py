@@ -242,9 +242,10 @@ MERGE_PRIORITY = ("pointwise", "epilogue", "siblings", "matmul", "normalization"
 def merge_greedily(tasks: list[Task], graph: FusionGraph, lookahead: bool = True) -> tuple[list[Task], list[NormGroup]]:
     """nvFuser's segmenter on fuser's schedulers. From one task per boundary op and per pointwise
     output, take the merge that saves the most memory traffic among those a scheduler accepts,
-    until none is left; `segment_set` and hand-written segments take no part. The proposals:
+    until none is left; hand-written segments take no part. The proposals:
     - epilogue: a pointwise output of a reduction's or matmul's result shape, computed from its
-      results by elementwise ops and from values of earlier kernels only;
+      results by elementwise ops and from values of earlier kernels only, or a `segment_set` of
+      one (its value is written by the epilogue);
     - pointwise: two neighbouring tasks (in return order) of outputs of one shape whose inputs
       come from one kernel level (so that no merged kernel waits on itself);
     - matmul: two matmuls sharing A, with the outputs that combine their results;
@@ -353,18 +354,70 @@ def _price(proposals: list[Merge], tasks: list[Task], graph: FusionGraph) -> Non
 
 
 def _epilogue_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
-    """A reduction or matmul task with a pointwise task all of whose outputs are its epilogue.
+    """A reduction or matmul task with a pointwise task all of whose outputs are its epilogue, or
+    with a `segment_set` of such a value (the epilogue writes it for the kernels that read it).
     (Split-K's partial products have none: the epilogue is the sum's.)"""
     out = []
     anchors = [t for t in tasks if t.kind == "reduction" or (t.kind == "matmul" and not t.op.partial_products)]
     anchor_of = {r: t for t in anchors for op in task_ops(t) for r in op.results}
-    for p in (t for t in tasks if t.kind == "pointwise"):
+    for p in (t for t in tasks if t.kind in ("pointwise", "segment")):
+        # A segment_set's value is written to memory for later kernels: the epilogue can write it.
+        exprs = [p.op.input] if p.kind == "segment" else p.outputs
         # only a task whose results the outputs read can take them
-        candidates = {id(anchor_of[d]): anchor_of[d] for o in p.outputs for d in graph.deps(o) if d in anchor_of}
+        candidates = {id(anchor_of[d]): anchor_of[d] for o in exprs for d in graph.deps(o) if d in anchor_of}
         for t in sorted(candidates.values(), key=lambda t: t.order):
-            if all(_is_epilogue(t, o, graph) for o in p.outputs):
+            if all(_is_epilogue(t, o, graph) for o in exprs) and (t.kind != "matmul" or (
+                    _matmul_epilogue_work(t, t.outputs + p.outputs, graph) <= MATMUL_EPILOGUE_WORK
+                    and not _product_read_elsewhere(t, p, tasks, graph))):
                 out.append(_proposal(graph, "epilogue", [t, p], lambda t=t, p=p: [replace(t, outputs=t.outputs + p.outputs)]))
     return out
+
+
+MATMUL_EPILOGUE_WORK = 2
+"""The most work a matmul's epilogue takes on (`_matmul_epilogue_work`). Its two consumer
+warpgroups (256 threads per SM) evaluate it after the main loop: a bias and a GELU, or a residual
+add, cost little next to the tile's K loop, but on a GPT-2 layer (K = 768, 2026-11-25, H100) an
+epilogue of pow + tanh with six outputs took 0.74 ms where the matmul and four pointwise kernels at
+full occupancy took 0.41 ms, and a GELU backward reading four saved tensors 0.9 ms."""
+
+def _product_read_elsewhere(t: Task, p: Task, tasks: list[Task], graph: FusionGraph) -> bool:
+    """Another kernel reads matmul `t`'s raw product, so `t` stores it in f32: an epilogue output
+    of another element type beside that store made the kernel 15x slower (8192x3072x768 on the H100, 2026-11-25: 1.09 ms
+    for the f32 product and a bf16 bias-add, 0.07 ms for the product alone), so the epilogue then
+    stays a kernel of its own, which reads the product anyway."""
+    results = {op.result for op in [t.op] + t.siblings}
+    types = {F._elem(r) for r in results}
+    if all(F._elem(o) in types for o in p.outputs):
+        return False  # (measured only with outputs of another element type than the product's)
+    return any(results & _loads(u, graph) for u in tasks if u is not t and u is not p)
+
+
+_LIGHT_OPS = (F.AddOp, F.SubOp, F.MulOp, F.MaxOp, F.MinOp, F.NegOp, F.AbsOp, F.ReluOp, F.CastOp, F.CmpOp, F.WhereOp,
+              F.FullOp, F.BroadcastOp, F.ReshapeOp, F.PermuteOp, F.SegmentSetOp)
+
+
+def _matmul_epilogue_work(t: Task, outputs: list[SSAValue], graph: FusionGraph) -> int:
+    """The epilogue work of matmul task `t` computing `outputs`: one per op other than simple
+    arithmetic (exp, tanh, pow, division, ...), two per full-size tensor it reads besides the
+    products, one per output beyond the first."""
+    results = {op.result for op in [t.op] + t.siblings}
+    count = math.prod(shape_of(t.op.result))
+    stop = graph.materialized | graph.args | results
+    heavy, reads, seen = 0, set(), set()
+    todo = [o.owner.input if isinstance(o.owner, F.SegmentSetOp) else o for o in outputs]
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if v in stop:
+            if v not in results and math.prod(shape_of(v)) == count:
+                reads.add(v)
+            continue
+        if not isinstance(v.owner, _LIGHT_OPS):
+            heavy += 1
+        todo.extend(v.owner.operands)
+    return heavy + 2 * len(reads) + len(set(outputs) - results) - 1
 
 
 def _is_epilogue(t: Task, o: SSAValue, graph: FusionGraph) -> bool:

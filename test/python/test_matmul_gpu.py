@@ -333,3 +333,37 @@ def bench() -> None:
 
 if __name__ == "__main__" and "--bench" in sys.argv:
     bench()
+
+
+@pytest.mark.parametrize("b, s, h, f", [(4, 96, 256, 512), (3, 50, 128, 384)])
+def test_linear_layers_on_3d_activations(b, s, h, f):
+    """A transformer MLP written on [batch, seq, hidden] tensors: reshapes to 2-D around each
+    matmul, bias, GELU and the residual add in 3-D. fusion-sink-reshapes brings the elementwise
+    ops into the matmuls' epilogues (the second matmul's operand is written by the first's
+    epilogue through its segment_set): two kernels, against the PyTorch ops in f32."""
+    torch = _torch()
+    fb = api.FusionBuilder("mlp3d")
+    with fb:
+        x = fb.input((b * s, h), "bf16")  # (a reshape of an input in front of a matmul is a copy kernel)
+        w1, b1 = fb.input((h, f), "bf16"), fb.input((f,), "bf16")
+        w2, b2 = fb.input((f, h), "bf16"), fb.input((h,), "bf16")
+        y = api.matmul(x, w1)
+        y = api.cast(api.add(y, api.broadcast(api.cast(b1, "f32"), (b * s, f), [0])), "bf16")
+        g = api.gelu(api.reshape(y, (b, s, f)), approximate="tanh")
+        z = api.matmul(api.segment_set(api.reshape(g, (b * s, f))), w2)
+        z = api.cast(api.add(z, api.broadcast(api.cast(b2, "f32"), (b * s, h), [0])), "bf16")
+        out = api.add(api.reshape(z, (b, s, h)), api.reshape(x, (b, s, h)))
+        # returned as 2-D (as the PyTorch backend does): an output that is a reshape of an
+        # epilogue value would take a kernel of its own
+        fb.output(api.reshape(out, (b * s, h)), api.reshape(g, (b * s, f)))
+    k = api.compile(fb)
+    assert k.ir("sched").count("sched.kernel @") == 2, k.ir("sched")
+    ins = [_rand(torch, (b * s, h), "bf16"), _rand(torch, (h, f), "bf16", 0.1), _rand(torch, (f,), "bf16"),
+           _rand(torch, (f, h), "bf16", 0.1), _rand(torch, (h,), "bf16")]
+    got_out, got_g = k(*ins)
+    xf, w1f, b1f, w2f, b2f = (t.float() for t in ins)
+    yf = (xf @ w1f + b1f).bfloat16().float()
+    gf = torch.nn.functional.gelu(yf, approximate="tanh").reshape(b, s, f)
+    zf = (gf.bfloat16().float().reshape(b * s, f) @ w2f + b2f).bfloat16().float()
+    assert _rel(got_g, gf.reshape(b * s, f)) < TOL["bf16"]
+    assert _rel(got_out, zf + xf) < TOL["bf16"]
