@@ -16,10 +16,13 @@ import torch
 import torch.fx as fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
-from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.builtin import FunctionType, StringAttr
+from xdsl.ir import Block
 from xdsl.transforms.dead_code_elimination import region_dce
 
 import fuser.api as fa
+from fuser.dialects import fusion as F
+from fuser.passes.sink_reshapes import sink_reshapes
 
 from .translate import (Unsupported, declare_input, dense_order, node_meta, op_name, permute, tensor_meta,
                         translate_node, why_unsupported)
@@ -226,9 +229,32 @@ class FusionRegion(torch.nn.Module):
         self.boundary = [b for b in boundary if b not in self.placeholders]
         fb.output(*fusion_outs)
         region_dce(fb.func.body)  # translated views that the outputs no longer need (folded permutes)
+        self.fusion_output_shapes = self._return_before_reshapes(fb)
         digest = hashlib.sha1(str(fb.module).encode()).hexdigest()[:16]
         fb.func.sym_name = StringAttr(f"fuser_{digest}")
         return fb
+
+    @staticmethod
+    def _return_before_reshapes(fb: fa.FusionBuilder) -> list[tuple[int, ...] | None]:
+        """Sink the fusion's reshapes towards its outputs (fusion-sink-reshapes), then return the
+        value under an output's final reshape instead, for PyTorch to view (a reshape of a
+        contiguous tensor is free there; in the fusion it would keep the value out of the
+        epilogue of the matmul that computes it). Per output: the shape to view it as, or None."""
+        block = fb.func.body.block
+        sink_reshapes(block)
+        ret = block.last_op
+        values, shapes = list(ret.operands), []
+        for i, v in enumerate(values):
+            src = v.owner.input if isinstance(v.owner, F.ReshapeOp) else None
+            if src is None or isinstance(src.owner, Block) or src in values:
+                shapes.append(None)
+                continue
+            values[i] = src
+            shapes.append(tuple(v.type.get_shape()))
+        ret.operands = values
+        fb.func.function_type = FunctionType.from_lists(fb.func.function_type.inputs.data, [v.type for v in values])
+        region_dce(fb.func.body)
+        return shapes
 
     # -- execution
 
@@ -272,6 +298,8 @@ class FusionRegion(torch.nn.Module):
                 results.append(vals[what])
                 continue
             i, order = what
+            if self.fusion_output_shapes[i] is not None:  # returned before its last reshape: a view
+                outs[i] = outs[i].view(self.fusion_output_shapes[i])
             # the recorded strides exactly (a size-1 dim's stride included), over the same elements
             results.append(outs[i] if order is None else outs[i].as_strided(m.shape, m.stride()))
         return tuple(results) if self.tuple_output else results[0]

@@ -563,3 +563,27 @@ def test_precompile_fills_the_disk_cache_in_parallel(tmp_path, monkeypatch):
     for r in rs:
         assert fa.compile(r.mlir, stages=False).result.cached  # the call the region makes on first use
     assert precompile(rs[:1], workers=2) == 0.0  # one fusion: nothing to do in parallel
+
+
+def test_outputs_returned_before_their_reshape():
+    """A Linear on a 3-D input is view -> addmm -> view: the region's reshapes sink below the
+    bias and GELU (fusion-sink-reshapes), its fusion returns the 2-D values, and PyTorch views
+    them back to 3-D at the boundary; the results still match eager."""
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(16, 32).bfloat16()
+
+    def f(x):
+        y = lin(x)
+        return y, Fn.gelu(y, approximate="tanh") * 2.0
+
+    x = torch.randn(2, 5, 16).bfloat16()
+    be = ft.backend()
+    with torch.no_grad():
+        got = torch.compile(f, backend=be, dynamic=False)(x)
+        want = f(x)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.stride() == w.stride()
+        torch.testing.assert_close(g, w, rtol=2e-2, atol=2e-2)
+    (r,) = be.regions()
+    assert [s for s in r.fusion_output_shapes if s is not None] == [(2, 5, 32), (2, 5, 32)]
+    assert "tensor<10x32xbf16>, tensor<10x32xbf16>" in r.mlir.splitlines()[1], r.mlir
