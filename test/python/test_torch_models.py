@@ -367,6 +367,26 @@ def test_split_events():
     assert "27.3% fused" in lines[0] and len(lines) == 3 and "aten::addmm" in lines[1]
 
 
+
+def test_kernel_times_and_report():
+    """Every device event by name, per step, with the op that launched it; the report groups
+    them by category and names fuser's kernels by their region."""
+    from fuser.tools.bench import kernel_report
+
+    step = _ev("CompiledFunction", False, id=1)
+    linear = _ev("aten::addmm", False, id=2, parent=step, kernels=[("sm90_xmma_gemm", 60.0)])
+    launcher = _ev("fuser_region", False, id=5, kernels=[("fuser_ab12_k0", 20.0)])
+    device = [_ev("sm90_xmma_gemm", True, 0, 60), _ev("fuser_ab12_k0", True, 70, 90), _ev("fuser_ab12_k0", True, 90, 110),
+              _ev("Optimizer.step#AdamW.step", True, 0, 500, annotation=True)]
+    ks = fprof.kernel_times([step, linear, launcher, *device], steps=2)
+    assert [(k["name"], k["op"]) for k in ks] == [("sm90_xmma_gemm", "aten::addmm"), ("fuser_ab12_k0", "fuser")]
+    assert ks[0]["ms"] == pytest.approx(0.03) and ks[1]["ms"] == pytest.approx(0.02) and ks[1]["calls"] == 1
+    doc = {"rows": [{"model": "m", "mode": "train", "peers": {"fuser": {"kernels": ks}, "eager": {"kernels": None}}}]}
+    lines = kernel_report.report(doc, top=5, names={"fuser_ab12_k0": "grid [132, 1, 1] | matmul"})
+    assert lines[0].startswith("== m train fuser: 0.05 ms") and "matmul 0.03, fuser 0.02" in lines[0]
+    assert "| matmul" in lines[2] and len(lines) == 3
+
+
 @pytest.mark.gpu
 def test_harness_on_the_gpu():
     """The tiny MLP through the whole method on CUDA in bf16, with the profiler's split."""
