@@ -211,6 +211,9 @@ class FusionRegion(torch.nn.Module):
         self.output_from: list[tuple[str, Any]] = []  # ("fusion", (index, order)) or ("boundary", node)
         fusion_outs: list[fa.Tensor] = []
         self.fusion_output_dtypes: list[torch.dtype] = []
+        # A value returned twice (a node and its alias, e.g. a log-softmax for the loss and saved
+        # for the backward) is computed and returned once: both outputs are that one tensor.
+        computed: dict[tuple, tuple[str, Any]] = {}
         for o, m in zip(outputs, self.output_meta):
             if o in inside:
                 self.output_from.append(("boundary", o))
@@ -220,8 +223,13 @@ class FusionRegion(torch.nn.Module):
             order = dense_order(tuple(m.shape), tuple(m.stride()))
             if order == list(range(m.dim())):
                 order = None
+            key = (env[o].value, None if order is None else tuple(order), m.dtype)
+            if key in computed:
+                self.output_from.append(computed[key])
+                continue
             y = env[o] if order is None else permute(env[o], order)
-            self.output_from.append(("fusion", (len(fusion_outs), order)))
+            computed[key] = ("fusion", (len(fusion_outs), order))
+            self.output_from.append(computed[key])
             self.fusion_output_dtypes.append(m.dtype)
             fusion_outs.append(y)
         if not fusion_outs:
@@ -292,16 +300,20 @@ class FusionRegion(torch.nn.Module):
             self.stats.gpu_calls += 1
             outs = compiled(*ins)
             outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
-        results = []
+        results, given = [], set()
         for (kind, what), m in zip(self.output_from, self.output_meta):
             if kind == "boundary":
                 results.append(vals[what])
                 continue
             i, order = what
+            out = outs[i]
+            if i in given:  # the graph returns it again (an alias): a view of the same storage
+                out = out.view(out.shape)
+            given.add(i)
             if self.fusion_output_shapes[i] is not None:  # returned before its last reshape: a view
-                outs[i] = outs[i].view(self.fusion_output_shapes[i])
+                out = out.view(self.fusion_output_shapes[i])
             # the recorded strides exactly (a size-1 dim's stride included), over the same elements
-            results.append(outs[i] if order is None else outs[i].as_strided(m.shape, m.stride()))
+            results.append(out if order is None else out.as_strided(m.shape, m.stride()))
         return tuple(results) if self.tuple_output else results[0]
 
     def _run_reference(self, ins: list[torch.Tensor]) -> list[torch.Tensor]:

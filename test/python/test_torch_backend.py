@@ -587,3 +587,21 @@ def test_outputs_returned_before_their_reshape():
     (r,) = be.regions()
     assert [s for s in r.fusion_output_shapes if s is not None] == [(2, 5, 32), (2, 5, 32)]
     assert "tensor<10x32xbf16>, tensor<10x32xbf16>" in r.mlir.splitlines()[1], r.mlir
+
+
+def test_a_value_returned_twice_is_computed_once():
+    """AOTAutograd returns a log-softmax twice (for the loss, and saved for the backward): the
+    region's fusion computes and returns it once, and the second output is a view of the first."""
+    be = ft.backend()
+
+    def f(x):
+        y = torch.log_softmax(x * 2.0, -1)
+        return y, y.detach()
+
+    x = torch.randn(4, 50)
+    g1, g2 = torch.compile(f, backend=be, dynamic=False)(x)
+    torch.testing.assert_close(g1, f(x)[0])
+    torch.testing.assert_close(g2, f(x)[1])
+    assert g1.untyped_storage().data_ptr() == g2.untyped_storage().data_ptr()
+    (r,) = be.regions()
+    assert r.mlir.count("func.return") == 1 and len(r.fusion_output_dtypes) == 1, r.mlir
