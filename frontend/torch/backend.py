@@ -63,13 +63,17 @@ class FuserBackend:
     decompositions: extra ATen decompositions on top of DECOMPOSED.
     compile_workers: processes that compile a graph's distinct CUDA fusions at once when the graph
         is compiled (default min(8, CPU count); 0 or 1: each compiles on its first call).
+    pad_matmuls: pad large bf16/f16 mm / addmm whose operands' rows are not 16-byte aligned
+        (GPT-2's 50257-wide vocabulary) with zeros to aligned ones first (pad_matmuls.py; default on).
     """
 
     def __init__(self, pipeline: Any = "default", options: dict[str, Any] | None = None, debug: bool | str = False,
-                 executor: str = "auto", decompositions: dict | None = None, compile_workers: int | None = None):
+                 executor: str = "auto", decompositions: dict | None = None, compile_workers: int | None = None,
+                 pad_matmuls: bool = True):
         if executor not in EXECUTORS:
             raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
-        self.config = {"pipeline": pipeline, "options": options, "debug": debug, "executor": executor}
+        self.config = {"pipeline": pipeline, "options": options, "debug": debug, "executor": executor,
+                       "pad_matmuls": pad_matmuls}
         self.compile_workers = compile_workers
         self.stats = Stats()
         self.graphs: list[tuple[str, fx.GraphModule]] = []  # (forward/backward/inference, partitioned graph)
@@ -107,10 +111,10 @@ class FuserBackend:
 
 def backend(pipeline: Any = "default", options: dict[str, Any] | None = None, debug: bool | str = False,
             executor: str = "auto", decompositions: dict | None = None,
-            compile_workers: int | None = None) -> FuserBackend:
+            compile_workers: int | None = None, pad_matmuls: bool = True) -> FuserBackend:
     """A torch.compile backend with these settings: `torch.compile(m, backend=fuser.torch.backend(...))`."""
     return FuserBackend(pipeline=pipeline, options=options, debug=debug, executor=executor,
-                        decompositions=decompositions, compile_workers=compile_workers)
+                        decompositions=decompositions, compile_workers=compile_workers, pad_matmuls=pad_matmuls)
 
 
 # The backend the `torch_dynamo_backends` entry point registers as "fuser".

@@ -24,6 +24,7 @@ import fuser.api as fa
 from fuser.dialects import fusion as F
 from fuser.passes.sink_reshapes import sink_reshapes
 
+from .pad_matmuls import pad_unaligned_matmuls
 from .translate import (Unsupported, declare_input, dense_order, node_meta, op_name, permute, tensor_meta,
                         translate_node, why_unsupported)
 
@@ -52,6 +53,7 @@ class Stats:
     torch_calls: int = 0  # regions run by their fx graph (mixed devices, executor="torch", compile errors)
     compile_errors: int = 0  # regions fuser could not compile (they run in PyTorch)
     compile_seconds: float = 0.0  # fuser.api.compile time of this backend's regions
+    padded_matmuls: int = 0  # mm / addmm padded to 16-byte rows (pad_matmuls.py)
 
 
 class FuserSupport(OperatorSupportBase):
@@ -374,6 +376,8 @@ def partition_graph(gm: fx.GraphModule, config: dict[str, Any], stats: Stats, ki
         # regions whose fusion did not change reuse their kernels.
         log.warning("%s graph has symbolic shapes: it runs in PyTorch; pass dynamic=False to torch.compile "
                     "to have fuser compile each input shape", kind)
+    if config.get("pad_matmuls", True):
+        stats.padded_matmuls += pad_unaligned_matmuls(gm)
     support = FuserSupport()
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     partitions = [p for p in partitioner.propose_partitions()

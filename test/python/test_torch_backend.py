@@ -605,3 +605,32 @@ def test_a_value_returned_twice_is_computed_once():
     assert g1.untyped_storage().data_ptr() == g2.untyped_storage().data_ptr()
     (r,) = be.regions()
     assert r.mlir.count("func.return") == 1 and len(r.fusion_output_dtypes) == 1, r.mlir
+
+
+def test_unaligned_matmuls_are_padded():
+    """The LM head's backward: grad @ W and grad.t() @ h with an odd vocabulary (K and M of 1001,
+    rows of 2002 bytes). Both are padded to aligned rows (grad once for both, its transpose read
+    in place), run in fuser, and match eager; with pad_matmuls=False they stay in PyTorch."""
+    from fuser.torch import pad_matmuls
+
+    torch.manual_seed(0)
+    g, w, h = (torch.randn(s).bfloat16() for s in ((1024, 1001), (1001, 256), (1024, 256)))
+    assert 1024 * 1001 * 256 >= pad_matmuls.PAD_MIN_MACS
+
+    def f(g, w, h):
+        return g @ w, g.t() @ h
+
+    for pad in (True, False):
+        be = ft.backend(pad_matmuls=pad)
+        got = torch.compile(f, backend=be, dynamic=False)(g, w, h)
+        for x, y in zip(got, f(g, w, h)):
+            assert x.shape == y.shape and x.is_contiguous()
+            assert (x.float() - y.float()).norm() <= 1e-2 * y.float().norm()
+        mms = [n for r in be.regions() for n in r.graph_module.graph.nodes if n.target is aten.mm.default]
+        if pad:
+            assert be.stats.padded_matmuls == 2 and len(mms) == 2, be.stats
+            (gm,) = [gm for _, gm in be.graphs]
+            pads = [n for n in gm.graph.nodes if n.target is aten.constant_pad_nd.default]
+            assert [p.args[0].name for p in pads].count("arg0_1") == 1  # grad padded once
+        else:
+            assert be.stats.padded_matmuls == 0 and not mms and be.stats.torch_nodes.get("aten.mm.default") == 2
