@@ -397,3 +397,23 @@ def test_harness_on_the_gpu():
     for r in bench.run_model("mlp"):
         assert r.status == "ok", r.notes
         assert r.split is not None and r.split["fuser_ms"] > 0 and 0 < r.split["fused_share"] <= 1
+
+
+def test_padded_lm_head_trains_like_eager(monkeypatch):
+    """GPT-2 (ours, tiny) with a 131-word vocabulary in bf16: the LM head's matmuls have unaligned
+    rows, padding is forced (PAD_MIN_MACS = 0), and the 20-step loss curve and the first step's
+    gradients still track eager's (the padding and the slice are right across optimizer steps)."""
+    import dataclasses
+
+    from fuser.torch import pad_matmuls
+
+    monkeypatch.setattr(pad_matmuls, "PAD_MIN_MACS", 0)
+    tiny = dataclasses.replace(M.CONFIGS["gpt2"]["tiny"], vocab=131)
+    monkeypatch.setitem(M.CONFIGS["gpt2"], "tiny", tiny)
+    bench = model_bench.ModelBench(quick=True, size="tiny", source="own", modes=("train",), device="cpu",
+                                   dtype=torch.bfloat16, peers=("eager", "fuser"), log=lambda msg: None)
+    (row,) = bench.run_model("gpt2")
+    assert row.status == "ok", row.notes
+    assert row.fuser_stats["padded_matmuls"] >= 2
+    c = row.peers["fuser"].check
+    assert c["loss_rel"] < 1e-3 and c["grad_rel"] < 5e-2 and c["curve_rel"] < 1e-2, c
