@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.fx as fx
-from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partition
 from torch.fx.passes.operator_support import OperatorSupportBase
 from xdsl.dialects.builtin import FunctionType, StringAttr
 from xdsl.ir import Block
@@ -366,6 +366,41 @@ class FusionRegion(torch.nn.Module):
 # ------------------------------------------------------------------ a whole graph
 
 
+def split_independent(partitions: list[Partition]) -> list[Partition]:
+    """Each partition cut into its independent parts: nodes joined by an edge inside it, or
+    reading the same value from outside it (matmuls sharing an operand, a bias-gradient sum and
+    its weight-gradient matmul, may share a kernel), stay together. The capability partitioner
+    puts everything it can into one region, so a backward graph's weight gradients for every
+    layer made one fusion of ~160 kernels that took 84 s to compile on one core (the longest
+    single compile bounds the first step); as one region per layer's part, the layers' equal
+    fusions compile once (regions are named and cached by their text)."""
+    out: list[Partition] = []
+    for p in partitions:
+        nodes = list(p.nodes)
+        inside = set(nodes)
+        parent = {n: n for n in nodes}
+
+        def find(x: fx.Node) -> fx.Node:
+            while parent[x] is not x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        reader: dict[fx.Node, fx.Node] = {}  # outside value -> a node inside that reads it
+        for n in nodes:
+            for a in n.all_input_nodes:
+                other = a if a in inside else reader.setdefault(a, n)
+                parent[find(other)] = find(n)
+        groups: dict[fx.Node, list[fx.Node]] = {}
+        for n in nodes:
+            groups.setdefault(find(n), []).append(n)
+        if len(groups) == 1:
+            out.append(p)
+            continue
+        out += [Partition(id=len(out) + i, nodes=g) for i, g in enumerate(groups.values())]
+    return out
+
+
 def partition_graph(gm: fx.GraphModule, config: dict[str, Any], stats: Stats, kind: str = "graph") -> fx.GraphModule:
     """Replace every region of supported nodes in `gm` by a FusionRegion; nodes the table does
     not take stay as they are (PyTorch)."""
@@ -380,7 +415,7 @@ def partition_graph(gm: fx.GraphModule, config: dict[str, Any], stats: Stats, ki
         stats.padded_matmuls += pad_unaligned_matmuls(gm)
     support = FuserSupport()
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
-    partitions = [p for p in partitioner.propose_partitions()
+    partitions = [p for p in split_independent(partitioner.propose_partitions())
                   if any(n.op == "call_function" and n.target not in SHAPE_OPS for n in p.nodes)]
     stats.graphs += 1
     fused_nodes = {n for p in partitions for n in p.nodes}

@@ -634,3 +634,23 @@ def test_unaligned_matmuls_are_padded():
             assert [p.args[0].name for p in pads].count("arg0_1") == 1  # grad padded once
         else:
             assert be.stats.padded_matmuls == 0 and not mms and be.stats.torch_nodes.get("aten.mm.default") == 2
+
+
+def test_independent_parts_become_separate_regions():
+    """Two independent chains (as a backward graph's per-layer weight gradients are) become two
+    regions, whose equal fusions have one text and so one compiled kernel set; nodes that read
+    the same outside value (a weight-gradient matmul and its bias sum) stay in one region."""
+    be = ft.backend()
+
+    def f(a, b, g, x):
+        return (a * 2.0).exp(), (b * 2.0).exp(), g.sum(0), g * x
+
+    ins = [torch.randn(8, 16) for _ in range(4)]
+    got = torch.compile(f, backend=be, dynamic=False)(*ins)
+    for x, y in zip(got, f(*ins)):
+        torch.testing.assert_close(x, y)
+    rs = be.regions()
+    assert len(rs) == 3, [r.mlir for r in rs]
+    texts = sorted(r.mlir for r in rs)
+    assert sum(t == texts[0] for t in texts) == 2 or sum(t == texts[-1] for t in texts) == 2
+    assert any("fusion.reduce" in r.mlir and "fusion.mul" in r.mlir for r in rs)
