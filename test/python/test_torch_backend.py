@@ -336,9 +336,9 @@ def test_transposed_inputs_are_read_in_place():
     for g, want in zip(torch.compile(f, backend=be, dynamic=False)(x, w, a), f(x, w, a)):
         torch.testing.assert_close(g, want, **TOL[want.dtype])
     assert be.stats.contiguous_copies == 0
-    (r,) = be.regions()
-    assert r.input_orders.count([1, 0]) == 2
-    assert "transpose_b : tensor<4x8xbf16>, tensor<16x8xbf16>" in r.mlir, r.mlir
+    rs = be.regions()  # (two independent parts: two regions)
+    assert sum(r.input_orders.count([1, 0]) for r in rs) == 2
+    assert any("transpose_b : tensor<4x8xbf16>, tensor<16x8xbf16>" in r.mlir for r in rs), [r.mlir for r in rs]
 
 
 def test_training_bf16_block_runs_matmuls_and_layer_norm_in_fuser():
