@@ -380,12 +380,17 @@ add, cost little next to the tile's K loop, but on a GPT-2 layer (K = 768, 2026-
 epilogue of pow + tanh with six outputs took 0.74 ms where the matmul and four pointwise kernels at
 full occupancy took 0.41 ms, and a GELU backward reading four saved tensors 0.9 ms."""
 
+
+def _matmul_results(t: Task) -> set[SSAValue]:
+    return {op.result for op in [t.op] + t.siblings}
+
+
 def _product_read_elsewhere(t: Task, p: Task, tasks: list[Task], graph: FusionGraph) -> bool:
     """Another kernel reads matmul `t`'s raw product, so `t` stores it in f32: an epilogue output
-    of another element type beside that store made the kernel 15x slower (8192x3072x768 on the H100, 2026-11-25: 1.09 ms
-    for the f32 product and a bf16 bias-add, 0.07 ms for the product alone), so the epilogue then
-    stays a kernel of its own, which reads the product anyway."""
-    results = {op.result for op in [t.op] + t.siblings}
+    of another element type beside that store made the kernel 15x slower (8192x3072x768 on the
+    H100, 2026-11-25: 1.09 ms for the f32 product and a bf16 bias-add, 0.07 ms for the product
+    alone), so the epilogue then stays a kernel of its own, which reads the product anyway."""
+    results = _matmul_results(t)
     types = {F._elem(r) for r in results}
     if all(F._elem(o) in types for o in p.outputs):
         return False  # (measured only with outputs of another element type than the product's)
@@ -400,7 +405,7 @@ def _matmul_epilogue_work(t: Task, outputs: list[SSAValue], graph: FusionGraph) 
     """The epilogue work of matmul task `t` computing `outputs`: one per op other than simple
     arithmetic (exp, tanh, pow, division, ...), two per full-size tensor it reads besides the
     products, one per output beyond the first."""
-    results = {op.result for op in [t.op] + t.siblings}
+    results = _matmul_results(t)
     count = math.prod(shape_of(t.op.result))
     stop = graph.materialized | graph.args | results
     heavy, reads, seen = 0, set(), set()

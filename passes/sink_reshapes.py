@@ -22,8 +22,9 @@ Its other operands must follow at no cost: a `fusion.full` (made again in S), a 
 argument (reshaped: a reshape of a stored value is only an index computation), a broadcast
 of a value that varies only along the trailing dims the reshape keeps (a bias; broadcast again
 in S), or an elementwise op of such operands, up to MAX_CLONE_DEPTH ops deep (made again in S:
-a kernel recomputes elementwise ops anyway). A reshape of a reshape becomes one reshape, or none when it gives back its input's shape,
-so a 2-D -> 3-D -> 2-D round trip in front of a matmul operand disappears. Reshapes stop at
+a kernel recomputes elementwise ops anyway). A reshape of a reshape becomes one reshape, or none
+when it gives back its input's shape, so a 2-D -> 3-D -> 2-D round trip in front of a matmul
+operand disappears. Reshapes stop at
 reductions, matmuls, broadcasts, permutes and `segment_set`. Reshapes are row-major, so the
 values are unchanged.
 
