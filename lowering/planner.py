@@ -389,12 +389,18 @@ def _product_read_elsewhere(t: Task, p: Task, tasks: list[Task], graph: FusionGr
     """Another kernel reads matmul `t`'s raw product, so `t` stores it in f32: an epilogue output
     of another element type beside that store made the kernel 15x slower (8192x3072x768 on the
     H100, 2026-11-25: 1.09 ms for the f32 product and a bf16 bias-add, 0.07 ms for the product
-    alone), so the epilogue then stays a kernel of its own, which reads the product anyway."""
+    alone), so the epilogue then stays a kernel of its own, which reads the product anyway. A
+    reader that can join the same epilogue within its work limit is no such reason."""
     results = _matmul_results(t)
     types = {F._elem(r) for r in results}
     if all(F._elem(o) in types for o in p.outputs):
         return False  # (measured only with outputs of another element type than the product's)
-    return any(results & _loads(u, graph) for u in tasks if u is not t and u is not p)
+
+    def joins_too(u: Task) -> bool:  # a reader that can be this epilogue as well (not a reason to store)
+        exprs = [u.op.input] if u.kind == "segment" else u.outputs
+        return u.kind in ("pointwise", "segment") and all(_is_epilogue(t, e, graph) for e in exprs) and \
+            _matmul_epilogue_work(t, t.outputs + p.outputs + u.outputs, graph) <= MATMUL_EPILOGUE_WORK
+    return any(results & _loads(u, graph) and not joins_too(u) for u in tasks if u is not t and u is not p)
 
 
 _LIGHT_OPS = (F.AddOp, F.SubOp, F.MulOp, F.MaxOp, F.MinOp, F.NegOp, F.AbsOp, F.ReluOp, F.CastOp, F.CmpOp, F.WhereOp,
