@@ -14,9 +14,11 @@ import sys
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
+from xdsl.ir.core import ErasedSSAValue
 from xdsl.parser import Parser
 from xdsl.parser.core import ForwardDeclaredValue
 from xdsl.printer import Printer
+from xdsl.traits import IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException, DiagnosticException, ParseError
 
 from fuser.dialects.context import make_context
@@ -126,18 +128,38 @@ def verify_module(module: ModuleOp) -> None:
                                       f"definition (a value defined inside this op's own regions, or after it)")
     for op in module.walk():
         try:
+            _verify_placement(op)
             _verify_defined_before_use(op, positions)
             _verify_tensor_signature(op)
-            op.verify_()
-            _verify_structure(op)
+            op.verify_()  # an IRDL op's verify_ checks its definition (operands, traits) first
             if op.name == "llvm.mlir.addressof":
                 _verify_addressof(op)
         except DiagnosticException as e:
             raise FuserDiagnostic(f"{location_of(op)}: error: {_op_message(op, e)}") from None
-    try:
-        module.verify()
-    except DiagnosticException as e:  # something only the whole-module walk sees
-        raise FuserDiagnostic(f"error: {first_line(e)}") from None
+
+
+def _verify_placement(op: Operation) -> None:
+    """What xDSL's recursive `Operation.verify` checks besides `verify_`, for one op: no erased
+    operand, successors in its own region and only on a block's last op, a terminator where
+    its region needs one, no empty single-block region. Done here, inside the one walk, so that
+    each op is verified once (calling `module.verify()` as well verified everything twice)."""
+    for i, v in enumerate(op.operands):
+        if isinstance(v, ErasedSSAValue):
+            raise VerifyException(f"operand #{i} was erased")
+    block = op.parent
+    region = None if block is None else block.parent
+    if op.successors:
+        if region is None or block.last_op is not op:
+            raise VerifyException("an op with successors must end its block")
+        if any(s.parent is not region for s in op.successors):
+            raise VerifyException("a successor lies in another region")
+    if region is not None and block.last_op is op and not op.has_trait(IsTerminator):
+        holder = region.parent
+        if len(region.blocks) > 1 or (holder is not None and not holder.has_trait(NoTerminator)):
+            raise VerifyException(f"ends a block of '{holder.name if holder else '?'}' but is not a terminator")
+    for r in op.regions:
+        if len(r.blocks) == 1 and r.block.first_op is None and not op.has_trait(NoTerminator):
+            raise VerifyException("has an empty block where a terminator is expected")
 
 
 def _verify_tensor_signature(op: Operation) -> None:
@@ -191,12 +213,6 @@ def _verify_addressof(op: Operation) -> None:
             return
     raise VerifyException(f"'{op.name}' op refers to @{name}, which no llvm.mlir.global or llvm.func of the "
                           f"enclosing {scope.name} defines")
-
-
-def _verify_structure(op: Operation) -> None:
-    op_def = getattr(type(op), "get_irdl_definition", None)
-    if op_def is not None:
-        op_def().verify(op)
 
 
 def _op_message(op: Operation, e: Exception) -> str:

@@ -23,6 +23,22 @@ class PipelineError(ValueError):
     """An unknown pass, an unknown option or a malformed pipeline string."""
 
 
+def strip_anchor(spec: str) -> str:
+    """Upstream mlir-opt's spelling, `builtin.module(pass-a,pass-b)`, as our plain list: every
+    fuser pass runs on the whole module, so the module anchor is the only one there is."""
+    text = spec.strip()
+    for anchor in ("builtin.module(", "any("):
+        if text.startswith(anchor):
+            if not text.endswith(")"):
+                raise PipelineError(f"malformed pipeline '{spec}': '{anchor}' is not closed")
+            return strip_anchor(text[len(anchor):-1])
+    if "(" in text and "{" not in text.split("(", 1)[0]:
+        anchor = text.split("(", 1)[0].split(",")[-1].strip()
+        raise PipelineError(f"pipeline '{spec}' nests passes under '{anchor}(...)': fuser's passes run on the "
+                            "whole module, so only a 'builtin.module(...)' anchor around the whole list is taken")
+    return text
+
+
 def expand(spec: str) -> str:
     """Replace named pipelines inside a pipeline string by their pass lists. A named pipeline
     may take schedule options, `default{matmul_smem_reuse=0}`: they go to its
@@ -84,7 +100,7 @@ def build_pipeline(spec: str | Sequence[ModulePass]) -> list[ModulePass]:
             if not isinstance(p, ModulePass):
                 raise PipelineError(f"pipeline entries must be passes, got {type(p).__name__}")
         return _share_schedule_options(passes, [None] * len(passes))
-    text = expand(spec)
+    text = expand(strip_anchor(spec))
     if not text.strip():
         return []
     known = available_passes()

@@ -97,6 +97,14 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+def _flag(text: str) -> bool:
+    """mlir-opt's boolean flag values (`--verify-each=false`)."""
+    value = {"true": True, "1": True, "false": False, "0": False}.get(text.lower())
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected true or false, got '{text}'")
+    return value
+
+
 def make_arg_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="fuser-opt",
@@ -105,9 +113,10 @@ def make_arg_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input_file", nargs="?", help="input .mlir file ('-' or none: stdin)")
     p.add_argument("-o", "--output-file", help="write the output here instead of stdout")
-    p.add_argument("-p", "--passes", "--pipeline", dest="passes", default="",
+    p.add_argument("-p", "--passes", "--pipeline", "--pass-pipeline", dest="passes", default="",
                    help="pass pipeline, e.g. 'canonicalize,convert-fusion-to-sched{block=128}' or a named "
-                        f"pipeline ({', '.join(NAMED_PIPELINES)})")
+                        f"pipeline ({', '.join(NAMED_PIPELINES)}); upstream's 'builtin.module(...)' wrapper "
+                        "is taken too")
     p.add_argument("-t", "--target", choices=TARGETS, default="mlir", help="what to print (default: mlir)")
     p.add_argument("--arch", choices=ARCHES, default="sm_90a",
                    help="GPU target (default: sm_90a): -t llvm/ptx translate for it, refusing a kernel that needs "
@@ -120,13 +129,18 @@ def make_arg_parser() -> argparse.ArgumentParser:
                         "for another line): each must be produced and every produced error expected, else "
                         "exit 1. Input (or a --split-input-file chunk) without annotations: print its "
                         "diagnostics to stdout and exit 0 (for FileCheck-based verifier tests)")
-    p.add_argument("--time-passes", action="store_true",
+    p.add_argument("--time-passes", "--mlir-timing", dest="time_passes", action="store_true",
                    help="at the end, print to stderr a table of the wall time of parsing, of each pass (in "
                         "pipeline order), of verification and of printing (or translating, for -t llvm/ptx)")
-    p.add_argument("--print-ir-after-all", "--print-between-passes", dest="print_after_all", action="store_true",
+    p.add_argument("--print-ir-after-all", "--mlir-print-ir-after-all", "--print-between-passes", dest="print_after_all", action="store_true",
                    help="print the IR after every pass (to stderr)")
-    p.add_argument("--print-op-generic", action="store_true", help="print ops in the generic form")
-    p.add_argument("--print-debuginfo", action="store_true", help="print op locations")
+    p.add_argument("--print-op-generic", "--mlir-print-op-generic", dest="print_op_generic", action="store_true",
+                   help="print ops in the generic form")
+    p.add_argument("--print-debuginfo", "--mlir-print-debuginfo", dest="print_debuginfo", action="store_true",
+                   help="print op locations")
+    p.add_argument("--verify-each", type=_flag, default=True, metavar="{true,false}",
+                   help="verify the IR after every pass (default true, naming the pass that broke it); false: "
+                        "once, after the last pass")
     p.add_argument("--list-passes", action="store_true", help="list passes, their options and named pipelines")
     p.add_argument("--version", action="store_true", help="print fuser's version and exit")
     return p
@@ -222,12 +236,16 @@ def process_chunk(text: str, name: str, line_offset: int, args, out, timer: Phas
             timer.seconds["verify"] += time.perf_counter() - timer.pass_end
         if args.print_after_all:
             sys.stderr.write(f"// -----// IR Dump After {p.name} //----- //\n{print_module(m)}\n")
+        if timer:
+            timer.pass_end = time.perf_counter()
 
     try:
-        run_passes(passes, module, after=after)
+        run_passes(passes, module, after=after, verify_each=args.verify_each)
     except FuserDiagnostic as e:
         text = str(e)
         raise FuserDiagnostic(f"{name}: {text}" if text.startswith("error:") else text) from None  # name the file
+    if timer and passes and not args.verify_each:  # run_passes verified once, after the last `after`
+        timer.seconds["verify"] += time.perf_counter() - timer.pass_end
     with _phase(timer, "emit"):
         try:
             out.write(_emit(module, args))
