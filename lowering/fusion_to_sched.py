@@ -1,8 +1,8 @@
 """convert-fusion-to-sched: schedule each segment of a fusion into its kernels.
 
-The kernel boundaries are fusion-segment's (passes/segment.py): a function that is not cut yet is
-cut here by the same code, and segments already in the IR (from fusion-segment or written by
-hand) are kept. The pass makes the host function with a buffer for every value kept between
+The kernel boundaries are fusion-segment's (passes/segment.py): this conversion takes fusion
+functions already cut into `fusion.segment`s, each naming its scheduler, and refuses one that is
+not (run `fusion-segment` first, or a named pipeline). The pass makes the host function with a buffer for every value kept between
 segments, plans each segment's one task (`plan_fusion` on its body, lowering/planner.py; an error
 if it is not one task of the scheduler the segment names), and hands it to that scheduler's
 emitter:
@@ -32,11 +32,10 @@ from fuser.lowering.emitter import KernelEmitter
 from fuser.lowering.kernel_builder import KernelBuilder
 from fuser.lowering.matmul import emit_matmul
 from fuser.lowering.normalization import emit_persistent
-from fuser.lowering.planner import Plan, plan_fusion
+from fuser.lowering.planner import SCHEDULER_OF_TASK, Plan, plan_fusion
 from fuser.lowering.pointwise import emit_copy, emit_pointwise
 from fuser.lowering.reduction import emit_reduction
 from fuser.lowering.schedulers.options import SchedulingPass
-from fuser.passes.segment import SCHEDULER_OF_TASK, segment_function
 
 # fusion-translate-welford and fusion-split-k import the planner and its error from here.
 __all__ = ["ConvertFusionToSched", "Plan", "ScheduleError", "plan_fusion"]
@@ -57,7 +56,7 @@ class ConvertFusionToSched(SchedulingPass):
     def _convert(self, module: ModuleOp, fn: func.FuncOp) -> None:
         _refuse_empty_tensors(fn)
         opts = self.schedule_options()
-        segment_function(fn, opts)  # the kernel boundaries are fusion-segment's (kept if already cut)
+        _require_segments(fn)  # the kernel boundaries are fusion-segment's
         body = fn.body.block
         args = list(body.args)
         outputs = list(body.last_op.operands)
@@ -157,6 +156,21 @@ def _workspace(host: KernelBuilder, v: SSAValue) -> SSAValue:
     ws = host.v(sched.WorkspaceOp(sched.memref(shape_of(v), F._elem(v))))
     ws.name_hint = v.name_hint
     return ws
+
+
+def _require_segments(fn: func.FuncOp) -> None:
+    """Every fusion op lies in a `fusion.segment` that names its scheduler: cutting a function
+    into kernels is fusion-segment's decision, and this conversion only carries it out."""
+    for op in fn.body.block.ops:
+        if isinstance(op, F.SegmentOp) and (op.scheduler is not None or op.body.block.first_op is op.body.block.last_op):
+            continue  # named, or one that only passes its operands on (copies, no scheduler)
+        if isinstance(op, F.SegmentOp):
+            raise ScheduleError("fusion.segment names no scheduler: run fusion-segment first, which names it or "
+                                "splits the segment into the kernels its ops need", op)
+        if op.dialect_name() == "fusion":
+            raise ScheduleError(f"'{op.name}' is outside any fusion.segment: convert-fusion-to-sched converts "
+                                f"segmented fusions; run fusion-segment first (or the to-sched / default "
+                                f"pipeline)", op)
 
 
 def _refuse_empty_tensors(fn: func.FuncOp) -> None:

@@ -49,6 +49,10 @@ class Plan:
     cost: int = 0                 # what the segmenter minimizes (`plan_cost`)
 
 
+SCHEDULER_OF_TASK = {"pointwise": "pointwise", "segment": "pointwise", "reduction": "reduction",
+                     "normalization": "normalization", "matmul": "matmul"}
+"""The scheduler that takes each kind of task (the name a `fusion.segment` carries)."""
+
 BOUNDARY_OPS = REDUCTION_OPS + (F.SegmentSetOp, F.MatmulOp, F.SegmentOp)
 """Ops whose results are written to memory and read back by the kernels that use them."""
 

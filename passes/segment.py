@@ -36,12 +36,10 @@ from xdsl.ir import Block, Operation, SSAValue
 from fuser.dialects import fusion as F
 from fuser.lowering.combiners import is_welford
 from fuser.lowering.common import Task, definition_order, nbytes, shape_of
-from fuser.lowering.planner import BOUNDARY_OPS, Plan, plan_fusion, task_ops, task_reads, unstored_matmul_result
+from fuser.lowering.planner import BOUNDARY_OPS, SCHEDULER_OF_TASK, Plan, plan_fusion, task_ops, task_reads, unstored_matmul_result
 from fuser.lowering.schedulers.options import ScheduleOptions, SchedulingPass
 from fuser.lowering.schedulers.reduction import reduction_view
 
-SCHEDULER_OF_TASK = {"pointwise": "pointwise", "segment": "pointwise", "reduction": "reduction",
-                     "normalization": "normalization", "matmul": "matmul"}
 
 
 @dataclass(frozen=True)

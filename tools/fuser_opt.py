@@ -1,7 +1,7 @@
 """fuser-opt: parse MLIR, run a pass pipeline, print MLIR, LLVM IR or PTX.
 
     fuser-opt input.mlir -p default -t ptx
-    fuser-opt input.mlir -p 'canonicalize,convert-fusion-to-sched{block=128}' --print-ir-after-all
+    fuser-opt input.mlir -p 'canonicalize,fusion-segment,convert-fusion-to-sched{block=128}' --print-ir-after-all
     fuser-opt invalid.mlir --split-input-file --verify-diagnostics
     fuser-opt input.mlir -p default -t ptx --time-passes
 
@@ -114,7 +114,7 @@ def make_arg_parser() -> argparse.ArgumentParser:
     p.add_argument("input_file", nargs="?", help="input .mlir file ('-' or none: stdin)")
     p.add_argument("-o", "--output-file", help="write the output here instead of stdout")
     p.add_argument("-p", "--passes", "--pipeline", "--pass-pipeline", dest="passes", default="",
-                   help="pass pipeline, e.g. 'canonicalize,convert-fusion-to-sched{block=128}' or a named "
+                   help="pass pipeline, e.g. 'canonicalize,fusion-segment,convert-fusion-to-sched{block=128}' or a named "
                         f"pipeline ({', '.join(NAMED_PIPELINES)}); upstream's 'builtin.module(...)' wrapper "
                         "is taken too")
     p.add_argument("-t", "--target", choices=TARGETS, default="mlir", help="what to print (default: mlir)")

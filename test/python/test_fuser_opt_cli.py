@@ -111,7 +111,7 @@ def test_pass_failure_is_matched(capsys, tmp_path):
   func.return %c : tensor<64x16xf32>
 }
 """
-    rc, _, err = _opt(capsys, tmp_path, text, "-p", "convert-fusion-to-sched", "--verify-diagnostics")
+    rc, _, err = _opt(capsys, tmp_path, text, "-p", "fusion-segment,convert-fusion-to-sched", "--verify-diagnostics")
     assert rc == 0 and err == ""
 
 

@@ -36,7 +36,7 @@ GATED = """func.func @mlp(%x: tensor<300x512xbf16>, %w1: tensor<512x384xbf16>, %
 }"""
 
 
-def lower(text, first="convert-fusion-to-sched", ptx=True):
+def lower(text, first="fusion-segment,convert-fusion-to-sched", ptx=True):
     """(sched-level IR after `first`, PTX or None)."""
     from fuser.lowering.ptx import module_to_ptx
     from fuser.dialects.ir import print_module
@@ -103,7 +103,7 @@ def test_layouts_assemble(ta, tb, tile):
     if find_ptxas() is None:
         pytest.skip("no ptxas")
     sched_ir, ptx = lower(matmul_text(200, 264, 136, ta, tb),
-                          f"convert-fusion-to-sched{{tile=\"{tile}\"}}")
+                          f"fusion-segment,convert-fusion-to-sched{{tile=\"{tile}\"}}")
     assert "wgmma.mma_async.sync.aligned.m64n%sk16.f32.bf16.bf16" % tile.split("x")[1] in ptx
     assert "cp.async.bulk.tensor.2d.shared::cluster.global" in ptx
     assert "setmaxnreg.inc.sync.aligned.u32 232" in ptx
@@ -153,7 +153,7 @@ def test_errors(text, msg):
 
 def test_bad_tile_option():
     with pytest.raises(Exception) as err:
-        lower(matmul_text(64, 64, 64), 'convert-fusion-to-sched{tile="64x64"}', ptx=False)
+        lower(matmul_text(64, 64, 64), 'fusion-segment,convert-fusion-to-sched{tile="64x64"}', ptx=False)
     assert "tile 64x64 is not one of" in str(err.value)
 
 
@@ -174,7 +174,7 @@ def test_layout_descriptors(ta, tb, persistent):
     """The wgmma transpose flags follow the operand layouts on both grids (an N-major B, the
     default [K, N] layout, is `trans_b`; an M-major A, stored [K, M], is `trans_a`)."""
     sched_ir, _ = lower(matmul_text(200, 264, 136, ta, tb),
-                        f"convert-fusion-to-sched{{matmul_persistent={persistent} sms=2}}", ptx=False)
+                        f"fusion-segment,convert-fusion-to-sched{{matmul_persistent={persistent} sms=2}}", ptx=False)
     mmas = [ln for ln in sched_ir.splitlines() if "sched.wgmma.mma_async" in ln]
     assert mmas and all(("trans_b" in ln) == (not tb) and ("trans_a" in ln) == ta for ln in mmas)
     assert f"persistent={persistent}" in sched_ir
@@ -184,7 +184,7 @@ def test_layout_descriptors(ta, tb, persistent):
 def test_persistent_one_wait_per_tile(text):
     """Forced persistent grid: the tile loop holds the K loop, exactly one wait_group 0 (per
     tile, inside the tile loop) after the last mma, and ptxas accepts it with no spills."""
-    sched_ir, ptx = lower(text, "convert-fusion-to-sched{matmul_persistent=1 sms=3}")
+    sched_ir, ptx = lower(text, "fusion-segment,convert-fusion-to-sched{matmul_persistent=1 sms=3}")
     assert "persistent=1 grid=3" in sched_ir and "grid [3, 1, 1]" in sched_ir
     body = ptx[ptx.index(".entry"):]
     zero = [m.start() for m in re.finditer(r"wgmma\.wait_group\.sync\.aligned\s+0;", body)]
@@ -226,7 +226,7 @@ def _ptxas_info(ptx):
 def test_pingpong_assembles(text, opts):
     """Ping-pong: the turn barriers are in the PTX, exactly one wait_group 0 (after the last mma),
     and ptxas takes it with no spills (setmaxnreg: producer 40, consumers 232)."""
-    sched_ir, ptx = lower(text, f"convert-fusion-to-sched{{{opts}}}")
+    sched_ir, ptx = lower(text, f"fusion-segment,convert-fusion-to-sched{{{opts}}}")
     assert "pingpong=1" in sched_ir
     body = ptx[ptx.index(".entry"):]
     zero = [m.start() for m in re.finditer(r"wgmma\.wait_group\.sync\.aligned\s+0;", body)]
@@ -248,7 +248,7 @@ def test_cluster_assembles(ta, tb, tile, persistent):
     if find_ptxas() is None:
         pytest.skip("no ptxas")
     sched_ir, ptx = lower(matmul_text(328, 264, 136, ta, tb),
-                          f'convert-fusion-to-sched{{tile="{tile}" matmul_cluster=2 matmul_persistent={persistent} sms=5}}')
+                          f'fusion-segment,convert-fusion-to-sched{{tile="{tile}" matmul_cluster=2 matmul_persistent={persistent} sms=5}}')
     assert "cluster=2" in sched_ir and "cluster [2, 1, 1]" in sched_ir
     assert ".reqnctapercluster 2, 1, 1" in ptx
     assert "bytes.multicast::cluster" in ptx and "mapa.shared::cluster.u32" in ptx

@@ -48,7 +48,7 @@ def torch_isfinite(x):
 
 def _pipe(opts: str) -> str:
     """The compile pipeline with convert-fusion-to-sched's options `opts` (no translate/split passes)."""
-    return f"canonicalize,convert-fusion-to-sched{{{opts}}},sched-flush-wgmma,sched-alias-smem,cse,convert-sched-to-nvvm,cse"
+    return f"canonicalize,fusion-segment,convert-fusion-to-sched{{{opts}}},sched-flush-wgmma,sched-alias-smem,cse,convert-sched-to-nvvm,cse"
 
 
 def _operands(torch, m, n, k, ta, tb, dt):
@@ -321,7 +321,7 @@ def bench() -> None:
         fl = 2 * m * n * k
         for v in variants:
             opt = "" if not v else (f"{{{v}}}" if "=" in v else f'{{tile="{v}"}}')
-            pipe = f"canonicalize,convert-fusion-to-sched{opt},sched-flush-wgmma,sched-alias-smem,cse,convert-sched-to-nvvm,cse"
+            pipe = f"canonicalize,fusion-segment,convert-fusion-to-sched{opt},sched-flush-wgmma,sched-alias-smem,cse,convert-sched-to-nvvm,cse"
             k_ = api.compile(text, pipeline=pipe)
             err = _rel(k_(*args), ref)
             t_f = do_bench(lambda: k_(*args), warmup=50, rep=300, return_mode="median")

@@ -243,7 +243,7 @@ class _Thread:
 
 def _kernel(text: str, opts: str):
     mod = parse_module(text, "<test>")
-    run_passes(build_pipeline(f"convert-fusion-to-sched{{{opts}}}"), mod)
+    run_passes(build_pipeline(f"fusion-segment,convert-fusion-to-sched{{{opts}}}"), mod)
     k = next(o for o in mod.walk() if isinstance(o, sched.KernelOp) and "fuser.matmul" in o.attributes)
     info = dict(kv.split("=") for kv in k.attributes["fuser.matmul"].data.split())
     return k, {key: int(val) if val.isdigit() else val for key, val in info.items()}
@@ -372,12 +372,12 @@ def test_sum_epilogue_not_stored():
   %c = fusion.cast %y : tensor<256x512xf32> to tensor<256x512xbf16>
   func.return %c : tensor<256x512xbf16>
 }"""
-    ir = after(text, "convert-fusion-to-sched")
+    ir = after(text, "fusion-segment,convert-fusion-to-sched")
     assert ir.count("sched.kernel") == 1 and "memref<256x512xf32>" not in ir
     # ... but it is when another kernel reads it, or it is an output
     both = text.replace("-> tensor<256x512xbf16> {", "-> (tensor<256x512xbf16>, tensor<256x512xf32>) {").replace(
         "func.return %c : tensor<256x512xbf16>", "func.return %c, %s : tensor<256x512xbf16>, tensor<256x512xf32>")
-    assert "memref<256x512xf32>" in after(both, "convert-fusion-to-sched")
+    assert "memref<256x512xf32>" in after(both, "fusion-segment,convert-fusion-to-sched")
     other = """func.func @f(%p: tensor<4x256x512xf32>, %bias: tensor<512xf32>) -> (tensor<256x512xbf16>, tensor<256xf32>) {
   %s = fusion.reduce sum %p dims [0] : tensor<4x256x512xf32> to tensor<256x512xf32>
   %bb = fusion.broadcast %bias dims [0] : tensor<512xf32> to tensor<256x512xf32>
@@ -386,7 +386,7 @@ def test_sum_epilogue_not_stored():
   %t = fusion.reduce sum %s dims [1] : tensor<256x512xf32> to tensor<256xf32>
   func.return %c, %t : tensor<256x512xbf16>, tensor<256xf32>
 }"""
-    assert "sched.workspace : memref<256x512xf32>" in after(other, "convert-fusion-to-sched")
+    assert "sched.workspace : memref<256x512xf32>" in after(other, "fusion-segment,convert-fusion-to-sched")
 
 
 def test_outer_reduction_params_few_rows():
@@ -415,11 +415,11 @@ def _assemble(ptx: str) -> None:
 @pytest.mark.parametrize("text,pipeline", [
     (matmul_fn(128, 128, 131072, epilogue=True), "default"),
     (matmul_fn(100, 200, 10000, tb=True, out="bf16"), "default"),
-    (matmul_fn(200, 264, 1000), "canonicalize,fusion-split-k{factor=3},convert-fusion-to-sched{sms=5},sched-flush-wgmma,sched-alias-smem,cse,"
+    (matmul_fn(200, 264, 1000), "canonicalize,fusion-split-k{factor=3},fusion-segment,convert-fusion-to-sched{sms=5},sched-flush-wgmma,sched-alias-smem,cse,"
                                 "convert-sched-to-nvvm,cse"),
-    (matmul_fn(200, 264, 1000, tb=True), "canonicalize,fusion-split-k{factor=3},"
+    (matmul_fn(200, 264, 1000, tb=True), "canonicalize,fusion-split-k{factor=3},fusion-segment,"
                                          "convert-fusion-to-sched{matmul_pingpong=1 sms=4},sched-flush-wgmma,sched-alias-smem,cse,convert-sched-to-nvvm,cse"),
-    (matmul_fn(328, 264, 1000), "canonicalize,fusion-split-k{factor=3},"
+    (matmul_fn(328, 264, 1000), "canonicalize,fusion-split-k{factor=3},fusion-segment,"
                                 "convert-fusion-to-sched{matmul_cluster=2 matmul_persistent=1 sms=4},sched-flush-wgmma,sched-alias-smem,cse,convert-sched-to-nvvm,cse"),
 ])
 def test_split_ptx_assembles(text, pipeline):
@@ -448,7 +448,7 @@ def test_scheduler_rejects_unaligned_chunk():
   func.return %p : tensor<10x128x128xf32>
 }"""
     with pytest.raises(Exception) as err:
-        after(text, "convert-fusion-to-sched")
+        after(text, "fusion-segment,convert-fusion-to-sched")
     assert "k_chunk must be a multiple of 64" in str(err.value)
 
 
@@ -468,7 +468,7 @@ def test_partials_read_by_pointwise_output():
   %s = fusion.reduce sum %p dims [0] : tensor<4x128x128xf32> to tensor<128x128xf32>
   func.return %q, %s : tensor<4x128x128xf32>, tensor<128x128xf32>
 }"""
-    ir = after(text, "convert-fusion-to-sched")
+    ir = after(text, "fusion-segment,convert-fusion-to-sched")
     assert ir.count("sched.kernel") == 3 and ir.count("sched.workspace : memref<4x128x128xf32>") == 1
 
 
@@ -525,7 +525,7 @@ def test_serial_refusals():
     with pytest.raises(Exception, match="strategy=serial: N=130"):
         after(matmul_fn(128, 130, 8192, tb=True), "fusion-split-k{strategy=serial}")
     with pytest.raises(Exception, match="matmul_cluster=2: not built for serial split-K"):
-        after(matmul_fn(128, 128, 8192), "fusion-split-k{strategy=serial},convert-fusion-to-sched{matmul_cluster=2}")
+        after(matmul_fn(128, 128, 8192), "fusion-split-k{strategy=serial},fusion-segment,convert-fusion-to-sched{matmul_cluster=2}")
 
 
 def test_with_split_k():

@@ -55,7 +55,7 @@ def _pipeline(split: str = "", sched: str = "", strategy: str = "two-kernel") ->
     """The default pipeline with fusion-split-k{strategy=..., split} and convert-fusion-to-sched{sched}."""
     split = " ".join(x for x in (f"strategy={strategy}", split) if x)
     sched = f"convert-fusion-to-sched{{{sched}}}" if sched else "convert-fusion-to-sched"
-    return (f"canonicalize,fusion-split-k{{{split}}},{sched},sched-flush-wgmma,sched-insert-bulk-syncs,"
+    return (f"canonicalize,fusion-split-k{{{split}}},fusion-segment,{sched},sched-flush-wgmma,sched-insert-bulk-syncs,"
             "sched-alias-smem,cse,convert-sched-to-nvvm,cse")
 
 

@@ -1,4 +1,4 @@
-// RUN: not fuser-opt %s --split-input-file -p convert-fusion-to-sched 2>&1 | filecheck %s
+// RUN: not fuser-opt %s --split-input-file -p fusion-segment,convert-fusion-to-sched 2>&1 | filecheck %s
 
 // A segment that names a scheduler that does not take its ops: the error names both.
 // CHECK: errors.mlir:[[# @LINE + 2]]:3: error: pass 'convert-fusion-to-sched' failed: fusion.segment names the 'normalization' scheduler, but its ops are a 'reduction' task

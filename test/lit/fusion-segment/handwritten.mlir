@@ -1,6 +1,6 @@
 // RUN: fuser-opt %s --split-input-file -p fusion-segment | filecheck %s
 // RUN: fuser-opt %s --split-input-file -p fusion-segment,fusion-segment | filecheck %s
-// RUN: fuser-opt %s --split-input-file -p convert-fusion-to-sched | filecheck %s --check-prefix=SCHED
+// RUN: fuser-opt %s --split-input-file -p fusion-segment,convert-fusion-to-sched | filecheck %s --check-prefix=SCHED
 
 // Hand-written segments keep their boundaries. Softmax's max is cut off by hand, so the rest is
 // not one normalization segment with it: the segment gets its scheduler's name, and the ops

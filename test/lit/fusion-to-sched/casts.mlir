@@ -1,4 +1,4 @@
-// RUN: fuser-opt %s -p convert-fusion-to-sched | filecheck %s
+// RUN: fuser-opt %s -p fusion-segment,convert-fusion-to-sched | filecheck %s
 // RUN: fuser-opt %s -p default -t ptx | filecheck %s --check-prefix=PTX
 
 // fusion.cast between the element types, with torch's semantics. Values are computed in f32

@@ -1,4 +1,4 @@
-// RUN: fuser-opt %s --split-input-file -p convert-fusion-to-sched,sched-verify-buffers | filecheck %s
+// RUN: fuser-opt %s --split-input-file -p fusion-segment,convert-fusion-to-sched,sched-verify-buffers | filecheck %s
 
 // Multi-output fusions: every output is computed where it is stored, and every other use of it
 // computes it too; no kernel reads back an output buffer. (An output read back from its own

@@ -1,5 +1,5 @@
-// RUN: fuser-opt %s --split-input-file -p convert-fusion-to-sched,sched-alias-smem | filecheck %s
-// RUN: fuser-opt %s --split-input-file -p 'convert-fusion-to-sched{persistent=false}' | filecheck %s --check-prefix=SPLIT
+// RUN: fuser-opt %s --split-input-file -p fusion-segment,convert-fusion-to-sched,sched-alias-smem | filecheck %s
+// RUN: fuser-opt %s --split-input-file -p 'fusion-segment,convert-fusion-to-sched{persistent=false}' | filecheck %s --check-prefix=SPLIT
 
 // The normalization scheduler keeps a row in registers between a reduction and the outputs
 // computed from it at that row, so x - max(x) reads x once, in one kernel. Without it (or when

@@ -1,5 +1,5 @@
-// RUN: fuser-opt %s --split-input-file -p convert-fusion-to-sched | filecheck %s
-// RUN: fuser-opt %s -p 'convert-fusion-to-sched{block=128}' | filecheck %s --check-prefix=BLOCK
+// RUN: fuser-opt %s --split-input-file -p fusion-segment,convert-fusion-to-sched | filecheck %s
+// RUN: fuser-opt %s -p 'fusion-segment,convert-fusion-to-sched{block=128}' | filecheck %s --check-prefix=BLOCK
 
 // A pointwise fusion with a broadcast bias becomes one kernel (gelu-tanh as x/(1+exp(-2u))): a grid-stride loop over
 // 16-byte vectors of the output, with the bias read as a vector along the kept last dim.

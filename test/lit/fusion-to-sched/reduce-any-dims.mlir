@@ -1,4 +1,4 @@
-// RUN: fuser-opt %s --split-input-file -p convert-fusion-to-sched | filecheck %s
+// RUN: fuser-opt %s --split-input-file -p fusion-segment,convert-fusion-to-sched | filecheck %s
 
 // A middle dim: the outer scheduler reads [4, 5, 6] as the view [5, 4, 6] (5 rows into 24
 // columns), so each thread owns a 2-element vector along the contiguous dim and loads it at the

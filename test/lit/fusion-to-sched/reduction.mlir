@@ -1,4 +1,4 @@
-// RUN: fuser-opt %s --split-input-file -p convert-fusion-to-sched | filecheck %s
+// RUN: fuser-opt %s --split-input-file -p fusion-segment,convert-fusion-to-sched | filecheck %s
 
 // Inner (row) reduction with a fused pointwise prologue: one block of 256 threads per row,
 // vector loads along the row, warp shuffles, then a shared-memory step across the 8 warps.

@@ -1,4 +1,4 @@
-// RUN: fuser-opt %s --split-input-file -p convert-fusion-to-sched,sched-alias-smem | filecheck %s
+// RUN: fuser-opt %s --split-input-file -p fusion-segment,convert-fusion-to-sched,sched-alias-smem | filecheck %s
 
 // out = permute(x) + y: a block stages a 32x32 tile of x read along x's last dim (tx walks
 // the second index of the load), then writes out along its last dim (tx walks the second index

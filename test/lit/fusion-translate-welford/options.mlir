@@ -1,6 +1,6 @@
-// RUN: fuser-opt %s -p 'fusion-translate-welford,convert-fusion-to-sched{persistent=false}' | filecheck %s
+// RUN: fuser-opt %s -p 'fusion-translate-welford,fusion-segment,convert-fusion-to-sched{persistent=false}' | filecheck %s
 // RUN: fuser-opt %s -p 'fusion-translate-welford' | filecheck %s --check-prefix=AUTO
-// RUN: not fuser-opt %s -p 'fusion-translate-welford{persistent=true},convert-fusion-to-sched{persistent=false}' 2>&1 | filecheck %s --check-prefix=CONFLICT
+// RUN: not fuser-opt %s -p 'fusion-translate-welford{persistent=true},fusion-segment,convert-fusion-to-sched{persistent=false}' 2>&1 | filecheck %s --check-prefix=CONFLICT
 
 // Schedule options are pipeline-wide: with persistent=false given to the scheduler, the
 // translation is decided as that scheduler will run (no persistent kernel, so the Welford op

@@ -1,5 +1,5 @@
-// RUN: fuser-opt %s -p convert-fusion-to-sched | filecheck %s --check-prefix=SCHED
-// RUN: fuser-opt %s -p convert-fusion-to-sched,sched-flush-wgmma | filecheck %s --check-prefix=FLUSH
+// RUN: fuser-opt %s -p fusion-segment,convert-fusion-to-sched | filecheck %s --check-prefix=SCHED
+// RUN: fuser-opt %s -p fusion-segment,convert-fusion-to-sched,sched-flush-wgmma | filecheck %s --check-prefix=FLUSH
 
 // The matmul scheduler leaves the accumulators' read-after-write sync to sched-flush-wgmma:
 // its kernel has no wait_group 0 (the main loop's wait_group 1 only recycles slots), and the

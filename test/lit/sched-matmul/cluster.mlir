@@ -1,7 +1,7 @@
-// RUN: fuser-opt %s -p 'convert-fusion-to-sched{matmul_cluster=2 matmul_persistent=1 sms=5},sched-flush-wgmma' | filecheck %s --check-prefix=CL
-// RUN: fuser-opt %s -p 'convert-fusion-to-sched{matmul_cluster=2 matmul_persistent=0 sms=4},sched-flush-wgmma' | filecheck %s --check-prefix=ONE
-// RUN: fuser-opt %s -p 'convert-fusion-to-sched{matmul_cluster=1 sms=4},sched-flush-wgmma' | filecheck %s --check-prefix=OFF
-// RUN: fuser-opt %s -p 'convert-fusion-to-sched{sms=4},sched-flush-wgmma' | filecheck %s --check-prefix=OFF
+// RUN: fuser-opt %s -p 'fusion-segment,convert-fusion-to-sched{matmul_cluster=2 matmul_persistent=1 sms=5},sched-flush-wgmma' | filecheck %s --check-prefix=CL
+// RUN: fuser-opt %s -p 'fusion-segment,convert-fusion-to-sched{matmul_cluster=2 matmul_persistent=0 sms=4},sched-flush-wgmma' | filecheck %s --check-prefix=ONE
+// RUN: fuser-opt %s -p 'fusion-segment,convert-fusion-to-sched{matmul_cluster=1 sms=4},sched-flush-wgmma' | filecheck %s --check-prefix=OFF
+// RUN: fuser-opt %s -p 'fusion-segment,convert-fusion-to-sched{sms=4},sched-flush-wgmma' | filecheck %s --check-prefix=OFF
 
 // 2-CTA clusters along M (convert-fusion-to-sched's matmul_cluster=2): the two CTAs of a
 // cluster compute vertically adjacent 128x256 tiles of 696x904 (6 tile rows, 4 tile columns:

@@ -1,6 +1,6 @@
-// RUN: fuser-opt %s -p 'convert-fusion-to-sched{matmul_persistent=1 sms=4},sched-flush-wgmma' | filecheck %s --check-prefix=PERS
-// RUN: fuser-opt %s -p 'convert-fusion-to-sched{matmul_persistent=0 sms=4},sched-flush-wgmma' | filecheck %s --check-prefix=ONE
-// RUN: fuser-opt %s -p 'convert-fusion-to-sched{sms=4},sched-flush-wgmma' | filecheck %s --check-prefix=PERS
+// RUN: fuser-opt %s -p 'fusion-segment,convert-fusion-to-sched{matmul_persistent=1 sms=4},sched-flush-wgmma' | filecheck %s --check-prefix=PERS
+// RUN: fuser-opt %s -p 'fusion-segment,convert-fusion-to-sched{matmul_persistent=0 sms=4},sched-flush-wgmma' | filecheck %s --check-prefix=ONE
+// RUN: fuser-opt %s -p 'fusion-segment,convert-fusion-to-sched{sms=4},sched-flush-wgmma' | filecheck %s --check-prefix=PERS
 
 // The persistent matmul grid: min(sms, tiles) CTAs, each walking tiles pid, pid + 4, ...; the
 // choice is recorded on the kernel. 696x904 at 128x256 is 6 x 4 = 24 tiles (ragged on both).

@@ -1,6 +1,6 @@
-// RUN: fuser-opt %s -p 'convert-fusion-to-sched{matmul_pingpong=1 sms=4},sched-flush-wgmma' | filecheck %s
-// RUN: fuser-opt %s -p 'convert-fusion-to-sched{matmul_pingpong=1 sms=4 tile="64x256"},sched-flush-wgmma' | filecheck %s --check-prefix=WIDE
-// RUN: fuser-opt %s -p 'convert-fusion-to-sched{sms=4},sched-flush-wgmma' | filecheck %s --check-prefix=AUTO
+// RUN: fuser-opt %s -p 'fusion-segment,convert-fusion-to-sched{matmul_pingpong=1 sms=4},sched-flush-wgmma' | filecheck %s
+// RUN: fuser-opt %s -p 'fusion-segment,convert-fusion-to-sched{matmul_pingpong=1 sms=4 tile="64x256"},sched-flush-wgmma' | filecheck %s --check-prefix=WIDE
+// RUN: fuser-opt %s -p 'fusion-segment,convert-fusion-to-sched{sms=4},sched-flush-wgmma' | filecheck %s --check-prefix=AUTO
 
 // Ping-pong consumers (forced): a persistent grid whose two consumer warpgroups take alternate
 // tiles (128x128 by default: 6 x 8 = 48 ragged tiles), each slot read by one warpgroup (4 warps

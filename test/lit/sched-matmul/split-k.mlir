@@ -1,6 +1,6 @@
-// RUN: fuser-opt %s --split-input-file -p 'convert-fusion-to-sched{matmul_store=direct},sched-flush-wgmma' | filecheck %s
-// RUN: fuser-opt %s --split-input-file -p convert-fusion-to-sched,sched-flush-wgmma | filecheck %s --check-prefix=TMA
-// RUN: fuser-opt %s --split-input-file -p 'convert-fusion-to-sched{sms=5 tile="128x128"},sched-flush-wgmma' | filecheck %s --check-prefix=PERS
+// RUN: fuser-opt %s --split-input-file -p 'fusion-segment,convert-fusion-to-sched{matmul_store=direct},sched-flush-wgmma' | filecheck %s
+// RUN: fuser-opt %s --split-input-file -p fusion-segment,convert-fusion-to-sched,sched-flush-wgmma | filecheck %s --check-prefix=TMA
+// RUN: fuser-opt %s --split-input-file -p 'fusion-segment,convert-fusion-to-sched{sms=5 tile="128x128"},sched-flush-wgmma' | filecheck %s --check-prefix=PERS
 
 // A split-K matmul (what fusion-split-k makes of 128x128x131072 with a bias + gelu + bf16
 // epilogue): 1 tile x 128 splits = 128 work items, one CTA each (one wave on 132 SMs). Work

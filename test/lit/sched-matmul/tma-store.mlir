@@ -1,7 +1,7 @@
-// RUN: fuser-opt %s -p 'convert-fusion-to-sched{sms=4},sched-flush-wgmma,sched-alias-smem' | filecheck %s
-// RUN: fuser-opt %s -p 'convert-fusion-to-sched{sms=4 matmul_store=direct},sched-flush-wgmma' | filecheck %s --check-prefix=DIRECT
-// RUN: not fuser-opt %s -p 'convert-fusion-to-sched{sms=4 matmul_store=tma}' 2>&1 | filecheck %s --check-prefix=FORCED
-// RUN: not fuser-opt %s -p 'convert-fusion-to-sched{sms=4 matmul_store=smem}' 2>&1 | filecheck %s --check-prefix=BAD
+// RUN: fuser-opt %s -p 'fusion-segment,convert-fusion-to-sched{sms=4},sched-flush-wgmma,sched-alias-smem' | filecheck %s
+// RUN: fuser-opt %s -p 'fusion-segment,convert-fusion-to-sched{sms=4 matmul_store=direct},sched-flush-wgmma' | filecheck %s --check-prefix=DIRECT
+// RUN: not fuser-opt %s -p 'fusion-segment,convert-fusion-to-sched{sms=4 matmul_store=tma}' 2>&1 | filecheck %s --check-prefix=FORCED
+// RUN: not fuser-opt %s -p 'fusion-segment,convert-fusion-to-sched{sms=4 matmul_store=smem}' 2>&1 | filecheck %s --check-prefix=BAD
 
 // The TMA-store epilogue: each consumer warpgroup writes a 64-row x 128-byte chunk of an output
 // into one of its two swizzled staging buffers (bytes of their own, placed by sched-alias-smem

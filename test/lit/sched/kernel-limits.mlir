@@ -1,7 +1,7 @@
 // RUN: fuser-opt %s --split-input-file --verify-diagnostics
-// RUN: not fuser-opt %S/../../../examples/row_sum.mlir -p 'convert-fusion-to-sched{split=70000}' 2>&1 | filecheck %s --check-prefix=SPLIT
+// RUN: not fuser-opt %S/../../../examples/row_sum.mlir -p 'fusion-segment,convert-fusion-to-sched{split=70000}' 2>&1 | filecheck %s --check-prefix=SPLIT
 // RUN: not fuser-opt %S/../../../examples/row_sum.mlir -p 'default{block=2048}' 2>&1 | filecheck %s --check-prefix=BLOCK
-// RUN: fuser-opt %S/../../../examples/row_sum.mlir -p 'convert-fusion-to-sched{split=65535 persistent=false}' | filecheck %s --check-prefix=MAXSPLIT
+// RUN: fuser-opt %S/../../../examples/row_sum.mlir -p 'fusion-segment,convert-fusion-to-sched{split=65535 persistent=false}' | filecheck %s --check-prefix=MAXSPLIT
 
 // A sched.kernel's launch geometry stays within CUDA's limits (grid.x 2^31-1, grid.y and
 // grid.z 65535; block 1024x1024x64 and 1024 threads; clusters of 8 CTAs), and its name is a
