@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FunctionType, IntegerAttr, ModuleOp, TensorType, i64
+from xdsl.dialects.builtin import DictionaryAttr, FunctionType, IntegerAttr, ModuleOp, TensorType, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from fuser.dialects import fusion as F
@@ -35,7 +35,8 @@ from fuser.lowering.normalization import emit_persistent
 from fuser.lowering.planner import SCHEDULER_OF_TASK, Plan, plan_fusion
 from fuser.lowering.pointwise import emit_copy, emit_pointwise
 from fuser.lowering.reduction import emit_reduction
-from fuser.lowering.schedulers.options import SchedulingPass
+from fuser.lowering.schedulers.options import (PLAN_ATTR, ScheduleOptions, ScheduleOptionsError, SchedulingPass,
+                                               explicit_options, options_from_plan)
 
 # fusion-translate-welford and fusion-split-k import the planner and its error from here.
 __all__ = ["ConvertFusionToSched", "Plan", "ScheduleError", "plan_fusion"]
@@ -80,13 +81,18 @@ class ConvertFusionToSched(SchedulingPass):
                 copies.append((o, a))
             else:
                 buffers[o] = a
-        segments = [(seg, self._plan_segment(seg, opts)) for seg in body.ops if isinstance(seg, F.SegmentOp)]
+        overrides = explicit_options(self)
+        segments = []
+        for seg in [o for o in body.ops if isinstance(o, F.SegmentOp)]:
+            seg_opts = _segment_options(seg, opts, overrides)
+            segments.append((seg, seg_opts, self._plan_segment(seg, seg_opts, _overridden(seg, overrides))))
         # Every buffer first (workspaces for the values kept between kernels), then the kernels;
         # a segment's own copies follow its kernels, since later segments may read them.
-        seg_copies = [_segment_buffers(host, seg, plan, buffers) for seg, plan in segments]
+        seg_copies = [_segment_buffers(host, seg, plan, buffers) for seg, _, plan in segments]
         em = KernelEmitter(fn.sym_name.data, module.body.block, host, buffers, opts)
-        for (seg, plan), own in zip(segments, seg_copies):
+        for (seg, seg_opts, plan), own in zip(segments, seg_copies):
             argset = set(seg.body.block.args)
+            em.opts = seg_opts
             for t in plan.tasks:
                 emit_task(em, t, plan.materialized, argset)
             for o, a in own:
@@ -97,11 +103,16 @@ class ConvertFusionToSched(SchedulingPass):
         module.body.block.erase_op(fn)
 
     @staticmethod
-    def _plan_segment(seg: F.SegmentOp, opts) -> Plan:
-        """The one task a segment's scheduler runs (a segment with none only passes values on)."""
+    def _plan_segment(seg: F.SegmentOp, opts, overridden: list[str]) -> Plan:
+        """The one task a segment's scheduler runs (a segment with none only passes values on),
+        or, where options given to this pass override the segment's recorded plan, the tasks
+        its ops need under them (a normalization segment made non-persistent: its reduction
+        and pointwise kernels)."""
         plan = plan_fusion(seg.body.block, opts)
         kinds = [SCHEDULER_OF_TASK.get(t.kind, t.kind) for t in plan.tasks]
         name = seg.scheduler_name
+        if overridden:
+            return plan
         if len(kinds) > 1:
             raise ScheduleError(f"fusion.segment \"{name}\" holds {len(kinds)} kernel tasks ({', '.join(kinds)}); a "
                                 "segment is one scheduler's task: split it, or drop its scheduler name so that "
@@ -111,6 +122,27 @@ class ConvertFusionToSched(SchedulingPass):
             raise ScheduleError(f"fusion.segment names the '{name}' scheduler, but its ops are a '{kinds[0]}' "
                                 f"task{why}", seg)
         return plan
+
+
+def _segment_options(seg: F.SegmentOp, opts, overrides: dict[str, object]):
+    """The options `seg` is converted with: the pass's, then the segment's `fuser.plan`, then
+    the options given to this pass explicitly."""
+    plan = seg.attributes.get(PLAN_ATTR)
+    if plan is not None and not isinstance(plan, DictionaryAttr):
+        raise ScheduleError(f"{PLAN_ATTR} must be a dictionary of schedule options, got {plan}", seg)
+    try:
+        return options_from_plan(plan, opts, overrides)
+    except ScheduleOptionsError as e:
+        raise ScheduleError(str(e), seg) from None
+
+
+def _overridden(seg: F.SegmentOp, overrides: dict[str, object]) -> list[str]:
+    """The options given to this pass that change what `seg`'s recorded plan says."""
+    plan = seg.attributes.get(PLAN_ATTR)
+    if not isinstance(plan, DictionaryAttr):
+        return []
+    recorded = options_from_plan(plan, ScheduleOptions(), {})
+    return [n for n, v in overrides.items() if n in plan.data and getattr(recorded, n) != v]
 
 
 def emit_task(em: KernelEmitter, t: Task, materialized: set, args: set) -> None:

@@ -37,7 +37,7 @@ from fuser.dialects import fusion as F
 from fuser.lowering.combiners import is_welford
 from fuser.lowering.common import Task, definition_order, nbytes, shape_of
 from fuser.lowering.planner import BOUNDARY_OPS, SCHEDULER_OF_TASK, Plan, plan_fusion, task_ops, task_reads, unstored_matmul_result
-from fuser.lowering.schedulers.options import ScheduleOptions, SchedulingPass
+from fuser.lowering.schedulers.options import PLAN_ATTR, ScheduleOptions, SchedulingPass, plan_attribute
 from fuser.lowering.schedulers.reduction import reduction_view
 
 
@@ -77,7 +77,7 @@ def segment_function(fn: func.FuncOp, opts: ScheduleOptions) -> None:
             body.insert_op_before(t.op, ret)
             mapping.update({r: r for r in t.op.results})
             continue
-        seg = _wrap(t, plan, mapping)
+        seg = _wrap(t, plan, mapping, opts)
         if id(t) in siblings:
             seg.attributes["fuser.segment"] = StringAttr(seg.attributes["fuser.segment"].data + "; " + siblings[id(t)])
         body.insert_op_before(seg, ret)
@@ -126,7 +126,7 @@ def _sibling_reductions(plan: Plan) -> dict[int, str]:
     return notes
 
 
-def _wrap(t: Task, plan: Plan, mapping: dict[SSAValue, SSAValue]) -> F.SegmentOp:
+def _wrap(t: Task, plan: Plan, mapping: dict[SSAValue, SSAValue], opts: ScheduleOptions) -> F.SegmentOp:
     """The segment computing task `t`: its reads become operands, the ops between them and the
     values it writes are cloned in. Adds the written values' new names to `mapping`."""
     body = _anchor(t).parent_block()
@@ -143,6 +143,7 @@ def _wrap(t: Task, plan: Plan, mapping: dict[SSAValue, SSAValue]) -> F.SegmentOp
         r.name_hint = v.name_hint
         mapping[v] = r
     seg.attributes["fuser.segment"] = StringAttr(describe(t, plan, reads, written))
+    seg.attributes[PLAN_ATTR] = plan_attribute(SCHEDULER_OF_TASK[t.kind], opts)
     if t.merges:
         seg.attributes["fuser.merged"] = StringAttr(", ".join(t.merges))
     seg.location = _anchor(t).location
@@ -237,6 +238,8 @@ def _name_or_split(seg: F.SegmentOp, opts: ScheduleOptions) -> None:
         _, reads = _own_and_reads(t, inner, block)
         written = list(block.last_op.operands)
         seg.attributes["fuser.segment"] = StringAttr("hand-written; " + describe(t, inner, reads, written))
+        if PLAN_ATTR not in seg.attributes:  # a plan written by hand is kept
+            seg.attributes[PLAN_ATTR] = plan_attribute(SCHEDULER_OF_TASK[t.kind], opts)
         return
     if not inner.tasks:
         return  # passes its operands through: nothing to schedule (their buffers carry on)
@@ -244,7 +247,7 @@ def _name_or_split(seg: F.SegmentOp, opts: ScheduleOptions) -> None:
     mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, seg.inputs))
     outer = seg.parent_block()
     for t in inner.tasks:
-        sub = _wrap(t, inner, mapping)
+        sub = _wrap(t, inner, mapping, opts)
         sub.attributes["fuser.segment"] = StringAttr(
             f"split from a hand-written segment of {len(inner.tasks)} kernel tasks; " + sub.attributes["fuser.segment"].data)
         outer.insert_op_before(sub, seg)

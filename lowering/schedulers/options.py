@@ -87,3 +87,64 @@ def explicit_options(p: SchedulingPass, given: set[str] | None = None) -> dict[s
     names = [n for n in OPTION_NAMES if n in given] if given is not None else \
         [n for n in OPTION_NAMES if getattr(p, n) != getattr(defaults, n)]
     return {n: getattr(p, n) for n in names}
+
+
+# ------------------------------------------------------------------ the plan in the IR
+
+PLAN_ATTR = "fuser.plan"
+"""The attribute on a `fusion.segment` holding the schedule options its kernels are made with."""
+
+PLAN_OPTIONS: dict[str, tuple[str, ...]] = {
+    "pointwise": ("sms", "block", "vector"),
+    "reduction": ("sms", "block", "vector", "split"),
+    # A normalization segment turned non-persistent becomes reduction and pointwise kernels.
+    "normalization": ("sms", "block", "vector", "split", "persistent"),
+    "matmul": ("sms", "tile", "stages", "matmul_persistent", "matmul_pingpong", "matmul_cluster", "matmul_store",
+               "matmul_smem_reuse"),
+}
+"""The options each scheduler reads: what fusion-segment writes into a segment's plan."""
+
+
+def plan_attribute(scheduler: str, opts: ScheduleOptions):
+    """The typed `fuser.plan` dictionary of a segment for `scheduler` under `opts`."""
+    from xdsl.dialects.builtin import BoolAttr, DictionaryAttr, IntegerAttr, StringAttr, i64
+
+    def typed(value):
+        if isinstance(value, bool):
+            return BoolAttr.from_bool(value)
+        return IntegerAttr(value, i64) if isinstance(value, int) else StringAttr(value)
+
+    return DictionaryAttr({name: typed(getattr(opts, name)) for name in PLAN_OPTIONS.get(scheduler, ())})
+
+
+def options_from_plan(plan, opts: ScheduleOptions, overrides: dict[str, object]) -> ScheduleOptions:
+    """The options one segment is converted with: `opts`, then the segment's `fuser.plan`
+    (`plan`, a DictionaryAttr or None), then `overrides` (options given to the conversion
+    explicitly, which win over what the segment recorded). A plan entry that is not an option,
+    or has the wrong type, is an error naming it."""
+    from xdsl.dialects.builtin import IntegerAttr, StringAttr
+
+    def width(a) -> int | None:  # 1 for a bool (`true`), None for an index
+        return a.type.width.data if isinstance(a, IntegerAttr) and hasattr(a.type, "width") else None
+
+    values: dict[str, object] = {}
+    fields = {f.name: f for f in dataclasses.fields(ScheduleOptions)}
+    for name, attr in (plan.data.items() if plan is not None else ()):
+        f = fields.get(name)
+        if f is None:
+            raise ScheduleOptionsError(f"{PLAN_ATTR} entry '{name}' is not a schedule option "
+                                       f"(known: {', '.join(OPTION_NAMES)})")
+        want = f.type if isinstance(f.type, str) else f.type.__name__
+        if want == "bool" and width(attr) == 1:
+            values[name] = bool(attr.value.data)
+        elif want == "int" and isinstance(attr, IntegerAttr) and width(attr) != 1:
+            values[name] = attr.value.data
+        elif want == "str" and isinstance(attr, StringAttr):
+            values[name] = attr.data
+        else:
+            raise ScheduleOptionsError(f"{PLAN_ATTR} entry '{name}' must be {_TYPE_OF_FIELD[want]}, got {attr}")
+    values.update(overrides)
+    return dataclasses.replace(opts, **values)
+
+
+_TYPE_OF_FIELD = {"bool": "true or false", "int": "an i64 integer", "str": "a string"}
