@@ -719,6 +719,9 @@ def compile(fusion: FusionBuilder | ModuleOp | str | os.PathLike, pipeline: str 
     pathlib.Path) through `pipeline` for `arch`.
 
     `pipeline` is "default", a pipeline string ("pass-a,pass-b{opt=1}") or a list of ModulePass.
+    `options` are schedule options (`{"block": 128, "persistent": False}`, the names of
+    `ScheduleOptions`) for the pipeline's planning passes, as if written in its text; an unknown
+    name, a bad value or one the pipeline sets differently is a `PipelineError`.
     `stages=False` skips printing the sched- and nvvm-level IR (`ir("sched")`, `ir("nvvm")`
     then say so), which saves a tenth to a fifth of a large fusion's compile time (measured on
     a 53-op GPT-2 backward region, 30 kernels). The caller's module is not modified.

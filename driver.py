@@ -18,7 +18,7 @@ from xdsl.passes import ModulePass
 from fuser.lowering import ptx as ptx_mod
 from fuser.lowering.nvvm_to_llvm import lower_nvvm_to_llvm
 from fuser.dialects.ir import FuserDiagnostic, parse_module, print_module
-from fuser.passes.pipeline import build_pipeline, pipeline_text, run_passes
+from fuser.passes.pipeline import build_pipeline, pipeline_text, run_passes, with_schedule_options
 from fuser.passes.verify_buffers import check_buffers
 from fuser.runtime import cache
 from fuser.runtime.plan import Program, extract_program
@@ -41,16 +41,18 @@ def compile_fusion(module: ModuleOp | str, pipeline: str | Sequence[ModulePass] 
                    options: dict | None = None, stages: bool = True) -> CompileResult:
     """Compile a fusion module (or its MLIR text) to a Program the executor can launch.
 
+    `options`: schedule options for the pipeline's planning passes (`{"block": 128}`), as if
+    written in the pipeline text.
+
     stages=False does not print the sched and nvvm IR into `CompileResult.stages` (a tenth to a
     fifth of a large fusion's compile time); a cache entry made so is a miss for a caller that wants them."""
     t0 = time.perf_counter()
     text = module if isinstance(module, str) else print_module(module)
     # The target decides the pipeline too: below sm_90 sched-dependent-launch is left out, so a
     # plan of several kernels is launched plainly (no griddepcontrol, no fuser.dependent_launch).
-    passes = ptx_mod.passes_for_arch(build_pipeline(pipeline), arch)
-    ptext = pipeline_text(passes)
-    key = cache.make_key(text, "", arch, ptext + repr(sorted((options or {}).items())),
-                         cache.compiler_fingerprint())
+    passes = ptx_mod.passes_for_arch(with_schedule_options(build_pipeline(pipeline), options), arch)
+    ptext = pipeline_text(passes)  # the options are in it, as each planning pass's
+    key = cache.make_key(text, "", arch, ptext, cache.compiler_fingerprint())
     hit = cache.default_cache().get(key)
     if hit is not None and stages and not set(_STAGE_AFTER.values()) <= set(hit.meta.get("stages", {})):
         hit = None  # made with stages=False: compile again to have them

@@ -158,6 +158,34 @@ def _share_schedule_options(passes: list[ModulePass], given: list[set[str] | Non
     return [dataclasses.replace(p, **values) if isinstance(p, SchedulingPass) else p for p in passes]
 
 
+def with_schedule_options(passes: list[ModulePass], options: dict | None) -> list[ModulePass]:
+    """`passes` with schedule `options` ({"block": 128, "persistent": False}) given to every
+    planning pass, as if written in the pipeline text (a value the text sets differently is an
+    error, as between two passes)."""
+    if not options:
+        return passes
+    from fuser.lowering.schedulers.options import OPTION_NAMES, ScheduleOptions, ScheduleOptionsError
+
+    unknown = sorted(set(options) - set(OPTION_NAMES))
+    if unknown:
+        raise PipelineError(f"unknown schedule option(s) {', '.join(map(repr, unknown))}; "
+                            f"known: {', '.join(OPTION_NAMES)}")
+    try:
+        ScheduleOptions(**options)
+    except (ScheduleOptionsError, TypeError) as e:
+        raise PipelineError(f"bad schedule options {options}: {e}") from None
+    if not any(isinstance(p, SchedulingPass) for p in passes):
+        raise PipelineError("schedule options given, but the pipeline has no planning pass to take them")
+    for p in passes:
+        if not isinstance(p, SchedulingPass):
+            continue
+        for name, value in explicit_options(p).items():
+            if name in options and options[name] != value:
+                raise PipelineError(f"schedule option '{name}' is {value!r} in the pipeline (pass '{p.name}') but "
+                                    f"{options[name]!r} in options")
+    return [dataclasses.replace(p, **options) if isinstance(p, SchedulingPass) else p for p in passes]
+
+
 def pipeline_text(passes: Sequence[ModulePass]) -> str:
     """The canonical text of a pass list (used in cache keys and printed by tools)."""
     return ",".join(str(p.pipeline_pass_spec(include_default=True)) for p in passes)

@@ -595,3 +595,31 @@ def test_inputs_of_every_element_type_build_compile_and_run_in_the_reference():
     np.testing.assert_array_equal(out, want.astype(ml_dtypes.bfloat16))
     np.testing.assert_array_equal(nz, ins[2] != 0)
     np.testing.assert_array_equal(di, np.trunc(ins[3]).astype(np.int64))
+
+
+def test_compile_options_are_schedule_options(tmp_path, monkeypatch):
+    """`options` reach the planning passes as if written in the pipeline: the kernel changes,
+    and so does the cache key; unknown names, bad values and conflicts are refused."""
+    from fuser.passes.pipeline import PipelineError
+    from fuser.runtime import cache
+
+    monkeypatch.setattr(cache, "_default", cache.KernelCache(tmp_path, disk=False))
+    text = """
+func.func @twice(%x: tensor<4096xf32>) -> tensor<4096xf32> {
+  %y = fusion.add %x, %x : tensor<4096xf32>
+  func.return %y : tensor<4096xf32>
+}"""
+    plain = fuser.compile(text)
+    given = fuser.compile(text, options={"block": 128})
+    written = fuser.compile(text, pipeline="default{block=128}")
+    assert "block [256, 1, 1]" in plain.ir("sched")
+    assert "block [128, 1, 1]" in given.ir("sched") and not given.result.cached
+    assert written.result.cached and written.ir("sched") == given.ir("sched")  # the same compile
+    with pytest.raises(PipelineError, match="unknown schedule option.*'blok'.*known: sms, block"):
+        fuser.compile(text, options={"blok": 128})
+    with pytest.raises(PipelineError, match="block must be at most 1024"):
+        fuser.compile(text, options={"block": 4096})
+    with pytest.raises(PipelineError, match="'block' is 256 in the pipeline .* but 128 in options"):
+        fuser.compile(text, pipeline="default{block=256}", options={"block": 128})
+    with pytest.raises(PipelineError, match="no planning pass"):
+        fuser.compile(text, pipeline="canonicalize", options={"block": 128})
