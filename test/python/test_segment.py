@@ -238,3 +238,34 @@ def test_many_reductions_with_epilogues_segment_in_seconds():
     segments = [o for o in _func(m).body.block.ops if isinstance(o, F.SegmentOp)]
     assert [s.scheduler_name for s in segments] == ["normalization"] and len(segments[0].outputs) == 2 * n
     assert took < 30, f"fusion-segment took {took:.1f} s"
+
+
+@pytest.mark.parametrize("example,whole", [("bias_gelu", 1), ("row_sum", 1), ("layer_norm", 2),
+                                           ("matmul_bias_gelu", 2)])
+def test_planner_runs_per_fusion(monkeypatch, example, whole):
+    """The kernel plan is made once, by fusion-segment, and read from the IR after it: the
+    conversion plans each segment's own ops (to rebuild its task), never the whole function.
+    fusion-translate-welford (a var_mean) and fusion-split-k (a matmul) ask the planner once
+    more, before the cut, about the schedule their rewrite is for."""
+    from pathlib import Path
+
+    import fuser.lowering.fusion_to_sched as conversion
+    import fuser.lowering.planner as planner
+    import fuser.passes.segment as segment
+    import fuser.passes.split_k as split_k
+    import fuser.passes.translate_welford as welford
+
+    calls = []
+
+    def counting(fn, opts=planner.ScheduleOptions()):
+        calls.append(type(fn).__name__)
+        return planner.plan_fusion(fn, opts)
+
+    for m in (conversion, segment, split_k, welford):
+        monkeypatch.setattr(m, "plan_fusion", counting)
+    text = (Path(__file__).resolve().parents[2] / "examples" / f"{example}.mlir").read_text()
+    mod = parse_module(text)
+    run_passes(build_pipeline("to-sched"), mod)
+    fusions = text.count("func.func")
+    assert calls.count("FuncOp") == whole * fusions
+    assert calls.count("Block") >= 1 and set(calls) <= {"FuncOp", "Block"}
