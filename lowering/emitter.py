@@ -13,6 +13,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from fuser.dialects import sched
 from fuser.dialects.sched.core import kernel_symbol
 from fuser.lowering.kernel_builder import KernelBuilder, f32
+from fuser.lowering.provenance import stamp
 from fuser.lowering.schedulers.options import ScheduleOptions
 
 
@@ -54,6 +55,7 @@ class KernelEmitter:
     def add_kernel(self, kernel: Operation, name: str, host_bufs: list[SSAValue]) -> None:
         """Put a finished kernel op in the module and launch it on `host_bufs`."""
         # Kernels go before the host function so the module reads top-down.
+        stamp(kernel)
         self.module_block.insert_op_before(kernel, self._host_func_op())
         self.host.emit(sched.LaunchOp(name, host_bufs))
 

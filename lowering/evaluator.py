@@ -12,11 +12,12 @@ import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import IntegerType, i1
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.lowering.common import ScheduleError, shape_of
 from fuser.lowering.kernel_builder import KernelBuilder, f32
+from fuser.lowering.provenance import located
 
 
 class Evaluator:
@@ -73,6 +74,10 @@ class Evaluator:
         return out
 
     def _eval(self, v: SSAValue, idx: list[SSAValue], lanes: int) -> list[SSAValue]:
+        with located(v.owner if isinstance(v.owner, Operation) else None):  # the ops emitted for v's op
+            return self._eval_value(v, idx, lanes)
+
+    def _eval_value(self, v: SSAValue, idx: list[SSAValue], lanes: int) -> list[SSAValue]:
         kb = self.kb
         if v in self.overrides:
             return [self.overrides[v]] * lanes

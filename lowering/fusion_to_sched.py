@@ -34,6 +34,7 @@ from fuser.lowering.matmul import emit_matmul
 from fuser.lowering.normalization import emit_persistent
 from fuser.lowering.planner import SCHEDULER_OF_TASK, Plan, plan_fusion
 from fuser.lowering.pointwise import emit_copy, emit_pointwise
+from fuser.lowering.provenance import located
 from fuser.lowering.reduction import emit_reduction
 from fuser.lowering.schedulers.options import (PLAN_ATTR, ScheduleOptions, ScheduleOptionsError, SchedulingPass,
                                                explicit_options, options_from_plan)
@@ -93,13 +94,16 @@ class ConvertFusionToSched(SchedulingPass):
         for (seg, seg_opts, plan), own in zip(segments, seg_copies):
             argset = set(seg.body.block.args)
             em.opts = seg_opts
-            for t in plan.tasks:
-                emit_task(em, t, plan.materialized, argset)
-            for o, a in own:
+            with located(seg):  # its kernels and launches point at the segment's op
+                for t in plan.tasks:
+                    with located(t.op):
+                        emit_task(em, t, plan.materialized, argset)
+                for o, a in own:
+                    emit_copy(em, o, a)
+        with located(fn):
+            for o, a in copies:
                 emit_copy(em, o, a)
-        for o, a in copies:
-            emit_copy(em, o, a)
-        host.emit(func.ReturnOp())
+            host.emit(func.ReturnOp())
         module.body.block.erase_op(fn)
 
     @staticmethod

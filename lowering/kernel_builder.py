@@ -30,6 +30,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from fuser.dialects import sched
+from fuser.lowering.provenance import stamp
 
 f32 = Float32Type()
 index = IndexType()
@@ -47,6 +48,7 @@ class KernelBuilder:
         return KernelBuilder(block, {})
 
     def emit(self, op: Operation) -> Operation:
+        stamp(op)  # the fusion op it is emitted for (lowering/provenance.py)
         self.b.insert(op)
         return op
 

@@ -24,6 +24,7 @@ class Emitter:
         self.lines: list[str] = []
         self.block = "entry"
         self._n = 0
+        self.dbg = ""  # the `!DILocation` instructions get (the op being translated), or none
 
     def fresh(self, hint: str = "v") -> str:
         self._n += 1
@@ -34,7 +35,7 @@ class Emitter:
         return f"{hint}{self._n}"
 
     def emit(self, text: str) -> None:
-        self.lines.append("  " + text)
+        self.lines.append("  " + text + (f", !dbg {self.dbg}" if self.dbg else ""))
 
     def inst(self, text: str, hint: str = "v") -> str:
         """Emit `%name = text`, return %name."""

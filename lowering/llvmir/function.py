@@ -60,6 +60,7 @@ class FunctionTranslator:
         self.name = name
         self.e = Emitter(module, name)
         self.values: dict[SSAValue, str] = {}
+        self.subprogram = module.subprogram(func, name)  # its debug-info scope, or "" (no location)
 
     # --- values -------------------------------------------------------------------------
     def v(self, value: SSAValue) -> str:
@@ -115,6 +116,8 @@ class FunctionTranslator:
     # --- ops ----------------------------------------------------------------------------
     def emit_op(self, op: Operation) -> None:
         name = op_name(op)
+        outer = self.e.dbg  # restored after: a loop's closing instructions belong to the loop
+        self.e.dbg = self.module.debug_location(op, self.subprogram) or outer
         try:
             handler = handler_for(name)
             if handler is None:
@@ -126,3 +129,5 @@ class FunctionTranslator:
             raise self.error(op, str(err)) from err
         except (AttributeError, KeyError, IndexError, ValueError, TypeError) as err:
             raise self.error(op, f"malformed op ({type(err).__name__}: {err})") from err
+        finally:
+            self.e.dbg = outer

@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
+    FileLineColLoc,
     IntegerAttr,
     ModuleOp,
     StringAttr,
@@ -60,6 +61,34 @@ class ModuleTranslator:
         self.helpers: dict[str, str] = {}
         self.attribute_groups: list[str] = []
         self.metadata_nodes: dict[str, str] = {}
+        self.compile_unit = ""  # the DICompileUnit, made with the first subprogram
+
+    # --- debug locations: `.loc` / `.file` directives only (no DWARF sections, no `debug` target) ---
+    def subprogram(self, func: Operation, name: str) -> str:
+        """The `DISubprogram` of a function whose op has a file location, or ""."""
+        loc = func.location
+        if not isinstance(loc, FileLineColLoc):
+            return ""
+        file = self._file(loc)
+        if not self.compile_unit:
+            self.compile_unit = self.metadata(
+                f'distinct !DICompileUnit(language: DW_LANG_C, file: {file}, producer: "fuser", isOptimized: true, '
+                f"runtimeVersion: 0, emissionKind: DebugDirectivesOnly)")
+        return self.metadata(
+            f'distinct !DISubprogram(name: "{name}", scope: {file}, file: {file}, line: {loc.line.data}, '
+            f"type: {self.metadata('!DISubroutineType(types: !{})')}, scopeLine: {loc.line.data}, "
+            f"spFlags: DISPFlagDefinition | DISPFlagOptimized, unit: {self.compile_unit})")
+
+    def debug_location(self, op: Operation, scope: str) -> str:
+        """The `DILocation` of `op` in `scope` (a subprogram), or "" where either is missing."""
+        loc = op.location
+        if not scope or not isinstance(loc, FileLineColLoc):
+            return ""
+        return self.metadata(f"!DILocation(line: {loc.line.data}, column: {loc.column.data}, scope: {scope})")
+
+    def _file(self, loc: FileLineColLoc) -> str:
+        directory, _, base = loc.filename.data.rpartition("/")
+        return self.metadata(f'!DIFile(filename: "{_escape(base)}", directory: "{_escape(directory)}")')
 
     def declare(self, fn: str, ret: str, arg_types: Sequence[str]) -> None:
         self.declarations.setdefault(fn, f"declare {ret} @{fn}({', '.join(arg_types)})")
@@ -162,7 +191,10 @@ class ModuleTranslator:
         head += f"{ret} @{name}(" + ", ".join(f"{p} %arg{i}" for i, p in enumerate(params)) + ")"
         if fn_attrs:
             head += f" #{self.attr_group(' '.join(fn_attrs))}"
-        lines = FunctionTranslator(self, op, name).translate()
+        ft = FunctionTranslator(self, op, name)
+        if ft.subprogram:
+            head += f" !dbg {ft.subprogram}"
+        lines = ft.translate()
         self.functions.append(head + " {\n" + "\n".join(lines) + "\n}")
 
     def text(self) -> str:
@@ -176,10 +208,19 @@ class ModuleTranslator:
         if self.attribute_groups:
             parts.append("")
             parts += [f"attributes #{i} = {{ {a} }}" for i, a in enumerate(self.attribute_groups)]
+        if self.compile_unit:
+            flags = self.metadata('!{i32 2, !"Debug Info Version", i32 3}')
+            parts += ["", f"!llvm.dbg.cu = !{{{self.compile_unit}}}", f"!llvm.module.flags = !{{{flags}}}"]
         if self.metadata_nodes:
             parts.append("")
             parts += [f"{n} = {node}" for node, n in self.metadata_nodes.items()]
         return "\n".join(parts) + "\n"
+
+
+def _escape(text: str) -> str:
+    """A string as an LLVM metadata string literal's body (`"` and `\\` and non-printables as \\XX)."""
+    return "".join(c if c.isprintable() and c not in '"\\' else "".join(f"\\{b:02X}" for b in c.encode())
+                   for c in text)
 
 
 def _param_attrs(attrs: Attribute) -> str:

@@ -11,6 +11,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from fuser.dialects import sched
 from fuser.dialects.ir import location_of
+from fuser.lowering.provenance import stamp
 
 
 class SchedToNVVMError(Exception):
@@ -91,6 +92,7 @@ class EntryBuilder:
         self._consts: dict[tuple[int, Attribute], SSAValue] = {}
 
     def insert(self, op: Operation) -> Operation:
+        stamp(op)  # the op it was hoisted for (lowering/provenance.py)
         if self._last is not None:
             self.block.insert_op_after(op, self._last)
         elif self.block.first_op is not None:

@@ -28,6 +28,7 @@ from fuser.dialects.gpu_ext import MemsetOp
 from fuser.dialects.host_attrs import CORESIDENT_ATTR, DEPENDENT_LAUNCH_ATTR, KEPT_ZERO_ATTR
 from fuser.dialects.memref_ext import CastOp
 from fuser.dialects.nvgpu import SWIZZLE, TensorMapDescriptorType, TmaCreateDescriptorOp
+from fuser.lowering.provenance import located
 
 from .common import EntryBuilder, SchedToNVVMError, where
 
@@ -49,6 +50,7 @@ def _lower_tensor_map(op: sched.TensorMapOp, const) -> None:
     box = MemRefType(elem, t.box_dims, memory_space=IntegerAttr(3, i64))
     desc = TmaCreateDescriptorOp(cast, [const(b) for b in t.box_dims],
                                  TensorMapDescriptorType(box, SWIZZLE[t.swizzle.data]))
+    cast.location = desc.location = op.location
     Rewriter.replace_op(op, [cast, desc])
 
 
@@ -61,56 +63,69 @@ def lower_host(fn: func.FuncOp, kernels: dict[str, sched.KernelOp], gpu_module: 
     workspaces: list[tuple[SSAValue, Block]] = []
     tensor_maps: list[sched.TensorMapOp] = []
     for op in list(fn.walk()):
-        if isinstance(op, sched.WorkspaceOp):
-            t = op.result.type
-            new: list[Operation] = [gpu.AllocOp(t)]
-            if op.kept_zero is not None:
-                new[0].attributes[KEPT_ZERO_ATTR] = UnitAttr()
-            if op.zero_init is not None:
-                zero = _zero(t.element_type)
-                new += [zero, MemsetOp(new[0], zero)]
-            block = op.parent_block()
-            assert block is not None
-            for n in new:
-                block.insert_op_before(n, op)
-            op.result.replace_all_uses_with(new[0].results[0])
-            op.detach()
-            op.erase()
-            workspaces.append((new[0].results[0], block))
-        elif isinstance(op, sched.LaunchOp):
-            kname = op.kernel.root_reference.data
-            k = kernels.get(kname)
-            at = f"'sched.launch'{where(op)} in @{fname}"
-            if k is None or gpu_module is None:
-                raise SchedToNVVMError(f"{at}: no sched.kernel @{kname} in this module")
-            want = list(k.function_type.inputs.data)
-            got = [a.type for a in op.args]
-            if want != got:
-                raise SchedToNVVMError(f"{at}: arguments ({', '.join(map(str, got))}) "
-                                       f"do not match @{kname}'s ({', '.join(map(str, want))})")
-            cluster = [const(c) for c in k.cluster.get_values()] if k.cluster is not None else None
-            launch = gpu.LaunchFuncOp(
-                SymbolRefAttr(gpu_module, [kname]),
-                [const(g) for g in k.grid_dims],
-                [const(t) for t in k.block_dims],
-                clusterSize=cluster,
-                kernelOperands=list(op.args),
-                dynamicSharedMemorySize=const(k.smem.value.data, i32),
-            )
-            if CORESIDENT_ATTR in k.attributes:  # the executor checks that the grid fits on the GPU at once
-                launch.attributes[CORESIDENT_ATTR] = UnitAttr()
-            if DEPENDENT_LAUNCH_ATTR in op.attributes:  # launched with programmatic stream serialization
-                launch.attributes[DEPENDENT_LAUNCH_ATTR] = UnitAttr()
-            Rewriter.replace_op(op, launch)
-        elif isinstance(op, sched.TensorMapOp):
-            tensor_maps.append(op)  # after the launches: their argument check reads the sched type
-        elif op.dialect_name() == "sched":
-            raise SchedToNVVMError(f"cannot lower '{op.name}'{where(op)} in host function @{fname}")
+        with located(op):  # what replaces a host op, and the constants it hoists, point where it did
+            _lower_host_op(op, const, kernels, gpu_module, fname, workspaces, tensor_maps)
     for op in tensor_maps:
-        _lower_tensor_map(op, const)
+        with located(op):
+            _lower_tensor_map(op, const)
     for ws, block in workspaces:
         term = block.last_op
+        dealloc = gpu.DeallocOp(ws)
+        dealloc.location = ws.owner.location
         if term is None or not term.has_trait(IsTerminator):
-            block.add_op(gpu.DeallocOp(ws))
+            block.add_op(dealloc)
         else:
-            block.insert_op_before(gpu.DeallocOp(ws), term)
+            block.insert_op_before(dealloc, term)
+
+
+def _lower_host_op(op: Operation, const, kernels: dict[str, sched.KernelOp], gpu_module: str | None, fname: str,
+                   workspaces: list, tensor_maps: list) -> None:
+    """Lower one host op in place; workspaces (freed at the end) and tensor maps (lowered after
+    the launches) are collected."""
+    if isinstance(op, sched.WorkspaceOp):
+        t = op.result.type
+        new: list[Operation] = [gpu.AllocOp(t)]
+        if op.kept_zero is not None:
+            new[0].attributes[KEPT_ZERO_ATTR] = UnitAttr()
+        if op.zero_init is not None:
+            zero = _zero(t.element_type)
+            new += [zero, MemsetOp(new[0], zero)]
+        block = op.parent_block()
+        assert block is not None
+        for n in new:
+            n.location = op.location
+            block.insert_op_before(n, op)
+        op.result.replace_all_uses_with(new[0].results[0])
+        op.detach()
+        op.erase()
+        workspaces.append((new[0].results[0], block))
+    elif isinstance(op, sched.LaunchOp):
+        kname = op.kernel.root_reference.data
+        k = kernels.get(kname)
+        at = f"'sched.launch'{where(op)} in @{fname}"
+        if k is None or gpu_module is None:
+            raise SchedToNVVMError(f"{at}: no sched.kernel @{kname} in this module")
+        want = list(k.function_type.inputs.data)
+        got = [a.type for a in op.args]
+        if want != got:
+            raise SchedToNVVMError(f"{at}: arguments ({', '.join(map(str, got))}) "
+                                   f"do not match @{kname}'s ({', '.join(map(str, want))})")
+        cluster = [const(c) for c in k.cluster.get_values()] if k.cluster is not None else None
+        launch = gpu.LaunchFuncOp(
+            SymbolRefAttr(gpu_module, [kname]),
+            [const(g) for g in k.grid_dims],
+            [const(t) for t in k.block_dims],
+            clusterSize=cluster,
+            kernelOperands=list(op.args),
+            dynamicSharedMemorySize=const(k.smem.value.data, i32),
+        )
+        if CORESIDENT_ATTR in k.attributes:  # the executor checks that the grid fits on the GPU at once
+            launch.attributes[CORESIDENT_ATTR] = UnitAttr()
+        if DEPENDENT_LAUNCH_ATTR in op.attributes:  # launched with programmatic stream serialization
+            launch.attributes[DEPENDENT_LAUNCH_ATTR] = UnitAttr()
+        launch.location = op.location
+        Rewriter.replace_op(op, launch)
+    elif isinstance(op, sched.TensorMapOp):
+        tensor_maps.append(op)  # after the launches: their argument check reads the sched type
+    elif op.dialect_name() == "sched":
+        raise SchedToNVVMError(f"cannot lower '{op.name}'{where(op)} in host function @{fname}")

@@ -28,6 +28,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from fuser.dialects import sched
+from fuser.lowering.provenance import located, stamp
 
 from .cluster import cluster_patterns
 from .common import PASSTHROUGH_DIALECTS, Buffer, SchedToNVVMError, ptr_type
@@ -67,10 +68,15 @@ class StopAtFirstError(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if self.k.error is not None:
             return
+        # What the patterns build for `op` carries its location (lowering/provenance.py).
+        rewriter.operation_insertion_handler.append(stamp)
         try:
-            self.pattern.match_and_rewrite(op, rewriter)
+            with located(op):
+                self.pattern.match_and_rewrite(op, rewriter)
         except SchedToNVVMError as e:
             self.k.error = e
+        finally:
+            rewriter.operation_insertion_handler.remove(stamp)
 
 
 def kernel_patterns(k: KernelContext) -> RewritePattern:
@@ -117,6 +123,7 @@ def lower_kernel(kernel: sched.KernelOp, index_bitwidth: int,
     for name, v in kernel.attributes.items():
         attrs.setdefault(name, v)
     fn = llvm.FuncOp(k.name, fn_type, linkage=llvm.LinkageAttr("external"), body=region, extra_attrs=attrs)
+    fn.location = kernel.location
     if k.tensor_maps:
         # a tensor map is read in parameter space: a 128-byte byval parameter marked grid_constant
         tm_attrs = DictionaryAttr({"llvm.byval": llvm.LLVMArrayType(128, IntegerType(8)),

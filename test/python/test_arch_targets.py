@@ -91,6 +91,10 @@ def test_examples_compile_or_are_refused_cleanly(example_runs):
             continue
         modules = _ptx_modules(r["ptx"])
         assert modules and all(f".target {arch}\n" in m for m in modules), f"{name} for {arch}"
+        # line info naming the example's file (directives only: the target above has no `, debug`)
+        for m in modules:
+            assert re.search(r'(?m)^\s*\.file\s+1\s+".*' + re.escape(name) + '"$', m), f"{name} for {arch}: no .file"
+            assert re.search(r"(?m)^\s*\.loc\s+1\s+[1-9]", m), f"{name} for {arch}: no .loc line"
         if find_ptxas():
             for m in modules:
                 assemble_ptx(m, arch)  # raises PtxasError with ptxas's message

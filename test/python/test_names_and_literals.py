@@ -57,8 +57,10 @@ def test_fuser_opt_compiles_any_function_name_to_ptx(tmp_path, name):
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert _entries(r.stdout) == {kernel_symbol(name) + "_k0"}
-    # The nvvm-level text reads back (the gpu.module's name is ASCII too) and gives the same PTX.
-    nvvm = subprocess.run(FUSER_OPT + [str(src), "-p", "default"], capture_output=True, text=True, timeout=120)
+    # The nvvm-level text, printed with its locations, reads back (the gpu.module's name is ASCII too) and
+    # gives the same PTX, line info included.
+    nvvm = subprocess.run(FUSER_OPT + [str(src), "-p", "default", "--mlir-print-debuginfo"], capture_output=True,
+                          text=True, timeout=120)
     again = subprocess.run(FUSER_OPT + ["-", "-t", "ptx"], input=nvvm.stdout, capture_output=True, text=True,
                            timeout=120)
     assert again.returncode == 0, again.stderr

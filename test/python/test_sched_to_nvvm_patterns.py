@@ -121,7 +121,7 @@ def test_memref_carried_by_a_loop_is_reported_on_its_yield():
       }
       sched.return
     }"""
-    with pytest.raises(SchedToNVVMError, match=r"^cannot lower memref use by 'scf.yield' in kernel @k$"):
+    with pytest.raises(SchedToNVVMError, match=r"^cannot lower memref use by 'scf.yield' at <input>:7:9 in kernel @k$"):
         _lower(text)
 
 

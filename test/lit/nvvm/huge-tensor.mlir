@@ -6,7 +6,7 @@
 // device's memory is refused when it is allocated at launch). 32-bit offsets would wrap: refused.
 // CHECK:       llvm.func @h_k0
 // CHECK:         llvm.getelementptr {{.*}} : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
-// I32: error: pass 'convert-sched-to-nvvm' failed: 'sched.kernel' @h_k0: buffer memref<99999999999x8xf32> has 799999999992 elements, past the 2^31 - 1 that index-bitwidth=32 offsets reach; use index-bitwidth=64
+// I32: error: pass 'convert-sched-to-nvvm' failed: 'sched.kernel' @h_k0 at {{.*}}huge-tensor.mlir:[[# @LINE + 2]]:3: buffer memref<99999999999x8xf32> has 799999999992 elements, past the 2^31 - 1 that index-bitwidth=32 offsets reach; use index-bitwidth=64
 func.func @h(%x: tensor<99999999999x8xf32>) -> tensor<99999999999x8xf32> {
   %y = fusion.relu %x : tensor<99999999999x8xf32>
   func.return %y : tensor<99999999999x8xf32>
