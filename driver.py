@@ -48,11 +48,13 @@ def compile_fusion(module: ModuleOp | str, pipeline: str | Sequence[ModulePass] 
     fifth of a large fusion's compile time); a cache entry made so is a miss for a caller that wants them."""
     t0 = time.perf_counter()
     text = module if isinstance(module, str) else print_module(module)
+    # The key sees the locations too: they become the PTX's line info (text parses to its own).
+    located_text = text if isinstance(module, str) else print_module(module, debuginfo=True)
     # The target decides the pipeline too: below sm_90 sched-dependent-launch is left out, so a
     # plan of several kernels is launched plainly (no griddepcontrol, no fuser.dependent_launch).
     passes = ptx_mod.passes_for_arch(with_schedule_options(build_pipeline(pipeline), options), arch)
     ptext = pipeline_text(passes)  # the options are in it, as each planning pass's
-    key = cache.make_key(text, "", arch, ptext, cache.compiler_fingerprint())
+    key = cache.make_key(located_text, "", arch, ptext, cache.compiler_fingerprint())
     hit = cache.default_cache().get(key)
     if hit is not None and stages and not set(_STAGE_AFTER.values()) <= set(hit.meta.get("stages", {})):
         hit = None  # made with stages=False: compile again to have them

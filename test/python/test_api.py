@@ -623,3 +623,21 @@ func.func @twice(%x: tensor<4096xf32>) -> tensor<4096xf32> {
         fuser.compile(text, pipeline="default{block=256}", options={"block": 128})
     with pytest.raises(PipelineError, match="no planning pass"):
         fuser.compile(text, pipeline="canonicalize", options={"block": 128})
+
+
+def test_ptx_line_info_names_the_file_compiled(tmp_path, monkeypatch):
+    """The PTX's `.file` names the .mlir it was compiled from: the same fusion from another
+    file is another cache entry, not the first file's PTX."""
+    from fuser.runtime import cache
+
+    monkeypatch.setattr(cache, "_default", cache.KernelCache(tmp_path / "cache", disk=False))
+    text = """func.func @twice(%x: tensor<4096xf32>) -> tensor<4096xf32> {
+  %y = fusion.add %x, %x : tensor<4096xf32>
+  func.return %y : tensor<4096xf32>
+}"""
+    first, second = tmp_path / "first.mlir", tmp_path / "second.mlir"
+    first.write_text(text)
+    second.write_text(text)
+    a, b = fuser.compile(first), fuser.compile(second)
+    assert 'first.mlir"' in a.ptx and 'second.mlir"' in b.ptx and not b.result.cached
+    assert fuser.compile(first).result.cached
