@@ -13,8 +13,8 @@ from xdsl.passes import ModulePass
 
 from fuser.dialects import sched
 from fuser.dialects.sched.core import kernel_symbol
-from fuser.passes.flush_wgmma import inflight_readers
-from fuser.passes.insert_bulk_syncs import unsynced_signals
+from fuser.lowering.bulk_sync import unsynced_signals
+from fuser.lowering.wgmma_sync import inflight_readers
 
 from .common import SchedToNVVMError, where
 from .host import lower_host
