@@ -103,7 +103,31 @@ def _shift_locations(module: ModuleOp, line_offset: int) -> None:
 def format_parse_error(e: ParseError, line_offset: int = 0) -> str:
     loc = e.span.get_location()
     context = e.span.print_with_context().split("\n", 1)[-1]  # drop its own location line
-    return f"{loc.file}:{loc.line + line_offset}:{loc.col}: error: {e.msg}\n{context}"
+    return f"{loc.file}:{loc.line + line_offset}:{loc.col}: error: {_clip(e.msg)}\n{_clip_context(context)}"
+
+
+CONTEXT_CHARS = 160
+"""The most of a source line a diagnostic quotes (a minified file is one line of megabytes)."""
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= 4 * CONTEXT_CHARS else text[:4 * CONTEXT_CHARS] + f"... ({len(text)} characters)"
+
+
+def _clip_context(context: str) -> str:
+    """The quoted source lines, each cut to a window of `CONTEXT_CHARS` around its caret."""
+    lines = context.split("\n")
+    for i in range(len(lines) - 1):
+        src, mark = lines[i], lines[i + 1]
+        if len(src) <= CONTEXT_CHARS or not mark.strip() or set(mark.strip()) - set("^~"):
+            continue
+        at = len(mark) - len(mark.lstrip())
+        start = max(0, min(at - CONTEXT_CHARS // 2, len(src) - CONTEXT_CHARS))
+        head = "..." if start else ""
+        tail = "..." if start + CONTEXT_CHARS < len(src) else ""
+        lines[i] = head + src[start:start + CONTEXT_CHARS] + tail
+        lines[i + 1] = " " * (len(head) + at - start) + mark.strip()[:CONTEXT_CHARS]
+    return "\n".join(_clip(line) for line in lines)
 
 
 def first_line(e: BaseException) -> str:

@@ -5,6 +5,8 @@ op count.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +16,7 @@ import pytest
 from fuser.dialects.ir import FuserDiagnostic, check_strings, decode_source, parse_module
 from fuser.lowering.ptx import assemble_ptx, find_ptxas
 from fuser.passes.pipeline import build_pipeline, run_passes
+from fuser.tools.fuser_opt import main as fuser_opt_main
 
 ROOT = Path(__file__).resolve().parents[2]
 FUSER_OPT = [sys.executable, "-m", "fuser.tools.fuser_opt"]
@@ -175,3 +178,24 @@ def test_fuser_opt_tool_habits(tmp_path):
     assert r.returncode == 2 and "cannot write" in r.stderr and "Traceback" not in r.stderr
     r = _opt(ROOT / "examples" / "row_sum.mlir", "-p", "defualt")
     assert r.returncode == 2 and "named pipelines: default, to-sched" in r.stderr
+
+
+def test_diagnostic_on_a_huge_line_quotes_a_window_of_it(tmp_path):
+    """A minified file is one line of megabytes: the diagnostic quotes 160 characters around the
+    error, caret under it, not the whole line twice."""
+    ops = [f"%y{i} = fusion.exp %x : tensor<4xf32>" for i in range(20000)]
+    ops[10000] = "%y10000 = fusion.bogus %x : tensor<4xf32>"
+    text = "func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> { " + " ".join(ops) + " func.return %x : tensor<4xf32> }"
+    path = tmp_path / "oneline.mlir"
+    path.write_text(text)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        assert fuser_opt_main([str(path)]) == 1
+    msg = err.getvalue()
+    assert msg.startswith(f"{path}:1:") and "fusion.bogus is not registered" in msg and len(msg) < 1000, msg[:300]
+    col = int(msg.split(":")[2])  # 1-based, in the whole line
+    src, caret = msg.splitlines()[1:3]
+    assert src.startswith("...") and src.endswith("...") and len(src) == 166 and "fusion.bogus" in src
+    at = caret.index("^")  # the caret stands under the character the location names
+    start = text.index(src[3:-3])
+    assert at - 3 == col - 1 - start
