@@ -20,13 +20,31 @@ from fuser.lowering.schedulers.pointwise import pointwise_params
 from fuser.lowering.transpose import emit_transpose, plan_transpose
 
 
+def _inputs(outputs: list[SSAValue], materialized: set, args: set) -> tuple[dict, list[SSAValue]]:
+    """What each output is computed from (a segment_set's buffer is filled from its operand's
+    expression), and the values the kernel reads, in parameter order."""
+    expr = {o: (o.owner.input if isinstance(o.owner, F.SegmentSetOp) else o) for o in outputs}
+    return expr, by_name(set().union(*(leaves(expr[o], materialized - {o}, args) for o in outputs)))
+
+
+def pointwise_schedule(outputs: list[SSAValue], materialized: set, args: set, opts) -> dict[str, int] | None:
+    """The pointwise scheduler's decision for these outputs under `opts`, as schedule options
+    (`block`, `vector`: threads per block and elements per access), or None where the transpose
+    scheduler takes them. fusion-segment writes it into the segment's plan."""
+    expr, reads = _inputs(outputs, materialized, args)
+    if plan_transpose(outputs, expr, materialized, args) is not None:
+        return None
+    shape = shape_of(outputs[0])
+    max_bytes = max(elem_bytes(F._elem(v)) for v in list(outputs) + reads)
+    lanes = vector_lanes(shape[-1], max_bytes, opts.vector) if shape else 1
+    block, _ = pointwise_params(math.prod(shape) // lanes, opts.sms, opts.block)
+    return {"block": block, "vector": lanes}
+
+
 def emit_pointwise(em: KernelEmitter, outputs: list[SSAValue], materialized: set, args: set) -> None:
     """One kernel computing `outputs` (all of one shape) from the values they read."""
     shape = shape_of(outputs[0])
-    # A segment_set's buffer is filled from its operand's expression.
-    expr = {o: (o.owner.input if isinstance(o.owner, F.SegmentSetOp) else o) for o in outputs}
-    reads = set().union(*(leaves(expr[o], materialized - {o}, args) for o in outputs))
-    reads = by_name(reads)
+    expr, reads = _inputs(outputs, materialized, args)
     tiled = plan_transpose(outputs, expr, materialized, args)
     if tiled is not None:  # a permute moves its input's contiguous dim: the transpose scheduler
         emit_transpose(em, outputs, expr, reads, *tiled)

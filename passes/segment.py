@@ -26,7 +26,7 @@ merges that formed the segment, in the order taken, with the bytes each saved.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -36,6 +36,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from fuser.dialects import fusion as F
 from fuser.lowering.combiners import is_welford
 from fuser.lowering.common import Task, definition_order, nbytes, shape_of
+from fuser.lowering.pointwise import pointwise_schedule
 from fuser.lowering.planner import BOUNDARY_OPS, SCHEDULER_OF_TASK, Plan, plan_fusion, task_ops, task_reads, unstored_matmul_result
 from fuser.lowering.schedulers.options import PLAN_ATTR, ScheduleOptions, SchedulingPass, plan_attribute
 from fuser.lowering.schedulers.reduction import reduction_view
@@ -143,11 +144,21 @@ def _wrap(t: Task, plan: Plan, mapping: dict[SSAValue, SSAValue], opts: Schedule
         r.name_hint = v.name_hint
         mapping[v] = r
     seg.attributes["fuser.segment"] = StringAttr(describe(t, plan, reads, written))
-    seg.attributes[PLAN_ATTR] = plan_attribute(SCHEDULER_OF_TASK[t.kind], opts)
+    seg.attributes[PLAN_ATTR] = plan_attribute(SCHEDULER_OF_TASK[t.kind], _decided(t, plan, body, opts))
     if t.merges:
         seg.attributes["fuser.merged"] = StringAttr(", ".join(t.merges))
     seg.location = _anchor(t).location
     return seg
+
+
+def _decided(t: Task, plan: Plan, body: Block, opts: ScheduleOptions) -> ScheduleOptions:
+    """`opts` with what the scheduler decides for `t` filled in, where it can say so before any
+    kernel exists (today the pointwise scheduler: its block and vector width)."""
+    if t.kind not in ("pointwise", "segment"):
+        return opts
+    outputs = [t.op.result] if t.kind == "segment" else t.outputs
+    decision = pointwise_schedule(outputs, plan.materialized, set(body.args), opts)
+    return replace(opts, **decision) if decision else opts
 
 
 def _anchor(t: Task) -> Operation:
@@ -239,7 +250,7 @@ def _name_or_split(seg: F.SegmentOp, opts: ScheduleOptions) -> None:
         written = list(block.last_op.operands)
         seg.attributes["fuser.segment"] = StringAttr("hand-written; " + describe(t, inner, reads, written))
         if PLAN_ATTR not in seg.attributes:  # a plan written by hand is kept
-            seg.attributes[PLAN_ATTR] = plan_attribute(SCHEDULER_OF_TASK[t.kind], opts)
+            seg.attributes[PLAN_ATTR] = plan_attribute(SCHEDULER_OF_TASK[t.kind], _decided(t, inner, block, opts))
         return
     if not inner.tasks:
         return  # passes its operands through: nothing to schedule (their buffers carry on)

@@ -4,7 +4,7 @@
 // intermediate values are inside it, its operands are what its kernel loads.
 // CHECK-LABEL: func.func @chain
 // CHECK:         %[[M:.*]], %[[O:.*]] = fusion.segment "pointwise" (%[[X:.*]] = %x : tensor<64x128xf32>, %[[Y:.*]] = %y : tensor<64x128xbf16>) -> (tensor<64x128xf32>, tensor<64x128xbf16>)
-// CHECK-SAME:      attributes {fuser.segment = "2 output(s) of [64, 128]; reads 49152 B, writes 49152 B", fuser.plan = {sms = 132 : i64, block = 0 : i64, vector = 0 : i64}, fuser.merged = "pointwise (saves 49152 B)"}
+// CHECK-SAME:      attributes {fuser.segment = "2 output(s) of [64, 128]; reads 49152 B, writes 49152 B", fuser.plan = {sms = 132 : i64, block = 256 : i64, vector = 4 : i64}, fuser.merged = "pointwise (saves 49152 B)"}
 // CHECK-NEXT:      %[[YF:.*]] = fusion.cast %[[Y]]
 // CHECK-NEXT:      fusion.add %[[X]], %[[YF]]
 // CHECK-NEXT:      fusion.full 2.0

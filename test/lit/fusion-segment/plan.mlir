@@ -4,14 +4,16 @@
 
 // fusion-segment writes on every segment it makes the schedule options its scheduler will be
 // converted with, as a typed `fuser.plan` dictionary (i64 integers, booleans, strings) that
-// prints and parses back unchanged: the options the pipeline gives (OPTS), else the defaults
-// (0 or -1: the heuristic decides in the conversion).
+// prints and parses back unchanged: what the scheduler decides where it can say before any
+// kernel exists (a pointwise segment's block and vector width: 256 threads, 4 f32 lanes), the
+// options the pipeline gives (OPTS), else the defaults (0 or -1: the heuristic decides in the
+// conversion).
 
 // CHECK-LABEL: func.func @scale
 // CHECK:         fusion.segment "pointwise"
-// CHECK-SAME:    fuser.plan = {sms = 132 : i64, block = 0 : i64, vector = 0 : i64}
+// CHECK-SAME:    fuser.plan = {sms = 132 : i64, block = 256 : i64, vector = 4 : i64}
 // OPTS-LABEL:  func.func @scale
-// OPTS:          fuser.plan = {sms = 132 : i64, block = 128 : i64, vector = 0 : i64}
+// OPTS:          fuser.plan = {sms = 132 : i64, block = 128 : i64, vector = 4 : i64}
 func.func @scale(%x: tensor<64x128xf32>) -> tensor<64x128xf32> {
   %y = fusion.add %x, %x : tensor<64x128xf32>
   func.return %y : tensor<64x128xf32>
