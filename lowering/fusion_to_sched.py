@@ -2,10 +2,10 @@
 
 The kernel boundaries are fusion-segment's (passes/segment.py): this conversion takes fusion
 functions already cut into `fusion.segment`s, each naming its scheduler, and refuses one that is
-not (run `fusion-segment` first, or a named pipeline). The pass makes the host function with a buffer for every value kept between
-segments, plans each segment's one task (`plan_fusion` on its body, lowering/planner.py; an error
-if it is not one task of the scheduler the segment names), and hands it to that scheduler's
-emitter:
+not (run `fusion-segment` first, or a named pipeline). The pass makes the host function with a
+buffer for every value kept between segments, plans each segment's one task (`plan_fusion` on
+its body, lowering/planner.py; an error if it is not one task of the scheduler the segment
+names), and hands it to that scheduler's emitter, with the options of the segment's `fuser.plan`:
 
 - pointwise and `segment_set` tasks: lowering/pointwise.py
 - reductions: lowering/reduction.py
@@ -18,7 +18,7 @@ options (`ScheduleOptions`) override them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -85,8 +85,8 @@ class ConvertFusionToSched(SchedulingPass):
         overrides = explicit_options(self)
         segments = []
         for seg in [o for o in body.ops if isinstance(o, F.SegmentOp)]:
-            seg_opts = _segment_options(seg, opts, overrides)
-            segments.append((seg, seg_opts, self._plan_segment(seg, seg_opts, _overridden(seg, overrides))))
+            seg_opts, overridden = _segment_options(seg, opts, overrides)
+            segments.append((seg, seg_opts, self._plan_segment(seg, seg_opts, overridden)))
         # Every buffer first (workspaces for the values kept between kernels), then the kernels;
         # a segment's own copies follow its kernels, since later segments may read them.
         seg_copies = [_segment_buffers(host, seg, plan, buffers) for seg, _, plan in segments]
@@ -128,25 +128,19 @@ class ConvertFusionToSched(SchedulingPass):
         return plan
 
 
-def _segment_options(seg: F.SegmentOp, opts, overrides: dict[str, object]):
+def _segment_options(seg: F.SegmentOp, opts, overrides: dict[str, object]) -> tuple[ScheduleOptions, list[str]]:
     """The options `seg` is converted with: the pass's, then the segment's `fuser.plan`, then
-    the options given to this pass explicitly."""
+    the options given to this pass explicitly; and the names of those that change what the
+    plan recorded."""
     plan = seg.attributes.get(PLAN_ATTR)
     if plan is not None and not isinstance(plan, DictionaryAttr):
         raise ScheduleError(f"{PLAN_ATTR} must be a dictionary of schedule options, got {plan}", seg)
     try:
-        return options_from_plan(plan, opts, overrides)
+        recorded = options_from_plan(plan, opts)
     except ScheduleOptionsError as e:
         raise ScheduleError(str(e), seg) from None
-
-
-def _overridden(seg: F.SegmentOp, overrides: dict[str, object]) -> list[str]:
-    """The options given to this pass that change what `seg`'s recorded plan says."""
-    plan = seg.attributes.get(PLAN_ATTR)
-    if not isinstance(plan, DictionaryAttr):
-        return []
-    recorded = options_from_plan(plan, ScheduleOptions(), {})
-    return [n for n, v in overrides.items() if n in plan.data and getattr(recorded, n) != v]
+    overridden = [n for n, v in overrides.items() if plan is not None and n in plan.data and getattr(recorded, n) != v]
+    return replace(recorded, **overrides), overridden
 
 
 def emit_task(em: KernelEmitter, t: Task, materialized: set, args: set) -> None:
@@ -198,7 +192,8 @@ def _require_segments(fn: func.FuncOp) -> None:
     """Every fusion op lies in a `fusion.segment` that names its scheduler: cutting a function
     into kernels is fusion-segment's decision, and this conversion only carries it out."""
     for op in fn.body.block.ops:
-        if isinstance(op, F.SegmentOp) and (op.scheduler is not None or op.body.block.first_op is op.body.block.last_op):
+        passes_on = isinstance(op, F.SegmentOp) and op.body.block.first_op is op.body.block.last_op
+        if isinstance(op, F.SegmentOp) and (op.scheduler is not None or passes_on):
             continue  # named, or one that only passes its operands on (copies, no scheduler)
         if isinstance(op, F.SegmentOp):
             raise ScheduleError("fusion.segment names no scheduler: run fusion-segment first, which names it or "

@@ -27,6 +27,16 @@ def _inputs(outputs: list[SSAValue], materialized: set, args: set) -> tuple[dict
     return expr, by_name(set().union(*(leaves(expr[o], materialized - {o}, args) for o in outputs)))
 
 
+def _grid_stride(outputs: list[SSAValue], reads: list[SSAValue], opts) -> tuple[int, int, int, int]:
+    """(lanes per access, vectors, threads per block, blocks) of the grid-stride kernel."""
+    shape = shape_of(outputs[0])
+    max_bytes = max(elem_bytes(F._elem(v)) for v in list(outputs) + reads)
+    lanes = vector_lanes(shape[-1], max_bytes, opts.vector) if shape else 1
+    nvec = math.prod(shape) // lanes
+    block, grid = pointwise_params(nvec, opts.sms, opts.block)
+    return lanes, nvec, block, grid
+
+
 def pointwise_schedule(outputs: list[SSAValue], materialized: set, args: set, opts) -> dict[str, int] | None:
     """The pointwise scheduler's decision for these outputs under `opts`, as schedule options
     (`block`, `vector`: threads per block and elements per access), or None where the transpose
@@ -34,10 +44,7 @@ def pointwise_schedule(outputs: list[SSAValue], materialized: set, args: set, op
     expr, reads = _inputs(outputs, materialized, args)
     if plan_transpose(outputs, expr, materialized, args) is not None:
         return None
-    shape = shape_of(outputs[0])
-    max_bytes = max(elem_bytes(F._elem(v)) for v in list(outputs) + reads)
-    lanes = vector_lanes(shape[-1], max_bytes, opts.vector) if shape else 1
-    block, _ = pointwise_params(math.prod(shape) // lanes, opts.sms, opts.block)
+    lanes, _, block, _ = _grid_stride(outputs, reads, opts)
     return {"block": block, "vector": lanes}
 
 
@@ -50,11 +57,7 @@ def emit_pointwise(em: KernelEmitter, outputs: list[SSAValue], materialized: set
         emit_transpose(em, outputs, expr, reads, *tiled)
         return
     all_vals = list(outputs) + reads
-    max_bytes = max(elem_bytes(F._elem(v)) for v in all_vals)
-    total = math.prod(shape)
-    lanes = vector_lanes(shape[-1], max_bytes, em.opts.vector) if shape else 1
-    nvec = total // lanes
-    block, grid = pointwise_params(nvec, em.opts.sms, em.opts.block)
+    lanes, nvec, block, grid = _grid_stride(outputs, reads, em.opts)
     host_bufs = em.kernel_buffers(list(outputs) + reads)
 
     def body(kb: KernelBuilder, kargs):

@@ -117,11 +117,10 @@ def plan_attribute(scheduler: str, opts: ScheduleOptions):
     return DictionaryAttr({name: typed(getattr(opts, name)) for name in PLAN_OPTIONS.get(scheduler, ())})
 
 
-def options_from_plan(plan, opts: ScheduleOptions, overrides: dict[str, object]) -> ScheduleOptions:
-    """The options one segment is converted with: `opts`, then the segment's `fuser.plan`
-    (`plan`, a DictionaryAttr or None), then `overrides` (options given to the conversion
-    explicitly, which win over what the segment recorded). A plan entry that is not an option,
-    or has the wrong type, is an error naming it."""
+def options_from_plan(plan, opts: ScheduleOptions) -> ScheduleOptions:
+    """`opts` with the entries of a segment's `fuser.plan` (`plan`, a DictionaryAttr or None)
+    in place of theirs. A plan entry that is not an option, or has the wrong type, is an error
+    naming it."""
     from xdsl.dialects.builtin import IntegerAttr, StringAttr
 
     def width(a) -> int | None:  # 1 for a bool (`true`), None for an index
@@ -143,7 +142,6 @@ def options_from_plan(plan, opts: ScheduleOptions, overrides: dict[str, object])
             values[name] = attr.data
         else:
             raise ScheduleOptionsError(f"{PLAN_ATTR} entry '{name}' must be {_TYPE_OF_FIELD[want]}, got {attr}")
-    values.update(overrides)
     return dataclasses.replace(opts, **values)
 
 
