@@ -181,6 +181,15 @@ def test_check_helpers():
 
     assert model_bench.curve_error([1.0, 2.1], [1.0, 2.0]) == pytest.approx(0.05, rel=1e-9)
     assert model_bench.curve_error([1.0], [1.0, 2.0]) == math.inf
+    assert model_bench.curve_error([1.0, math.nan], [1.0, 2.0]) == math.inf
+    # after the tracked steps, one spike counts through the mean (the chaos of bf16 training),
+    # while a curve that stops learning does not pass
+    n = model_bench.CURVE_TRACKED
+    eager = [10.0 - 0.1 * i for i in range(n + 10)]
+    spiky = eager[:n] + [x * (1.3 if i == 5 else 1.0) for i, x in enumerate(eager[n:])]
+    assert model_bench.curve_error(spiky, eager) == pytest.approx(0.3 * eager[n + 5] / sum(eager[n:]), rel=1e-9)
+    assert model_bench.curve_error(eager[:n] + [eager[n - 1]] * 10, eager) > model_bench.CURVE_RTOL
+    assert model_bench.curve_error([eager[0] * 1.06] + eager[1:], eager) > model_bench.CURVE_RTOL
 
     ok = {"loss_rel": 1e-3, "grad_rel": 1e-2, "curve_rel": 1e-2}
     assert model_bench.check_failures("train", ok) == []
