@@ -225,9 +225,11 @@ class Module:
         info = bytearray(_LOG_BYTES)
         error = bytearray(_LOG_BYTES)
         O = _cu.CUjit_option
+        # Line info: the PTX's .loc lines become the cubin's line table, so compute-sanitizer and
+        # Nsight Compute name the .mlir line of an instruction (no change to the code).
         opts = [O.CU_JIT_INFO_LOG_BUFFER, O.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-                O.CU_JIT_ERROR_LOG_BUFFER, O.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES]
-        vals = [info, _LOG_BYTES, error, _LOG_BYTES]
+                O.CU_JIT_ERROR_LOG_BUFFER, O.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, O.CU_JIT_GENERATE_LINE_INFO]
+        vals = [info, _LOG_BYTES, error, _LOG_BYTES, 1]
         res = _cu.cuModuleLoadDataEx(image, len(opts), opts, vals)
         if res[0]:
             log = _c_string(error) or _c_string(info)
