@@ -101,6 +101,10 @@ class Evaluator:
             return self(op.input, sub, lanes)
         if isinstance(op, F.ReshapeOp):
             out_shape, in_shape = shape_of(v), shape_of(op.input)
+            keep = _common_suffix(out_shape, in_shape)
+            if keep:  # trailing dims the reshape keeps map through as they are: no division for them
+                head = kb.delinearize(kb.linearize(idx[:-keep], out_shape[:-keep]), in_shape[:-keep])
+                return self(op.input, head + list(idx[-keep:]), lanes)
             lin = kb.linearize(idx, out_shape)
             if lanes > 1 and in_shape and in_shape[-1] % lanes == 0:
                 return self(op.input, kb.delinearize(lin, in_shape), lanes)
@@ -268,3 +272,11 @@ def emit_pow(kb: KernelBuilder, a: SSAValue, b: SSAValue) -> SSAValue:
     r = select(cmp(a, kb.cf(0.0), "olt"), select(b_int, negative, kb.cf(math.nan)), mag)
     one = kb.v(arith.OrIOp(cmp(b, kb.cf(0.0), "oeq"), cmp(a, kb.cf(1.0), "oeq")))
     return select(one, kb.cf(1.0), r)
+
+
+def _common_suffix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many trailing dims two shapes share (8x1024x50257 and 8192x50257: one)."""
+    n = 0
+    while n < min(len(a), len(b)) and a[len(a) - 1 - n] == b[len(b) - 1 - n]:
+        n += 1
+    return n

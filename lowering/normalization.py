@@ -21,17 +21,22 @@ import math
 
 from xdsl.dialects import arith
 
-from xdsl.ir import SSAValue
+from xdsl.ir import Block, SSAValue
 
 from fuser.dialects import sched
 from fuser.dialects import fusion as F
 from fuser.lowering.combiners import Joint, finalize, is_welford, select_state, state_for
-from fuser.lowering.common import Task, by_name, leaves, reaches
+from fuser.lowering.common import Task, by_name, elem_bytes, leaves, reaches, shape_of
 from fuser.lowering.emitter import KernelEmitter
 from fuser.lowering.evaluator import Evaluator
 from fuser.lowering.kernel_builder import KernelBuilder, emit_if
 from fuser.lowering.planner import NormGroup
 from fuser.lowering.reduction import block_reduce, store_row_outputs
+
+
+# Registers a thread gives to loads in flight while copying rows to shared memory: a 1024-thread
+# block has 32 a thread when two blocks share an SM.
+COPY_BATCH_REGISTERS = 16
 
 
 def _stages(g: NormGroup, materialized: set, args: set) -> list[list]:
@@ -68,67 +73,165 @@ def emit_persistent(em: KernelEmitter, task: Task, materialized: set, args: set)
         row = kb.add(kb.mul(kb.bid("x"), p.by), ty)
         row_c = kb.v(arith.MinUIOp(row, kb.c(rows - 1)))   # tail rows recompute row R-1, never store
         row_idx = kb.delinearize(row_c, row_shape)
-        idx, valid = [], []
-        for s in range(p.slots):
-            j = kb.add(tx, s * p.bx)
-            if (s + 1) * p.bx > row_vecs:   # the last slots may fall past the row's end
-                valid.append(kb.lt(j, row_vecs))
-                j = kb.v(arith.MinUIOp(j, kb.c(row_vecs - 1)))
-            else:
-                valid.append(None)
-            idx.append(row_idx + kb.delinearize(kb.mul(j, p.lanes), col_shape))
         overrides: dict[SSAValue, SSAValue] = {}   # reduction results, filled stage by stage
-        if not p.smem:
-            # One Evaluator for the whole kernel: a value loaded or computed at a slot is reused
-            # by every later stage and output (its memo is the register cache).
-            ev = Evaluator(kb, {v: amap[v] for v in reads}, overrides)
-
-            def evaluator():
-                return ev
+        sources = {v: amap[v] for v in reads}
+        if p.smem:
+            copies = _rows_in_shared(kb, g, p, stages, sources, overrides, row_c, row_idx, tx, ty, amap)
         else:
-            # Copy the rows into shared memory once; every stage and the outputs read them there
-            # with a fresh Evaluator, so nothing stays live in registers between stages.
-            copies = {}
-            for v in g.cached:
-                buf = kb.alloc([p.by, cols], F._elem(v), f"row_{v.name_hint}" if v.name_hint else "row")
-                copies[v] = buf
-                for s in range(p.slots):
-                    col = kb.linearize(idx[s][g.k:], col_shape)
-                    kb.store(kb.load(amap[v], idx[s], p.lanes), buf, [ty, col])
-            kb.emit(sched.BarrierOp())
-            to_smem = {v: (lambda ix: [ty, kb.linearize(ix[g.k:], col_shape)]) for v in copies}
-
-            def evaluator():
-                return Evaluator(kb, {**{v: amap[v] for v in reads}, **copies}, overrides, to_smem)
-        for ops in stages:
-            ev = evaluator()
-            parts = [state_for(op) for op in ops]
-            joint = Joint(parts)
-            state = []
-            shifts = {}
-            for op, st in zip(ops, parts):
-                s_op = st.identity(kb)
-                if is_welford(op):  # Welford runs on x - (the row's first element); see combiners.py
-                    shifts[op] = kb.ext(ev(op.input, row_idx + [kb.c(0)] * len(col_shape), 1)[0])
-                for s in range(p.slots):
-                    for x in ev(op.input, idx[s], p.lanes):
-                        x = kb.ext(x)
-                        new = st.update(kb, s_op, kb.fsub(x, shifts[op]) if op in shifts else x)
-                        s_op = new if valid[s] is None else select_state(kb, valid[s], new, s_op)
-                state += st.settle(kb, s_op)
-            state = block_reduce(kb, joint, state, tx, ty, p.bx, p.by)
-            for op, s_op in zip(ops, joint.split(state)):
-                overrides.update(finalize(kb, op, s_op, shifts.get(op)))
+            cache = _rows_in_registers(kb, g, p, stages, sources, overrides, row_idx, tx, ty)
         ok_row = kb.lt(row, rows)
         row_outs = [r for r in g.result_list if r in outputs] + g.row_outputs  # unread statistics stay in registers
         emit_if(kb, kb.andi(kb.eq(tx, 0), ok_row),
                 lambda b: store_row_outputs(b, row_outs, amap, row, dict(overrides)))
-        ev = evaluator()
-        for o in g.full_outputs:
-            t = F._elem(o)
-            for s in range(p.slots):
-                xs = [kb.trunc(x, t) if F.is_float(t) else x for x in ev(o, idx[s], p.lanes)]
-                cond = ok_row if valid[s] is None else kb.andi(ok_row, valid[s])
-                emit_if(kb, cond, lambda b, xs=xs, s=s: b.store(xs, amap[o], idx[s]))
+        if p.smem:
+            _store_outputs_looped(kb, g, p, sources, overrides, copies, row_idx, ty, ok_row, amap)
+        else:
+            _store_outputs_unrolled(kb, g, p, cache, ok_row, amap)
 
     em.kernel(host_bufs, (math.ceil(rows / p.by), 1, 1), (p.bx, p.by, 1), body, schedule=p.describe())
+
+
+def _slots(kb: KernelBuilder, p, row_idx: list, col_shape, row_vecs: int, tx) -> tuple[list, list]:
+    """Each slot's index into the row and, for the slots that may fall past its end, the
+    condition that this thread's vector is inside it."""
+    idx, valid = [], []
+    for s in range(p.slots):
+        j = kb.add(tx, s * p.bx)
+        if (s + 1) * p.bx > row_vecs:   # the last slots may fall past the row's end
+            valid.append(kb.lt(j, row_vecs))
+            j = kb.v(arith.MinUIOp(j, kb.c(row_vecs - 1)))
+        else:
+            valid.append(None)
+        idx.append(row_idx + kb.delinearize(kb.mul(j, p.lanes), col_shape))
+    return idx, valid
+
+
+def _fold_element(kb: KernelBuilder, st, s_op: list, x, shift) -> list:
+    x = kb.ext(x)
+    return st.update(kb, s_op, kb.fsub(x, shift) if shift is not None else x)
+
+
+def _welford_shift(kb: KernelBuilder, ev: Evaluator, op, row_idx: list, ncols: int):
+    """Welford runs on x - (the row's first element); see combiners.py."""
+    return kb.ext(ev(op.input, row_idx + [kb.c(0)] * ncols, 1)[0]) if is_welford(op) else None
+
+
+def _finish_stage(kb: KernelBuilder, ops, joint: Joint, state: list, shifts: dict, overrides: dict, tx, ty, p) -> None:
+    state = block_reduce(kb, joint, state, tx, ty, p.bx, p.by)
+    for op, s_op in zip(ops, joint.split(state)):
+        overrides.update(finalize(kb, op, s_op, shifts.get(op)))
+
+
+def _rows_in_registers(kb: KernelBuilder, g: NormGroup, p, stages, sources, overrides, row_idx, tx, ty) -> tuple:
+    """Every stage reads the row through one Evaluator, unrolled over the slots: a value loaded
+    or computed at a slot is reused by every later stage and output (its memo is the register
+    cache). Returns (the Evaluator, the slots' indices, their conditions) for the outputs."""
+    col_shape = g.in_shape[g.k:]
+    row_vecs = math.prod(col_shape) // p.lanes
+    idx, valid = _slots(kb, p, row_idx, col_shape, row_vecs, tx)
+    ev = Evaluator(kb, sources, overrides)
+    for ops in stages:
+        parts = [state_for(op) for op in ops]
+        state, shifts = [], {}
+        for op, st in zip(ops, parts):
+            s_op = st.identity(kb)
+            shifts[op] = _welford_shift(kb, ev, op, row_idx, len(col_shape))
+            for s in range(p.slots):
+                for x in ev(op.input, idx[s], p.lanes):
+                    new = _fold_element(kb, st, s_op, x, shifts[op])
+                    s_op = new if valid[s] is None else select_state(kb, valid[s], new, s_op)
+            state += st.settle(kb, s_op)
+        _finish_stage(kb, ops, Joint(parts), state, shifts, overrides, tx, ty, p)
+    return ev, idx, valid
+
+
+def _store_outputs_unrolled(kb: KernelBuilder, g: NormGroup, p, cache: tuple, ok_row, amap) -> None:
+    ev, idx, valid = cache
+    for o in g.full_outputs:
+        t = F._elem(o)
+        for s in range(p.slots):
+            xs = [kb.trunc(x, t) if F.is_float(t) else x for x in ev(o, idx[s], p.lanes)]
+            cond = ok_row if valid[s] is None else kb.andi(ok_row, valid[s])
+            emit_if(kb, cond, lambda b, xs=xs, s=s: b.store(xs, amap[o], idx[s]))
+
+
+def _shared_evaluator(b: KernelBuilder, sources: dict, overrides: dict, copies: dict, ty, col_shape) -> Evaluator:
+    """An Evaluator at `b` that reads the cached rows from their shared-memory copies."""
+    maps = {v: (lambda ix, kv=kv: [ty, b.linearize(ix[kv:], col_shape)]) for v, (_, kv) in copies.items()}
+    return Evaluator(b, {**sources, **{v: buf for v, (buf, _) in copies.items()}}, overrides, maps)
+
+
+def _row_loop(kb: KernelBuilder, row_vecs: int, init: list) -> tuple[KernelBuilder, SSAValue, list, sched.ForOp]:
+    """A loop over the row's vectors, thread tx taking tx, tx + bx, ...: (its body's builder,
+    the vector index, the loop-carried values, the loop)."""
+    loop = sched.ForOp(kb.c(0), kb.c(row_vecs), kb.c(1), init,
+                       Block(arg_types=[sched.IndexType()] + [SSAValue.get(x).type for x in init]), bind="thread.x")
+    kb.emit(loop)
+    j, *carried = loop.body.block.args
+    return kb.at(loop.body.block), j, carried, loop
+
+
+def _rows_in_shared(kb: KernelBuilder, g: NormGroup, p, stages, sources, overrides, row_c, row_idx, tx, ty,
+                    amap) -> dict:
+    """Copy the cached rows into shared memory once, unrolled so that a thread's loads are in
+    flight together; each stage then loops over the row there, so that no slot's value or index
+    stays live from one stage to the next (a 1024-thread block has 64 registers a thread, a
+    50257-wide row 50 slots). Returns the copies: value -> (buffer, its number of row dims)."""
+    col_shape = g.in_shape[g.k:]
+    cols = math.prod(col_shape)
+    row_vecs = cols // p.lanes
+    copies = {}
+    for v in g.cached:
+        kv = len(shape_of(v)) - len(col_shape)   # the rows may be split differently (a reshape)
+        v_row = kb.delinearize(row_c, shape_of(v)[:kv])
+        buf = kb.alloc([p.by, cols], F._elem(v), f"row_{v.name_hint}" if v.name_hint else "row")
+        copies[v] = (buf, kv)
+        # Loads in batches ahead of their stores, so that a batch is in flight at once.
+        batch = max(1, COPY_BATCH_REGISTERS // math.ceil(p.lanes * elem_bytes(F._elem(v)) / 4))
+        for first in range(0, p.slots, batch):
+            loaded = []
+            for s in range(first, min(first + batch, p.slots)):
+                j = kb.add(tx, s * p.bx)
+                if (s + 1) * p.bx > row_vecs:   # past the end: copy the last vector again
+                    j = kb.v(arith.MinUIOp(j, kb.c(row_vecs - 1)))
+                col = kb.mul(j, p.lanes)
+                loaded.append((kb.load(amap[v], v_row + kb.delinearize(col, col_shape), p.lanes), col))
+            for x, col in loaded:
+                kb.store(x, buf, [ty, col])
+    kb.emit(sched.BarrierOp())
+    for ops in stages:
+        parts = [state_for(op) for op in ops]
+        first = _shared_evaluator(kb, sources, overrides, copies, ty, col_shape)
+        shifts = {op: _welford_shift(kb, first, op, row_idx, len(col_shape)) for op in ops}
+        lb, j, carried, loop = _row_loop(kb, row_vecs, [x for st in parts for x in st.identity(kb)])
+        ev = _shared_evaluator(lb, sources, overrides, copies, ty, col_shape)
+        ix = row_idx + lb.delinearize(lb.mul(j, p.lanes), col_shape)
+        folded, at = [], 0
+        for op, st in zip(ops, parts):
+            s_op = carried[at:at + st.width]
+            at += st.width
+            for x in ev(op.input, ix, p.lanes):
+                s_op = _fold_element(lb, st, s_op, x, shifts[op])
+            folded += s_op
+        lb.emit(sched.YieldOp(*folded))
+        res, state, at = list(loop.results), [], 0
+        for st in parts:
+            state += st.settle(kb, res[at:at + st.width])
+            at += st.width
+        _finish_stage(kb, ops, Joint(parts), state, shifts, overrides, tx, ty, p)
+    return copies
+
+
+def _store_outputs_looped(kb: KernelBuilder, g: NormGroup, p, sources, overrides, copies, row_idx, ty, ok_row,
+                          amap) -> None:
+    if not g.full_outputs:
+        return
+    col_shape = g.in_shape[g.k:]
+    lb, j, _, _ = _row_loop(kb, math.prod(col_shape) // p.lanes, [])
+    ev = _shared_evaluator(lb, sources, overrides, copies, ty, col_shape)
+    ix = row_idx + lb.delinearize(lb.mul(j, p.lanes), col_shape)
+    for o in g.full_outputs:
+        t = F._elem(o)
+        xs = [lb.trunc(x, t) if F.is_float(t) else x for x in ev(o, ix, p.lanes)]
+        emit_if(lb, ok_row, lambda b, xs=xs, o=o: b.store(xs, amap[o], ix))
+    lb.emit(sched.YieldOp())

@@ -692,11 +692,31 @@ def _pointwise_task(outputs: list[SSAValue], level: int, graph: FusionGraph) -> 
 
 
 def _cached_inputs(g: NormGroup, materialized: set, args: set) -> list[SSAValue]:
-    """Full-size tensors the group reads at the row: what the registers hold."""
-    exprs = [op.input for op in g.ops] + g.full_outputs
-    found: set[SSAValue] = set()
-    for e in exprs:
-        found |= leaves(e, materialized, args)
+    """Full-size tensors the group reads element for element at the row: what the registers or
+    shared memory hold. A tensor qualifies when every route to it crosses only elementwise ops
+    and reshapes (neither moves an element in row-major order) and its trailing dims are the
+    row's columns, e.g. an 8x1024x50257 input read through a reshape to 8192x50257 rows."""
+    col_shape = tuple(g.in_shape[g.k:])
+    rows = math.prod(g.in_shape[:g.k])
     results = g.results
-    return by_name(v for v in found if v not in results and shape_of(v) == g.in_shape)
+    todo = [(e, True) for e in [op.input for op in g.ops] + g.full_outputs]
+    seen: set = set()
+    at_row: set[SSAValue] = set()
+    moved: set[SSAValue] = set()   # also reached through a broadcast or permute
+    while todo:
+        x, straight = todo.pop()
+        if (x, straight) in seen or x in results:
+            continue
+        seen.add((x, straight))
+        if x in materialized or x in args:
+            (at_row if straight else moved).add(x)
+            continue
+        keeps = isinstance(x.owner, (F.ReshapeOp, *F.POINTWISE_OPS))
+        todo.extend((o, straight and keeps) for o in x.owner.operands)
 
+    def row_shaped(v: SSAValue) -> bool:
+        shape = tuple(shape_of(v))
+        kv = len(shape) - len(col_shape)
+        return kv >= 0 and shape[kv:] == col_shape and math.prod(shape[:kv]) == rows
+
+    return by_name(v for v in at_row - moved if row_shaped(v))

@@ -59,6 +59,22 @@ _LONG_ROWS = """func.func @rows(%x: tensor<8x65536xf16>) -> tensor<8x65536xf16> 
   func.return %y : tensor<8x65536xf16>
 }"""
 
+_LOG_SOFTMAX = """func.func @lsm(%x: tensor<2x3x50257xbf16>) -> tensor<6x50257xf32> {
+  %xf = fusion.cast %x : tensor<2x3x50257xbf16> to tensor<2x3x50257xf32>
+  %r = fusion.reshape %xf : tensor<2x3x50257xf32> to tensor<6x50257xf32>
+  %m = fusion.reduce max %r dims [1] : tensor<6x50257xf32> to tensor<6xf32>
+  %mb = fusion.broadcast %m dims [1] : tensor<6xf32> to tensor<6x50257xf32>
+  %z = fusion.sub %r, %mb : tensor<6x50257xf32>
+  %e = fusion.exp %z : tensor<6x50257xf32>
+  %s = fusion.reduce sum %e dims [1] : tensor<6x50257xf32> to tensor<6xf32>
+  %l = fusion.log %s : tensor<6xf32>
+  %lb = fusion.broadcast %l dims [1] : tensor<6xf32> to tensor<6x50257xf32>
+  %y = fusion.sub %z, %lb : tensor<6x50257xf32>
+  func.return %y : tensor<6x50257xf32>
+}"""
+"""A language model's log-softmax: odd-width rows (one-element accesses) read through a reshape,
+copied into shared memory and looped over there."""
+
 _COLUMNS = """func.func @cols(%x: tensor<4093x512xf32>) -> tensor<512xf32> {
   %s = fusion.reduce sum %x dims [0] : tensor<4093x512xf32> to tensor<512xf32>
   func.return %s : tensor<512xf32>
@@ -124,6 +140,7 @@ CASES: dict[str, tuple[str, str]] = {
                               _default_with_split_k("strategy=serial factor=4")),
     "softmax": (_SOFTMAX, "default"),
     "rows_in_smem": (_LONG_ROWS, "default"),
+    "rows_through_reshape": (_LOG_SOFTMAX, "default"),
     "column_tree": (_COLUMNS, "default{split=1}"),
     "transpose": (_TRANSPOSE, "default"),
     "transpose_pairs": (_TRANSPOSE_PAIRS, "default"),

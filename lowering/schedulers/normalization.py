@@ -67,8 +67,10 @@ def normalization_params(rows: int, cols: int, lanes: int, cached_bytes: list[in
     if need <= budget:
         p = NormParams(bx, by, slots, lanes)
         return NormDecision(p, p.describe())
-    row_bytes = cols * sum(cached_bytes or [4])
-    if row_bytes <= SHARED_CACHE_BYTES and slots <= MAX_SLOTS:
+    row_bytes = cols * sum(cached_bytes)
+    # Nothing to cache (no input is read at the row element for element): every stage would
+    # re-read the row from global memory, which the general plan does with more parallelism.
+    if cached_bytes and row_bytes <= SHARED_CACHE_BYTES and slots <= MAX_SLOTS:
         p = NormParams(bx, 1, slots, lanes, row_bytes)
         return NormDecision(p, p.describe())
     return NormDecision(None, f"a row of {cols} elements from {n_cached} input(s) needs {need} registers/thread "

@@ -203,6 +203,25 @@ def test_layer_norm(shape, dt, mode):
     _check_out(y, ey, dt, "y", scale=(np.abs(x64) + np.abs(emean)) * erstd * np.abs(w64) + np.abs(b64))
 
 
+@pytest.mark.parametrize("shape, dt", [((2, 3, 50257), "bf16"), ((4, 33, 50257), "f16"), ((3, 2, 65536), "bf16"),
+                                       ((5, 7, 4097), "f32")], ids=lambda v: _id(v) if isinstance(v, tuple) else v)
+def test_log_softmax_of_rows_read_through_a_reshape(shape, dt):
+    """A language model's loss input: log_softmax over x[B,T,V] read as B*T rows. The rows are
+    cached in shared memory (V = 50257: one-element accesses; 65536 bf16: 16-byte vectors) or in
+    registers (4097 f32), copied from x through the reshape."""
+    from fuser.tools.bench.workloads import log_softmax
+
+    b, t, v = shape
+    x = _input(shape, dt)
+    k = fz.compile(log_softmax(shape, dt, shape).build(shape, dt))
+    (y,) = _outs(k(x))
+    x64 = np.asarray(x, dtype=np.float64).reshape(b * t, v)
+    z = x64 - x64.max(1, keepdims=True)
+    want = z - np.log(np.exp(z).sum(1, keepdims=True))
+    assert y.dtype == np.float32
+    _check_stat(y, want, "log_softmax", rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("shape", SHAPES, ids=_id)
 def test_rms_norm(shape, dt):

@@ -400,6 +400,38 @@ def rms_norm(shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
     )
 
 
+def log_softmax(shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
+    """A language model's loss input: log_softmax over the vocabulary of logits x[B,T,V] read
+    as B*T rows (a reshape), in f32, y[B*T,V] f32, as torch.compile hands fuser GPT-2's
+    cross-entropy (V = 50257: odd, so no 16-byte vectors). Bytes: x read + y written.
+    Peer: torch.log_softmax(x.float().view(-1, V), -1).
+    """
+    def build(s: Shape, d: str) -> FusionBuilder:
+        b, t, v = s
+        fb = FusionBuilder(f"log_softmax_{d}")
+        x = fb.input(s, d, name="x")
+        rows = _named(fapi.reshape(_to_f32(x, "x_f"), (b * t, v)), "rows")
+        m = _named(fapi.reshape(fapi.amax(rows, [1], keepdim=True), (b * t,)), "m")
+        z = _named(rows - fapi.broadcast(m, (b * t, v), [1]), "z")
+        lse = fapi.log(fapi.sum(fapi.exp(z), [1], keepdim=True))
+        lse = _named(fapi.reshape(lse, (b * t,)), "lse")
+        return _finish(fb, _named(z - fapi.broadcast(lse, (b * t, v), [1]), "y"))
+
+    def ref(x):
+        import torch
+        return torch.log_softmax(x.float().reshape(-1, x.shape[-1]), -1)
+
+    return Workload(
+        name=f"log_softmax_{dtype}_{fmt_shape(shape)}", family="log_softmax", shape=shape, dtype=dtype,
+        quick_shape=quick_shape,
+        inputs=lambda s, d: [(s, d)],
+        torch_fn=_torch_fn("log_softmax", ref),
+        bytes_moved=lambda s, d: nbytes(s, d) + nbytes(s, "f32"),
+        build=build, rtol=NORM_RTOL["f32"],
+        note="bytes read + written; rows read through a reshape",
+    )
+
+
 def matmul(epilogue: str, shape: Shape, quick_shape: Shape, dtype: str = "bf16", note: str = "",
            split_k: tuple[str, str] = ("", "")) -> Workload:
     """C[M,N] = A[M,K] @ B[K,N], bf16 operands, f32 accumulation, bf16 output; shape is (M, N, K).
@@ -518,6 +550,7 @@ def _register_defaults() -> None:
             register(layer_norm(full, dt, quick))
     for dt in ("f32", "bf16"):
         register(rms_norm((32768, 4096), dt, (256, 4096)))
+    register(log_softmax((8, 1024, 50257), "bf16", (2, 64, 50257)))
     for full, quick in MATMUL_SHAPES:
         register(matmul("none", full, quick))
     for full, quick in MATMUL_LARGE_K_SHAPES:  # each split-K strategy, then auto's choice

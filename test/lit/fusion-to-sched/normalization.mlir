@@ -90,17 +90,24 @@ func.func @softmax(%x: tensor<1000x4096xf32>) -> tensor<1000x4096xf32> {
 
 // -----
 // Rows of 65536 bf16 (128 KB) are too long for registers: each block copies its row into
-// dynamic shared memory once (16-byte vectors), then the statistics and the normalized output
-// read it there. Still one read of x from global memory and one write of y.
+// dynamic shared memory once (16-byte vectors, four loads ahead of their stores), then the
+// statistics and the normalized output loop over it there. Still one read of x from global
+// memory and one write of y.
 // CHECK-LABEL: sched.kernel @smem_rows_k0
 // CHECK-SAME:    grid [8, 1, 1] block [1024, 1, 1] smem 131456
 // CHECK-SAME:    fuser.schedule = "persistent: 1 row(s)/block, 1024 threads/row, 8 x 8-element vectors/thread in 131072 bytes of shared memory"
 // CHECK:         %[[ROW:.*]] = sched.alloc offset 0 : i64 : memref<1x65536xbf16, 3 : i64>
-// CHECK-COUNT-8: sched.store %{{.*}}, %[[ROW]][%{{.*}}, %{{.*}}] : vector<8xbf16>, memref<1x65536xbf16, 3 : i64>
+// CHECK-COUNT-4: sched.load %{{.*}} : memref<8x65536xbf16> -> vector<8xbf16>
+// CHECK-COUNT-4: sched.store %{{.*}}, %[[ROW]][%{{.*}}, %{{.*}}] : vector<8xbf16>, memref<1x65536xbf16, 3 : i64>
+// CHECK-COUNT-4: sched.load %{{.*}} : memref<8x65536xbf16> -> vector<8xbf16>
+// CHECK-COUNT-4: sched.store %{{.*}}, %[[ROW]][%{{.*}}, %{{.*}}] : vector<8xbf16>, memref<1x65536xbf16, 3 : i64>
 // CHECK:         sched.barrier
-// CHECK:         sched.load %[[ROW]]
+// CHECK:         sched.for bind(thread.x) %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK:           sched.load %[[ROW]]
 // CHECK-NOT:     sched.load %{{.*}} : memref<8x65536xbf16> ->
-// CHECK:         sched.store %{{.*}} : vector<8xbf16>, memref<8x65536xbf16>
+// CHECK:         sched.for bind(thread.x)
+// CHECK:           sched.load %[[ROW]]
+// CHECK:           sched.store %{{.*}} : vector<8xbf16>, memref<8x65536xbf16>
 // CHECK-NOT:   sched.kernel @smem_rows_k1
 func.func @smem_rows(%x: tensor<8x65536xbf16>) -> tensor<8x65536xbf16> {
   %var, %mean = fusion.var_mean %x dims [1] correction 0 : tensor<8x65536xbf16> to tensor<8xf32>, tensor<8xf32>
@@ -109,6 +116,62 @@ func.func @smem_rows(%x: tensor<8x65536xbf16>) -> tensor<8x65536xbf16> {
   %d = fusion.sub %xf, %mb : tensor<8x65536xf32>
   %y = fusion.cast %d : tensor<8x65536xf32> to tensor<8x65536xbf16>
   func.return %y : tensor<8x65536xbf16>
+}
+
+// -----
+// A language model's log-softmax: 50257-wide rows (odd: one-element accesses) of an 8x1024
+// batch, read through a reshape. The input is still read at the row element for element, so
+// its rows (100 KB of bf16) are copied into shared memory from the 3-D buffer; the max, the
+// sum and the output each loop over the copy, and x is not read from global memory again. The
+// reshape keeps the column dim, so a column index needs no division.
+// CHECK-LABEL: sched.kernel @vocab_rows_k0
+// CHECK-SAME:    grid [6, 1, 1] block [1024, 1, 1]
+// CHECK-SAME:    fuser.schedule = "persistent: 1 row(s)/block, 1024 threads/row, 50 x 1-element vectors/thread in 100514 bytes of shared memory"
+// CHECK:         %[[ROW:.*]] = sched.alloc offset 0 : i64 : memref<1x50257xbf16, 3 : i64>
+// CHECK-COUNT-16: sched.load %{{.*}} : memref<2x3x50257xbf16> -> bf16
+// CHECK:         sched.store %{{.*}}, %[[ROW]]
+// CHECK:         sched.barrier
+// CHECK-NOT:     sched.load %{{.*}} : memref<2x3x50257xbf16>
+// CHECK:         sched.for bind(thread.x) {{.*}} -> (f32) {
+// CHECK-NOT:       arith.constant 50257
+// CHECK:           sched.load %[[ROW]]
+// CHECK:           arith.maximumf
+// CHECK:         sched.for bind(thread.x) {{.*}} -> (f32) {
+// CHECK:           sched.load %[[ROW]]
+// CHECK:           math.exp
+// CHECK:         sched.for bind(thread.x)
+// CHECK:           sched.load %[[ROW]]
+// CHECK:           sched.store %{{.*}} : f32, memref<6x50257xf32>
+// CHECK-NOT:   sched.kernel @vocab_rows_k1
+func.func @vocab_rows(%x: tensor<2x3x50257xbf16>) -> tensor<6x50257xf32> {
+  %xf = fusion.cast %x : tensor<2x3x50257xbf16> to tensor<2x3x50257xf32>
+  %r = fusion.reshape %xf : tensor<2x3x50257xf32> to tensor<6x50257xf32>
+  %m = fusion.reduce max %r dims [1] : tensor<6x50257xf32> to tensor<6xf32>
+  %mb = fusion.broadcast %m dims [1] : tensor<6xf32> to tensor<6x50257xf32>
+  %z = fusion.sub %r, %mb : tensor<6x50257xf32>
+  %e = fusion.exp %z : tensor<6x50257xf32>
+  %s = fusion.reduce sum %e dims [1] : tensor<6x50257xf32> to tensor<6xf32>
+  %l = fusion.log %s : tensor<6xf32>
+  %lb = fusion.broadcast %l dims [1] : tensor<6xf32> to tensor<6x50257xf32>
+  %y = fusion.sub %z, %lb : tensor<6x50257xf32>
+  func.return %y : tensor<6x50257xf32>
+}
+
+// -----
+// The same rows reached through a permute are not read at the row element for element, so
+// there is nothing to copy; rather than re-read each row from global memory in every stage,
+// the general plan runs: the max split across blocks, its combination, then the output.
+// CHECK-LABEL: sched.kernel @moved_rows_k0
+// CHECK-NOT:     persistent
+// CHECK-LABEL: sched.kernel @moved_rows_k2
+// CHECK-SAME:    memref<6x50257xf32>
+func.func @moved_rows(%x: tensor<50257x6xbf16>) -> tensor<6x50257xf32> {
+  %p = fusion.permute %x [1, 0] : tensor<50257x6xbf16> to tensor<6x50257xbf16>
+  %r = fusion.cast %p : tensor<6x50257xbf16> to tensor<6x50257xf32>
+  %m = fusion.reduce max %r dims [1] : tensor<6x50257xf32> to tensor<6xf32>
+  %mb = fusion.broadcast %m dims [1] : tensor<6xf32> to tensor<6x50257xf32>
+  %y = fusion.sub %r, %mb : tensor<6x50257xf32>
+  func.return %y : tensor<6x50257xf32>
 }
 
 // -----
