@@ -456,12 +456,22 @@ def _is_epilogue(t: Task, o: SSAValue, graph: FusionGraph) -> bool:
 
 
 def _pointwise_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
-    """Neighbouring pointwise tasks (in return order) of one shape and kernel level."""
+    """Neighbouring pointwise tasks (in return order) of one shape and kernel level; and a
+    pointwise task with a `segment_set` of one of its outputs, whose buffer the same kernel
+    then writes from the same registers (an output the next matmul also reads, as in a
+    backward pass, was otherwise computed twice, by two kernels reading the same inputs)."""
     buckets: dict[tuple, list[Task]] = {}
+    producer: dict[SSAValue, Task] = {}
     for t in tasks:
         if t.kind == "pointwise":
             buckets.setdefault((t.level, shape_of(t.outputs[0])), []).append(t)
+            producer.update((o, t) for o in t.outputs)
     out = []
+    for s in tasks:
+        p = producer.get(s.op.input) if s.kind == "segment" else None
+        if p is not None:
+            out.append(_proposal(graph, "pointwise", [p, s],
+                                 lambda p=p, s=s: [_pointwise_task(p.outputs + s.outputs, p.level, graph)]))
     for ts in buckets.values():
         ts.sort(key=lambda t: graph.rank[t.outputs[0]])
         for a, b in zip(ts, ts[1:]):
@@ -686,8 +696,9 @@ def _normalization_merges(tasks: list[Task], graph: FusionGraph, considered: dic
 
 
 def _pointwise_task(outputs: list[SSAValue], level: int, graph: FusionGraph) -> Task:
-    """A pointwise task, placed at its first output in return order."""
-    outputs = sorted(outputs, key=lambda o: graph.rank[o])
+    """A pointwise task, placed at its first output in return order (a `segment_set` result,
+    not returned, after the returned ones)."""
+    outputs = sorted(outputs, key=lambda o: graph.rank.get(o, len(graph.rank)))
     return Task("pointwise", graph.order[outputs[0].owner] if outputs else 0, level, None, outputs)
 
 

@@ -63,6 +63,28 @@ func.func @cut(%x: tensor<32x64xf32>) -> tensor<32xf32> {
 }
 
 // -----
+// A returned value that a segment_set also stores (as a backward pass stores a gradient it
+// returns and the next matmul reads): one kernel computes it once and writes both buffers,
+// where two kernels would each read %x and %y and compute it.
+// CHECK-LABEL: func.func @stored_twice
+// CHECK:         %[[M:.*]], %[[C:.*]] = fusion.segment "pointwise" (%{{.*}} = %x : tensor<32x64xf32>, %{{.*}} = %y : tensor<32x64xf32>) -> (tensor<32x64xf32>, tensor<32x64xf32>)
+// CHECK-SAME:      fuser.segment = "2 output(s) of [32, 64]; reads 16384 B, writes 16384 B"
+// CHECK-SAME:      fuser.merged = "pointwise (saves 16384 B)"
+// CHECK:           %[[MI:.*]] = fusion.mul
+// CHECK-NEXT:      %[[CI:.*]] = fusion.segment_set %[[MI]]
+// CHECK-NEXT:      fusion.yield %[[MI]], %[[CI]]
+// CHECK:         %[[S:.*]] = fusion.segment "reduction" (%{{.*}} = %[[C]] : tensor<32x64xf32>)
+// CHECK-NOT:     fusion.segment "pointwise"
+// CHECK:         func.return %[[M]], %[[S]]
+func.func @stored_twice(%x: tensor<32x64xf32>, %y: tensor<32x64xf32>) -> (tensor<32x64xf32>, tensor<32xf32>) {
+  %e = fusion.exp %x : tensor<32x64xf32>
+  %m = fusion.mul %e, %y : tensor<32x64xf32>
+  %c = fusion.segment_set %m : tensor<32x64xf32> to tensor<32x64xf32>
+  %s = fusion.reduce max %c dims [1] : tensor<32x64xf32> to tensor<32xf32>
+  func.return %m, %s : tensor<32x64xf32>, tensor<32xf32>
+}
+
+// -----
 // Row and column sums of one input are one joint reduction segment: the record says it reads
 // the input once, and the merge what that saved.
 // CHECK-LABEL: func.func @row_and_column
