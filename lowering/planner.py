@@ -612,6 +612,14 @@ def _aligned(v: SSAValue, g: NormGroup, results: set, row_region: bool, material
     return True
 
 
+def _read_before(t: Task, level: int, tasks: list[Task], graph: FusionGraph) -> bool:
+    """Does one of `tasks` that runs before a non-pointwise task of kernel level `level` read a
+    result of `t`? (Tasks run by level, and within one level the pointwise ones last.)"""
+    results = set(t.op.results)
+    return any(results & _loads(u, graph) and (u.level < level or (u.level == level and u.kind != "pointwise"))
+               for u in tasks)
+
+
 def _normalization_merges(tasks: list[Task], graph: FusionGraph, considered: dict) -> list[Merge]:
     """For each inner reduction (the seed), the later reductions over the same rows that can
     share its kernel, and the outputs computed from their results at the row; a proposal where
@@ -690,6 +698,13 @@ def _normalization_merges(tasks: list[Task], graph: FusionGraph, considered: dic
                     g.result_list + g.row_outputs + g.full_outputs, group=g)
         robbed = [t for t in tasks if t.kind == "pointwise" and any(o in absorbed for o in t.outputs)]
         left = [_pointwise_task([o for o in t.outputs if o not in absorbed], t.level, graph) for t in robbed]
+        # A member of an earlier kernel level runs later in the group: not if a kernel that still
+        # runs before the group reads its result (a max of an input that a pointwise output reads
+        # through a permute, beside a sum of a matmul product).
+        merged = {id(t) for t in members + robbed}
+        others = [t for t in tasks if id(t) not in merged] + [t for t in left if t.outputs]
+        if any(m.level < seed.level and _read_before(m, seed.level, others, graph) for m in members):
+            continue
         out.append(Merge("normalization", members + robbed, [task] + [t for t in left if t.outputs]))
         covered.update(g.ops)
     return out

@@ -109,3 +109,27 @@ func.func @named_var(%x: tensor<64x256xf32>) -> (tensor<64xf32>, tensor<64xf32>,
   }
   func.return %v, %m, %y : tensor<64xf32>, tensor<64xf32>, tensor<64x256xf32>
 }
+
+// -----
+// The max of %x is of kernel level 1, the sum of the matmul product of level 2. One
+// normalization kernel for both would run at level 2, after the pointwise kernel of %w, which
+// reads the max (through a permute pair, so the group cannot take %w): no group is formed, and
+// every segment comes after what it reads (this crashed fusion-segment: fuzzer seed 1001856232).
+// CHECK-LABEL: func.func @member_read_early
+// CHECK:         %[[MM:.*]] = fusion.segment "matmul"
+// CHECK:         %[[K:.*]] = fusion.segment "reduction" (%{{.*}} = %x : tensor<200x264xf32>)
+// CHECK:         %[[W:.*]] = fusion.segment "pointwise" ({{.*}}%{{.*}} = %[[K]] : tensor<200xf32>)
+// CHECK:         %[[R:.*]] = fusion.segment "reduction" (%{{.*}} = %[[MM]] : tensor<200x264xf32>)
+// CHECK-NOT:     fusion.segment "normalization"
+// CHECK:         func.return %[[R]], %[[W]]
+func.func @member_read_early(%a: tensor<200x64xbf16>, %b: tensor<64x264xbf16>, %x: tensor<200x264xf32>) -> (tensor<200xf32>, tensor<200x264xf32>) {
+  %mm = fusion.matmul %a, %b : tensor<200x64xbf16>, tensor<64x264xbf16> -> tensor<200x264xf32>
+  %r = fusion.reduce sum %mm dims [1] : tensor<200x264xf32> to tensor<200xf32>
+  %k = fusion.reduce max %x dims [1] : tensor<200x264xf32> to tensor<200xf32>
+  %kb = fusion.broadcast %k dims [1] : tensor<200xf32> to tensor<200x264xf32>
+  %d = fusion.sub %x, %kb : tensor<200x264xf32>
+  %p = fusion.permute %d [1, 0] : tensor<200x264xf32> to tensor<264x200xf32>
+  %q = fusion.permute %p [1, 0] : tensor<264x200xf32> to tensor<200x264xf32>
+  %w = fusion.add %q, %mm : tensor<200x264xf32>
+  func.return %r, %w : tensor<200xf32>, tensor<200x264xf32>
+}
