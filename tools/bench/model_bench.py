@@ -99,6 +99,7 @@ STEPS = {False: Steps(warmup=3, timed=20, profiled=3), True: Steps(warmup=1, tim
 @dataclass
 class PeerCell:
     ms: float | None = None        # median step time
+    host_ms: float | None = None   # median wall time for the host to queue a step (GPU: ~ms when launch-bound)
     first_s: float | None = None   # the first step's wall time, compile included
     error: str | None = None       # why there is no number: ERROR reason, or "skipped (...)"
     check: dict[str, Any] = field(default_factory=dict)  # errors against eager (see check_*)
@@ -309,26 +310,29 @@ class ModelBench:
         opt.zero_grad(set_to_none=True)
         return loss.detach()
 
-    def _time_steps(self, step: Callable[[], Any]) -> float:
+    def _time_steps(self, step: Callable[[], Any]) -> tuple[float, float]:
+        """(median step time, median host time to queue a step) over the timed steps."""
         torch = self.torch
         for _ in range(self.steps.warmup):
             step()
         n = self.steps.timed
+        host = []
         if not self.cuda:
-            times = []
             for _ in range(n):
                 t0 = time.perf_counter()
                 step()
-                times.append((time.perf_counter() - t0) * 1e3)
-            return statistics.median(times)
+                host.append((time.perf_counter() - t0) * 1e3)
+            return statistics.median(host), statistics.median(host)
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
         for s, e in zip(starts, ends):
+            t0 = time.perf_counter()
             s.record()
             step()
             e.record()
+            host.append((time.perf_counter() - t0) * 1e3)
         self._sync()
-        return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+        return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)), statistics.median(host)
 
     def _profile(self, row: ModelRow, peer: str, step: Callable[[], Any], be: Any) -> None:
         """Fuser's step always (row.split); with kernels_dir every peer's kernels, and fuser's
@@ -394,7 +398,7 @@ class ModelBench:
         def step() -> Any:
             return self._train_step(fn, opt, batches[0])
 
-        cell.ms = self._time_steps(step)
+        cell.ms, cell.host_ms = self._time_steps(step)
         self._profile(row, peer, step, be)
         if peer == "fuser":
             row.fuser_stats = _stats(be)
@@ -418,7 +422,7 @@ class ModelBench:
             def step() -> Any:
                 return self.models.output(fn, batches[0])
 
-            cell.ms = self._time_steps(step)
+            cell.ms, cell.host_ms = self._time_steps(step)
             self._profile(row, peer, step, be)
             if peer == "fuser":
                 row.fuser_stats = _stats(be)
@@ -517,6 +521,8 @@ def _cell_summary(cell: PeerCell) -> str:
     if cell.error:
         return cell.error
     parts = [f"{cell.ms:.2f} ms/step" if cell.ms is not None else "no time"]
+    if cell.host_ms is not None:
+        parts.append(f"host {cell.host_ms:.2f} ms/step")
     if cell.first_s is not None:
         parts.append(f"first step {cell.first_s:.1f} s")
     parts += [f"{k} {v:.2g}" for k, v in cell.check.items() if isinstance(v, float)]
