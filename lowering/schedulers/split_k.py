@@ -105,11 +105,13 @@ def two_kernel_decision(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 
     p = matmul_params(m, n, k, elem_bytes, sms)
     tiles = math.ceil(m / p.bm) * math.ceil(n / p.bn)
     what = f"{tiles} tile{'s' if tiles != 1 else ''} of {p.bm}x{p.bn}"
-    if tiles >= sms:
-        return SplitDecision(1, None, f"kept ({what} fill {sms} SMs)")
-    if 2 * tiles > sms:
-        return SplitDecision(1, None, f"kept ({what} fill more than half of {sms} SMs)")
     slices = math.ceil(k / BK)
+    if 2 * tiles > sms:
+        d = _fill_last_wave(m, n, k, p, tiles, elem_bytes, sms) if slices >= MIN_K_SLICES else None
+        if d is not None:
+            return d
+        return SplitDecision(1, None, f"kept ({what} fill {sms} SMs)" if tiles >= sms else
+                             f"kept ({what} fill more than half of {sms} SMs)")
     if slices < MIN_K_SLICES:
         return SplitDecision(1, None, f"kept (K={k} is {slices} slices of {BK}, fewer than {MIN_K_SLICES}: "
                                       f"the reduction kernel would cost about what splitting saves)")
@@ -140,6 +142,36 @@ def two_kernel_decision(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 
     t = math.ceil(m / q.bm) * math.ceil(n / q.bn)
     return SplitDecision(s, kc, f"split {s} ways, k_chunk={kc} ({t} tile{'s' if t != 1 else ''} of "
                                 f"{q.bm}x{q.bn} on {sms} SMs, K={k})")
+
+
+WAVE_FILL_MIN = 0.75    # below this share of the waves' SM slots busy, splitting K is weighed
+WAVE_SPLIT_GAIN = 0.85  # ... and taken when the cost model finds it this much faster or more
+
+
+def _fill_last_wave(m: int, n: int, k: int, p, tiles: int, elem_bytes: int, sms: int) -> SplitDecision | None:
+    """A split that evens out the waves when the tiles leave the last one mostly idle (144 tiles
+    of 128x128 on 132 SMs run as two waves, the second of 12 tiles: a GPT-2 weight gradient,
+    768x3072x8192), if the cost model finds one of 2 to 4 splits faster by WAVE_SPLIT_GAIN."""
+    waves = math.ceil(tiles / sms)
+    if waves < 2 or tiles / (waves * sms) >= WAVE_FILL_MIN:
+        return None  # (one wave more than half full stays unsplit: not measured either way)
+    unsplit = estimate_us("two-kernel", m, n, k, p.bm, p.bn, 1, k, elem_bytes, sms)
+    best = None  # (time, S, k_chunk, params)
+    for target in (2, 3, 4):
+        kc, s = chunking(k, target)
+        if s < 2 or kc < MIN_SLICES_PER_SPLIT * BK:
+            continue
+        q = matmul_params(m, n, kc, elem_bytes, sms, splits=s)
+        t = estimate_us("two-kernel", m, n, k, q.bm, q.bn, s, kc, elem_bytes, sms)
+        if best is None or t < best[0]:
+            best = (t, s, kc, q)
+    if best is None or best[0] > WAVE_SPLIT_GAIN * unsplit:
+        return None
+    t, s, kc, q = best
+    items = math.ceil(m / q.bm) * math.ceil(n / q.bn) * s
+    return SplitDecision(s, kc, f"split {s} ways, k_chunk={kc} ({tiles} tiles of {p.bm}x{p.bn} would leave "
+                                f"{waves * sms - tiles} of {waves * sms} SM slots idle in {waves} waves; {items} "
+                                f"items of {q.bm}x{q.bn}: model {t:.0f} us against {unsplit:.0f} us, K={k})")
 
 
 def forced_decision(m: int, n: int, k: int, factor: int, strategy: str = "two-kernel") -> SplitDecision:

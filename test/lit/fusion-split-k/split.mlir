@@ -63,6 +63,16 @@ func.func @half(%a: tensor<1024x32768xbf16>, %b: tensor<1024x32768xbf16>, %x: te
 }
 
 // -----
+// 768x3072x8192 (a GPT-2 weight gradient): 144 tiles of 128x128 on 132 SMs run as two waves,
+// the second of 12 tiles. Four splits of 2048 make 576 work items, five waves nearly full.
+// AUTO-LABEL: func.func @last_wave
+// AUTO:         fusion.matmul %a, %b transpose_a k_chunk 2048 {fuser.split_k = "split 4 ways, k_chunk=2048 (144 tiles of 128x128 would leave 120 of 264 SM slots idle in 2 waves; 576 items of 128x128: model 80 us against 111 us, K=8192)"} : {{.*}} -> tensor<4x768x3072xf32>
+func.func @last_wave(%a: tensor<8192x768xbf16>, %b: tensor<8192x3072xbf16>) -> tensor<768x3072xbf16> {
+  %c = fusion.matmul %a, %b transpose_a : tensor<8192x768xbf16>, tensor<8192x3072xbf16> -> tensor<768x3072xbf16>
+  func.return %c : tensor<768x3072xbf16>
+}
+
+// -----
 // A short K is kept: 16 K-slices would gain less than the reduction kernel costs.
 // AUTO-LABEL: func.func @short_k
 // AUTO:         fusion.matmul %a, %b {fuser.split_k = "kept (K=1000 is 16 slices of 64, fewer than 64: the reduction kernel would cost about what splitting saves)"}
