@@ -101,11 +101,26 @@ from fuser.lowering.schedulers.matmul import BK, MatmulParams, matmul_params
 def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> None:
     """The kernel of a matmul task (with its siblings sharing A, and its epilogue outputs)."""
     op: F.MatmulOp = task.op
+    for s in [op] + task.siblings:
+        _check_operands(s, em)
+    schedule = matmul_schedule(task, em.opts)
+    if schedule is None:
+        return
+    p, outputs = schedule
+    m, n, k = op.mnk()
+    MatmulKernel(em, [op] + task.siblings, outputs, p, (m, n, k), F.dtype_name(F._elem(op.a)), materialized,
+                 args).emit()
+
+
+def matmul_schedule(task: Task, opts) -> tuple[MatmulParams, list[SSAValue]] | None:
+    """The matmul scheduler's decision for `task` under `opts` (tile, pipeline stages, grid,
+    store path; `matmul_params`) and the outputs its epilogue stores, or None when it stores
+    nothing. fusion-segment writes the decision into the segment's plan."""
+    op: F.MatmulOp = task.op
     mats = [op] + task.siblings
-    m, n, k, et = _check(op, em)
-    for s in mats[1:]:
-        _check(s, em)
-    opts = em.opts
+    m, n, k = op.mnk()
+    for x in mats:
+        _check_dtype(x)
     tile = None
     if opts.tile:
         try:
@@ -130,22 +145,33 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
     store = set(results) if task.store_results is None else task.store_results
     outputs = [o for o in dict.fromkeys(task.outputs) if o not in results or o in store]
     if not outputs:
-        return
-    blocker = tma_store_blocker(outputs, n)
+        return None
     try:
         p = matmul_params(m, n, min(k, kc or k), 2, opts.sms, len(mats), tile, opts.stages,
                           opts.matmul_persistent, opts.matmul_pingpong, opts.matmul_cluster, opts.matmul_store,
-                          blocker, nsplit, opts.matmul_smem_reuse, serial)
+                          tma_store_blocker(outputs, n), nsplit, opts.matmul_smem_reuse, serial)
     except ValueError as err:
         raise ScheduleError(f"'fusion.matmul' {m}x{n}x{k}: {err}", op) from None
-    MatmulKernel(em, mats, outputs, p, (m, n, k), et, materialized, args).emit()
+    return p, outputs
 
 
-def _check(op: F.MatmulOp, em: KernelEmitter) -> tuple[int, int, int, str]:
-    m, n, k = op.mnk()
+def matmul_decision(p: MatmulParams) -> dict[str, object]:
+    """A matmul schedule as the schedule options that reproduce it (what fusion-segment records).
+    The pipeline depth is not among them: it follows from the tile and the store path, and the
+    conversion's epilogue plan says how (`fuser.matmul_epilogue`)."""
+    return {"tile": f"{p.bm}x{p.bn}", "matmul_persistent": int(p.persistent),
+            "matmul_pingpong": int(p.pingpong), "matmul_cluster": p.cluster,
+            "matmul_store": "tma" if p.tma_store else "direct"}
+
+
+def _check_dtype(op: F.MatmulOp) -> None:
     et = F.dtype_name(F._elem(op.a))
     if et not in ("bf16", "f16"):
         raise ScheduleError(f"'fusion.matmul' operands are {et}; the Hopper matmul takes bf16 or f16 (cast them first)", op)
+
+
+def _check_operands(op: F.MatmulOp, em: KernelEmitter) -> None:
+    _check_dtype(op)
     for what, v, inner in (("a", op.a, shape_of(op.a)[1]), ("b", op.b, shape_of(op.b)[1])):
         if v not in em.buffers:
             raise ScheduleError(f"'fusion.matmul' operand '{what}' must be a function argument or a materialized value "
@@ -153,7 +179,6 @@ def _check(op: F.MatmulOp, em: KernelEmitter) -> tuple[int, int, int, str]:
         if inner % 8:
             raise ScheduleError(f"'fusion.matmul' operand '{what}' {v.type}: its rows are {inner * 2} bytes apart; TMA needs "
                                 f"a multiple of 16 bytes (inner extent a multiple of 8 elements)", op)
-    return m, n, k, et
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,8 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.lowering.combiners import is_welford
-from fuser.lowering.common import Task, definition_order, nbytes, shape_of
+from fuser.lowering.common import ScheduleError, Task, definition_order, nbytes, shape_of
+from fuser.lowering.matmul import matmul_decision, matmul_schedule
 from fuser.lowering.pointwise import pointwise_schedule
 from fuser.lowering.planner import BOUNDARY_OPS, SCHEDULER_OF_TASK, Plan, plan_fusion, task_ops, task_reads, unstored_matmul_result
 from fuser.lowering.schedulers.options import PLAN_ATTR, ScheduleOptions, SchedulingPass, plan_attribute
@@ -152,12 +153,21 @@ def _wrap(t: Task, plan: Plan, mapping: dict[SSAValue, SSAValue], opts: Schedule
 
 
 def _decided(t: Task, plan: Plan, body: Block, opts: ScheduleOptions) -> ScheduleOptions:
-    """`opts` with what the scheduler decides for `t` filled in, where it can say so before any
-    kernel exists (today the pointwise scheduler: its block and vector width)."""
-    if t.kind not in ("pointwise", "segment"):
-        return opts
-    outputs = [t.op.result] if t.kind == "segment" else t.outputs
-    decision = pointwise_schedule(outputs, plan.materialized, set(body.args), opts)
+    """`opts` with what the scheduler decides for `t` filled in, as the options that reproduce
+    it: the pointwise scheduler's block and vector width, the matmul scheduler's tile, grid and
+    store path. (The reduction and normalization schedulers' geometry is not recorded yet: their
+    block and vector options also reach the kernels that a conversion option overriding the
+    plan splits them into, so their plan keeps the options.)"""
+    decision = None
+    if t.kind in ("pointwise", "segment"):
+        outputs = [t.op.result] if t.kind == "segment" else t.outputs
+        decision = pointwise_schedule(outputs, plan.materialized, set(body.args), opts)
+    elif t.kind == "matmul":
+        try:
+            schedule = matmul_schedule(t, opts)
+        except ScheduleError:
+            schedule = None  # the conversion reports it, where it always has
+        decision = matmul_decision(schedule[0]) if schedule is not None else None
     return replace(opts, **decision) if decision else opts
 
 

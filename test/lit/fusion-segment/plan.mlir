@@ -5,9 +5,11 @@
 // fusion-segment writes on every segment it makes the schedule options its scheduler will be
 // converted with, as a typed `fuser.plan` dictionary (i64 integers, booleans, strings) that
 // prints and parses back unchanged: what the scheduler decides where it can say before any
-// kernel exists (a pointwise segment's block and vector width: 256 threads, 4 f32 lanes), the
-// options the pipeline gives (OPTS), else the defaults (0 or -1: the heuristic decides in the
-// conversion).
+// kernel exists (a pointwise segment's block and vector width: 256 threads, 4 f32 lanes; a
+// matmul's tile, grid and store path: 128x128 tiles, one CTA each, TMA stores), the options
+// the pipeline gives (OPTS), else the defaults (0 or -1: the heuristic decides in the
+// conversion; a normalization's geometry, and a matmul's pipeline depth, which follows from
+// its tile and store path).
 
 // CHECK-LABEL: func.func @scale
 // CHECK:         fusion.segment "pointwise"
@@ -35,9 +37,9 @@ func.func @layer_norm(%x: tensor<256x1024xf32>) -> tensor<256x1024xf32> {
 
 // CHECK-LABEL: func.func @mm
 // CHECK:         fusion.segment "matmul"
-// CHECK:         fuser.plan = {sms = 132 : i64, tile = "", stages = 0 : i64, matmul_persistent = -1 : i64, matmul_pingpong = -1 : i64, matmul_cluster = 0 : i64, matmul_store = "auto", matmul_smem_reuse = -1 : i64}
+// CHECK:         fuser.plan = {sms = 132 : i64, tile = "128x128", stages = 0 : i64, matmul_persistent = 0 : i64, matmul_pingpong = 0 : i64, matmul_cluster = 1 : i64, matmul_store = "tma", matmul_smem_reuse = -1 : i64}
 // OPTS-LABEL:  func.func @mm
-// OPTS:          tile = "128x256"
+// OPTS:          fuser.plan = {sms = 132 : i64, tile = "128x256", stages = 0 : i64, matmul_persistent = 0 : i64, matmul_pingpong = 0 : i64, matmul_cluster = 1 : i64, matmul_store = "tma", matmul_smem_reuse = -1 : i64}
 func.func @mm(%a: tensor<256x64xbf16>, %b: tensor<64x512xbf16>) -> tensor<256x512xf32> {
   %c = fusion.matmul %a, %b : tensor<256x64xbf16>, tensor<64x512xbf16> -> tensor<256x512xf32>
   func.return %c : tensor<256x512xf32>

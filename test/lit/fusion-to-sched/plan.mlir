@@ -11,8 +11,6 @@
 
 // CHECK-LABEL: sched.kernel @edited_k0
 // CHECK-SAME:    block [128, 1, 1]
-// CHECK-LABEL: sched.kernel @unplanned_k0
-// CHECK-SAME:    block [256, 1, 1]
 func.func @edited(%x: tensor<64x128xf32>) -> tensor<64x128xf32> {
   %y = fusion.segment "pointwise" (%xs = %x : tensor<64x128xf32>) -> (tensor<64x128xf32>) attributes {fuser.plan = {sms = 132 : i64, block = 128 : i64, vector = 0 : i64}} {
     %e = fusion.add %xs, %xs : tensor<64x128xf32>
@@ -20,6 +18,19 @@ func.func @edited(%x: tensor<64x128xf32>) -> tensor<64x128xf32> {
   }
   func.return %y : tensor<64x128xf32>
 }
+// A matmul segment's recorded tile, grid and store path, edited: 128x256 tiles with stores
+// straight from the registers, where fusion-segment recorded 128x128 tiles and TMA stores.
+// CHECK-LABEL: sched.kernel @edited_matmul_k0
+// CHECK-SAME:    fuser.matmul = "tile=128x256 {{.*}} store=direct"
+func.func @edited_matmul(%a: tensor<256x64xbf16>, %b: tensor<64x512xbf16>) -> tensor<256x512xf32> {
+  %c = fusion.segment "matmul" (%as = %a : tensor<256x64xbf16>, %bs = %b : tensor<64x512xbf16>) -> (tensor<256x512xf32>) attributes {fuser.plan = {sms = 132 : i64, tile = "128x256", stages = 0 : i64, matmul_persistent = 0 : i64, matmul_pingpong = 0 : i64, matmul_cluster = 1 : i64, matmul_store = "direct", matmul_smem_reuse = -1 : i64}} {
+    %m = fusion.matmul %as, %bs : tensor<256x64xbf16>, tensor<64x512xbf16> -> tensor<256x512xf32>
+    fusion.yield %m : tensor<256x512xf32>
+  }
+  func.return %c : tensor<256x512xf32>
+}
+// CHECK-LABEL: sched.kernel @unplanned_k0
+// CHECK-SAME:    block [256, 1, 1]
 func.func @unplanned(%x: tensor<64x128xf32>) -> tensor<64x128xf32> {
   %y = fusion.segment "pointwise" (%xs = %x : tensor<64x128xf32>) -> (tensor<64x128xf32>) {
     %e = fusion.add %xs, %xs : tensor<64x128xf32>
