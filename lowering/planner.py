@@ -473,7 +473,7 @@ def _pointwise_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
             out.append(_proposal(graph, "pointwise", [p, s],
                                  lambda p=p, s=s: [_pointwise_task(p.outputs + s.outputs, p.level, graph)]))
     for ts in buckets.values():
-        ts.sort(key=lambda t: graph.rank[t.outputs[0]])
+        ts.sort(key=lambda t: graph.rank.get(t.outputs[0], len(graph.rank)))
         for a, b in zip(ts, ts[1:]):
             out.append(_proposal(graph, "pointwise", [a, b],
                                  lambda a=a, b=b: [_pointwise_task(a.outputs + b.outputs, a.level, graph)]))
