@@ -117,6 +117,7 @@ def plan_fusion(fn: func.FuncOp | Block, opts: ScheduleOptions = ScheduleOptions
     graph = FusionGraph(outputs, materialized, args, lvl, order, opts)
     tasks += [_pointwise_task([o], lvl(o), graph) for o in pointwise_outputs]
     tasks, groups = merge_greedily(tasks, graph)
+    tasks = _fold_segment_sets(tasks, graph)
     cost = plan_cost(tasks, graph)
     for t in tasks:
         order_outputs(t, graph.rank)
@@ -290,6 +291,28 @@ def merge_greedily(tasks: list[Task], graph: FusionGraph, lookahead: bool = True
     return tasks, groups
 
 
+def _fold_segment_sets(tasks: list[Task], graph: FusionGraph) -> list[Task]:
+    """A `segment_set` of a pointwise output joins the kernel that computes the output, which
+    writes both buffers from the same registers: a backward pass returns a gradient that the
+    next matmul also reads, and two kernels computed it, each reading the same inputs. After
+    the greedy merges, so that the joined task takes part in no other (and a segment's body,
+    planned again in the conversion, comes out as the same one task)."""
+    producer = {o: t for t in tasks if t.kind == "pointwise" for o in t.outputs}
+    out = list(tasks)
+    for s in tasks:
+        if s.kind != "segment" or s.op.input in graph.materialized or s.op.input not in producer:
+            continue
+        p = producer[s.op.input]
+        merged = _pointwise_task(p.outputs + s.outputs, p.level, graph)
+        everywhere = lambda v: True  # noqa: E731 (both buffers are written either way)
+        saving = _traffic([p, s], [_loads(p, graph), _loads(s, graph)], everywhere, graph) - \
+            _traffic([merged], [_loads(merged, graph)], everywhere, graph)
+        merged = replace(merged, merges=p.merges + s.merges + [f"segment_set joins its producer (saves {saving} B)"])
+        out = [t for t in out if t is not p and t is not s] + [merged]
+        producer.update((o, merged) for o in merged.outputs)
+    return out
+
+
 def _apply(tasks: list[Task], m: Merge) -> list[Task]:
     """The tasks after merge `m` (a copy of the merged task records it: the proposal itself may
     be asked about again, from another state, with another saving)."""
@@ -456,22 +479,12 @@ def _is_epilogue(t: Task, o: SSAValue, graph: FusionGraph) -> bool:
 
 
 def _pointwise_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
-    """Neighbouring pointwise tasks (in return order) of one shape and kernel level; and a
-    pointwise task with a `segment_set` of one of its outputs, whose buffer the same kernel
-    then writes from the same registers (an output the next matmul also reads, as in a
-    backward pass, was otherwise computed twice, by two kernels reading the same inputs)."""
+    """Neighbouring pointwise tasks (in return order) of one shape and kernel level."""
     buckets: dict[tuple, list[Task]] = {}
-    producer: dict[SSAValue, Task] = {}
     for t in tasks:
         if t.kind == "pointwise":
             buckets.setdefault((t.level, shape_of(t.outputs[0])), []).append(t)
-            producer.update((o, t) for o in t.outputs)
     out = []
-    for s in tasks:
-        p = producer.get(s.op.input) if s.kind == "segment" else None
-        if p is not None:
-            out.append(_proposal(graph, "pointwise", [p, s],
-                                 lambda p=p, s=s: [_pointwise_task(p.outputs + s.outputs, p.level, graph)]))
     for ts in buckets.values():
         ts.sort(key=lambda t: graph.rank.get(t.outputs[0], len(graph.rank)))
         for a, b in zip(ts, ts[1:]):

@@ -19,6 +19,8 @@ from fuser.tools import fuzz
 SEEDS = list(range(0, 60)) + [
     1001856232,  # a reduction of an earlier kernel level grouped after a kernel reading its result
     110401529,   # a segment_set joined to its producer's kernel, then left alone when the output moved
+    351961281,   # a segment_set of a segment_set joined to the first one's kernel
+    554618245,   # a joined segment_set merged on with another pointwise task
 ]
 """Seeds 0-59, and fuzzer seeds that once crashed fusion-segment on the GPU machine (random seeds)."""
 

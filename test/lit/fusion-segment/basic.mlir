@@ -69,7 +69,7 @@ func.func @cut(%x: tensor<32x64xf32>) -> tensor<32xf32> {
 // CHECK-LABEL: func.func @stored_twice
 // CHECK:         %[[M:.*]], %[[C:.*]] = fusion.segment "pointwise" (%{{.*}} = %x : tensor<32x64xf32>, %{{.*}} = %y : tensor<32x64xf32>) -> (tensor<32x64xf32>, tensor<32x64xf32>)
 // CHECK-SAME:      fuser.segment = "2 output(s) of [32, 64]; reads 16384 B, writes 16384 B"
-// CHECK-SAME:      fuser.merged = "pointwise (saves 16384 B)"
+// CHECK-SAME:      fuser.merged = "segment_set joins its producer (saves 16384 B)"
 // CHECK:           %[[MI:.*]] = fusion.mul
 // CHECK-NEXT:      %[[CI:.*]] = fusion.segment_set %[[MI]]
 // CHECK-NEXT:      fusion.yield %[[MI]], %[[CI]]
