@@ -486,7 +486,7 @@ def _pointwise_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
             buckets.setdefault((t.level, shape_of(t.outputs[0])), []).append(t)
     out = []
     for ts in buckets.values():
-        ts.sort(key=lambda t: graph.rank.get(t.outputs[0], len(graph.rank)))
+        ts.sort(key=lambda t: graph.rank[t.outputs[0]])  # (segment_sets join only after the merges)
         for a, b in zip(ts, ts[1:]):
             out.append(_proposal(graph, "pointwise", [a, b],
                                  lambda a=a, b=b: [_pointwise_task(a.outputs + b.outputs, a.level, graph)]))

@@ -19,7 +19,8 @@ Method, per model and mode:
      difference is measured against at least GRAD_FLOOR of the largest gradient norm), then a
      CURVE_STEPS-step loss curve from the same weights over the same batches (step by step for
      the first CURVE_TRACKED, then its mean: bf16 training turns chaotic after a dozen steps);
-     infer compares the output. A fuser result over the tolerances makes the row FAIL (exit status 1); timing goes on.
+     infer compares the output. A fuser result over the tolerances makes the row FAIL (exit
+     status 1); timing goes on.
   2. Time to first step: wall clock of the first step of a compiled peer, compile included. The
      run points fuser's kernel cache and Inductor's and Triton's caches at a fresh temporary
      directory (unless FUSER_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR or TRITON_CACHE_DIR is set, or
@@ -99,7 +100,7 @@ STEPS = {False: Steps(warmup=3, timed=20, profiled=3), True: Steps(warmup=1, tim
 @dataclass
 class PeerCell:
     ms: float | None = None        # median step time
-    host_ms: float | None = None   # median wall time for the host to queue a step (GPU: ~ms when launch-bound)
+    host_ms: float | None = None   # median wall time to queue a step (~ms when launch-bound or the step waits)
     first_s: float | None = None   # the first step's wall time, compile included
     error: str | None = None       # why there is no number: ERROR reason, or "skipped (...)"
     check: dict[str, Any] = field(default_factory=dict)  # errors against eager (see check_*)
