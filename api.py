@@ -714,7 +714,8 @@ class CompiledFusion:
 
 
 def compile(fusion: FusionBuilder | ModuleOp | str | os.PathLike, pipeline: str | Sequence[ModulePass] = "default",  # noqa: A001
-            arch: str = "sm_90a", options: dict[str, Any] | None = None, stages: bool = True) -> CompiledFusion:
+            arch: str = "sm_90a", options: dict[str, Any] | None = None, stages: bool = True,
+            wait: bool = True) -> CompiledFusion:
     """Compile a fusion (builder, module, MLIR text, or the path of a .mlir file as a str or
     pathlib.Path) through `pipeline` for `arch`.
 
@@ -725,10 +726,12 @@ def compile(fusion: FusionBuilder | ModuleOp | str | os.PathLike, pipeline: str 
     `stages=False` skips printing the sched- and nvvm-level IR (`ir("sched")`, `ir("nvvm")`
     then say so), which saves a tenth to a fifth of a large fusion's compile time (measured on
     a 53-op GPT-2 backward region, 30 kernels). The caller's module is not modified.
+    Processes that share the disk cache compile each fusion once: one compiles, the others wait
+    for it and load its result; `wait=False` raises `fuser.runtime.cache.Busy` instead of waiting.
     """
     from fuser.driver import compile_fusion  # the compiler driver is heavy; load on use
 
     module = _as_module(fusion)
-    result = compile_fusion(module.clone(), _check_pipeline(pipeline), arch, options, stages=stages)
+    result = compile_fusion(module.clone(), _check_pipeline(pipeline), arch, options, stages=stages, wait=wait)
     return CompiledFusion(module, result)
 

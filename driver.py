@@ -7,7 +7,10 @@ compile of the same fusion is a lookup.
 
 from __future__ import annotations
 
+import logging
 import os
+import re
+import socket
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,6 +26,8 @@ from fuser.passes.verify_buffers import check_buffers
 from fuser.runtime import cache
 from fuser.runtime.plan import Program, extract_program
 
+log = logging.getLogger("fuser.compile")
+
 # Which IR level a pass leaves behind; used to name the stages a CompileResult keeps.
 _STAGE_AFTER = {"convert-fusion-to-sched": "sched", "convert-sched-to-nvvm": "nvvm"}
 
@@ -35,17 +40,23 @@ class CompileResult:
     ptx: str = ""
     seconds: float = 0.0
     cached: bool = False
+    built_by: str = ""  # a cached result: who compiled it (host, pid, rank), as its entry records
 
 
 def compile_fusion(module: ModuleOp | str, pipeline: str | Sequence[ModulePass] = "default", arch: str = "sm_90a",
-                   options: dict | None = None, stages: bool = True) -> CompileResult:
+                   options: dict | None = None, stages: bool = True, wait: bool = True) -> CompileResult:
     """Compile a fusion module (or its MLIR text) to a Program the executor can launch.
 
     `options`: schedule options for the pipeline's planning passes (`{"block": 128}`), as if
     written in the pipeline text.
 
     stages=False does not print the sched and nvvm IR into `CompileResult.stages` (a tenth to a
-    fifth of a large fusion's compile time); a cache entry made so is a miss for a caller that wants them."""
+    fifth of a large fusion's compile time); a cache entry made so is a miss for a caller that wants them.
+
+    wait=False: when another process is compiling the same fusion into the shared disk cache,
+    raise `cache.Busy` at once instead of waiting for it (a compile worker takes another first).
+    Logger "fuser.compile" says at INFO which fusions were compiled and which were loaded after
+    waiting for another process."""
     t0 = time.perf_counter()
     text = module if isinstance(module, str) else print_module(module)
     # The key sees the locations too: they become the PTX's line info (text parses to its own).
@@ -55,17 +66,55 @@ def compile_fusion(module: ModuleOp | str, pipeline: str | Sequence[ModulePass] 
     passes = ptx_mod.passes_for_arch(with_schedule_options(build_pipeline(pipeline), options), arch)
     ptext = pipeline_text(passes)  # the options are in it, as each planning pass's
     key = cache.make_key(located_text, "", arch, ptext, cache.compiler_fingerprint())
-    hit = cache.default_cache().get(key)
-    if hit is not None and stages and not set(_STAGE_AFTER.values()) <= set(hit.meta.get("stages", {})):
-        hit = None  # made with stages=False: compile again to have them
+    hit = _cached_result(key, stages, t0, recheck=False)
     if hit is not None:
-        try:
-            ptx = hit.payloads["ptx"]
-            program = Program.from_json(hit.meta["program"], ptx=ptx)
-            return CompileResult(program, hit.meta.get("stages", {}), hit.payloads.get("llvm_ir", ""), ptx,
-                                 time.perf_counter() - t0, cached=True)
-        except (KeyError, ValueError, TypeError):
-            pass  # an entry from another layout: rebuild it
+        return hit
+    # The build lock: processes sharing the disk cache (a distributed job's ranks, the PyTorch
+    # backend's compile workers) compile each fusion once; the others wait and load it.
+    with cache.default_cache().building(key, wait=wait):
+        hit = _cached_result(key, stages, t0, recheck=True)
+        if hit is not None:
+            log.info("%s: loaded from the disk cache after waiting: built by %s", _symbol(text),
+                     hit.built_by or "another process")
+            return hit
+        result = _build(text, module, passes, arch, stages, t0)
+        cache.default_cache().put(key, {"ptx": result.ptx, "llvm_ir": result.llvm_ir},
+                                  {"program": result.program.to_json(include_ptx=False), "stages": result.stages,
+                                   "built_by": _builder()})
+    log.info("%s: compiled in %.2f s (%d kernels)", _symbol(text), result.seconds, len(result.program.launches))
+    return result
+
+
+def _builder() -> str:
+    """Who built a cache entry, for logs: host, pid and the torch.distributed rank if any."""
+    rank = os.environ.get("RANK")
+    return f"{socket.gethostname()} pid {os.getpid()}" + (f" rank {rank}" if rank is not None else "")
+
+
+def _symbol(text: str) -> str:
+    m = re.search(r"func\.func\s+(@[\w$.-]+)", text)
+    return m.group(1) if m else "fusion"
+
+
+def _cached_result(key: str, stages: bool, t0: float, recheck: bool) -> CompileResult | None:
+    """The cached CompileResult for key, or None (a miss, an entry made with stages=False
+    when the caller wants stages, or one from another layout)."""
+    c = cache.default_cache()
+    hit = c.recheck(key) if recheck else c.get(key)
+    if hit is None or (stages and not set(_STAGE_AFTER.values()) <= set(hit.meta.get("stages", {}))):
+        return None  # made with stages=False: compile again to have them
+    try:
+        ptx = hit.payloads["ptx"]
+        program = Program.from_json(hit.meta["program"], ptx=ptx)
+    except (KeyError, ValueError, TypeError):
+        return None  # an entry from another layout: rebuild it
+    return CompileResult(program, hit.meta.get("stages", {}), hit.payloads.get("llvm_ir", ""), ptx,
+                         time.perf_counter() - t0, cached=True, built_by=str(hit.meta.get("built_by", "")))
+
+
+def _build(text: str, module: ModuleOp | str, passes: list[ModulePass], arch: str, stages: bool,
+           t0: float) -> CompileResult:
+    """Run the pipeline, then LLVM: the compile proper."""
     mod = parse_module(text, "<fusion>") if isinstance(module, str) else module.clone()
     texts = {"fusion": text}
     reached: set[str] = set()
@@ -90,6 +139,4 @@ def compile_fusion(module: ModuleOp | str, pipeline: str | Sequence[ModulePass] 
     llvm_ir = ptx_mod.module_to_llvm_ir(mod, arch)
     ptx = ptx_mod.llvm_ir_to_ptx(llvm_ir, arch)
     program = extract_program(mod, ptx, arch)
-    cache.default_cache().put(key, {"ptx": ptx, "llvm_ir": llvm_ir},
-                              {"program": program.to_json(include_ptx=False), "stages": texts})
     return CompileResult(program, texts, llvm_ir, ptx, time.perf_counter() - t0)

@@ -23,6 +23,14 @@ recency is the newest mtime of its files: set by the write, and by every hit, wh
 the ``.json`` (explicitly: atime updates are often disabled). The entry just written is
 never evicted, even when it alone is over the limit.
 Several processes may share the directory: files that vanish under the scan are skipped.
+
+Building an entry takes the entry's lock (``building``: an ``flock`` on
+``v1/<k[:2]>/.<k>.lock``), so processes that share the directory (the ranks of a distributed
+job, the backend's compile workers) build each entry once: the first to ask builds it, the
+others wait and then read it. A process that waits longer than ``FUSER_CACHE_LOCK_WAIT_S``
+(default 600 s: a holder that hangs) builds the entry itself; a holder that dies releases its
+lock with its descriptors. Where ``flock`` does not exist (not POSIX) there is no lock and two
+processes may build the same entry, which is only wasted time.
 """
 
 from __future__ import annotations
@@ -37,11 +45,17 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
-__all__ = ["CacheEntry", "KernelCache", "make_key", "signature_string", "default_cache",
+try:
+    import fcntl
+except ImportError:  # not POSIX: no cross-process build lock (see the module docstring)
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["CacheEntry", "KernelCache", "Busy", "make_key", "signature_string", "default_cache",
            "put_program", "get_program", "compiler_fingerprint", "DEFAULT_MAX_BYTES",
            "default_directory", "parse_max_bytes"]
 
@@ -51,6 +65,12 @@ DEFAULT_MAX_BYTES = 1 << 30
 _SIZE_RE = re.compile(r"^([0-9]+)\s*(?:([kmgt])(?:i?b)?|b)?$", re.I)
 _UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _STALE_TMP_S = 24 * 3600  # a temporary file this old was left by a killed writer
+DEFAULT_LOCK_WAIT_S = 600.0
+_LOCK_POLL_S = 0.05
+
+
+class Busy(Exception):
+    """`KernelCache.building(key, wait=False)`: another process is building this entry now."""
 
 
 def default_directory() -> Path:
@@ -73,6 +93,21 @@ def parse_max_bytes(text: str) -> int:
         raise ValueError(f"expected a byte count such as 1073741824, 512M or 2G (0 = no limit), "
                          f"got {text!r}")
     return int(m.group(1)) * _UNITS.get((m.group(2) or "").lower(), 1)
+
+
+def _lock_wait_from_env() -> float:
+    text = os.environ.get("FUSER_CACHE_LOCK_WAIT_S", "").strip()
+    if not text:
+        return DEFAULT_LOCK_WAIT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        warnings.warn(f"fuser: FUSER_CACHE_LOCK_WAIT_S={text!r} is not a number of seconds >= 0; "
+                      f"using {DEFAULT_LOCK_WAIT_S:g}", RuntimeWarning, stacklevel=3)
+        return DEFAULT_LOCK_WAIT_S
+    return value
 
 
 def _max_bytes_from_env() -> int:
@@ -206,8 +241,9 @@ class KernelCache:
         self._evict_lock = threading.Lock()  # one eviction scan at a time per process
         self._disk_bytes: int | None = None   # last scan's total + what we wrote since
         self._warned = False
+        # lock_waits: builds that found another process building the same entry and waited for it
         self.stats = {"memory_hits": 0, "disk_hits": 0, "misses": 0, "corrupt": 0, "write_errors": 0,
-                      "evicted": 0}
+                      "evicted": 0, "lock_waits": 0}
 
     # -- paths
     def _meta_path(self, key: str) -> Path:
@@ -255,9 +291,86 @@ class KernelCache:
         """The entry for ``key``, calling ``build() -> (payloads, meta)`` on a miss."""
         e = self.get(key)
         if e is None:
-            payloads, meta = build()
-            e = self.put(key, payloads, meta)
+            with self.building(key):
+                e = self.recheck(key)
+                if e is None:
+                    payloads, meta = build()
+                    e = self.put(key, payloads, meta)
         return e
+
+    def recheck(self, key: str) -> CacheEntry | None:
+        """`get` again inside `building` after a miss: the entry another process (or thread) may
+        have put since, counted as a hit; a second miss is not counted again."""
+        with self._lock:
+            e = self._mem.get(key)
+        if e is None and self.disk:
+            e = self._read_disk(key)
+            if e is not None:
+                with self._lock:
+                    self.stats["misses"] -= 1
+                    self.stats["disk_hits"] += 1
+                    self._remember(e)
+        return e
+
+    @contextmanager
+    def building(self, key: str, wait: bool = True) -> Iterator[None]:
+        """Hold ``key``'s build lock for the body, which should ``get`` the key again (another
+        process may have built it while this one waited) and build and ``put`` it if still missing.
+
+        wait=False raises ``Busy`` at once when another process holds the lock (a compile worker
+        then takes another entry first). Without a disk layer, an unwritable directory or
+        ``flock``, the body runs unlocked."""
+        fd = self._acquire_build_lock(key, wait) if self.disk and fcntl is not None else None
+        try:
+            yield
+        finally:
+            if fd is not None:
+                # unlink before unlocking: a process that opened the old file sees it replaced
+                # (the inode check in _lock) and opens the new one
+                _unlink(self._lock_path(key))
+                os.close(fd)
+
+    def _lock_path(self, key: str) -> Path:
+        return self.directory / _LAYOUT / key[:2] / f".{key}.lock"
+
+    def _acquire_build_lock(self, key: str, wait: bool) -> int | None:
+        """An open descriptor holding ``key``'s lock file's flock, or None where there is no lock
+        to hold (a directory we cannot write, or a wait past FUSER_CACHE_LOCK_WAIT_S)."""
+        path = self._lock_path(key)
+        deadline = None
+        waited = False
+        while True:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError:
+                return None  # _write_disk will warn that the directory is not writable
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                if not wait:
+                    raise Busy(key) from None
+                if not waited:
+                    waited = True
+                    with self._lock:
+                        self.stats["lock_waits"] += 1
+                    deadline = time.monotonic() + _lock_wait_from_env()
+                if time.monotonic() > deadline:
+                    warnings.warn(f"fuser: waited {_lock_wait_from_env():g} s for another process to build "
+                                  f"cache entry {key[:16]}; building it here", RuntimeWarning, stacklevel=4)
+                    return None
+                time.sleep(_LOCK_POLL_S)
+                continue
+            except OSError:  # a file system without flock
+                os.close(fd)
+                return None
+            try:  # the holder we waited for unlinked this file: lock the one now at the path
+                if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                    return fd
+            except OSError:
+                pass
+            os.close(fd)
 
     def clear_memory(self) -> None:
         with self._lock:

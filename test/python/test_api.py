@@ -374,7 +374,7 @@ def fake_compile(monkeypatch):
     calls = []
     mod = types.ModuleType("fuser.driver")
 
-    def compile_fusion(module, pipeline, arch, options, stages=True):
+    def compile_fusion(module, pipeline, arch, options, stages=True, wait=True):
         calls.append(_FakeResult(module, pipeline, arch, options))
         return calls[-1]
 

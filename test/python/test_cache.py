@@ -388,3 +388,71 @@ def test_compile_with_an_edited_grid_recompiles(tmp_path, monkeypatch):
     assert not again.cached and [s.grid for s in again.program.launches] == [(512, 1, 1)]
     cache._default.clear_memory()
     assert compile_fusion(text).cached  # rewritten by the recompile
+
+
+# ------------------------------------------------------------------- building once
+
+def test_a_held_build_lock_makes_others_wait_or_step_aside(tmp_path):
+    """`building` holds an flock per entry: a second holder is refused with Busy (wait=False),
+    the lock file goes with the build, and get_or_create builds under it."""
+    c = cache.KernelCache(tmp_path, disk=True)
+    other = cache.KernelCache(tmp_path, disk=True)  # its own descriptors, as another process's
+    lock = tmp_path / "v1" / key(1)[:2] / f".{key(1)}.lock"
+    with c.building(key(1)):
+        assert lock.exists()
+        with pytest.raises(cache.Busy):
+            with other.building(key(1), wait=False):
+                pass
+        with other.building(key(2), wait=False):  # another entry is free
+            pass
+    assert not lock.exists()
+    with other.building(key(1), wait=False):
+        pass
+    built = []
+    e = c.get_or_create(key(3), lambda: (built.append(1) or {"ptx": PAYLOAD}, {"n": 1}))
+    assert e.payloads["ptx"] == PAYLOAD and built == [1]
+    assert list(c.keys_on_disk()) == [key(3)]  # no lock file is taken for an entry
+
+
+def test_a_hung_holder_is_waited_for_only_so_long(tmp_path, monkeypatch):
+    monkeypatch.setenv("FUSER_CACHE_LOCK_WAIT_S", "0.3")
+    c = cache.KernelCache(tmp_path, disk=True)
+    other = cache.KernelCache(tmp_path, disk=True)
+    with c.building(key(1)):
+        start = time.monotonic()
+        with pytest.warns(RuntimeWarning, match="waited 0.3 s for another process"):
+            with other.building(key(1)):
+                pass
+        assert 0.3 <= time.monotonic() - start < 5
+    assert other.stats["lock_waits"] == 1
+
+
+def test_processes_compile_each_fusion_once(tmp_path):
+    """N processes that compile the same fusions at the same moment into one cache directory
+    (the ranks of a distributed job) compile each fusion once; the others wait and load it."""
+    fusions = [f"""func.func @f{i}(%x: tensor<256x{512 * (i + 1)}xf32>) -> tensor<256x{512 * (i + 1)}xf32> {{
+  %e = fusion.exp %x : tensor<256x{512 * (i + 1)}xf32>
+  %t = fusion.tanh %e : tensor<256x{512 * (i + 1)}xf32>
+  func.return %t : tensor<256x{512 * (i + 1)}xf32>
+}}""" for i in range(3)]
+    go = tmp_path / "go"
+    script = textwrap.dedent(f"""
+        import json, os, time
+        import fuser.api as fa
+        while not os.path.exists({str(go)!r}):  # start together, imports done
+            time.sleep(0.01)
+        print(json.dumps([fa.compile(t, stages=False).result.cached for t in {fusions!r}]))
+    """)
+    env = dict(os.environ, FUSER_CACHE_DIR=str(tmp_path / "c"), FUSER_CACHE="1")
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=env) for _ in range(4)]
+    time.sleep(0.5)
+    go.touch()
+    cached = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        cached.append(json.loads(out.strip().splitlines()[-1]))
+    for i in range(len(fusions)):
+        assert [c[i] for c in cached].count(False) == 1, f"fusion {i}: cached flags {[c[i] for c in cached]}"
+    assert not list((tmp_path / "c").rglob("*.lock"))
