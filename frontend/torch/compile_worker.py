@@ -1,32 +1,66 @@
-"""`python -m fuser.torch.compile_worker JOBS.json`: compile fusions into the disk cache.
+"""`python -m fuser.torch.compile_worker`: a process that compiles fusions into the disk cache.
 
-The backend's `precompile` starts a few of these at once, each with its share of a graph's
-fusions: `{"pipeline": str, "options": dict | null, "texts": [fusion text, ...]}`. A plain
-subprocess, not multiprocessing: spawn and forkserver re-import the user's main script, which
-would run its top-level code (a training loop) again. Each result lands in the disk cache, where
-the backend's own `fuser.api.compile` of the same text finds it. Prints one line per fusion that
-failed (the backend compiles it again on first use, and reports it then).
+The backend's `precompile` keeps a few of these for the life of the process (starting one costs
+an interpreter and fuser's imports, about as long as a small fusion's compile, and DDP hands the
+backend a graph per gradient bucket) and sends each a share of a graph's fusions, one job per
+line on stdin: `{"pipeline": str, "options": dict | null, "cache_dir": str, "texts": [fusion
+text, ...]}`. A plain subprocess, not multiprocessing: spawn and forkserver re-import the user's
+main script, which would run its top-level code (a training loop) again. Each result lands in
+the disk cache at `cache_dir` (the caller's), where the backend's own `fuser.api.compile` of the
+same text finds it. End of input ends the process.
+
+A fusion another process is compiling now (another rank of a distributed job sharing the cache
+directory) is put off and taken last, waiting for that process then, so that the ranks' workers
+share the work instead of queueing behind each other. Each job is answered by one line on
+stdout, `{"compiled": n, "loaded": n, "failed": ["error", ...]}`: fusions compiled here, fusions
+found in the cache (compiled by another process), and the first line of each failure (the
+backend compiles those again on first use, and reports them then).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from typing import Any
+
+
+def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    import fuser.api as fa
+    from fuser.runtime import cache
+
+    if job.get("cache_dir") and cache.default_cache().directory != cache.Path(job["cache_dir"]):
+        cache._default = cache.KernelCache(job["cache_dir"], disk=True)
+    summary: dict[str, Any] = {"compiled": 0, "loaded": 0, "failed": []}
+
+    def attempt(text: str, wait: bool) -> bool:
+        """False when another process is compiling it and wait is False."""
+        try:  # the call FusionRegion._compiled makes, so that the cache key is the same
+            compiled = fa.compile(text, pipeline=job["pipeline"], options=job["options"], stages=False, wait=wait)
+        except cache.Busy:
+            return False
+        except Exception as e:
+            summary["failed"].append(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+            return True
+        summary["loaded" if compiled.result.cached else "compiled"] += 1
+        return True
+
+    later = [text for text in job["texts"] if not attempt(text, wait=False)]
+    for text in later:
+        attempt(text, wait=True)
+    return summary
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m fuser.torch.compile_worker JOBS.json", file=sys.stderr)
+    if argv:
+        print("usage: python -m fuser.torch.compile_worker  (jobs on stdin, one JSON object a line)",
+              file=sys.stderr)
         return 2
-    import fuser.api as fa
-
-    with open(argv[0]) as f:
-        job = json.load(f)
-    for text in job["texts"]:
-        try:  # the call FusionRegion._compiled makes, so that the cache key is the same
-            fa.compile(text, pipeline=job["pipeline"], options=job["options"], stages=False)
-        except Exception as e:
-            print(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", flush=True)
+    out = sys.stdout
+    sys.stdout = sys.stderr  # anything else printed must not interleave with the answers
+    for line in sys.stdin:
+        if line.strip():
+            out.write(json.dumps(run_job(json.loads(line))) + "\n")
+            out.flush()
     return 0
 
 

@@ -4,6 +4,8 @@ accepts; each group becomes one fusion (`FusionRegion`), the rest of the graph r
 
 from __future__ import annotations
 
+import atexit
+
 import hashlib
 import logging
 import os
@@ -53,6 +55,10 @@ class Stats:
     torch_calls: int = 0  # regions run by their fx graph (mixed devices, executor="torch", compile errors)
     compile_errors: int = 0  # regions fuser could not compile (they run in PyTorch)
     compile_seconds: float = 0.0  # fuser.api.compile time of this backend's regions
+    # distinct fusions compiled by this process or its compile workers, and those found already
+    # compiled in the disk cache (by another process: a rank of the same job, an earlier run)
+    fusions_compiled: int = 0
+    fusions_loaded: int = 0
     padded_matmuls: int = 0  # mm / addmm padded to 16-byte rows (pad_matmuls.py)
 
 
@@ -74,7 +80,9 @@ class FuserSupport(OperatorSupportBase):
 
 
 def _to_numpy(t: torch.Tensor) -> np.ndarray:
-    t = t.detach()
+    # A copy: numpy sharing a tensor's storage makes that storage unresizable for good, and
+    # FSDP2 frees its gathered parameters by resizing their storage to 0.
+    t = t.detach().clone()
     if t.dtype == torch.bfloat16:
         import ml_dtypes
         return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
@@ -105,14 +113,47 @@ BOUNDARY_OPS = {
 # types (every layer of a transformer) share one compiled fusion.
 _COMPILED: dict[tuple[str, str, str], Any] = {}
 _REFERENCE: dict[str, Any] = {}
+_PRECOMPILED: set[tuple[str, str, str]] = set()  # counted in Stats by precompile's workers
+
+
+class _CompilePool:
+    """precompile's worker processes (`python -m fuser.torch.compile_worker`), started on first
+    use and kept until this process exits: DDP hands the backend a graph per gradient bucket, and
+    a worker's start (an interpreter and fuser's imports) costs about a small fusion's compile."""
+
+    def __init__(self) -> None:
+        self.procs: list[Any] = []
+
+    def workers(self, n: int) -> list[Any]:
+        import subprocess
+        import sys
+
+        self.procs = [p for p in self.procs if p.poll() is None]
+        while len(self.procs) < n:
+            self.procs.append(subprocess.Popen([sys.executable, "-m", "fuser.torch.compile_worker"],
+                                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                               stderr=subprocess.DEVNULL, text=True))
+        return self.procs[:n]
+
+    def close(self) -> None:
+        for p in self.procs:
+            try:
+                p.stdin.close()  # end of input: the worker exits
+                p.wait(timeout=10)
+            except Exception:
+                p.kill()
+        self.procs = []
+
+
+_POOL = _CompilePool()
+atexit.register(_POOL.close)
 
 
 def precompile(regions: list["FusionRegion"], workers: int) -> float:
     """Compile the distinct fusions of `regions` that run on CUDA tensors in `workers` processes
-    at once (`python -m fuser.torch.compile_worker`; the disk cache carries the results back), so
-    a graph's first call does not compile them one after another. Returns the wall seconds
-    spent; 0 when there is nothing to do, or the disk cache is off (FUSER_CACHE=0) so that the
-    workers' results could not come back."""
+    at once (the disk cache carries the results back), so a graph's first call does not compile
+    them one after another. Returns the wall seconds spent; 0 when there is nothing to do, or
+    the disk cache is off (FUSER_CACHE=0) so that the workers' results could not come back."""
     if os.environ.get("FUSER_CACHE", "1").strip().lower() in ("0", "false", "off", "no"):
         return 0.0
     todo = {}
@@ -123,27 +164,36 @@ def precompile(regions: list["FusionRegion"], workers: int) -> float:
     if workers < 2 or len(todo) < 2:
         return 0.0
     import json
-    import subprocess
-    import sys
-    import tempfile
+
+    from fuser.runtime import cache
 
     start = time.perf_counter()
     first = next(iter(todo.values()))
     shares = [list(todo)[i::workers] for i in range(min(workers, len(todo)))]
-    with tempfile.TemporaryDirectory(prefix="fuser-precompile-") as tmp:
-        procs = []
-        for i, keys in enumerate(shares):
-            path = os.path.join(tmp, f"job{i}.json")
-            with open(path, "w") as f:
-                json.dump({"pipeline": first.config.get("pipeline", "default"), "options": first.config.get("options"),
-                           "texts": [k[0] for k in keys]}, f)
-            procs.append(subprocess.Popen([sys.executable, "-m", "fuser.torch.compile_worker", path],
-                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-        for p in procs:
-            out, _ = p.communicate()
-            if p.returncode or out.strip():
-                log.debug("precompile worker (exit %s): %s; those fusions compile on first use", p.returncode,
-                          out.strip()[-500:])
+    procs = _POOL.workers(len(shares))
+    for p, keys in zip(procs, shares):
+        try:
+            p.stdin.write(json.dumps({"pipeline": first.config.get("pipeline", "default"),
+                                      "options": first.config.get("options"),
+                                      "cache_dir": str(cache.default_cache().directory),
+                                      "texts": [k[0] for k in keys]}) + "\n")
+            p.stdin.flush()
+        except OSError:  # the worker died since: its readline below answers "" and it is dropped
+            pass
+    stats = first.stats
+    for p in procs:
+        line = p.stdout.readline() if p.poll() is None else ""
+        try:
+            summary = json.loads(line)
+            stats.fusions_compiled += summary["compiled"]
+            stats.fusions_loaded += summary["loaded"]
+            failed = summary["failed"]
+        except (ValueError, KeyError, TypeError):
+            failed = [f"the worker died (exit {p.poll()})"]
+            p.kill()
+        if failed:
+            log.debug("precompile worker: %s; those fusions compile on first use", "; ".join(failed))
+    _PRECOMPILED.update(todo)
     return time.perf_counter() - start
 
 
@@ -357,6 +407,11 @@ class FusionRegion(torch.nn.Module):
                 return None
             self.compile_seconds = time.perf_counter() - start
             self.stats.compile_seconds += self.compile_seconds
+            if key not in _PRECOMPILED:
+                if compiled.result.cached:
+                    self.stats.fusions_loaded += 1
+                else:
+                    self.stats.fusions_compiled += 1
             if self.config.get("debug"):
                 log.info("%s (@%s): %d kernels compiled in %.2f s", self.name, self.symbol,
                          len(compiled.program.launches), self.compile_seconds)

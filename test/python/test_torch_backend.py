@@ -562,6 +562,10 @@ def test_precompile_fills_the_disk_cache_in_parallel(tmp_path, monkeypatch):
     assert precompile(rs, workers=2) > 0
     for r in rs:
         assert fa.compile(r.mlir, stages=False).result.cached  # the call the region makes on first use
+    assert be.stats.fusions_compiled == 2 and be.stats.fusions_loaded == 0
+    from fuser.torch.partition import _POOL
+    pids = [p.pid for p in _POOL.procs]
+    assert len(pids) == 2 and _POOL.workers(2)[0].pid == pids[0]  # kept for the next graph
     assert precompile(rs[:1], workers=2) == 0.0  # one fusion: nothing to do in parallel
 
 
