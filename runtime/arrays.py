@@ -179,8 +179,11 @@ def _from_torch(x: Any, index: int, spec: BufferSpec) -> Converted:
         else:
             host = t.numpy()
         return (None, host, "torch_cpu", x)
-    if x.get_device() > 0:  # (get_device: the index without building a torch.device)
-        raise _mismatch(index, spec, describe(x), " (fuser runs on cuda:0)")
+    ordinal = x.get_device()  # (the index without building a torch.device)
+    bound = _bind_device(ordinal)
+    if ordinal != bound:
+        raise _mismatch(index, spec, describe(x), f" (fuser runs on cuda:{bound} in this process: one GPU a "
+                                                  f"process, chosen by the first tensor or FUSER_DEVICE)")
     return (x.data_ptr(), None, "torch", x)
 
 
@@ -233,9 +236,13 @@ def _from_dlpack(x: Any, index: int, spec: BufferSpec) -> Converted:
         except Exception as e:
             raise _mismatch(index, spec, f"host DLPack {type(x).__name__} that numpy cannot import ({e})")
         return _from_numpy(host, index, spec, kind="numpy")
-    if dev_type not in (_DL_CUDA, _DL_CUDA_MANAGED) or dev_id != 0:
+    if dev_type not in (_DL_CUDA, _DL_CUDA_MANAGED):
         raise _mismatch(index, spec, f"{type(x).__name__} on DLPack device ({dev_type}, {dev_id})",
-                        " (fuser runs on CUDA device 0)")
+                        " (fuser runs on a CUDA device)")
+    bound = _bind_device(dev_id)
+    if dev_id != bound:
+        raise _mismatch(index, spec, f"{type(x).__name__} on DLPack device ({dev_type}, {dev_id})",
+                        f" (fuser runs on CUDA device {bound} in this process)")
     try:
         capsule = x.__dlpack__(stream=1)  # ask the producer to order with the legacy stream
     except TypeError:
@@ -353,3 +360,10 @@ def finish_outputs(kind: str, outs: list) -> list:
                        if a.dtype == "bf16" else torch.from_numpy(h))
         return res
     return objs
+
+
+def _bind_device(ordinal: int) -> int:
+    """driver.bind_device, imported on use (the reference path needs no CUDA bindings)."""
+    from .driver import bind_device
+
+    return bind_device(ordinal)

@@ -2,13 +2,16 @@
 
 Every driver call goes through :func:`check`, so a failure raises
 :class:`CudaError` naming the call and the CUresult instead of returning a
-silent wrong answer. The primary context of device 0 is created lazily, so
-importing this module never touches the GPU.
+silent wrong answer. fuser runs on one GPU a process (as a torch.distributed rank does): the
+device of the first CUDA tensor a launch is given, else ``$FUSER_DEVICE``, else 0
+(``bind_device``). Its primary context is created lazily, so importing this module never
+touches the GPU.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 import re
 import struct
 import threading
@@ -81,8 +84,30 @@ _tls = threading.local()
 _state: dict[str, Any] = {}   # "ctx", "dev", "props" once initialized; "no_gpu" on failure
 
 
+def bind_device(ordinal: int) -> int:
+    """Make GPU `ordinal` the one this process's fuser runs on, unless one is chosen already;
+    the chosen one. One GPU a process, as a torch.distributed rank has: the first CUDA tensor a
+    launch is given chooses it (else $FUSER_DEVICE, else 0), and a tensor on another GPU is refused."""
+    with _lock:
+        return _state.setdefault("ordinal", ordinal)
+
+
+def device_ordinal() -> int:
+    """The GPU this process's fuser runs on (chosen now if no launch chose it yet)."""
+    return bind_device(_default_ordinal())
+
+
+def _default_ordinal() -> int:
+    text = os.environ.get("FUSER_DEVICE", "").strip()
+    if not text:
+        return 0
+    if not text.isdigit():
+        raise CudaError(f"FUSER_DEVICE={text!r} is not a GPU number (0, 1, ...)")
+    return int(text)
+
+
 def _init() -> None:
-    """cuInit + retain device 0's primary context, once per process."""
+    """cuInit + retain the chosen device's primary context (device_ordinal), once per process."""
     if "ctx" in _state:
         return
     with _lock:
@@ -106,7 +131,13 @@ def _init() -> None:
             msg = "no NVIDIA GPU/driver found: the driver reports no device (cuInit: CUDA_SUCCESS, 0 devices)"
             _state["no_gpu"] = msg
             raise NoGPUError(msg)
-        dev = check(_cu.cuDeviceGet(0), "cuDeviceGet")
+        ordinal = _state.get("ordinal", None)
+        if ordinal is None:
+            ordinal = _state["ordinal"] = _default_ordinal()
+        if ordinal >= count:
+            raise CudaError(f"fuser was asked to run on GPU {ordinal} (FUSER_DEVICE or the first tensor), "
+                            f"but the driver reports {count} device{'s' if count != 1 else ''}")
+        dev = check(_cu.cuDeviceGet(ordinal), "cuDeviceGet")
         ctx = check(_cu.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
         _state["dev"] = dev
         _state["ctx"] = ctx
@@ -127,7 +158,7 @@ def require_gpu() -> None:
 
 
 def context() -> Any:
-    """The primary context of device 0, made current on the calling thread."""
+    """The primary context of the chosen device (device_ordinal), made current on the calling thread."""
     ctx = getattr(_tls, "ctx", None)
     if ctx is None:
         _init()
@@ -154,7 +185,7 @@ class DeviceProperties:
 
 
 def device() -> DeviceProperties:
-    """Properties of device 0 (queried once)."""
+    """Properties of the chosen device (queried once)."""
     props = _state.get("props")
     if props is None:
         context()
