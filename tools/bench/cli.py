@@ -10,6 +10,7 @@ from typing import Sequence
 from . import timing
 from .report import draw_png, environment, format_table, list_workloads, notes, write_json
 from .timing import BAD_STATUSES, DEFAULT_PEAK_TFLOPS, L2_BYTES, NO_GPU_PREFIX, run_all
+from .distributed import add_distributed_args
 from .workloads import WORKLOADS, fmt_shape, select
 
 DESCRIPTION = "fuser-bench: fusions side by side with torch eager and torch.compile, on one GPU, in one run."
@@ -34,15 +35,28 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--models", action="store_true",
                    help="whole models (gpt2, llama, bert_layer, mlp) trained and run by eager, Inductor and fuser "
                         "(model_bench.py); --filter, --quick, --no-compile, --json, --markdown, --list apply")
+    p.add_argument("--size", choices=("bench", "tiny"), default="bench", help="with --models: model size")
+    p.add_argument("--source", choices=("auto", "hf", "own"), default="auto",
+                   help="with --models: Hugging Face modules (hf), this package's (own), or hf when importable")
+    p.add_argument("--warm-caches", action="store_true",
+                   help="with --models: keep the compile caches as found (default: fresh ones)")
+    add_distributed_args(p)
     return p.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.models and args.distributed is not None:
+        from .distributed import run_from_args as run_distributed
+
+        return run_distributed(args)
     if args.models:
         from .model_bench import run_from_args  # imports torch only when it runs
 
         return run_from_args(args)
+    if args.distributed is not None:
+        print("fuser-bench: --distributed goes with --models", file=sys.stderr)
+        return 2
     try:
         selected = select(args.filter)
     except re.error as e:

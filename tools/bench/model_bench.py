@@ -679,6 +679,10 @@ def fresh_caches() -> tuple[dict[str, str], list[str], str | None]:
 def run_from_args(args: argparse.Namespace) -> int:
     """The run behind `fuser-bench --models` (args: cli.parse_args's or parse_args's namespace)."""
 
+    if getattr(args, "distributed", None) is not None:
+        print("fuser-bench: --distributed is an option of fuser-bench --models (fuser.tools.bench.cli)",
+              file=sys.stderr)
+        return 2
     size, source = getattr(args, "size", "bench"), getattr(args, "source", "auto")
     modes = [m.strip() for m in getattr(args, "modes", ",".join(MODES)).split(",") if m.strip()]
     bad = [m for m in modes if m not in MODES]

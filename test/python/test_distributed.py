@@ -1,0 +1,60 @@
+"""The PyTorch backend under torch.distributed on the CPU: two gloo ranks train the tiny GPT-2
+and Llama-style decoder under DDP and FSDP2, fuser's regions in the reference interpreter, and
+their losses equal one process's on the same global batch (tools/bench/distributed.py, the code
+`fuser-bench --models --distributed N` runs on GPUs)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
+    pytest.skip("torch.distributed with gloo is not available", allow_module_level=True)
+
+from fuser.tools.bench import distributed  # noqa: E402
+
+
+def test_world_sizes():
+    assert distributed.world_sizes(4) == [4, 2, 1]
+    assert distributed.world_sizes(2) == [2, 1]
+    assert distributed.world_sizes(1) == [1]
+    assert distributed.world_sizes(6) == [6, 3, 1]
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return distributed.run(2, ["gpt2", "llama"], peers=["fuser"], size="tiny", source="own", device="cpu",
+                           dtype="f32", curve_steps=3, warmup=0, timed=1, timeout=600, log=lambda msg: None)
+
+
+@pytest.mark.parametrize("model", ["gpt2", "llama"])
+@pytest.mark.parametrize("wrap", distributed.WRAPS)
+def test_two_ranks_train_as_one_process(rows, model, wrap):
+    got = {r["world"]: r for r in rows if r["model"] == model and r["wrap"] == wrap}
+    assert set(got) == {1, 2}, rows
+    for world, r in got.items():
+        assert r["status"] == "ok" and r["error"] is None, r
+        assert len(r["fuser"]) == world
+        for rank in r["fuser"]:  # every rank ran fuser regions, none fell back
+            assert rank["regions"] > 0 and rank["reference_calls"] > 0, rank
+            assert rank["torch_calls"] == 0 and rank["compile_errors"] == 0, rank
+    one, two = got[1]["curve"], got[2]["curve"]
+    assert len(one) == 3 and one[0] > one[-1] - 1.0
+    # the same global batch: the same losses, up to the order of the f32 gradient sums
+    assert got[2]["curve_rel"] < 1e-5, (one, two)
+
+
+def test_a_failing_run_says_why(tmp_path):
+    # 3 micro-batches do not split over 2 ranks: torchrun fails, the launcher says why
+    results = distributed.launch(2, ["--models", "gpt2", "--size", "tiny", "--device", "cpu", "--micro-batches", "3"],
+                                 str(tmp_path), timeout=300)
+    assert [r["rank"] for r in results] == [None]
+    assert results[0]["error"].startswith("torchrun exited with"), results
+    assert "--micro-batches 3 is not a multiple of the world size 2" in results[0]["error"], results
+    assert distributed.combine(results) == []
+
+
+def test_a_run_past_its_timeout_is_stopped(tmp_path):
+    results = distributed.launch(2, ["--models", "gpt2", "--size", "tiny", "--source", "own", "--device", "cpu",
+                                     "--micro-batches", "2"], str(tmp_path), timeout=3)
+    assert results == [{"world": 2, "rank": None, "error": "stopped after 3 s"}]
