@@ -44,14 +44,17 @@ def test_two_ranks_train_as_one_process(rows, model, wrap):
     assert got[2]["curve_rel"] < 1e-5, (one, two)
 
 
-def test_a_failing_run_says_why(tmp_path):
-    # 3 micro-batches do not split over 2 ranks: torchrun fails, the launcher says why
-    results = distributed.launch(2, ["--models", "gpt2", "--size", "tiny", "--device", "cpu", "--micro-batches", "3"],
-                                 str(tmp_path), timeout=300)
-    assert [r["rank"] for r in results] == [None]
-    assert results[0]["error"].startswith("torchrun exited with"), results
-    assert "--micro-batches 3 is not a multiple of the world size 2" in results[0]["error"], results
-    assert distributed.combine(results) == []
+def test_a_failing_rank_stops_its_world_and_says_why(tmp_path):
+    """A rank whose run raises writes its error and exits, so torchrun stops the others (which
+    would wait for it in a collective until the timeout); the row says ERROR with the reason."""
+    results = distributed.launch(2, ["--models", "nosuch", "--wraps", "ddp", "--peers", "eager", "--size", "tiny",
+                                     "--device", "cpu", "--micro-batches", "2"], str(tmp_path), timeout=300)
+    failure = [r for r in results if r["rank"] is None]
+    assert len(failure) == 1 and failure[0]["error"].startswith("torchrun exited with"), results
+    ranks = [r for r in results if r["rank"] is not None]
+    assert ranks and all("unknown model 'nosuch'" in r["error"] for r in ranks), ranks
+    rows = distributed.combine(results)
+    assert [r["status"] for r in rows] == ["ERROR"] and "unknown model 'nosuch'" in rows[0]["error"]
 
 
 def test_a_run_past_its_timeout_is_stopped(tmp_path):

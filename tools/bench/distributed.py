@@ -212,17 +212,23 @@ def rank_main(argv: Sequence[str]) -> int:
                 t0 = time.perf_counter()
                 try:
                     r = train_run(name, wrap, peer, a)
-                except Exception as e:  # a rank that fails here fails its run; the others time out
+                except Exception as e:
                     r = {"model": name, "wrap": wrap, "peer": peer, "world": world, "rank": rank,
                          "error": _short(e, 300)}
                 r["wall_s"] = time.perf_counter() - t0
                 results.append(r)
-                if rank == 0:
-                    print(f"[N={world}] {name} {wrap} {peer}: " + (r.get("error") or f"{r['ms']:.1f} ms/step, "
-                          f"first step {r['first_s']:.1f} s") + f"; {r['wall_s']:.0f} s", file=sys.stderr, flush=True)
+                if rank == 0 or r.get("error"):
+                    print(f"[N={world}] {name} {wrap} {peer}: " + (f"rank {rank}: {r['error']}" if r.get("error") else
+                          f"{r['ms']:.1f} ms/step, first step {r['first_s']:.1f} s") + f"; {r['wall_s']:.0f} s",
+                          file=sys.stderr, flush=True)
                 with open(os.path.join(a.out, f"rank{rank}.json"), "w") as f:
                     json.dump(results, f)
-                torch.cuda.empty_cache() if a.device == "cuda" else None
+                if r.get("error"):
+                    # the other ranks may wait in a collective for this one until the timeout:
+                    # exit, and torchrun stops them (this world size's later runs are lost)
+                    os._exit(3)
+                if a.device == "cuda":
+                    torch.cuda.empty_cache()
     dist.barrier()
     dist.destroy_process_group()
     return 0
