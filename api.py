@@ -39,11 +39,12 @@ from fuser.dialects import fusion as F
 from fuser.dialects.ir import decode_source, parse_module
 from fuser.runtime.reference import find_func, run_reference
 
-# `compile`, `abs`, `pow` and `sum` are left out of __all__ so that `from fuser import *` does not
-# shadow the builtins; use them as `fuser.compile`, `fuser.sum`, ...
+# `compile`, `abs`, `pow`, `round` and `sum` are left out of __all__ so that `from fuser import *`
+# does not shadow the builtins; use them as `fuser.compile`, `fuser.sum`, ...
 __all__ = [
     "FusionBuilder", "Tensor", "CompiledFusion",
     "exp", "log", "tanh", "sqrt", "rsqrt", "relu", "sigmoid", "silu", "gelu", "neg",
+    "erf", "exp2", "log2", "log10", "log1p", "reciprocal", "floor", "ceil", "trunc", "sign",
     "add", "sub", "mul", "div", "maximum", "minimum", "where", "cast", "full",
     "broadcast_to", "broadcast", "reshape", "permute", "amax", "amin", "welford", "var_mean",
     "matmul", "segment_set",
@@ -400,6 +401,55 @@ def abs(x: Tensor) -> Tensor:  # noqa: A001 - mirrors numpy/torch naming
 
 def neg(x: Tensor) -> Tensor:
     return _unary(F.NegOp, x, "neg")
+
+
+def erf(x: Tensor) -> Tensor:
+    return _unary(F.ErfOp, x, "erf")
+
+
+def exp2(x: Tensor) -> Tensor:
+    return _unary(F.Exp2Op, x, "exp2")
+
+
+def log2(x: Tensor) -> Tensor:
+    return _unary(F.Log2Op, x, "log2")
+
+
+def log10(x: Tensor) -> Tensor:
+    return _unary(F.Log10Op, x, "log10")
+
+
+def log1p(x: Tensor) -> Tensor:
+    """log(1 + x), accurate for small x."""
+    return _unary(F.Log1pOp, x, "log1p")
+
+
+def reciprocal(x: Tensor) -> Tensor:
+    """1/x, correctly rounded."""
+    return _unary(F.ReciprocalOp, x, "reciprocal")
+
+
+def floor(x: Tensor) -> Tensor:
+    return _unary(F.FloorOp, x, "floor")
+
+
+def ceil(x: Tensor) -> Tensor:
+    return _unary(F.CeilOp, x, "ceil")
+
+
+def trunc(x: Tensor) -> Tensor:
+    """x rounded towards zero."""
+    return _unary(F.TruncOp, x, "trunc")
+
+
+def round(x: Tensor) -> Tensor:  # noqa: A001 - mirrors numpy/torch naming
+    """x rounded to the nearest integer, halves to even (torch.round, numpy.rint)."""
+    return _unary(F.RoundOp, x, "round")
+
+
+def sign(x: Tensor) -> Tensor:
+    """1 for x > 0, -1 for x < 0, else 0 (NaN too, as torch.sign)."""
+    return _unary(F.SignOp, x, "sign")
 
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:

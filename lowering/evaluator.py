@@ -228,6 +228,30 @@ def emit_unary(kb: KernelBuilder, op: F.UnaryOp, x: SSAValue) -> SSAValue:
             r = kb.fdiv_approx(x, kb.fadd(one, kb.math1(mathd.ExpOp, u2)))
         case F.GeluOp():
             r = kb.fmul(kb.fmul(half, x), kb.fadd(one, kb.math1(mathd.ErfOp, kb.fmul(x, kb.cf(1.0 / math.sqrt(2.0))))))
+        case F.ErfOp():
+            r = kb.math1(mathd.ErfOp, x)
+        case F.Exp2Op():
+            r = kb.math1(mathd.Exp2Op, x)
+        case F.Log2Op():
+            r = kb.math1(mathd.Log2Op, x)
+        case F.Log10Op():
+            r = kb.math1(mathd.Log10Op, x)
+        case F.Log1pOp():
+            r = kb.math1(mathd.Log1pOp, x)
+        case F.ReciprocalOp():
+            r = kb.fdiv(one, x)  # correctly rounded, as torch.reciprocal
+        case F.FloorOp():
+            r = kb.math1(mathd.FloorOp, x)
+        case F.CeilOp():
+            r = kb.math1(mathd.CeilOp, x)
+        case F.TruncOp():
+            r = kb.math1(mathd.TruncOp, x)
+        case F.RoundOp():
+            r = kb.math1(mathd.RoundEvenOp, x)
+        case F.SignOp():  # (x > 0) - (x < 0): NaN and both zeros give 0, as torch.sign
+            zero = kb.cf(0.0)
+            pos = kb.v(arith.SelectOp(kb.v(arith.CmpfOp(x, zero, "ogt")), one, zero))
+            r = kb.fsub(pos, kb.v(arith.SelectOp(kb.v(arith.CmpfOp(x, zero, "olt")), one, zero)))
         case _:
             raise ScheduleError(f"'{op.name}' has no lowering")
     return kb.round_to(r, F._elem(op.result))

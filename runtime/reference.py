@@ -121,10 +121,13 @@ class _Interp:
         return out
 
 
+def _erf64(x: np.ndarray) -> np.ndarray:
+    """erf in float64 (numpy has none; math.erf is exact enough for a reference)."""
+    return np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64))
+
+
 def _gelu_erf(x: np.ndarray) -> np.ndarray:
-    # numpy has no erf; math.erf is exact enough for a reference (computed in float64).
-    erf = np.vectorize(math.erf, otypes=[np.float64])
-    y = 0.5 * x.astype(np.float64) * (1.0 + erf(x.astype(np.float64) / math.sqrt(2.0)))
+    y = 0.5 * x.astype(np.float64) * (1.0 + _erf64(x.astype(np.float64) / math.sqrt(2.0)))
     return y.astype(x.dtype, copy=False)
 
 
@@ -149,6 +152,17 @@ _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "fusion.relu": lambda x: np.maximum(x, x.dtype.type(0)),  # NaN stays NaN
     "fusion.sigmoid": _sigmoid,
     "fusion.silu": lambda x: x * _sigmoid(x),
+    "fusion.erf": lambda x: _erf64(x).astype(x.dtype, copy=False),
+    "fusion.exp2": np.exp2,
+    "fusion.log2": np.log2,
+    "fusion.log10": np.log10,
+    "fusion.log1p": np.log1p,
+    "fusion.reciprocal": lambda x: x.dtype.type(1) / x,
+    "fusion.floor": np.floor,
+    "fusion.ceil": np.ceil,
+    "fusion.trunc": np.trunc,
+    "fusion.round": np.rint,  # halves to even, as torch.round
+    "fusion.sign": lambda x: (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype),  # NaN -> 0, as torch.sign
 }
 
 _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {

@@ -144,7 +144,85 @@ class GeluOp(UnaryOp):
         return a.data if isinstance(a, StringAttr) else "none"
 
 
-UNARY_OPS = [NegOp, AbsOp, ExpOp, LogOp, TanhOp, SqrtOp, RsqrtOp, ReluOp, SigmoidOp, SiluOp, GeluOp]
+@irdl_op_definition
+class ErfOp(UnaryOp):
+    """the error function, 2/sqrt(pi) * integral of e^-t^2 from 0 to x"""
+
+    name = "fusion.erf"
+
+
+@irdl_op_definition
+class Exp2Op(UnaryOp):
+    """2^x"""
+
+    name = "fusion.exp2"
+
+
+@irdl_op_definition
+class Log2Op(UnaryOp):
+    """base-2 logarithm"""
+
+    name = "fusion.log2"
+
+
+@irdl_op_definition
+class Log10Op(UnaryOp):
+    """base-10 logarithm"""
+
+    name = "fusion.log10"
+
+
+@irdl_op_definition
+class Log1pOp(UnaryOp):
+    """log(1 + x), accurate for small x"""
+
+    name = "fusion.log1p"
+
+
+@irdl_op_definition
+class ReciprocalOp(UnaryOp):
+    """1/x (correctly rounded, as a division)"""
+
+    name = "fusion.reciprocal"
+
+
+@irdl_op_definition
+class FloorOp(UnaryOp):
+    """the largest integer <= x"""
+
+    name = "fusion.floor"
+
+
+@irdl_op_definition
+class CeilOp(UnaryOp):
+    """the smallest integer >= x"""
+
+    name = "fusion.ceil"
+
+
+@irdl_op_definition
+class TruncOp(UnaryOp):
+    """x rounded towards zero"""
+
+    name = "fusion.trunc"
+
+
+@irdl_op_definition
+class RoundOp(UnaryOp):
+    """x rounded to the nearest integer, halves to even (as torch.round and numpy.rint)"""
+
+    name = "fusion.round"
+
+
+@irdl_op_definition
+class SignOp(UnaryOp):
+    """1 for x > 0, -1 for x < 0, else 0 (NaN too, as torch.sign)"""
+
+    name = "fusion.sign"
+
+
+UNARY_OPS = [NegOp, AbsOp, ExpOp, LogOp, TanhOp, SqrtOp, RsqrtOp, ReluOp, SigmoidOp, SiluOp, GeluOp,
+             ErfOp, Exp2Op, Log2Op, Log10Op, Log1pOp, ReciprocalOp, FloorOp, CeilOp, TruncOp, RoundOp, SignOp]
 
 # ------------------------------------------------------------------ binary ops
 

@@ -280,7 +280,10 @@ for _op, _fn in [
     (aten.neg.default, fa.neg), (aten.abs.default, fa.abs), (aten.exp.default, fa.exp),
     (aten.log.default, fa.log), (aten.tanh.default, fa.tanh), (aten.sqrt.default, fa.sqrt),
     (aten.rsqrt.default, fa.rsqrt), (aten.relu.default, fa.relu), (aten.sigmoid.default, fa.sigmoid),
-    (aten.silu.default, fa.silu), (aten.reciprocal.default, lambda x: fa.div(1.0, x)),
+    (aten.silu.default, fa.silu), (aten.reciprocal.default, fa.reciprocal), (aten.erf.default, fa.erf),
+    (aten.exp2.default, fa.exp2), (aten.log2.default, fa.log2), (aten.log10.default, fa.log10),
+    (aten.log1p.default, fa.log1p), (aten.floor.default, fa.floor), (aten.ceil.default, fa.ceil),
+    (aten.trunc.default, fa.trunc), (aten.round.default, fa.round), (aten.sign.default, fa.sign),
 ]:
     entry(_op)(_unary_rule(_fn))
 

@@ -66,6 +66,16 @@ CASES: list[tuple[str, tuple, object]] = [
     ("rsqrt", (aten.rsqrt.default,), lambda T: torch.rsqrt(T.p)),
     ("reciprocal", (aten.reciprocal.default,), lambda T: torch.reciprocal(T.p)),
     ("relu", (aten.relu.default,), lambda T: torch.relu(T.a)),
+    ("erf", (aten.erf.default,), lambda T: torch.erf(T.a)),
+    ("exp2_bf16", (aten.exp2.default,), lambda T: torch.exp2(T.bf)),
+    ("log2", (aten.log2.default,), lambda T: torch.log2(T.p)),
+    ("log10", (aten.log10.default,), lambda T: torch.log10(T.p)),
+    ("log1p", (aten.log1p.default,), lambda T: torch.log1p(T.p * 1e-3)),
+    ("floor", (aten.floor.default,), lambda T: torch.floor(T.a * 3)),
+    ("ceil_f16", (aten.ceil.default,), lambda T: torch.ceil(T.h * 3)),
+    ("trunc", (aten.trunc.default,), lambda T: torch.trunc(T.a * 3)),
+    ("round_halves_to_even", (aten.round.default,), lambda T: torch.round(T.a * 3 + 0.5)),
+    ("sign", (aten.sign.default,), lambda T: torch.sign(T.a)),
     ("sigmoid", (aten.sigmoid.default,), lambda T: torch.sigmoid(T.a)),
     ("silu", (aten.silu.default,), lambda T: Fn.silu(T.a)),
     ("gelu_erf", (aten.gelu.default,), lambda T: Fn.gelu(T.a)),
@@ -192,6 +202,16 @@ def test_entry(cases, case):
         torch.testing.assert_close(g, w, **TOL[w.dtype])
     else:
         assert torch.equal(g, w)
+
+
+def test_rounding_an_integer_tensor_stays_in_pytorch():
+    """floor/round of an integer tensor is the identity in torch: fuser's float ops refuse it, so
+    it runs in PyTorch, with the reason, and the result is torch's."""
+    be = ft.backend()
+    i = torch.randint(-5, 6, (4, 8))
+    got = torch.compile(lambda x: torch.floor(x) + torch.round(x), backend=be, dynamic=False)(i)
+    assert torch.equal(got, i + i)
+    assert be.stats.torch_nodes.get("aten.floor.default") == 1, be.stats.torch_nodes
 
 
 def test_cases_run_in_fuser(cases):

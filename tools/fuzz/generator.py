@@ -33,6 +33,11 @@ SHAPES_3D = [(3, 5, 96), (2, 33, 64), (4, 7, 129), (8, 16, 256), (1, 31, 33), (5
 MATMUL_SHAPES = [(128, 128), (200, 264), (64, 96), (333, 136), (256, 64), (1000, 24)]
 MATMUL_K = [64, 72, 256, 520, 1000]
 UNARY = ["neg", "abs", "tanh", "sigmoid", "relu", "silu", "gelu"]
+# Ops drawn in place of one of the above from their own stream (`variants`), so that a seed
+# keeps the fusion it had before they existed, with some ops swapped: of a bounded value (exp),
+# of 1 + |x| (log), like tanh (erf), and the step functions in place of abs.
+VARIANTS = {"exp": ["exp2"], "log": ["log2", "log10", "log1p", "reciprocal"], "tanh": ["erf"],
+            "abs": ["floor", "ceil", "trunc", "round", "sign"]}
 BINARY = ["add", "sub", "mul", "max", "min"]
 OUT_DTYPES = ["f32", "f32", "f32", "bf16", "f16"]
 
@@ -43,6 +48,7 @@ class _Gen(_Semantics, _TypedPart):
 
     def __init__(self, rng: random.Random, name: str):
         self.rng = rng
+        self.variants: random.Random | None = None  # draws VARIANTS (fuzz_case sets it)
         self.name = name
         self.rows, self.cols = rng.choice(SHAPES)
         self.lead: tuple[int, ...] = ()  # a 3-D case's leading extent (B,)
@@ -126,18 +132,27 @@ class _Gen(_Semantics, _TypedPart):
     def const(self, value: float, kind: str, dtype: str = "f32") -> Value:
         return self.emit("c", kind, f"fusion.full {value:.9e} : {self.ty(kind, dtype)}", [], dtype, listed=False)
 
+    def variant(self, op: str) -> str:
+        """`op` a third of the time, else one of its VARIANTS (from their own stream)."""
+        if self.variants is None or op not in VARIANTS or self.variants.random() < 1 / 3:
+            return op
+        return self.variants.choice(VARIANTS[op])
+
     def unary(self) -> Value:
         x = self.pick()
         r = self.rng.random()
         if r < 0.12:  # exp of a bounded value
             t = self.emit("t", x.kind, f"fusion.tanh %{x.name} : {self.ty(x.kind)}", [x])
-            return self.emit("e", x.kind, f"fusion.exp %{t.name} : {self.ty(x.kind)}", [t])
-        if r < 0.2:  # log of 1 + |x|
+            op = self.variant("exp")
+            return self.emit(op[:2], x.kind, f"fusion.{op} %{t.name} : {self.ty(x.kind)}", [t])
+        if r < 0.2:  # log of 1 + |x| (log1p of |x|, or 1 / (1 + |x|))
             a = self.emit("a", x.kind, f"fusion.abs %{x.name} : {self.ty(x.kind)}", [x])
             one = self.const(1.0, x.kind)
             s = self.emit("s", x.kind, f"fusion.add %{a.name}, %{one.name} : {self.ty(x.kind)}", [a, one])
-            return self.emit("l", x.kind, f"fusion.log %{s.name} : {self.ty(x.kind)}", [s])
-        op = self.rng.choice(UNARY)
+            op = self.variant("log")
+            arg = a if op == "log1p" else s
+            return self.emit(op[:2], x.kind, f"fusion.{op} %{arg.name} : {self.ty(x.kind)}", [arg])
+        op = self.variant(self.rng.choice(UNARY))
         return self.emit(op[:2], x.kind, f"fusion.{op} %{x.name} : {self.ty(x.kind)}", [x])
 
     def binary(self) -> Value:

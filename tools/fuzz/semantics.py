@@ -89,6 +89,8 @@ def _derive(op: str, rhs: str, operands: list[Value], dtype: str) -> tuple[bool,
     inexact = [o for o in operands if not o.exact]
     if dtype in DISCRETE:  # exact, except where an inexact operand may flip it
         return True, "f64", dc or bool(inexact)
+    if op in _STEP:  # an integer (or sign) of its operand: exact, but may flip as a comparison may
+        return True, "f64", dc or bool(inexact)
     keeps = op in _EXACT_OPS or (op == "reduce" and rhs.split()[1] in ("max", "min"))
     if op == "full" or (keeps and not inexact):
         return True, "f64", dc
@@ -168,7 +170,13 @@ _SLOPE = {  # derivatives of the unary ops that are not plain sign changes (gelu
     "sigmoid": lambda x: _sigmoid(x) * (1.0 - _sigmoid(x)),
     "silu": lambda x: _sigmoid(x) * (1.0 + x * (1.0 - _sigmoid(x))), "gelu": _gelu_slope,
     "sqrt": lambda x: 0.5 / np.sqrt(x), "rsqrt": lambda x: 0.5 * x ** -1.5,
+    "erf": lambda x: 2.0 / math.sqrt(math.pi) * np.exp(-x * x), "exp2": lambda x: math.log(2.0) * np.exp2(x),
+    "log2": lambda x: 1.0 / (x * math.log(2.0)), "log10": lambda x: 1.0 / (x * math.log(10.0)),
+    "log1p": lambda x: 1.0 / (1.0 + x), "reciprocal": lambda x: 1.0 / (x * x),
 }
+# Step functions: an exact result, don't-care where an inexact operand's error bound reaches a step
+_STEP = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.rint,
+         "sign": lambda x: (x > 0).astype(np.float64) - (x < 0).astype(np.float64)}
 _IDENTITY = lambda x: x  # noqa: E731
 _NUMPY = {
     "neg": np.negative, "abs": np.abs, "tanh": np.tanh, "exp": np.exp, "log": np.log,
@@ -177,6 +185,8 @@ _NUMPY = {
     "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x),
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum,
     "div": np.divide, "pow": np.power, "where": np.where, "segment_set": _IDENTITY,
+    "erf": _ERF, "exp2": np.exp2, "log2": np.log2, "log10": np.log10, "log1p": np.log1p,
+    "reciprocal": lambda x: 1.0 / x, **_STEP,
 }
 _CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
         "ge": np.greater_equal}
@@ -237,6 +247,8 @@ class _Semantics:
             return lambda vals, mags: fn(*mags)
         if op in ("cast", "segment_set", "neg", "abs", "relu"):
             return lambda vals, mags: mags[0]
+        if op in _STEP:  # exact where it counts (don't-care where the operand's error may flip it)
+            return lambda vals, mags: np.abs(fn(vals[0]))
         if op == "reduce":
             axis, keep = _dims_of(rhs), "keepdim" in rhs
             return lambda vals, mags: np.sum(mags[0], axis=axis, keepdims=keep) if "sum" in rhs.split()[1] else \
@@ -283,6 +295,9 @@ class _Semantics:
             flip = lambda vals, m: np.abs(vals[0]) <= m  # noqa: E731
         elif op == "cast" and dtype == "i64" and from_float:
             flip = lambda vals, m: _trunc_i64(vals[0] - m) != _trunc_i64(vals[0] + m)  # noqa: E731
+        elif op in _STEP:
+            step = _STEP[op]
+            flip = lambda vals, m: step(vals[0] - m) != step(vals[0] + m)  # noqa: E731
 
         def dc(vals, dcs, margins):
             out = functools.reduce(np.logical_or, [d for d in dcs if d is not None], None) \

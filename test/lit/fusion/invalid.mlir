@@ -12,6 +12,15 @@ func.func @unary_int(%x: tensor<4xi64>) -> tensor<4xi64> {
 
 // -----
 
+// The rounding ops too: torch's floor of an integer tensor is the identity, left to PyTorch.
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.floor' op operand #0 ('input') has element type i64, expected one of bf16, f16, f32
+func.func @floor_int(%x: tensor<4xi64>) -> tensor<4xi64> {
+  %0 = fusion.floor %x : tensor<4xi64>
+  func.return %0 : tensor<4xi64>
+}
+
+// -----
+
 // CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.sqrt' op result type tensor<4xf16> must equal the operand type tensor<4xf32>
 func.func @unary_result(%x: tensor<4xf32>) -> tensor<4xf16> {
   %0 = "fusion.sqrt"(%x) : (tensor<4xf32>) -> tensor<4xf16>

@@ -1,0 +1,79 @@
+"""The unary math ops beyond exp/log/tanh on the GPU (erf, exp2, log2, log10, log1p, reciprocal,
+floor, ceil, trunc, round, sign), against numpy in float64 from the same f32 / bf16 inputs, on
+an odd shape with the special values (NaN, +-inf, +-0, halves) planted: the rounding ops,
+sign and 1/x exactly, the f32 helpers to a few ulp (ex2.approx / lg2.approx underneath)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import fuser
+from fuser.runtime.arrays import numpy_dtype
+
+pytestmark = pytest.mark.gpu
+
+SHAPE = (257, 129)
+SPECIAL = [math.nan, math.inf, -math.inf, 0.0, -0.0, 0.5, 1.5, 2.5, -2.5, -0.5, 1e-30, 3.0, -7.0]
+_ERF = np.vectorize(math.erf, otypes=[np.float64])
+
+# op -> (float64 function, input draw, exact?)
+OPS = {
+    "erf": (_ERF, "normal", False),
+    "exp2": (np.exp2, "normal", False),
+    "log2": (np.log2, "positive", False),
+    "log10": (np.log10, "positive", False),
+    "log1p": (np.log1p, "above_minus_one", False),
+    "reciprocal": (lambda x: 1.0 / x, "normal", True),
+    "floor": (np.floor, "normal", True),
+    "ceil": (np.ceil, "normal", True),
+    "trunc": (np.trunc, "normal", True),
+    "round": (np.rint, "normal", True),
+    "sign": (lambda x: (x > 0).astype(np.float64) - (x < 0).astype(np.float64), "normal", True),
+}
+
+
+def _inputs(draw: str, dtype: str) -> np.ndarray:
+    rng = np.random.default_rng(35)
+    n = math.prod(SHAPE)
+    if draw == "positive":
+        x = np.exp(rng.uniform(-20, 20, n))
+    elif draw == "above_minus_one":
+        x = np.concatenate([rng.uniform(-0.999, 1.0, n // 2), rng.uniform(-1e-4, 1e-4, n // 4),
+                            np.exp(rng.uniform(-5, 20, n - n // 2 - n // 4))])
+    else:
+        x = rng.standard_normal(n) * 4.0
+    x[:len(SPECIAL)] = SPECIAL
+    return x.astype(numpy_dtype(dtype)).reshape(SHAPE)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+@pytest.mark.parametrize("op", list(OPS))
+def test_op_on_the_gpu(op, dtype):
+    fn, draw, exact = OPS[op]
+    text = f"""func.func @{op}_{dtype}(%x: tensor<{SHAPE[0]}x{SHAPE[1]}x{dtype}>) -> tensor<{SHAPE[0]}x{SHAPE[1]}x{dtype}> {{
+  %y = fusion.{op} %x : tensor<{SHAPE[0]}x{SHAPE[1]}x{dtype}>
+  func.return %y : tensor<{SHAPE[0]}x{SHAPE[1]}x{dtype}>
+}}"""
+    x = _inputs(draw, dtype)
+    got = np.asarray(fuser.compile(text)(x)).astype(np.float64)
+    with np.errstate(all="ignore"):
+        want = fn(x.astype(np.float64))
+    if dtype == "bf16" or not exact:  # one rounding of the result to the output type
+        want_t = want.astype(numpy_dtype(dtype)).astype(np.float64)
+    else:
+        want_t = want.astype(np.float32).astype(np.float64)
+    assert np.array_equal(np.isnan(got), np.isnan(want_t)), f"{op}: NaN where numpy has none, or none where it has"
+    ok = ~np.isnan(want_t)
+    g, w = got[ok], want_t[ok]
+    assert np.array_equal(np.isinf(g), np.isinf(w)) and np.all(g[np.isinf(w)] == w[np.isinf(w)]), op
+    fin = np.isfinite(w)
+    if exact:
+        assert np.array_equal(g[fin], w[fin]), f"{op}: {np.sum(g[fin] != w[fin])} elements differ"
+    else:
+        ulp = 2.0 ** -7 if dtype == "bf16" else 2.0 ** -21  # bf16: one rounding; f32: a few ulp of the helpers
+        err = np.abs(g[fin] - w[fin])
+        bound = ulp * np.abs(w[fin]) + (2.0 ** -22 if dtype == "f32" else 2.0 ** -9)
+        assert np.all(err <= bound), f"{op} {dtype}: worst error {np.max(err - bound):.3g} over the bound"
