@@ -45,6 +45,7 @@ __all__ = [
     "FusionBuilder", "Tensor", "CompiledFusion",
     "exp", "log", "tanh", "sqrt", "rsqrt", "relu", "sigmoid", "silu", "gelu", "neg",
     "erf", "exp2", "log2", "log10", "log1p", "reciprocal", "floor", "ceil", "trunc", "sign",
+    "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit",
     "add", "sub", "mul", "div", "maximum", "minimum", "where", "cast", "full",
     "broadcast_to", "broadcast", "reshape", "permute", "amax", "amin", "welford", "var_mean",
     "matmul", "segment_set",
@@ -496,6 +497,39 @@ def minimum(a: Tensor | float, b: Tensor | float) -> Tensor:
 
 def pow(a: Tensor | float, b: Tensor | float) -> Tensor:  # noqa: A001
     return _binary(F.PowOp, a, b, "pow")
+
+
+def _float_test(cls: type[Operation], x: Tensor, what: str) -> Tensor:
+    x = _as_tensor(x, what)
+    return x.builder._emit(cls(x.value))
+
+
+def isnan(x: Tensor) -> Tensor:
+    """An i1 tensor: where x is NaN."""
+    return _float_test(F.IsNanOp, x, "isnan")
+
+
+def isinf(x: Tensor) -> Tensor:
+    """An i1 tensor: where x is +inf or -inf."""
+    return _float_test(F.IsInfOp, x, "isinf")
+
+
+def isfinite(x: Tensor) -> Tensor:
+    """An i1 tensor: where x is neither NaN nor infinite."""
+    return _float_test(F.IsFiniteOp, x, "isfinite")
+
+
+def isposinf(x: Tensor) -> Tensor:
+    return _float_test(F.IsPosInfOp, x, "isposinf")
+
+
+def isneginf(x: Tensor) -> Tensor:
+    return _float_test(F.IsNegInfOp, x, "isneginf")
+
+
+def signbit(x: Tensor) -> Tensor:
+    """An i1 tensor: where x's sign bit is set (-0.0 and negative NaNs included)."""
+    return _float_test(F.SignbitOp, x, "signbit")
 
 
 def _cmp(pred: str, a: Any, b: Any) -> Tensor:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import IntegerType, i1
+from xdsl.dialects.builtin import Float64Type, IntegerType, i1
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from fuser.dialects import fusion as F
@@ -128,6 +128,8 @@ class Evaluator:
         if isinstance(op, F.BinaryOp):
             a, b = self(op.lhs, idx, lanes), self(op.rhs, idx, lanes)
             return [self._round(emit_binary(kb, op, x, y), v) for x, y in zip(a, b)]
+        if isinstance(op, F.FloatTestOp):
+            return [emit_float_test(kb, op, x) for x in self(op.input, idx, lanes)]
         if isinstance(op, F.CmpOp):
             a, b = self(op.lhs, idx, lanes), self(op.rhs, idx, lanes)
             pred = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}[op.predicate.data]
@@ -255,6 +257,28 @@ def emit_unary(kb: KernelBuilder, op: F.UnaryOp, x: SSAValue) -> SSAValue:
         case _:
             raise ScheduleError(f"'{op.name}' has no lowering")
     return kb.round_to(r, F._elem(op.result))
+
+
+def emit_float_test(kb: KernelBuilder, op: F.FloatTestOp, x: SSAValue) -> SSAValue:
+    """The i1 of a fusion.isnan / isinf / isfinite / isposinf / isneginf / signbit of one scalar
+    (in its compute type: f16 and bf16 widen exactly, sign and NaN included)."""
+    inf = kb.const(math.inf, x.type)
+    match op:
+        case F.IsNanOp():
+            return kb.v(arith.CmpfOp(x, x, "uno"))
+        case F.IsInfOp():
+            return kb.v(arith.CmpfOp(kb.math1(mathd.AbsFOp, x), inf, "oeq"))
+        case F.IsFiniteOp():  # |x| < inf is false for NaN
+            return kb.v(arith.CmpfOp(kb.math1(mathd.AbsFOp, x), inf, "olt"))
+        case F.IsPosInfOp():
+            return kb.v(arith.CmpfOp(x, inf, "oeq"))
+        case F.IsNegInfOp():
+            return kb.v(arith.CmpfOp(x, kb.const(-math.inf, x.type), "oeq"))
+        case F.SignbitOp():  # the bit itself: -0.0 and negative NaNs too
+            width = 64 if isinstance(x.type, Float64Type) else 32
+            bits = kb.v(arith.BitcastOp(x, IntegerType(width)))
+            return kb.v(arith.CmpiOp(bits, kb.const(0, IntegerType(width)), "slt"))
+    raise ScheduleError(f"'{op.name}' has no lowering")
 
 
 def emit_binary(kb: KernelBuilder, op: F.BinaryOp, a: SSAValue, b: SSAValue) -> SSAValue:

@@ -165,6 +165,11 @@ _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "fusion.sign": lambda x: (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype),  # NaN -> 0, as torch.sign
 }
 
+_FLOAT_TESTS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "fusion.isnan": np.isnan, "fusion.isinf": np.isinf, "fusion.isfinite": np.isfinite,
+    "fusion.isposinf": np.isposinf, "fusion.isneginf": np.isneginf, "fusion.signbit": np.signbit,
+}
+
 _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "fusion.add": np.add,
     "fusion.sub": np.subtract,
@@ -227,6 +232,8 @@ def _eval_op(it: _Interp, op: Operation, ins: list[np.ndarray]) -> list[np.ndarr
         return [_BINARY[name](it.up(ins[0]), it.up(ins[1]))]
     if name == "fusion.cmp":
         return [_CMP[op.predicate.data](it.up(ins[0]), it.up(ins[1]))]
+    if name in _FLOAT_TESTS:
+        return [_FLOAT_TESTS[name](it.up(ins[0]))]
     if name == "fusion.where":
         return [np.where(ins[0], it.up(ins[1]), it.up(ins[2]))]
     if name == "fusion.cast":

@@ -36,6 +36,14 @@ from .pointwise import (
     BinaryOp,
     CastOp,
     CmpOp,
+    FLOAT_TEST_OPS,
+    FloatTestOp,
+    IsNanOp,
+    IsInfOp,
+    IsFiniteOp,
+    IsPosInfOp,
+    IsNegInfOp,
+    SignbitOp,
     DivOp,
     ExpOp,
     FullOp,
@@ -102,7 +110,7 @@ from .types import (
 
 Fusion = Dialect(
     "fusion",
-    [*UNARY_OPS, *BINARY_OPS, CmpOp, WhereOp, CastOp, BroadcastOp, ReshapeOp, PermuteOp, SegmentSetOp, FullOp,
+    [*UNARY_OPS, *BINARY_OPS, *FLOAT_TEST_OPS, CmpOp, WhereOp, CastOp, BroadcastOp, ReshapeOp, PermuteOp, SegmentSetOp, FullOp,
      ReduceOp, WelfordOp, VarMeanOp, MatmulOp, SegmentOp, YieldOp],
     [],
 )
@@ -117,6 +125,7 @@ __all__ = [
     "GeluOp", "ErfOp", "Exp2Op", "Log2Op", "Log10Op", "Log1pOp", "ReciprocalOp", "FloorOp", "CeilOp", "TruncOp",
     "RoundOp", "SignOp", "UNARY_OPS", "BinaryOp", "AddOp", "SubOp", "MulOp", "DivOp", "MaxOp", "MinOp", "PowOp",
     "BINARY_OPS",
+    "FloatTestOp", "IsNanOp", "IsInfOp", "IsFiniteOp", "IsPosInfOp", "IsNegInfOp", "SignbitOp", "FLOAT_TEST_OPS",
     "CMP_PREDICATES", "CmpOp", "WhereOp", "CastOp", "FullOp", "_float_text", "POINTWISE_OPS",
     # shape
     "BroadcastOp", "ReshapeOp", "PermuteOp", "SegmentSetOp", "SHAPE_OPS",

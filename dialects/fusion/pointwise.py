@@ -378,6 +378,87 @@ class CmpOp(IRDLOperation):
         printer.print_attribute(self.lhs.type)
 
 
+class FloatTestOp(IRDLOperation):
+    """An i1 mask of a property of each float element: `%m = fusion.isnan %x : tensor<4xf32>`
+    (the type written is the operand's; the result is i1 of its shape)."""
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, input: SSAValue):
+        super().__init__(operands=[input], result_types=[TensorType(i1, _dims(input.type))])
+
+    def verify_(self) -> None:
+        _check_tensor(self, "operand #0 ('input')", self.input.type, FLOAT_TYPES)
+        want = TensorType(i1, _dims(self.input.type))
+        if self.result.type != want:
+            raise VerifyException(f"'{self.name}' op result must be {want}, got {self.result.type}")
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        x = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        rt = TensorType(i1, _dims(t)) if isinstance(t, TensorType) else t
+        op = cls.create(operands=[parser.resolve_operand(x, t)], result_types=[rt])
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer):
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        _print_attrs(printer, self, [])
+        printer.print_string(" : ")
+        printer.print_attribute(self.input.type)
+
+
+@irdl_op_definition
+class IsNanOp(FloatTestOp):
+    """x is NaN"""
+
+    name = "fusion.isnan"
+
+
+@irdl_op_definition
+class IsInfOp(FloatTestOp):
+    """x is +inf or -inf"""
+
+    name = "fusion.isinf"
+
+
+@irdl_op_definition
+class IsFiniteOp(FloatTestOp):
+    """x is neither NaN nor infinite"""
+
+    name = "fusion.isfinite"
+
+
+@irdl_op_definition
+class IsPosInfOp(FloatTestOp):
+    """x is +inf"""
+
+    name = "fusion.isposinf"
+
+
+@irdl_op_definition
+class IsNegInfOp(FloatTestOp):
+    """x is -inf"""
+
+    name = "fusion.isneginf"
+
+
+@irdl_op_definition
+class SignbitOp(FloatTestOp):
+    """x's sign bit is set (-0.0 and negative NaNs included, as torch.signbit)"""
+
+    name = "fusion.signbit"
+
+
+FLOAT_TEST_OPS = [IsNanOp, IsInfOp, IsFiniteOp, IsPosInfOp, IsNegInfOp, SignbitOp]
+
+
 @irdl_op_definition
 class WhereOp(IRDLOperation):
     """`cond ? a : b` elementwise: `fusion.where %c, %a, %b : tensor<4xf32>`."""
@@ -544,4 +625,4 @@ def _float_text(v: float) -> str:
     return s.replace("e", ".0e") if "e" in s and "." not in s else s
 
 
-POINTWISE_OPS = tuple(UNARY_OPS + BINARY_OPS + [CmpOp, WhereOp, CastOp, FullOp])
+POINTWISE_OPS = tuple(UNARY_OPS + BINARY_OPS + FLOAT_TEST_OPS + [CmpOp, WhereOp, CastOp, FullOp])

@@ -376,6 +376,21 @@ for _pred in ("eq", "ne", "lt", "le", "gt", "ge"):
     entry(getattr(aten, _pred).Tensor, getattr(aten, _pred).Scalar)(_cmp_rule(_pred))
 
 
+def _float_test_rule(fn: Callable[[fa.Tensor], fa.Tensor]) -> Rule:
+    def rule(ctx: Ctx) -> fa.Tensor:
+        x = ctx.tensor(0)
+        if x.dtype not in MATH:  # an integer or bool tensor: the answer is a constant, torch's to give
+            raise Unsupported(f"{ctx.node.target} of a {x.dtype} tensor")
+        return fa.broadcast_to(fn(x), ctx.out_shape)
+    return rule
+
+
+# (aten.isfinite has no entry: torch decomposes it while tracing, into a product of two masks.)
+for _op, _fn in [(aten.isnan.default, fa.isnan), (aten.isinf.default, fa.isinf), (aten.isposinf.default, fa.isposinf),
+                 (aten.isneginf.default, fa.isneginf), (aten.signbit.default, fa.signbit)]:
+    entry(_op)(_float_test_rule(_fn))
+
+
 @entry(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)
 def _where(ctx: Ctx) -> fa.Tensor:
     cond = ctx.tensor(0)

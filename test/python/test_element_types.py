@@ -36,6 +36,7 @@ def _case(op: str, dt: str) -> str:
     red, red32 = _t((R,), dt), _t((R,), "f32")  # welford's statistics are f32 whatever its input
     body = {
         "unary": f"%r = fusion.{{name}} %x : {x}",
+        "test": f"%r = fusion.{{name}} %x : {x}",
         "binary": f"%r = fusion.{{name}} %x, %y : {x}",
         "fusion.cmp": f"%r = fusion.cmp lt, %x, %y : {x}",
         "fusion.where": f"%r = fusion.where %m, %x, %y : {x}",
@@ -49,7 +50,7 @@ def _case(op: str, dt: str) -> str:
         "fusion.var_mean": f"%r, %mean = fusion.var_mean %x dims [1] correction 1 : {x} to {red32}, {red32}",
         "fusion.matmul": f"%r = fusion.matmul %x, %w : {x}, {_t((C, 128), dt)} -> {_t((R, 128), 'f32')}",
     }
-    kind = "unary" if op in _UNARY else "binary" if op in _BINARY else op
+    kind = "unary" if op in _UNARY else "binary" if op in _BINARY else "test" if op in _TESTS else op
     line = body[kind].format(name=op.removeprefix("fusion."))
     args = f"%x: {x}, %y: {x}, %m: {m}, %b: {row}, %w: {_t((C, 128), dt)}"
     rtype = _result_type(line)
@@ -58,7 +59,7 @@ def _case(op: str, dt: str) -> str:
 
 def _result_type(line: str) -> str:
     """The type of %r: the last type the op spells for it."""
-    if "fusion.cmp" in line:
+    if "fusion.cmp" in line or any(f"{t} " in line for t in _TESTS):
         return _t((R, C), "i1")
     if "welford" in line:
         return _t((R,), "i64")
@@ -71,7 +72,8 @@ def _result_type(line: str) -> str:
 
 _UNARY = [op.name for op in F.UNARY_OPS]
 _BINARY = [op.name for op in F.BINARY_OPS]
-OPS = _UNARY + _BINARY + ["fusion.cmp", "fusion.where", "fusion.full", "fusion.broadcast", "fusion.reshape",
+_TESTS = [op.name for op in F.FLOAT_TEST_OPS]
+OPS = _UNARY + _BINARY + _TESTS + ["fusion.cmp", "fusion.where", "fusion.full", "fusion.broadcast", "fusion.reshape",
                           "fusion.permute", "fusion.segment_set", "fusion.reduce", "fusion.welford",
                           "fusion.var_mean", "fusion.matmul"]
 # Made by passes or around other ops, not on their own: a cast has its own sweep below.

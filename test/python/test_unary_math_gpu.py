@@ -1,7 +1,8 @@
 """The unary math ops beyond exp/log/tanh on the GPU (erf, exp2, log2, log10, log1p, reciprocal,
 floor, ceil, trunc, round, sign), against numpy in float64 from the same f32 / bf16 inputs, on
 an odd shape with the special values (NaN, +-inf, +-0, halves) planted: the rounding ops,
-sign and 1/x exactly, the f32 helpers to a few ulp (ex2.approx / lg2.approx underneath)."""
+sign and 1/x exactly, the f32 helpers to a few ulp (ex2.approx / lg2.approx underneath); and the
+tests of a float (isnan, isinf, isfinite, isposinf, isneginf, signbit) as exact i1 masks."""
 
 from __future__ import annotations
 
@@ -77,3 +78,22 @@ def test_op_on_the_gpu(op, dtype):
         err = np.abs(g[fin] - w[fin])
         bound = ulp * np.abs(w[fin]) + (2.0 ** -22 if dtype == "f32" else 2.0 ** -9)
         assert np.all(err <= bound), f"{op} {dtype}: worst error {np.max(err - bound):.3g} over the bound"
+
+
+TESTS = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "isposinf": np.isposinf,
+         "isneginf": np.isneginf, "signbit": np.signbit}
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "f16"])
+@pytest.mark.parametrize("test", list(TESTS))
+def test_float_test_on_the_gpu(test, dtype):
+    """The i1 masks, exactly, with NaNs of both signs, both infinities and both zeros planted."""
+    text = f"""func.func @{test}_{dtype}(%x: tensor<{SHAPE[0]}x{SHAPE[1]}x{dtype}>) -> tensor<{SHAPE[0]}x{SHAPE[1]}xi1> {{
+  %m = fusion.{test} %x : tensor<{SHAPE[0]}x{SHAPE[1]}x{dtype}>
+  func.return %m : tensor<{SHAPE[0]}x{SHAPE[1]}xi1>
+}}"""
+    x = _inputs("normal", dtype)
+    x.ravel()[len(SPECIAL)] = -x.dtype.type(math.nan)  # a NaN with its sign bit set
+    got = np.asarray(fuser.compile(text)(x))
+    want = TESTS[test](x.astype(np.float32))
+    assert got.dtype == np.bool_ and np.array_equal(got, want), f"{test} {dtype}: {np.sum(got != want)} differ"

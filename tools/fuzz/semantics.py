@@ -178,6 +178,9 @@ _SLOPE = {  # derivatives of the unary ops that are not plain sign changes (gelu
 _STEP = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.rint,
          "sign": lambda x: (x > 0).astype(np.float64) - (x < 0).astype(np.float64)}
 _IDENTITY = lambda x: x  # noqa: E731
+# Tests of a float (i1 results): may flip where an inexact operand's error bound reaches an edge
+_TESTS = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "isposinf": np.isposinf,
+          "isneginf": np.isneginf, "signbit": np.signbit}
 _NUMPY = {
     "neg": np.negative, "abs": np.abs, "tanh": np.tanh, "exp": np.exp, "log": np.log,
     "sigmoid": _sigmoid, "relu": lambda x: np.maximum(x, 0.0), "silu": lambda x: x * _sigmoid(x),
@@ -186,7 +189,7 @@ _NUMPY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum,
     "div": np.divide, "pow": np.power, "where": np.where, "segment_set": _IDENTITY,
     "erf": _ERF, "exp2": np.exp2, "log2": np.log2, "log10": np.log10, "log1p": np.log1p,
-    "reciprocal": lambda x: 1.0 / x, **_STEP,
+    "reciprocal": lambda x: 1.0 / x, **_STEP, **_TESTS,
 }
 _CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
         "ge": np.greater_equal}
@@ -259,7 +262,7 @@ class _Semantics:
             return lambda vals, mags: mags[0] * mags[1]
         if op in ("max", "min"):
             return lambda vals, mags: np.maximum(mags[0], mags[1])
-        if op == "cmp":
+        if op == "cmp" or op in _TESTS:
             return lambda vals, mags: 0.0
         if op == "where":
             return lambda vals, mags: np.where(vals[0], mags[1], mags[2])
@@ -295,8 +298,8 @@ class _Semantics:
             flip = lambda vals, m: np.abs(vals[0]) <= m  # noqa: E731
         elif op == "cast" and dtype == "i64" and from_float:
             flip = lambda vals, m: _trunc_i64(vals[0] - m) != _trunc_i64(vals[0] + m)  # noqa: E731
-        elif op in _STEP:
-            step = _STEP[op]
+        elif op in _STEP or op in _TESTS:
+            step = _STEP.get(op) or _TESTS[op]
             flip = lambda vals, m: step(vals[0] - m) != step(vals[0] + m)  # noqa: E731
 
         def dc(vals, dcs, margins):

@@ -153,6 +153,10 @@ class _TypedPart:
         else:
             b = self.pick_kind(kind)
         a, b = (v if v.dtype == dtype else self.cast(v, dtype) for v in (a, b))
+        test = self.variant("cmp")  # now and then a test of `a` alone, from the variants' own stream
+        if test != "cmp":
+            return self.keep(self.emit("q", kind, f"fusion.{test} %{a.name} : {self.ty(kind, dtype)}", [a], "i1",
+                                       listed=False))
         return self.keep(self.emit("q", kind, f"fusion.cmp {pred}, %{a.name}, %{b.name} : {self.ty(kind, dtype)}",
                                    [a, b], "i1", listed=False))
 

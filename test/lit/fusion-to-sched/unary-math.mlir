@@ -49,3 +49,26 @@ func.func @unary_math(%x: tensor<64x256xf32>) -> (tensor<64x256xf32>, tensor<64x
   func.return %s3, %s : tensor<64x256xf32>, tensor<64x256xbf16>
 }
 
+
+// The tests of a float give i1 masks: isnan is an unordered compare of x with itself, isinf and
+// isfinite compare |x| with inf (isfinite is false for NaN), signbit reads the bit itself (so
+// -0.0 and negative NaNs count), through an integer view of the f32 value.
+
+// ROUND-LABEL: func.func @float_tests
+// ROUND: %n = fusion.isnan %x : tensor<64x256xbf16>
+// ROUND: %s = fusion.signbit %x : tensor<64x256xbf16>
+
+// CHECK-LABEL: sched.kernel @float_tests_k0
+// CHECK-DAG: arith.cmpf uno
+// CHECK-DAG: arith.cmpf olt
+// CHECK-DAG: arith.bitcast %{{.*}} : f32 to i32
+// CHECK-DAG: arith.cmpi slt
+func.func @float_tests(%x: tensor<64x256xbf16>) -> (tensor<64x256xi1>, tensor<64x256xi1>, tensor<64x256xi1>, tensor<64x256xi1>, tensor<64x256xi1>, tensor<64x256xi1>) {
+  %n = fusion.isnan %x : tensor<64x256xbf16>
+  %i = fusion.isinf %x : tensor<64x256xbf16>
+  %f = fusion.isfinite %x : tensor<64x256xbf16>
+  %p = fusion.isposinf %x : tensor<64x256xbf16>
+  %m = fusion.isneginf %x : tensor<64x256xbf16>
+  %s = fusion.signbit %x : tensor<64x256xbf16>
+  func.return %n, %i, %f, %p, %m, %s : tensor<64x256xi1>, tensor<64x256xi1>, tensor<64x256xi1>, tensor<64x256xi1>, tensor<64x256xi1>, tensor<64x256xi1>
+}

@@ -21,6 +21,15 @@ func.func @floor_int(%x: tensor<4xi64>) -> tensor<4xi64> {
 
 // -----
 
+// A test of a float gives an i1 mask of the operand's shape (generic form: the custom one derives it).
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.isnan' op result must be tensor<4xi1>, got tensor<4xf32>
+func.func @isnan_f32_result(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "fusion.isnan"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
 // CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.sqrt' op result type tensor<4xf16> must equal the operand type tensor<4xf32>
 func.func @unary_result(%x: tensor<4xf32>) -> tensor<4xf16> {
   %0 = "fusion.sqrt"(%x) : (tensor<4xf32>) -> tensor<4xf16>
