@@ -45,7 +45,7 @@ __all__ = [
     "FusionBuilder", "Tensor", "CompiledFusion",
     "exp", "log", "tanh", "sqrt", "rsqrt", "relu", "sigmoid", "silu", "gelu", "neg",
     "erf", "exp2", "log2", "log10", "log1p", "reciprocal", "floor", "ceil", "trunc", "sign",
-    "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit",
+    "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "clamp", "frac",
     "add", "sub", "mul", "div", "maximum", "minimum", "where", "cast", "full",
     "broadcast_to", "broadcast", "reshape", "permute", "amax", "amin", "welford", "var_mean",
     "matmul", "segment_set",
@@ -493,6 +493,25 @@ def maximum(a: Tensor | float, b: Tensor | float) -> Tensor:
 def minimum(a: Tensor | float, b: Tensor | float) -> Tensor:
     """Elementwise min; NaN if either side is NaN."""
     return _binary(F.MinOp, a, b, "minimum")
+
+
+def clamp(x: Tensor, min: Tensor | float | None = None, max: Tensor | float | None = None) -> Tensor:  # noqa: A002
+    """torch.clamp: max(x, min) then min(that, max), either bound optional (a tensor broadcasts);
+    NaN stays NaN. (min > max gives max everywhere, as torch.)"""
+    if min is None and max is None:
+        raise ValueError("clamp: give min, max or both")
+    y = _as_tensor(x, "clamp")
+    if min is not None:
+        y = maximum(y, min)
+    if max is not None:
+        y = minimum(y, max)
+    return y
+
+
+def frac(x: Tensor) -> Tensor:
+    """x - trunc(x), with x's sign (exact for finite x; NaN for infinities, as torch.frac)."""
+    x = _as_tensor(x, "frac")
+    return sub(x, trunc(x))
 
 
 def pow(a: Tensor | float, b: Tensor | float) -> Tensor:  # noqa: A001

@@ -641,3 +641,25 @@ def test_ptx_line_info_names_the_file_compiled(tmp_path, monkeypatch):
     a, b = fuser.compile(first), fuser.compile(second)
     assert 'first.mlir"' in a.ptx and 'second.mlir"' in b.ptx and not b.result.cached
     assert fuser.compile(first).result.cached
+
+
+def test_clamp_and_frac_match_torch():
+    """fuser.clamp (tensor or scalar bounds, either optional) and fuser.frac are built from
+    max/min and sub/trunc, with torch's answers on NaN, infinities, halves and crossed bounds."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    with fuser.FusionBuilder("clamp_frac") as fb:
+        x = fb.input((8,), "f32", name="x")
+        lo = fb.input((8,), "f32", name="lo")
+        fb.output(fuser.clamp(x, lo, 1.0), fuser.clamp(x, max=0.5), fuser.clamp(x, min=-0.5), fuser.frac(x))
+    xs = np.array([np.nan, -np.inf, np.inf, -2.5, -0.25, 0.75, 3.5, 1.0], np.float32)
+    los = np.full(8, -1.0, np.float32)
+    los[3] = 2.0  # min > max: max wins, as torch
+    t, tl = torch.from_numpy(xs), torch.from_numpy(los)
+    want = [torch.clamp(t, tl, torch.tensor(1.0)), torch.clamp(t, max=0.5), torch.clamp(t, min=-0.5), torch.frac(t)]
+    for g, w in zip(fuser.compile(fb).reference(xs, los), want):
+        np.testing.assert_array_equal(g, w.numpy())
+    with pytest.raises(ValueError, match="clamp: give min, max or both"):
+        with fuser.FusionBuilder("bad") as fb2:
+            fuser.clamp(fb2.input((4,), "f32"))

@@ -101,3 +101,21 @@ def test_float_test_on_the_gpu(test, dtype):
     got = np.asarray(fuser.compile(text)(x))
     want = TESTS[test](torch.from_numpy(x.astype(np.float32))).numpy()
     assert got.dtype == np.bool_ and np.array_equal(got, want), f"{test} {dtype}: {np.sum(got != want)} differ"
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_clamp_and_frac_on_the_gpu(dtype):
+    """The API's composites: clamp with a tensor lower bound and a scalar upper one, and frac,
+    exactly torch's (NaN and infinities planted)."""
+    with fuser.FusionBuilder(f"clamp_frac_{dtype}") as fb:
+        x = fb.input(SHAPE, dtype, name="x")
+        lo = fb.input(SHAPE, dtype, name="lo")
+        fb.output(fuser.clamp(x, lo, 1.5), fuser.frac(x))
+    x = _inputs("normal", dtype)
+    lo = np.ascontiguousarray((x.astype(np.float32)[::-1] * 0.25).astype(x.dtype))  # another array, same type
+    clamped, frac = (np.asarray(o) for o in fuser.compile(fb)(x, lo))
+    tx, tlo = (torch.from_numpy(a.astype(np.float32)) for a in (x, lo))
+    want_c = torch.clamp(tx, tlo, torch.tensor(1.5)).numpy().astype(x.dtype)
+    want_f = torch.frac(tx).numpy().astype(x.dtype)  # (exact in f32; one rounding to bf16)
+    np.testing.assert_array_equal(clamped.astype(np.float32), want_c.astype(np.float32))
+    np.testing.assert_array_equal(frac.astype(np.float32), want_f.astype(np.float32))
