@@ -5,9 +5,11 @@
 # The machine has torch, numpy, llvmlite and cuda.bindings; xdsl, lit and filecheck travel
 # as wheels in .whl/ (see README, "Running on a GPU machine").
 set -uo pipefail
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null || exit 1
-# fuser itself, installed (not linked): fuser.torch lives in frontend/torch (pyproject's package-dir)
-python3 -m pip install -q --no-deps --no-build-isolation --no-compile --target /tmp/pkgs . >/dev/null || exit 1
+python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl >/dev/null || exit 1
+# fuser itself, installed (not linked): fuser.torch lives in frontend/torch (pyproject's package-dir).
+# Built with the carried setuptools (>= 77 reads the SPDX license string), whatever the machine has.
+PYTHONPATH=/tmp/site python3 -m pip install -q --no-deps --no-build-isolation --no-compile --upgrade \
+  --target /tmp/pkgs . >/dev/null || exit 1
 export PYTHONPATH=/tmp/pkgs:/tmp/site PYTHONUNBUFFERED=1
 export FUSER_CACHE_DIR=${FUSER_CACHE_DIR:-/tmp/fuser-cache}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
