@@ -197,25 +197,24 @@ def _round_const(x: float, t) -> float:
     return float(np.float32(x))
 
 
+# Unary ops that are one math-dialect op (lowered by LLVM intrinsics or fuser's f32 helpers).
+_ONE_MATH_OP = {
+    F.AbsOp: mathd.AbsFOp, F.ExpOp: mathd.ExpOp, F.LogOp: mathd.LogOp, F.TanhOp: mathd.TanhOp,
+    F.SqrtOp: mathd.SqrtOp, F.RsqrtOp: mathd.RsqrtOp, F.ErfOp: mathd.ErfOp, F.Exp2Op: mathd.Exp2Op,
+    F.Log2Op: mathd.Log2Op, F.Log10Op: mathd.Log10Op, F.Log1pOp: mathd.Log1pOp, F.FloorOp: mathd.FloorOp,
+    F.CeilOp: mathd.CeilOp, F.TruncOp: mathd.TruncOp, F.RoundOp: mathd.RoundEvenOp,  # halves to even
+}
+
+
 def emit_unary(kb: KernelBuilder, op: F.UnaryOp, x: SSAValue) -> SSAValue:
     one = kb.cf(1.0)
     half = kb.cf(0.5)
     r: SSAValue
+    if type(op) in _ONE_MATH_OP:
+        return kb.round_to(kb.math1(_ONE_MATH_OP[type(op)], x), F._elem(op.result))
     match op:
         case F.NegOp():
             r = kb.v(arith.NegfOp(x))
-        case F.AbsOp():
-            r = kb.math1(mathd.AbsFOp, x)
-        case F.ExpOp():
-            r = kb.math1(mathd.ExpOp, x)
-        case F.LogOp():
-            r = kb.math1(mathd.LogOp, x)
-        case F.TanhOp():
-            r = kb.math1(mathd.TanhOp, x)
-        case F.SqrtOp():
-            r = kb.math1(mathd.SqrtOp, x)
-        case F.RsqrtOp():
-            r = kb.math1(mathd.RsqrtOp, x)
         case F.ReluOp():
             r = kb.fmax(x, kb.cf(0.0))
         case F.SigmoidOp():
@@ -230,26 +229,8 @@ def emit_unary(kb: KernelBuilder, op: F.UnaryOp, x: SSAValue) -> SSAValue:
             r = kb.fdiv_approx(x, kb.fadd(one, kb.math1(mathd.ExpOp, u2)))
         case F.GeluOp():
             r = kb.fmul(kb.fmul(half, x), kb.fadd(one, kb.math1(mathd.ErfOp, kb.fmul(x, kb.cf(1.0 / math.sqrt(2.0))))))
-        case F.ErfOp():
-            r = kb.math1(mathd.ErfOp, x)
-        case F.Exp2Op():
-            r = kb.math1(mathd.Exp2Op, x)
-        case F.Log2Op():
-            r = kb.math1(mathd.Log2Op, x)
-        case F.Log10Op():
-            r = kb.math1(mathd.Log10Op, x)
-        case F.Log1pOp():
-            r = kb.math1(mathd.Log1pOp, x)
         case F.ReciprocalOp():
             r = kb.fdiv(one, x)  # correctly rounded, as torch.reciprocal
-        case F.FloorOp():
-            r = kb.math1(mathd.FloorOp, x)
-        case F.CeilOp():
-            r = kb.math1(mathd.CeilOp, x)
-        case F.TruncOp():
-            r = kb.math1(mathd.TruncOp, x)
-        case F.RoundOp():
-            r = kb.math1(mathd.RoundEvenOp, x)
         case F.SignOp():  # (x > 0) - (x < 0): NaN and both zeros give 0, as torch.sign
             zero = kb.cf(0.0)
             pos = kb.v(arith.SelectOp(kb.v(arith.CmpfOp(x, zero, "ogt")), one, zero))

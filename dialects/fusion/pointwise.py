@@ -20,7 +20,36 @@ from .types import FLOAT_TYPES, _CONVERT_FORMAT, _check_tensor, _ConvertLike, _d
 # ------------------------------------------------------------------- unary ops
 
 
-class UnaryOp(IRDLOperation):
+class _OneOperandForm:
+    """The custom form `%r = fusion.<op> %x {attrs} : <operand type>` of ops with one operand,
+    whose result type follows from the operand's (`_result_type`). (The declarative format
+    could infer one type from the other only through a constraint variable, whose check would
+    then replace verify_'s message for a result of another type: test/lit/fusion/invalid.mlir
+    pins it.)"""
+
+    @classmethod
+    def _result_type(cls, t: Attribute) -> Attribute:
+        return t
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        x = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls.create(operands=[parser.resolve_operand(x, t)], result_types=[cls._result_type(t)])
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer):
+        printer.print_string(" ")
+        printer.print_operand(self.operands[0])
+        _print_attrs(printer, self, [])
+        printer.print_string(" : ")
+        printer.print_attribute(self.operands[0].type)
+
+
+class UnaryOp(_OneOperandForm, IRDLOperation):
     """Elementwise float math; result has the operand's type."""
 
     input = operand_def(TensorType)
@@ -34,26 +63,6 @@ class UnaryOp(IRDLOperation):
         _check_tensor(self, "operand #0 ('input')", self.input.type, FLOAT_TYPES)
         if self.result.type != self.input.type:
             raise VerifyException(f"'{self.name}' op result type {self.result.type} must equal the operand type {self.input.type}")
-
-    # Custom syntax: the one type is the operand's and the result's. The declarative format could
-    # only infer one from the other through a constraint variable, whose check would then replace
-    # verify_'s message for a result of another type (test/lit/fusion/invalid.mlir pins it).
-    @classmethod
-    def parse(cls, parser: Parser):
-        x = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        op = cls.create(operands=[parser.resolve_operand(x, t)], result_types=[t])
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer):
-        printer.print_string(" ")
-        printer.print_operand(self.input)
-        _print_attrs(printer, self, [])
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
 
 
 @irdl_op_definition
@@ -378,7 +387,7 @@ class CmpOp(IRDLOperation):
         printer.print_attribute(self.lhs.type)
 
 
-class FloatTestOp(IRDLOperation):
+class FloatTestOp(_OneOperandForm, IRDLOperation):
     """An i1 mask of a property of each float element: `%m = fusion.isnan %x : tensor<4xf32>`
     (the type written is the operand's; the result is i1 of its shape)."""
 
@@ -387,31 +396,17 @@ class FloatTestOp(IRDLOperation):
     traits = traits_def(Pure())
 
     def __init__(self, input: SSAValue):
-        super().__init__(operands=[input], result_types=[TensorType(i1, _dims(input.type))])
+        super().__init__(operands=[input], result_types=[self._result_type(input.type)])
+
+    @classmethod
+    def _result_type(cls, t: Attribute) -> Attribute:
+        return TensorType(i1, _dims(t)) if isinstance(t, TensorType) else t
 
     def verify_(self) -> None:
         _check_tensor(self, "operand #0 ('input')", self.input.type, FLOAT_TYPES)
         want = TensorType(i1, _dims(self.input.type))
         if self.result.type != want:
             raise VerifyException(f"'{self.name}' op result must be {want}, got {self.result.type}")
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        x = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        rt = TensorType(i1, _dims(t)) if isinstance(t, TensorType) else t
-        op = cls.create(operands=[parser.resolve_operand(x, t)], result_types=[rt])
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer):
-        printer.print_string(" ")
-        printer.print_operand(self.input)
-        _print_attrs(printer, self, [])
-        printer.print_string(" : ")
-        printer.print_attribute(self.input.type)
 
 
 @irdl_op_definition
