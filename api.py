@@ -46,6 +46,7 @@ __all__ = [
     "exp", "log", "tanh", "sqrt", "rsqrt", "relu", "sigmoid", "silu", "gelu", "neg",
     "erf", "exp2", "log2", "log10", "log1p", "reciprocal", "floor", "ceil", "trunc", "sign",
     "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "clamp", "frac",
+    "logical_not", "logical_and", "logical_or", "logical_xor",
     "add", "sub", "mul", "div", "maximum", "minimum", "where", "cast", "full",
     "broadcast_to", "broadcast", "reshape", "permute", "amax", "amin", "welford", "var_mean",
     "matmul", "segment_set",
@@ -549,6 +550,36 @@ def isneginf(x: Tensor) -> Tensor:
 def signbit(x: Tensor) -> Tensor:
     """An i1 tensor: where x's sign bit is set (-0.0 and negative NaNs included)."""
     return _float_test(F.SignbitOp, x, "signbit")
+
+
+def logical_not(m: Tensor) -> Tensor:
+    """not m, of an i1 tensor."""
+    m = _as_tensor(m, "logical_not")
+    if m.dtype != "i1":
+        raise TypeError(f"logical_not: expected an i1 tensor, got {m.type}")
+    return m.builder._emit(F.LogicalNotOp(m.value))
+
+
+def _logical(cls: type[Operation], a: Tensor, b: Tensor, what: str) -> Tensor:
+    for x in (a, b):
+        if not isinstance(x, Tensor) or x.dtype != "i1":
+            raise TypeError(f"{what}: both operands must be i1 tensors, got "
+                            f"{x.type if isinstance(x, Tensor) else type(x).__name__}")
+    fb, (a, b) = _operands(what, a, b)
+    return fb._emit(cls(a.value, b.value))
+
+
+def logical_and(a: Tensor, b: Tensor) -> Tensor:
+    """a and b, of two i1 tensors (broadcast to a common shape)."""
+    return _logical(F.LogicalAndOp, a, b, "logical_and")
+
+
+def logical_or(a: Tensor, b: Tensor) -> Tensor:
+    return _logical(F.LogicalOrOp, a, b, "logical_or")
+
+
+def logical_xor(a: Tensor, b: Tensor) -> Tensor:
+    return _logical(F.LogicalXorOp, a, b, "logical_xor")
 
 
 def _cmp(pred: str, a: Any, b: Any) -> Tensor:

@@ -130,6 +130,12 @@ class Evaluator:
             return [self._round(emit_binary(kb, op, x, y), v) for x, y in zip(a, b)]
         if isinstance(op, F.FloatTestOp):
             return [emit_float_test(kb, op, x) for x in self(op.input, idx, lanes)]
+        if isinstance(op, F.LogicalNotOp):
+            return [kb.v(arith.XOrIOp(x, kb.const(1, i1))) for x in self(op.input, idx, lanes)]
+        if isinstance(op, F.LogicalBinaryOp):
+            combine = {F.LogicalAndOp: arith.AndIOp, F.LogicalOrOp: arith.OrIOp, F.LogicalXorOp: arith.XOrIOp}[type(op)]
+            a, b = self(op.lhs, idx, lanes), self(op.rhs, idx, lanes)
+            return [kb.v(combine(x, y)) for x, y in zip(a, b)]
         if isinstance(op, F.CmpOp):
             a, b = self(op.lhs, idx, lanes), self(op.rhs, idx, lanes)
             pred = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}[op.predicate.data]

@@ -47,7 +47,7 @@ from fuser.dialects import fusion as F
 from fuser.lowering.common import shape_of
 
 # Ops computed element by element from operands of their own shape.
-_ELEMENTWISE = tuple(F.UNARY_OPS + F.BINARY_OPS + F.FLOAT_TEST_OPS + [F.CmpOp, F.WhereOp, F.CastOp])
+_ELEMENTWISE = tuple(F.UNARY_OPS + F.BINARY_OPS + F.FLOAT_TEST_OPS + F.LOGICAL_OPS + [F.CmpOp, F.WhereOp, F.CastOp])
 # How deep an elementwise operand computed in the reshaped shape is made again in the other one.
 MAX_CLONE_DEPTH = 6
 

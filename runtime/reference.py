@@ -170,6 +170,11 @@ _FLOAT_TESTS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "fusion.isposinf": np.isposinf, "fusion.isneginf": np.isneginf, "fusion.signbit": np.signbit,
 }
 
+_LOGICAL: dict[str, Callable[..., np.ndarray]] = {
+    "fusion.logical_not": np.logical_not, "fusion.logical_and": np.logical_and,
+    "fusion.logical_or": np.logical_or, "fusion.logical_xor": np.logical_xor,
+}
+
 _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "fusion.add": np.add,
     "fusion.sub": np.subtract,
@@ -234,6 +239,8 @@ def _eval_op(it: _Interp, op: Operation, ins: list[np.ndarray]) -> list[np.ndarr
         return [_CMP[op.predicate.data](it.up(ins[0]), it.up(ins[1]))]
     if name in _FLOAT_TESTS:
         return [_FLOAT_TESTS[name](it.up(ins[0]))]
+    if name in _LOGICAL:
+        return [_LOGICAL[name](*ins)]
     if name == "fusion.where":
         return [np.where(ins[0], it.up(ins[1]), it.up(ins[2]))]
     if name == "fusion.cast":

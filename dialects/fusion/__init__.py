@@ -37,6 +37,12 @@ from .pointwise import (
     CastOp,
     CmpOp,
     FLOAT_TEST_OPS,
+    LOGICAL_OPS,
+    LogicalAndOp,
+    LogicalBinaryOp,
+    LogicalNotOp,
+    LogicalOrOp,
+    LogicalXorOp,
     FloatTestOp,
     IsNanOp,
     IsInfOp,
@@ -110,7 +116,7 @@ from .types import (
 
 Fusion = Dialect(
     "fusion",
-    [*UNARY_OPS, *BINARY_OPS, *FLOAT_TEST_OPS, CmpOp, WhereOp, CastOp, BroadcastOp, ReshapeOp, PermuteOp, SegmentSetOp, FullOp,
+    [*UNARY_OPS, *BINARY_OPS, *FLOAT_TEST_OPS, *LOGICAL_OPS, CmpOp, WhereOp, CastOp, BroadcastOp, ReshapeOp, PermuteOp, SegmentSetOp, FullOp,
      ReduceOp, WelfordOp, VarMeanOp, MatmulOp, SegmentOp, YieldOp],
     [],
 )
@@ -126,6 +132,7 @@ __all__ = [
     "RoundOp", "SignOp", "UNARY_OPS", "BinaryOp", "AddOp", "SubOp", "MulOp", "DivOp", "MaxOp", "MinOp", "PowOp",
     "BINARY_OPS",
     "FloatTestOp", "IsNanOp", "IsInfOp", "IsFiniteOp", "IsPosInfOp", "IsNegInfOp", "SignbitOp", "FLOAT_TEST_OPS",
+    "LogicalNotOp", "LogicalBinaryOp", "LogicalAndOp", "LogicalOrOp", "LogicalXorOp", "LOGICAL_OPS",
     "CMP_PREDICATES", "CmpOp", "WhereOp", "CastOp", "FullOp", "_float_text", "POINTWISE_OPS",
     # shape
     "BroadcastOp", "ReshapeOp", "PermuteOp", "SegmentSetOp", "SHAPE_OPS",

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (BFloat16Type, Float16Type, Float32Type, Float64Type, FloatAttr, StringAttr,
                                    TensorType, i1)
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, prop_def, result_def, traits_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
@@ -236,28 +236,10 @@ UNARY_OPS = [NegOp, AbsOp, ExpOp, LogOp, TanhOp, SqrtOp, RsqrtOp, ReluOp, Sigmoi
 # ------------------------------------------------------------------ binary ops
 
 
-class BinaryOp(IRDLOperation):
-    """Elementwise binary op; both operands and the result have one type."""
+class _TwoOperandForm:
+    """The custom form `%r = fusion.<op> %a, %b {attrs} : <type>` of ops whose two operands and
+    result have one type (see _OneOperandForm)."""
 
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-
-    def __init__(self, lhs: SSAValue, rhs: SSAValue):
-        super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
-
-    def verify_(self) -> None:
-        _check_tensor(self, "operand #0 ('lhs')", self.lhs.type, FLOAT_TYPES)
-        _check_tensor(self, "operand #1 ('rhs')", self.rhs.type, FLOAT_TYPES)
-        if self.rhs.type != self.lhs.type:
-            raise VerifyException(
-                f"'{self.name}' op operand #1 ('rhs') has type {self.rhs.type}, expected {self.lhs.type} "
-                "(the type of operand #0 'lhs'); use fusion.broadcast or fusion.cast to match them")
-        if self.result.type != self.lhs.type:
-            raise VerifyException(f"'{self.name}' op result type {self.result.type} must equal the operand type {self.lhs.type}")
-
-    # Custom syntax: the one type is both operands' and the result's (see UnaryOp).
     @classmethod
     def parse(cls, parser: Parser):
         a = parser.parse_unresolved_operand()
@@ -272,12 +254,42 @@ class BinaryOp(IRDLOperation):
 
     def print(self, printer: Printer):
         printer.print_string(" ")
-        printer.print_operand(self.lhs)
+        printer.print_operand(self.operands[0])
         printer.print_string(", ")
-        printer.print_operand(self.rhs)
+        printer.print_operand(self.operands[1])
         _print_attrs(printer, self, [])
         printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
+        printer.print_attribute(self.results[0].type)
+
+
+class _SameTypeBinary(_TwoOperandForm, IRDLOperation):
+    """Two operands and a result of one type (float types; LogicalBinaryOp: i1)."""
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
+
+    def _check_element(self, what: str, t: Attribute) -> None:
+        _check_tensor(self, what, t, FLOAT_TYPES)
+
+    def verify_(self) -> None:
+        lhs, rhs = self.lhs.type, self.rhs.type
+        self._check_element("operand #0 ('lhs')", lhs)
+        self._check_element("operand #1 ('rhs')", rhs)
+        if rhs != lhs:
+            raise VerifyException(
+                f"'{self.name}' op operand #1 ('rhs') has type {rhs}, expected {lhs} "
+                "(the type of operand #0 'lhs'); use fusion.broadcast or fusion.cast to match them")
+        if self.result.type != lhs:
+            raise VerifyException(f"'{self.name}' op result type {self.result.type} must equal the operand type {lhs}")
+
+
+class BinaryOp(_SameTypeBinary):
+    """Elementwise float binary op; both operands and the result have one type."""
 
 
 @irdl_op_definition
@@ -454,6 +466,61 @@ class SignbitOp(FloatTestOp):
 FLOAT_TEST_OPS = [IsNanOp, IsInfOp, IsFiniteOp, IsPosInfOp, IsNegInfOp, SignbitOp]
 
 
+def _check_i1(op: Operation, what: str, t: Attribute) -> None:
+    _check_tensor(op, what, t)
+    if t.element_type != i1:
+        raise VerifyException(f"'{op.name}' op {what} has element type {t.element_type}, expected i1 (a mask)")
+
+
+@irdl_op_definition
+class LogicalNotOp(_OneOperandForm, IRDLOperation):
+    """not m, of an i1 mask"""
+
+    name = "fusion.logical_not"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, input: SSAValue):
+        super().__init__(operands=[input], result_types=[input.type])
+
+    def verify_(self) -> None:
+        _check_i1(self, "operand #0 ('input')", self.input.type)
+        if self.result.type != self.input.type:
+            raise VerifyException(f"'{self.name}' op result type {self.result.type} must equal the operand type {self.input.type}")
+
+
+class LogicalBinaryOp(_SameTypeBinary):
+    """Elementwise and / or / xor of two i1 masks of one type."""
+
+    def _check_element(self, what: str, t: Attribute) -> None:
+        _check_i1(self, what, t)
+
+
+@irdl_op_definition
+class LogicalAndOp(LogicalBinaryOp):
+    """a and b"""
+
+    name = "fusion.logical_and"
+
+
+@irdl_op_definition
+class LogicalOrOp(LogicalBinaryOp):
+    """a or b"""
+
+    name = "fusion.logical_or"
+
+
+@irdl_op_definition
+class LogicalXorOp(LogicalBinaryOp):
+    """a xor b (a != b)"""
+
+    name = "fusion.logical_xor"
+
+
+LOGICAL_OPS = [LogicalNotOp, LogicalAndOp, LogicalOrOp, LogicalXorOp]
+
+
 @irdl_op_definition
 class WhereOp(IRDLOperation):
     """`cond ? a : b` elementwise: `fusion.where %c, %a, %b : tensor<4xf32>`."""
@@ -620,4 +687,4 @@ def _float_text(v: float) -> str:
     return s.replace("e", ".0e") if "e" in s and "." not in s else s
 
 
-POINTWISE_OPS = tuple(UNARY_OPS + BINARY_OPS + FLOAT_TEST_OPS + [CmpOp, WhereOp, CastOp, FullOp])
+POINTWISE_OPS = tuple(UNARY_OPS + BINARY_OPS + FLOAT_TEST_OPS + LOGICAL_OPS + [CmpOp, WhereOp, CastOp, FullOp])

@@ -391,6 +391,24 @@ for _op, _fn in [(aten.isnan.default, fa.isnan), (aten.isinf.default, fa.isinf),
     entry(_op)(_float_test_rule(_fn))
 
 
+def _mask(ctx: Ctx, i: int) -> fa.Tensor:
+    m = ctx.tensor(i)
+    if m.dtype != "i1":  # (torch would take truthiness or integer bits: not fused yet)
+        raise Unsupported(f"{ctx.node.target} of a {m.dtype} tensor (fused for bool tensors)")
+    return m
+
+
+@entry(aten.logical_not.default, aten.bitwise_not.default)
+def _logical_not(ctx: Ctx) -> fa.Tensor:
+    return fa.broadcast_to(fa.logical_not(_mask(ctx, 0)), ctx.out_shape)
+
+
+for _ops, _fn in [((aten.logical_and.default, aten.bitwise_and.Tensor), fa.logical_and),
+                  ((aten.logical_or.default, aten.bitwise_or.Tensor), fa.logical_or),
+                  ((aten.logical_xor.default, aten.bitwise_xor.Tensor), fa.logical_xor)]:
+    entry(*_ops)(lambda ctx, fn=_fn: fa.broadcast_to(fn(_mask(ctx, 0), _mask(ctx, 1)), ctx.out_shape))
+
+
 @entry(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)
 def _where(ctx: Ctx) -> fa.Tensor:
     cond = ctx.tensor(0)

@@ -50,7 +50,8 @@ def _case(op: str, dt: str) -> str:
         "fusion.var_mean": f"%r, %mean = fusion.var_mean %x dims [1] correction 1 : {x} to {red32}, {red32}",
         "fusion.matmul": f"%r = fusion.matmul %x, %w : {x}, {_t((C, 128), dt)} -> {_t((R, 128), 'f32')}",
     }
-    kind = "unary" if op in _UNARY else "binary" if op in _BINARY else "test" if op in _TESTS else op
+    kind = "unary" if op in _UNARY or op == "fusion.logical_not" else "binary" if op in _BINARY + _LOGICAL \
+        else "test" if op in _TESTS else op
     line = body[kind].format(name=op.removeprefix("fusion."))
     args = f"%x: {x}, %y: {x}, %m: {m}, %b: {row}, %w: {_t((C, 128), dt)}"
     rtype = _result_type(line)
@@ -73,7 +74,8 @@ def _result_type(line: str) -> str:
 _UNARY = [op.name for op in F.UNARY_OPS]
 _BINARY = [op.name for op in F.BINARY_OPS]
 _TESTS = [op.name for op in F.FLOAT_TEST_OPS]
-OPS = _UNARY + _BINARY + _TESTS + ["fusion.cmp", "fusion.where", "fusion.full", "fusion.broadcast", "fusion.reshape",
+_LOGICAL = [op.name for op in F.LOGICAL_OPS if op.name != "fusion.logical_not"]
+OPS = _UNARY + _BINARY + _TESTS + _LOGICAL + ["fusion.logical_not", "fusion.cmp", "fusion.where", "fusion.full", "fusion.broadcast", "fusion.reshape",
                           "fusion.permute", "fusion.segment_set", "fusion.reduce", "fusion.welford",
                           "fusion.var_mean", "fusion.matmul"]
 # Made by passes or around other ops, not on their own: a cast has its own sweep below.
@@ -92,6 +94,8 @@ def _must_compile(op: str, dt: str) -> bool:
         return True
     if op == "fusion.matmul":
         return dt in MATMUL_TYPES
+    if op.startswith("fusion.logical_"):
+        return dt == "i1"
     return dt in FLOATS
 
 

@@ -119,3 +119,20 @@ def test_clamp_and_frac_on_the_gpu(dtype):
     want_f = torch.frac(tx).numpy().astype(x.dtype)  # (exact in f32; one rounding to bf16)
     np.testing.assert_array_equal(clamped.astype(np.float32), want_c.astype(np.float32))
     np.testing.assert_array_equal(frac.astype(np.float32), want_f.astype(np.float32))
+
+
+def test_logical_ops_on_the_gpu():
+    """logical_not / and / or / xor of masks, as torch's, on masks made in the same kernel and
+    read from memory."""
+    with fuser.FusionBuilder("masks") as fb:
+        x = fb.input(SHAPE, "f32", name="x")
+        m = fb.input(SHAPE, "i1", name="m")
+        a = x > 0.0
+        fb.output(fuser.logical_not(a), fuser.logical_and(a, m), fuser.logical_or(a, m), fuser.logical_xor(a, m))
+    x = _inputs("normal", "f32")
+    m = np.random.default_rng(3).random(SHAPE) < 0.5
+    got = [np.asarray(o) for o in fuser.compile(fb)(x, m)]
+    ta, tm = torch.from_numpy(x) > 0, torch.from_numpy(m)
+    want = [torch.logical_not(ta), torch.logical_and(ta, tm), torch.logical_or(ta, tm), torch.logical_xor(ta, tm)]
+    for g, w in zip(got, want):
+        assert g.dtype == np.bool_ and np.array_equal(g, w.numpy())

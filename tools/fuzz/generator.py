@@ -36,10 +36,11 @@ UNARY = ["neg", "abs", "tanh", "sigmoid", "relu", "silu", "gelu"]
 # Ops drawn in place of one of the above from their own stream (`variants`), so that a seed
 # keeps the fusion it had before they existed, with some ops swapped: of a bounded value (exp),
 # of 1 + |x| (log), like tanh (erf), the step functions in place of abs, and tests of a float
-# (isnan, signbit, ...) in place of some comparisons.
+# (isnan, signbit, ...) in place of some comparisons, and masks combined by logical ops.
 VARIANTS = {"exp": ["exp2"], "log": ["log2", "log10", "log1p", "reciprocal"], "tanh": ["erf"],
             "abs": ["floor", "ceil", "trunc", "round", "sign"],
-            "cmp": ["cmp", "cmp", "signbit", "isnan", "isinf", "isfinite", "isposinf", "isneginf"]}
+            "cmp": ["cmp", "cmp", "signbit", "isnan", "isinf", "isfinite", "isposinf", "isneginf"],
+            "mask": ["mask", "logical_not", "logical_and", "logical_or", "logical_xor"]}
 BINARY = ["add", "sub", "mul", "max", "min"]
 OUT_DTYPES = ["f32", "f32", "f32", "bf16", "f16"]
 

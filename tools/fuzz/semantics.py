@@ -181,6 +181,8 @@ _IDENTITY = lambda x: x  # noqa: E731
 # Tests of a float (i1 results): may flip where an inexact operand's error bound reaches an edge
 _TESTS = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "isposinf": np.isposinf,
           "isneginf": np.isneginf, "signbit": np.signbit}
+_LOGICAL = {"logical_not": np.logical_not, "logical_and": np.logical_and, "logical_or": np.logical_or,
+            "logical_xor": np.logical_xor}
 _NUMPY = {
     "neg": np.negative, "abs": np.abs, "tanh": np.tanh, "exp": np.exp, "log": np.log,
     "sigmoid": _sigmoid, "relu": lambda x: np.maximum(x, 0.0), "silu": lambda x: x * _sigmoid(x),
@@ -189,7 +191,7 @@ _NUMPY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum,
     "div": np.divide, "pow": np.power, "where": np.where, "segment_set": _IDENTITY,
     "erf": _ERF, "exp2": np.exp2, "log2": np.log2, "log10": np.log10, "log1p": np.log1p,
-    "reciprocal": lambda x: 1.0 / x, **_STEP, **_TESTS,
+    "reciprocal": lambda x: 1.0 / x, **_STEP, **_TESTS, **_LOGICAL,
 }
 _CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
         "ge": np.greater_equal}
@@ -262,7 +264,7 @@ class _Semantics:
             return lambda vals, mags: mags[0] * mags[1]
         if op in ("max", "min"):
             return lambda vals, mags: np.maximum(mags[0], mags[1])
-        if op == "cmp" or op in _TESTS:
+        if op == "cmp" or op in _TESTS or op in _LOGICAL:
             return lambda vals, mags: 0.0
         if op == "where":
             return lambda vals, mags: np.where(vals[0], mags[1], mags[2])

@@ -155,10 +155,24 @@ class _TypedPart:
         a, b = (v if v.dtype == dtype else self.cast(v, dtype) for v in (a, b))
         test = self.variant("cmp")  # now and then a test of `a` alone, from the variants' own stream
         if test != "cmp":
-            return self.keep(self.emit("q", kind, f"fusion.{test} %{a.name} : {self.ty(kind, dtype)}", [a], "i1",
-                                       listed=False))
-        return self.keep(self.emit("q", kind, f"fusion.cmp {pred}, %{a.name}, %{b.name} : {self.ty(kind, dtype)}",
-                                   [a, b], "i1", listed=False))
+            q = self.emit("q", kind, f"fusion.{test} %{a.name} : {self.ty(kind, dtype)}", [a], "i1", listed=False)
+        else:
+            q = self.emit("q", kind, f"fusion.cmp {pred}, %{a.name}, %{b.name} : {self.ty(kind, dtype)}", [a, b],
+                          "i1", listed=False)
+        return self.keep(self.combined(q))
+
+    def combined(self, q: Value) -> Value:
+        """Mask `q`, or (from the variants' stream) its logical_not, or its and / or / xor with an
+        earlier mask of its shape."""
+        op = self.variant("mask")
+        others = [v for v in self.typed if v.dtype == "i1" and v.kind == q.kind]
+        ty = self.ty(q.kind, "i1")
+        if op == "logical_not":
+            return self.emit("n", q.kind, f"fusion.logical_not %{q.name} : {ty}", [q], "i1", listed=False)
+        if op != "mask" and others:
+            o = self.variants.choice(others)
+            return self.emit("lg", q.kind, f"fusion.{op} %{q.name}, %{o.name} : {ty}", [q, o], "i1", listed=False)
+        return q
 
     def mask(self) -> Value:
         return self.source("i1")

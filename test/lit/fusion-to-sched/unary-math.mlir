@@ -72,3 +72,24 @@ func.func @float_tests(%x: tensor<64x256xbf16>) -> (tensor<64x256xi1>, tensor<64
   %s = fusion.signbit %x : tensor<64x256xbf16>
   func.return %n, %i, %f, %p, %m, %s : tensor<64x256xi1>, tensor<64x256xi1>, tensor<64x256xi1>, tensor<64x256xi1>, tensor<64x256xi1>, tensor<64x256xi1>
 }
+
+// Masks combine with logical_not / and / or / xor: one i1 instruction each (xor with true is
+// the not), whatever kernel computes them.
+
+// ROUND-LABEL: func.func @masks
+// ROUND: %n = fusion.logical_not %a : tensor<64x256xi1>
+// ROUND: %x = fusion.logical_xor %a, %b : tensor<64x256xi1>
+
+// CHECK-LABEL: sched.kernel @masks_k0
+// CHECK-DAG: arith.xori
+// CHECK-DAG: arith.andi
+// CHECK-DAG: arith.ori
+// PTX-DAG: and.pred
+// PTX-DAG: or.pred
+func.func @masks(%a: tensor<64x256xi1>, %b: tensor<64x256xi1>) -> (tensor<64x256xi1>, tensor<64x256xi1>, tensor<64x256xi1>, tensor<64x256xi1>) {
+  %n = fusion.logical_not %a : tensor<64x256xi1>
+  %y = fusion.logical_and %n, %b : tensor<64x256xi1>
+  %o = fusion.logical_or %a, %b : tensor<64x256xi1>
+  %x = fusion.logical_xor %a, %b : tensor<64x256xi1>
+  func.return %n, %y, %o, %x : tensor<64x256xi1>, tensor<64x256xi1>, tensor<64x256xi1>, tensor<64x256xi1>
+}

@@ -30,6 +30,15 @@ func.func @isnan_f32_result(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// The logical ops take masks.
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.logical_and' op operand #0 ('lhs') has element type f32, expected i1 (a mask)
+func.func @and_of_floats(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = fusion.logical_and %x, %x : tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
 // CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.sqrt' op result type tensor<4xf16> must equal the operand type tensor<4xf32>
 func.func @unary_result(%x: tensor<4xf32>) -> tensor<4xf16> {
   %0 = "fusion.sqrt"(%x) : (tensor<4xf32>) -> tensor<4xf16>
