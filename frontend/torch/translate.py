@@ -325,6 +325,24 @@ def _clamp(ctx: Ctx) -> fa.Tensor:
     return _pointwise(ctx, f, ctx.tensor(0))
 
 
+@entry(aten.clamp.Tensor, aten.clamp_min.Tensor, aten.clamp_max.Tensor)
+def _clamp_tensor(ctx: Ctx) -> fa.Tensor:
+    """clamp with tensor bounds (broadcast against x): fuser.clamp, NaN staying NaN."""
+    if ctx.node.target is aten.clamp.Tensor:
+        lo, hi = ctx.arg(1, "min"), ctx.arg(2, "max")
+    elif ctx.node.target is aten.clamp_min.Tensor:
+        lo, hi = ctx.arg(1, "min"), None
+    else:
+        lo, hi = None, ctx.arg(1, "max")
+    if lo is None and hi is None:
+        raise Unsupported("clamp without bounds")
+
+    def f(x: fa.Tensor, *bounds: fa.Tensor) -> fa.Tensor:
+        given = iter(bounds)
+        return fa.clamp(x, next(given) if lo is not None else None, next(given) if hi is not None else None)
+    return _pointwise(ctx, f, ctx.tensor(0), *[b for b in (lo, hi) if b is not None])
+
+
 # ------------------------------------------------------------------ comparisons, where
 
 
