@@ -305,42 +305,28 @@ def _pow(ctx: Ctx) -> fa.Tensor:
     return _pointwise(ctx, lambda x: fa.pow(x, e), ctx.tensor(0))
 
 
-@entry(aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default)
+@entry(aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default,
+       aten.clamp.Tensor, aten.clamp_min.Tensor, aten.clamp_max.Tensor)
 def _clamp(ctx: Ctx) -> fa.Tensor:
-    if ctx.node.target is aten.clamp.default:
+    """fuser.clamp; scalar bounds are constants, tensor bounds operands broadcast against x."""
+    packet = ctx.node.target.overloadpacket
+    if packet is aten.clamp:
         lo, hi = ctx.arg(1, "min"), ctx.arg(2, "max")
-    elif ctx.node.target is aten.clamp_min.default:
-        lo, hi = ctx.arg(1, "min"), None
-    else:
-        lo, hi = None, ctx.arg(1, "max")
-    if isinstance(lo, fa.Tensor) or isinstance(hi, fa.Tensor):
-        raise Unsupported("clamp with tensor bounds")
-
-    def f(x: fa.Tensor) -> fa.Tensor:
-        if lo is not None:
-            x = fa.maximum(x, _scalar(lo))
-        if hi is not None:
-            x = fa.minimum(x, _scalar(hi))
-        return x
-    return _pointwise(ctx, f, ctx.tensor(0))
-
-
-@entry(aten.clamp.Tensor, aten.clamp_min.Tensor, aten.clamp_max.Tensor)
-def _clamp_tensor(ctx: Ctx) -> fa.Tensor:
-    """clamp with tensor bounds (broadcast against x): fuser.clamp, NaN staying NaN."""
-    if ctx.node.target is aten.clamp.Tensor:
-        lo, hi = ctx.arg(1, "min"), ctx.arg(2, "max")
-    elif ctx.node.target is aten.clamp_min.Tensor:
+    elif packet is aten.clamp_min:
         lo, hi = ctx.arg(1, "min"), None
     else:
         lo, hi = None, ctx.arg(1, "max")
     if lo is None and hi is None:
         raise Unsupported("clamp without bounds")
+    tensors = [b for b in (lo, hi) if isinstance(b, fa.Tensor)]
 
-    def f(x: fa.Tensor, *bounds: fa.Tensor) -> fa.Tensor:
-        given = iter(bounds)
-        return fa.clamp(x, next(given) if lo is not None else None, next(given) if hi is not None else None)
-    return _pointwise(ctx, f, ctx.tensor(0), *[b for b in (lo, hi) if b is not None])
+    def f(x: fa.Tensor, *given: fa.Tensor) -> fa.Tensor:
+        rest = iter(given)  # the tensor bounds, as _pointwise cast them
+
+        def bound(b: Any) -> Any:
+            return next(rest) if isinstance(b, fa.Tensor) else None if b is None else _scalar(b)
+        return fa.clamp(x, bound(lo), bound(hi))
+    return _pointwise(ctx, f, ctx.tensor(0), *tensors)
 
 
 # ------------------------------------------------------------------ comparisons, where
