@@ -394,18 +394,23 @@ def _epilogue_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
         candidates = {id(anchor_of[d]): anchor_of[d] for o in exprs for d in graph.deps(o) if d in anchor_of}
         for t in sorted(candidates.values(), key=lambda t: t.order):
             if all(_is_epilogue(t, o, graph) for o in exprs) and (t.kind != "matmul" or (
-                    _matmul_epilogue_work(t, t.outputs + p.outputs, graph) <= MATMUL_EPILOGUE_WORK
+                    _matmul_epilogue_work(t, t.outputs + p.outputs, graph) <= epilogue_limit(graph)
                     and not _product_read_elsewhere(t, p, tasks, graph))):
                 out.append(_proposal(graph, "epilogue", [t, p], lambda t=t, p=p: [replace(t, outputs=t.outputs + p.outputs)]))
     return out
 
 
 MATMUL_EPILOGUE_WORK = 2
-"""The most work a matmul's epilogue takes on (`_matmul_epilogue_work`). Its two consumer
-warpgroups (256 threads per SM) evaluate it after the main loop: a bias and a GELU, or a residual
-add, cost little next to the tile's K loop, but on a GPT-2 layer (K = 768, 2026-11-25, H100) an
-epilogue of pow + tanh with six outputs took 0.74 ms where the matmul and four pointwise kernels at
-full occupancy took 0.41 ms, and a GELU backward reading four saved tensors 0.9 ms."""
+"""The most work a matmul's epilogue takes on by default (`_matmul_epilogue_work`; the
+`matmul_epilogue_work` option sets another). Its two consumer warpgroups (256 threads per SM)
+evaluate it after the main loop: a bias and a GELU, or a residual add, cost little next to the
+tile's K loop, but on a GPT-2 layer (K = 768, 2026-11-25, H100) an epilogue of pow + tanh with six
+outputs took 0.74 ms where the matmul and four pointwise kernels at full occupancy took 0.41 ms,
+and a GELU backward reading four saved tensors 0.9 ms."""
+
+
+def epilogue_limit(graph: FusionGraph) -> int:
+    return MATMUL_EPILOGUE_WORK if graph.opts.matmul_epilogue_work < 0 else graph.opts.matmul_epilogue_work
 
 
 def _matmul_results(t: Task) -> set[SSAValue]:
@@ -417,7 +422,10 @@ def _product_read_elsewhere(t: Task, p: Task, tasks: list[Task], graph: FusionGr
     of another element type beside that store made the kernel 15x slower (8192x3072x768 on the
     H100, 2026-11-25: 1.09 ms for the f32 product and a bf16 bias-add, 0.07 ms for the product
     alone), so the epilogue then stays a kernel of its own, which reads the product anyway. A
-    reader that can join the same epilogue within its work limit is no such reason."""
+    reader that can join the same epilogue within its work limit is no such reason.
+    (Not reproduced alone on 2026-11-26, H200: 85 us against 69 us. But GPT-2's training step on
+    the H100 without this rule, in a build that also evaluated epilogues a column group at a
+    time, spent 34.9 ms in fuser's kernels against 29.1 ms: kept until an A/B run separates them.)"""
     results = _matmul_results(t)
     types = {F._elem(r) for r in results}
     if all(F._elem(o) in types for o in p.outputs):
@@ -426,7 +434,7 @@ def _product_read_elsewhere(t: Task, p: Task, tasks: list[Task], graph: FusionGr
     def joins_too(u: Task) -> bool:  # a reader that can be this epilogue as well (not a reason to store)
         exprs = [u.op.input] if u.kind == "segment" else u.outputs
         return u.kind in ("pointwise", "segment") and all(_is_epilogue(t, e, graph) for e in exprs) and \
-            _matmul_epilogue_work(t, t.outputs + p.outputs + u.outputs, graph) <= MATMUL_EPILOGUE_WORK
+            _matmul_epilogue_work(t, t.outputs + p.outputs + u.outputs, graph) <= epilogue_limit(graph)
     return any(results & _loads(u, graph) and not joins_too(u) for u in tasks if u is not t and u is not p)
 
 

@@ -49,6 +49,8 @@ class ScheduleOptions:
     """Matmul epilogue stores: "tma" = staged in shared memory and written by TMA stores, "direct" = st.global from the registers, "auto" = tma where the outputs allow it."""
     matmul_smem_reuse: int = -1
     """Matmul TMA-store staging: 1 = in the operand slots' bytes once the main loop is done (one CTA per tile only), 0 = bytes of its own, -1 = heuristic (reuse when it buys pipeline stages)."""
+    matmul_epilogue_work: int = -1
+    """The most work the planner gives a matmul's epilogue: one per op other than simple arithmetic, two per full-size tensor it reads, one per output beyond the first; 0 = the product alone, -1 = the default (2)."""
 
     def __post_init__(self):
         if self.sms < 1:
@@ -56,6 +58,9 @@ class ScheduleOptions:
         for name in ("block", "vector", "split", "stages"):
             if getattr(self, name) < 0:
                 raise ScheduleOptionsError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.matmul_epilogue_work < -1:
+            raise ScheduleOptionsError(f"matmul_epilogue_work must be >= 0 (or -1, the default), "
+                                       f"got {self.matmul_epilogue_work}")
         # Forced values past CUDA's launch limits fail here, naming the option, not at launch.
         if self.block > 1024:
             raise ScheduleOptionsError(f"block must be at most 1024 (CUDA's limit on threads per block), got {self.block}")

@@ -274,6 +274,39 @@ def test_cli_models_flag():
     assert not cli.parse_args([]).models
     args = model_bench.parse_args(["--size", "tiny", "--source", "own", "--modes", "train"])
     assert args.models and args.size == "tiny" and args.source == "own" and args.modes == "train"
+    # every option of model_bench's own command line is one of fuser-bench --models' too
+    args = cli.parse_args(["--models", "--modes", "train", "--kernels", "k"])
+    assert args.modes == "train" and args.kernels == "k" and cli.parse_args([]).modes == ",".join(model_bench.MODES)
+    own = {a.dest for a in model_bench._parser()._actions} - {"help"}
+    assert own <= set(vars(cli.parse_args(["--models"])))
+
+
+def test_model_ab_on_the_cpu(capsys):
+    """fuser.tools.bench.ab --model alternates training steps of one model compiled with each
+    pipeline (the reference interpreter on the CPU): each variant compiles its own graphs and
+    their first losses agree."""
+    from fuser.tools.bench import ab
+
+    rc = ab.main(["--pipelines", "default", "default{matmul_epilogue_work=0}", "--model", "gpt2", "--size", "tiny",
+                  "--source", "own", "--rounds", "1", "--steps", "1"])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 0, out
+    firsts = [line for line in out if line.startswith("# default")]
+    assert len(firsts) == 2 and all(" 2 graphs" in line for line in firsts)
+    assert firsts[0].split("loss ")[1].split(",")[0] == firsts[1].split("loss ")[1].split(",")[0]
+    rows = [line.split() for line in out if not line.startswith("#")]
+    assert [r[0] for r in rows] == ["default", "default{matmul_epilogue_work=0}"] and rows[1][3].endswith("x")
+
+
+def test_model_ab_bad_arguments(capsys):
+    from fuser.tools.bench import ab
+
+    with pytest.raises(SystemExit):
+        ab.main(["--pipelines", "default", "default", "--model", "resnet"])
+    assert "the models are gpt2" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        ab.main(["--pipelines", "default", "default", "--model", "gpt2", "--matmul", "64x64x64"])
+    assert "--model times a model alone" in capsys.readouterr().err
 
 
 def test_models_without_gpu_exit_2(monkeypatch, capsys):

@@ -40,6 +40,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="with --models: Hugging Face modules (hf), this package's (own), or hf when importable")
     p.add_argument("--warm-caches", action="store_true",
                    help="with --models: keep the compile caches as found (default: fresh ones)")
+    p.add_argument("--modes", default="train,infer", help="with --models: comma-separated, train and/or infer")
+    p.add_argument("--kernels", metavar="DIR",
+                   help="with --models: profile every peer's step kernel by kernel into the JSON, and write fuser's "
+                        "region texts to DIR/regions (python -m fuser.tools.bench.kernel_report reads both)")
     add_distributed_args(p)
     return p.parse_args(argv)
 

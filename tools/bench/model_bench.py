@@ -637,7 +637,13 @@ def list_models(names: Sequence[str], source: str = "auto") -> str:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    """`python3 -m fuser.tools.bench.model_bench`'s options (fuser-bench --models takes the shared ones)."""
+    """`python3 -m fuser.tools.bench.model_bench`'s options (fuser-bench --models takes them all)."""
+    args = _parser().parse_args(argv)
+    args.models = True
+    return args
+
+
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fuser-bench --models", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--filter", metavar="REGEX", help="run the models whose name matches REGEX")
@@ -656,9 +662,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--kernels", metavar="DIR",
                    help="profile every peer's step: each kernel's time goes into the JSON, and fuser's region "
                         "texts into DIR/regions/<symbol>.mlir (its kernels are <symbol>_k<i>)")
-    args = p.parse_args(argv)
-    args.models = True
-    return args
+    return p
 
 
 CACHE_VARS = ("FUSER_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")

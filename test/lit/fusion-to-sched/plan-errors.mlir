@@ -5,7 +5,7 @@
 
 
 func.func @unknown(%x: tensor<64xf32>) -> tensor<64xf32> {
-  // expected-error @+1 {{fuser.plan entry 'blocks' is not a schedule option (known: sms, block, vector, split, persistent, tile, stages, matmul_persistent, matmul_pingpong, matmul_cluster, matmul_store, matmul_smem_reuse)}}
+  // expected-error @+1 {{fuser.plan entry 'blocks' is not a schedule option (known: sms, block, vector, split, persistent, tile, stages, matmul_persistent, matmul_pingpong, matmul_cluster, matmul_store, matmul_smem_reuse, matmul_epilogue_work)}}
   %y = fusion.segment "pointwise" (%xs = %x : tensor<64xf32>) -> (tensor<64xf32>) attributes {fuser.plan = {blocks = 128 : i64}} {
     %e = fusion.add %xs, %xs : tensor<64xf32>
     fusion.yield %e : tensor<64xf32>
