@@ -428,6 +428,11 @@ class Kernel:
         self.name = name
         self.module = module  # keep the module loaded while the kernel lives
         self._configs: dict[tuple, Any] = {}  # launch configs (clusters, dependent launches) by shape and stream
+        self._direct_configs: dict[tuple, _DirectConfig] = {}  # the same, for the direct path
+        try:  # the CUfunction's value, for the direct path
+            self.raw = int(handle)
+        except TypeError:
+            self.raw = None
 
     def max_active_per_sm(self, threads: int, smem: int) -> int:
         """How many CTAs of `threads` threads and `smem` bytes of dynamic shared memory one SM holds."""
@@ -457,9 +462,25 @@ class Kernel:
 
     def launch_raw(self, grid: tuple, block: tuple, smem: int, stream: Any,
                    params_address: int | None, cluster: tuple | None = None, dependent: bool = False) -> None:
-        """The hot path: dims already normalized, params already packed."""
+        """The hot path: dims already normalized, params already packed; `stream` a CUstream or
+        its int handle."""
         if getattr(_tls, "ctx", None) is None:
             context()
+        direct = _direct() if self.raw is not None else None
+        if direct is not None:
+            raw = stream if type(stream) is int else int(stream)
+            if cluster is None and not dependent:
+                err = direct.launch(self.raw, *grid, *block, smem, raw, params_address, None)
+            else:
+                key = (grid, block, smem, raw, cluster, dependent)
+                cfg = self._direct_configs.get(key)
+                if cfg is None:
+                    cfg = self._direct_configs[key] = _DirectConfig(grid, block, smem, raw, cluster, dependent)
+                err = direct.launch_ex(cfg.address, self.raw, params_address, None)
+            if err:
+                call = "cuLaunchKernel" if cluster is None and not dependent else "cuLaunchKernelEx"
+                raise CudaError(f"{call} failed ({self.name}): {_error_text(err)}", call, int(err))
+            return
         if cluster is None and not dependent:
             err = _cu.cuLaunchKernel(self.handle, grid[0], grid[1], grid[2],
                                      block[0], block[1], block[2], smem, stream,
@@ -473,6 +494,73 @@ class Kernel:
         if cfg is None:  # (building one costs a few us of host time: kept per launch shape and stream)
             cfg = self._configs[key] = launch_config(grid, block, smem, stream, cluster, dependent)
         check(_cu.cuLaunchKernelEx(cfg, self.handle, params_address, 0), f"cuLaunchKernelEx ({self.name})")
+
+
+# -------------------------------------------------------------- direct launches
+
+class _LaunchAttribute(ctypes.Structure):
+    """CUlaunchAttribute (cuda.h): an enum id, padding to 8 bytes, a 64-byte value union."""
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_uint32 * 16)]
+
+
+class _LaunchConfigStruct(ctypes.Structure):
+    """CUlaunchConfig (cuda.h)."""
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("sharedMemBytes", ctypes.c_uint),
+                ("hStream", ctypes.c_void_p), ("attrs", ctypes.POINTER(_LaunchAttribute)),
+                ("numAttrs", ctypes.c_uint)]
+
+
+class _DirectConfig:
+    """A CUlaunchConfig in ctypes memory with its attributes (kept alive together)."""
+
+    def __init__(self, grid: tuple, block: tuple, smem: int, stream: int, cluster: tuple | None, dependent: bool):
+        ids = _cu.CUlaunchAttributeID
+        attrs = []
+        if cluster is not None:
+            attrs.append((int(ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION), cluster))
+        if dependent:
+            attrs.append((int(ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION), (1,)))
+        self.attrs = (_LaunchAttribute * max(len(attrs), 1))()
+        for a, (aid, words) in zip(self.attrs, attrs):
+            a.id = aid
+            for i, w in enumerate(words):  # clusterDim {x, y, z} / the int flag: u32 words from the start
+                a.value[i] = w
+        self.struct = _LaunchConfigStruct((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), smem, stream,
+                                          ctypes.cast(self.attrs, ctypes.POINTER(_LaunchAttribute)), len(attrs))
+        self.address = ctypes.addressof(self.struct)
+
+
+class _Direct(NamedTuple):
+    launch: Callable[..., int]
+    launch_ex: Callable[..., int]
+
+
+_direct_state: list = []
+
+
+def _direct() -> _Direct | None:
+    """cuLaunchKernel and cuLaunchKernelEx of libcuda called through ctypes, or None (then
+    cuda.bindings launches). A launch through cuda.bindings converts each of its eleven
+    arguments to a driver type, about 8 us per launch under cProfile (H100 host, 2026-11-26); a
+    GPT-2 training step makes ~520 launches. FUSER_LAUNCH=bindings turns the direct path off."""
+    if _direct_state:
+        return _direct_state[0]
+    direct = None
+    if os.environ.get("FUSER_LAUNCH", "").strip().lower() != "bindings":
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+            launch, launch_ex = lib.cuLaunchKernel, lib.cuLaunchKernelEx
+        except (OSError, AttributeError):
+            launch = None
+        if launch is not None:
+            u, p = ctypes.c_uint, ctypes.c_void_p
+            launch.argtypes = [p, u, u, u, u, u, u, u, p, p, p]
+            launch.restype = ctypes.c_int
+            launch_ex.argtypes = [p, p, p, p]
+            launch_ex.restype = ctypes.c_int
+            direct = _Direct(launch, launch_ex)
+    _direct_state.append(direct)
+    return direct
 
 
 def launch_config(grid: tuple, block: tuple, smem: int, stream: Any, cluster: tuple | None = None,

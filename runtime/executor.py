@@ -17,7 +17,7 @@ import threading
 from typing import Any
 
 from . import driver
-from .arrays import allocate_outputs, check_count, convert_arg, finish_outputs, foreign_stream
+from .arrays import _is_torch, _torch_dtype, allocate_outputs, check_count, convert_arg, finish_outputs, foreign_stream
 from .plan import Program
 
 __all__ = ["Executor", "load_module"]
@@ -132,6 +132,8 @@ class Executor:
         self._steps: list[_Step] | None = None   # built on the first call (needs the GPU)
         self._ws_pool: dict[int, list[driver.DeviceBuffer]] = {}
         self._lock = threading.Lock()
+        self._torch_want: list[tuple[Any, tuple]] | None = None  # per input (torch dtype, shape), once seen
+        self._torch_ordinal = -1
 
     # ---------------------------------------------------------------- GPU setup
     def _load(self) -> list[_Step]:
@@ -184,32 +186,61 @@ class Executor:
         return ws
 
     # --------------------------------------------------------------------- call
+    def _torch_pointers(self, args: tuple) -> list[int] | None:
+        """The data pointers of `args` when every one is a contiguous CUDA torch tensor of its
+        input's dtype and shape on the GPU fuser is bound to (every call from the PyTorch
+        backend after the first), else None: the call then takes the general checks, which say
+        what is wrong. (They cost ~10 us per argument; a GPT-2 training step passes ~2700.)"""
+        want = self._torch_want
+        if want is None or len(args) != len(want):
+            return None
+        ordinal = self._torch_ordinal
+        ptrs = []
+        try:
+            for x, (dtype, shape) in zip(args, want):
+                if x.dtype is not dtype or x.shape != shape or not x.is_cuda or x.get_device() != ordinal \
+                        or not x.is_contiguous():
+                    return None
+                ptrs.append(x.data_ptr())
+        except AttributeError:  # not a torch tensor
+            return None
+        return ptrs
+
     def __call__(self, *args: Any, stream: Any = None) -> Any:
         specs = self.inputs
-        check_count(args, specs)
-        convs = [convert_arg(x, i, s) for i, (x, s) in enumerate(zip(args, specs))]
-        kind, ref = (convs[0][2], convs[0][3]) if convs else ("device", None)
-
-        steps = self._steps or self._load()
+        steps = self._steps
+        ptrs = self._torch_pointers(args) if steps is not None and args and _is_torch(args[0]) else None
+        fast = ptrs is not None
+        staging = []
+        if fast:
+            kind, ref = "torch", args[0]
+        else:
+            check_count(args, specs)
+            convs = [convert_arg(x, i, s) for i, (x, s) in enumerate(zip(args, specs))]
+            kind, ref = (convs[0][2], convs[0][3]) if convs else ("device", None)
+            steps = steps or self._load()
+            ptrs = []
         if stream is None:
             s = _torch_current_stream(ref) if kind == "torch" else 0
         else:
             s = _stream_int(stream)
         hs = driver.stream_handle(s)
 
-        ptrs: list[int] = []
-        staging = []
-        for c, spec in zip(convs, specs):
-            if c[0] is None:  # host array: upload into a temporary buffer
-                buf = driver.DeviceBuffer(spec.nbytes)
-                buf.copy_from_host(c[1])
-                staging.append(buf)
-                ptrs.append(buf.ptr)
-            else:
-                ptrs.append(c[0])
-                f = foreign_stream(c)
-                if f is not None and f != s:
-                    driver.wait_on_foreign_stream(f, s)
+        if not fast:
+            for c, spec in zip(convs, specs):
+                if c[0] is None:  # host array: upload into a temporary buffer
+                    buf = driver.DeviceBuffer(spec.nbytes)
+                    buf.copy_from_host(c[1])
+                    staging.append(buf)
+                    ptrs.append(buf.ptr)
+                else:
+                    ptrs.append(c[0])
+                    f = foreign_stream(c)
+                    if f is not None and f != s:
+                        driver.wait_on_foreign_stream(f, s)
+            if kind == "torch" and self._torch_want is None and specs:
+                self._torch_want = [(_torch_dtype(sp.dtype), tuple(sp.shape)) for sp in specs]
+                self._torch_ordinal = driver.device_ordinal()
         outs = allocate_outputs(kind, ref, self.outputs, s)
         ptrs.extend(p for p, _ in outs)
         ws = self._workspaces(s) if self.program.workspaces else ()

@@ -373,6 +373,55 @@ def test_executor_torch_errors_name_the_argument():
         ex(torch.randn(2 * N, device="cuda")[::2])
 
 
+def test_executor_torch_fast_path_still_checks_every_call():
+    """After the first call, torch CUDA tensors skip the general conversion (the backend's hot
+    path); a call that does not fit the seen signature still gets the general checks and their
+    errors, and results stay right across calls."""
+    torch = pytest.importorskip("torch")
+    from fuser.runtime.arrays import ArgumentError
+    ex = Executor(add_one_program())
+    x = torch.randn(N, device="cuda")
+    torch.testing.assert_close(ex(x), x + 1, rtol=0, atol=0)
+    assert ex._torch_want is not None and ex._torch_pointers((x,)) == [x.data_ptr()]
+    for _ in range(3):
+        x = torch.randn(N, device="cuda")
+        torch.testing.assert_close(ex(x), x + 1, rtol=0, atol=0)
+    with pytest.raises(ArgumentError, match="got torch float16"):
+        ex(x.half())
+    with pytest.raises(ArgumentError, match=r"argument 0 \('%x'\): expected tensor<1000xf32>"):
+        ex(torch.randn(N + 1, device="cuda"))
+    with pytest.raises(ArgumentError, match="non-contiguous"):
+        ex(torch.randn(2 * N, device="cuda")[::2])
+    with pytest.raises(ArgumentError, match="expected 1 arguments"):
+        ex(x, x)
+    yc = ex(x.cpu())  # a CPU tensor: uploaded, and a CPU tensor back
+    assert yc.device.type == "cpu"
+    torch.testing.assert_close(yc, x.cpu() + 1, rtol=0, atol=0)
+    assert ex._torch_pointers((x.cpu(),)) is None and ex._torch_pointers((x.cpu().numpy(),)) is None
+
+
+@pytest.mark.parametrize("how", ["direct", "bindings"])
+def test_direct_and_bindings_launches(how, monkeypatch):
+    """Launches go through libcuda by ctypes where it loads (every machine with a driver), else
+    through cuda.bindings; both launch plain, cluster and dependent kernels alike."""
+    if how == "direct":
+        assert driver._direct() is not None, "libcuda.so.1 loads wherever the GPU tests run"
+    else:
+        monkeypatch.setattr(driver, "_direct_state", [None])
+    mod = driver.Module.load_ptx(".version 7.8\n.target sm_90\n.address_size 64\n" + PTX_BODY)
+    k = mod.function("add_one")
+    x = _rand(seed=3)
+    src, dst = driver.DeviceBuffer(x.nbytes), driver.DeviceBuffer(x.nbytes)
+    src.copy_from_host(x)
+    for extra in ({}, {"cluster": (2, 1, 1)}, {"dependent": True}, {"cluster": (2, 1, 1), "dependent": True}):
+        dst.memset_zero()
+        k.launch((4, 1, 1), 256, 0, [src, dst, driver.Scalar(N, "i32")], **extra)
+        driver.synchronize()
+        np.testing.assert_array_equal(dst.copy_to_host(np.empty_like(x)), x + np.float32(1), err_msg=str(extra))
+    with pytest.raises(driver.CudaError, match=r"cuLaunchKernel failed \(add_one\): CUDA_ERROR_INVALID_VALUE"):
+        k.launch((1, 1, 1), 4096, 0, [src, dst, driver.Scalar(N, "i32")])  # 4096 threads: over the limit
+
+
 def test_executor_dlpack_producer():
     torch = pytest.importorskip("torch")
 
@@ -425,13 +474,24 @@ def test_cached_launch_host_overhead():
     k = ex._steps[0]
     ptr = x.data_ptr() if label == "torch tensors" else x.ptr
     k.params.values[0] = k.params.values[1] = ptr  # in place, on memory we own
-    t2 = time.perf_counter()
-    for _ in range(reps):
-        k.kernel.launch_raw(k.grid, k.block, k.smem, driver.stream_handle(0), k.params.address)
-    t3 = time.perf_counter()
-    driver.synchronize()
-    print(f"\ncached Executor call ({label}): {per_call:.1f} us host time; "
-          f"bare cuLaunchKernel: {(t3 - t2) / reps * 1e6:.1f} us")
+    bare = {}
+    for how in ("direct", "bindings"):
+        saved = list(driver._direct_state)
+        if how == "bindings":
+            driver._direct_state[:] = [None]
+        try:
+            for dependent in (False, True):
+                t2 = time.perf_counter()
+                for _ in range(reps):
+                    k.kernel.launch_raw(k.grid, k.block, k.smem, driver.stream_handle(0), k.params.address,
+                                        None, dependent)
+                bare[how, dependent] = (time.perf_counter() - t2) / reps * 1e6
+                driver.synchronize()
+        finally:
+            driver._direct_state[:] = saved
+    print(f"\ncached Executor call ({label}): {per_call:.1f} us host time; bare launch through ctypes "
+          f"{bare['direct', False]:.1f} us ({bare['direct', True]:.1f} us dependent), through cuda.bindings "
+          f"{bare['bindings', False]:.1f} us ({bare['bindings', True]:.1f} us dependent)")
 
 
 def test_torch_bf16_and_bool_are_accepted_directly_and_through_dlpack():
