@@ -45,6 +45,7 @@ __all__ = [
     "FusionBuilder", "Tensor", "CompiledFusion",
     "exp", "log", "tanh", "sqrt", "rsqrt", "relu", "sigmoid", "silu", "gelu", "neg",
     "erf", "exp2", "log2", "log10", "log1p", "reciprocal", "floor", "ceil", "trunc", "sign",
+    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1",
     "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "clamp", "frac",
     "logical_not", "logical_and", "logical_or", "logical_xor",
     "add", "sub", "mul", "div", "maximum", "minimum", "where", "cast", "full",
@@ -424,6 +425,66 @@ def log10(x: Tensor) -> Tensor:
 def log1p(x: Tensor) -> Tensor:
     """log(1 + x), accurate for small x."""
     return _unary(F.Log1pOp, x, "log1p")
+
+
+def sin(x: Tensor) -> Tensor:
+    """Sine (radians) (float tensors; computed in f64 and rounded once)."""
+    return _unary(F.SinOp, x, "sin")
+
+
+def cos(x: Tensor) -> Tensor:
+    """Cosine (radians) (float tensors; computed in f64 and rounded once)."""
+    return _unary(F.CosOp, x, "cos")
+
+
+def tan(x: Tensor) -> Tensor:
+    """Tangent (radians) (float tensors; computed in f64 and rounded once)."""
+    return _unary(F.TanOp, x, "tan")
+
+
+def asin(x: Tensor) -> Tensor:
+    """Arcsine; NaN outside [-1, 1] (float tensors; computed in f64 and rounded once)."""
+    return _unary(F.AsinOp, x, "asin")
+
+
+def acos(x: Tensor) -> Tensor:
+    """Arccosine; NaN outside [-1, 1] (float tensors; computed in f64 and rounded once)."""
+    return _unary(F.AcosOp, x, "acos")
+
+
+def atan(x: Tensor) -> Tensor:
+    """Arctangent (float tensors; computed in f64 and rounded once)."""
+    return _unary(F.AtanOp, x, "atan")
+
+
+def sinh(x: Tensor) -> Tensor:
+    """Hyperbolic sine (float tensors; computed in f64 and rounded once)."""
+    return _unary(F.SinhOp, x, "sinh")
+
+
+def cosh(x: Tensor) -> Tensor:
+    """Hyperbolic cosine (float tensors; computed in f64 and rounded once)."""
+    return _unary(F.CoshOp, x, "cosh")
+
+
+def asinh(x: Tensor) -> Tensor:
+    """Inverse hyperbolic sine (float tensors; computed in f64 and rounded once)."""
+    return _unary(F.AsinhOp, x, "asinh")
+
+
+def acosh(x: Tensor) -> Tensor:
+    """Inverse hyperbolic cosine; NaN below 1 (float tensors; computed in f64 and rounded once)."""
+    return _unary(F.AcoshOp, x, "acosh")
+
+
+def atanh(x: Tensor) -> Tensor:
+    """Inverse hyperbolic tangent; NaN outside [-1, 1] (float tensors; computed in f64 and rounded once)."""
+    return _unary(F.AtanhOp, x, "atanh")
+
+
+def expm1(x: Tensor) -> Tensor:
+    """E^x - 1, accurate for small x (float tensors; computed in f64 and rounded once)."""
+    return _unary(F.Expm1Op, x, "expm1")
 
 
 def reciprocal(x: Tensor) -> Tensor:

@@ -209,6 +209,9 @@ _ONE_MATH_OP = {
     F.SqrtOp: mathd.SqrtOp, F.RsqrtOp: mathd.RsqrtOp, F.ErfOp: mathd.ErfOp, F.Exp2Op: mathd.Exp2Op,
     F.Log2Op: mathd.Log2Op, F.Log10Op: mathd.Log10Op, F.Log1pOp: mathd.Log1pOp, F.FloorOp: mathd.FloorOp,
     F.CeilOp: mathd.CeilOp, F.TruncOp: mathd.TruncOp, F.RoundOp: mathd.RoundEvenOp,  # halves to even
+    F.SinOp: mathd.SinOp, F.CosOp: mathd.CosOp, F.TanOp: mathd.TanOp, F.AsinOp: mathd.AsinOp,
+    F.AcosOp: mathd.AcosOp, F.AtanOp: mathd.AtanOp, F.SinhOp: mathd.SinhOp, F.CoshOp: mathd.CoshOp,
+    F.AsinhOp: mathd.AsinhOp, F.AcoshOp: mathd.AcoshOp, F.AtanhOp: mathd.AtanhOp, F.Expm1Op: mathd.ExpM1Op,
 }
 
 

@@ -126,6 +126,11 @@ def _erf64(x: np.ndarray) -> np.ndarray:
     return np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64))
 
 
+def _in_f64(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+    """fn computed in float64 and rounded once to x's type, as the kernels compute it."""
+    return lambda x: fn(x.astype(np.float64)).astype(x.dtype, copy=False)
+
+
 def _gelu_erf(x: np.ndarray) -> np.ndarray:
     y = 0.5 * x.astype(np.float64) * (1.0 + _erf64(x.astype(np.float64) / math.sqrt(2.0)))
     return y.astype(x.dtype, copy=False)
@@ -157,6 +162,18 @@ _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "fusion.log2": np.log2,
     "fusion.log10": np.log10,
     "fusion.log1p": np.log1p,
+    "fusion.sin": _in_f64(np.sin),
+    "fusion.cos": _in_f64(np.cos),
+    "fusion.tan": _in_f64(np.tan),
+    "fusion.asin": _in_f64(np.arcsin),
+    "fusion.acos": _in_f64(np.arccos),
+    "fusion.atan": _in_f64(np.arctan),
+    "fusion.sinh": _in_f64(np.sinh),
+    "fusion.cosh": _in_f64(np.cosh),
+    "fusion.asinh": _in_f64(np.arcsinh),
+    "fusion.acosh": _in_f64(np.arccosh),
+    "fusion.atanh": _in_f64(np.arctanh),
+    "fusion.expm1": _in_f64(np.expm1),
     "fusion.reciprocal": lambda x: x.dtype.type(1) / x,
     "fusion.floor": np.floor,
     "fusion.ceil": np.ceil,

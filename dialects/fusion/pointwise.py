@@ -230,8 +230,93 @@ class SignOp(UnaryOp):
     name = "fusion.sign"
 
 
+@irdl_op_definition
+class SinOp(UnaryOp):
+    """sine (radians)"""
+
+    name = "fusion.sin"
+
+
+@irdl_op_definition
+class CosOp(UnaryOp):
+    """cosine (radians)"""
+
+    name = "fusion.cos"
+
+
+@irdl_op_definition
+class TanOp(UnaryOp):
+    """tangent (radians)"""
+
+    name = "fusion.tan"
+
+
+@irdl_op_definition
+class AsinOp(UnaryOp):
+    """arcsine; NaN outside [-1, 1]"""
+
+    name = "fusion.asin"
+
+
+@irdl_op_definition
+class AcosOp(UnaryOp):
+    """arccosine; NaN outside [-1, 1]"""
+
+    name = "fusion.acos"
+
+
+@irdl_op_definition
+class AtanOp(UnaryOp):
+    """arctangent"""
+
+    name = "fusion.atan"
+
+
+@irdl_op_definition
+class SinhOp(UnaryOp):
+    """hyperbolic sine"""
+
+    name = "fusion.sinh"
+
+
+@irdl_op_definition
+class CoshOp(UnaryOp):
+    """hyperbolic cosine"""
+
+    name = "fusion.cosh"
+
+
+@irdl_op_definition
+class AsinhOp(UnaryOp):
+    """inverse hyperbolic sine"""
+
+    name = "fusion.asinh"
+
+
+@irdl_op_definition
+class AcoshOp(UnaryOp):
+    """inverse hyperbolic cosine; NaN below 1"""
+
+    name = "fusion.acosh"
+
+
+@irdl_op_definition
+class AtanhOp(UnaryOp):
+    """inverse hyperbolic tangent; NaN outside [-1, 1]"""
+
+    name = "fusion.atanh"
+
+
+@irdl_op_definition
+class Expm1Op(UnaryOp):
+    """e^x - 1, accurate for small x"""
+
+    name = "fusion.expm1"
+
+
 UNARY_OPS = [NegOp, AbsOp, ExpOp, LogOp, TanhOp, SqrtOp, RsqrtOp, ReluOp, SigmoidOp, SiluOp, GeluOp,
-             ErfOp, Exp2Op, Log2Op, Log10Op, Log1pOp, ReciprocalOp, FloorOp, CeilOp, TruncOp, RoundOp, SignOp]
+             ErfOp, Exp2Op, Log2Op, Log10Op, Log1pOp, ReciprocalOp, FloorOp, CeilOp, TruncOp, RoundOp, SignOp,
+             SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, Expm1Op]
 
 # ------------------------------------------------------------------ binary ops
 

@@ -284,6 +284,10 @@ for _op, _fn in [
     (aten.exp2.default, fa.exp2), (aten.log2.default, fa.log2), (aten.log10.default, fa.log10),
     (aten.log1p.default, fa.log1p), (aten.floor.default, fa.floor), (aten.ceil.default, fa.ceil),
     (aten.trunc.default, fa.trunc), (aten.round.default, fa.round), (aten.sign.default, fa.sign),
+    (aten.sin.default, fa.sin), (aten.cos.default, fa.cos), (aten.tan.default, fa.tan), (aten.asin.default, fa.asin),
+    (aten.acos.default, fa.acos), (aten.atan.default, fa.atan), (aten.sinh.default, fa.sinh),
+    (aten.cosh.default, fa.cosh), (aten.asinh.default, fa.asinh), (aten.acosh.default, fa.acosh),
+    (aten.atanh.default, fa.atanh), (aten.expm1.default, fa.expm1),
 ]:
     entry(_op)(_unary_rule(_fn))
 

@@ -71,3 +71,30 @@ class Emitter:
         for c in reversed(coeffs[:-1]):
             acc = self.fma(acc, x, self.f(c))
         return acc
+
+    # The same for f64 (the trigonometric and hyperbolic helpers compute in double).
+    def d(self, value: float) -> str:
+        return float_literal(value, "double")
+
+    def dfma(self, a: str, b: str, c: str) -> str:
+        return self.call("double", "llvm.fma.f64", [("double", a), ("double", b), ("double", c)])
+
+    def dbin(self, op: str, a: str, b: str) -> str:
+        return self.inst(f"{op} double {a}, {b}")
+
+    def dhorner(self, coeffs: Sequence[float], x: str) -> str:
+        acc = self.d(coeffs[-1])
+        for c in reversed(coeffs[:-1]):
+            acc = self.dfma(acc, x, self.d(c))
+        return acc
+
+    def dcall(self, fn: str, *args: str) -> str:
+        """An f64 intrinsic `llvm.<fn>.f64` of double arguments."""
+        return self.call("double", f"llvm.{fn}.f64", [("double", a) for a in args])
+
+    def select(self, cond: str, ty: str, a: str, b: str) -> str:
+        return self.inst(f"select i1 {cond}, {ty} {a}, {ty} {b}")
+
+    def dcmp(self, pred: str, a: str, b: str) -> str:
+        return self.inst(f"fcmp {pred} double {a}, {b}")
+

@@ -15,6 +15,9 @@ lane. f64 transcendentals are not supported (TranslationError).
 * tanh(x): |x| < 0.55: x + x^3 * P(x^2) (degree-4 fit); else sign(x) * (1 - 2 / (exp(2|x|) + 1)).
 * erf(x): |x| < 1: x * P(x^2) (degree-5 fit); else sign(x) * (1 - exp(R(min(|x|, 4) - 2.5)))
   with R a degree-8 fit of log(erfc); erfc(4) is below half an ulp of 1.
+* sin cos tan asin acos atan sinh cosh asinh acosh atanh expm1: computed in f64 and rounded
+  once (see the section below): correctly rounded on every sample of
+  test/python/test_libm_accuracy.py, over the whole f32 range for sin, cos and tan.
 
 The polynomial coefficients below were fitted with numpy (least squares on Chebyshev nodes) and
 are checked by test/python/test_nvvm_translation.py, which evaluates the same sequences in
@@ -148,6 +151,254 @@ def _erf(e: Emitter, x: str) -> str:
     return e.inst(f"select i1 {is_small}, float {small}, float {big}")
 
 
+# -------------------------------------------------------------------------------------------
+# Trigonometric and hyperbolic functions: computed in f64 and rounded once to f32, so the
+# polynomials are plain Taylor series (their truncation error is far below an f32 ulp) and the
+# result is within about half an ulp of the true value. f64 costs more instructions than f32,
+# but these ops appear in memory-bound kernels (rotary embeddings, activations).
+# -------------------------------------------------------------------------------------------
+
+# pi/2 as a sum of three doubles. Cody-Waite reduction r = x - k*pi/2 with one fma per part: the
+# first is exact while |k| < 2^24 (|x| < 2.6e7), so r carries about 2^-52 relative error there;
+# beyond, the error grows with k (about |x| * 2^-106 absolute).
+PIO2 = (1.5707963267948966, 6.123233995736766e-17, -1.4973849048591698e-33)
+TWO_OVER_PI = 0.6366197723675814
+# 2/pi = sum of TWO_OVER_PI_CHUNKS[i] * 2^(-26 (i + 1)): 208 bits, enough for every f32 |x| <= 2^128
+TWO_OVER_PI_CHUNKS = (42722829, 48555073, 21659401, 56087029, 13858563, 28715353, 38736100, 4324945)
+# sin r = r + r^3 * S(r^2), cos r = 1 + r^2 * C(r^2) on |r| <= pi/4: Taylor to r^13 and r^14.
+SIN_TAYLOR = tuple((-1) ** (i + 1) / math.factorial(2 * i + 3) for i in range(6))
+COS_TAYLOR = tuple((-1) ** (i + 1) / math.factorial(2 * i + 2) for i in range(7))
+# atan h for |h| <= tan(pi/8) (after one argument halving): Taylor to h^21
+ATAN_TAYLOR = tuple((-1) ** i / (2 * i + 1) for i in range(11))
+LN2_HI, LN2_LO = 0.6931467056274414, 4.7493250390316726e-07  # LN2_HI * k exact for |k| < 2^11
+EXP_TAYLOR = tuple(1 / math.factorial(i) for i in range(13))      # e^r, |r| <= ln2/2
+EXPM1_TAYLOR = tuple(1 / math.factorial(i + 1) for i in range(14))  # (e^x - 1)/x, |x| < 1/2
+# log m = 2 atanh(s), s = (m-1)/(m+1) in [-0.172, 0.172]: 2 * s * L(s^2), Taylor to s^21
+LOG_TAYLOR = tuple(2 / (2 * i + 1) for i in range(11))
+HYPER_CLAMP = 200.0  # e^200 is finite in f64 and infinite in f32: sinh/cosh saturate correctly
+
+
+def _ext(e: Emitter, x: str) -> str:
+    return e.inst(f"fpext float {x} to double")
+
+
+def _round(e: Emitter, d: str) -> str:
+    return e.inst(f"fptrunc double {d} to float")
+
+
+def _reduce_pio2(e: Emitter, xd: str) -> tuple[str, str, str]:
+    """(sin r, cos r, k mod 4 as a double) with x = k*pi/2 + r, |r| <= pi/4. Cody-Waite below
+    |x| = 2^48 (measured correctly rounded to |x| = 1e15 on the host); above, a branch to the
+    2/pi-chunk reduction (`_reduce_large`)."""
+    k = e.dcall("rint", e.dbin("fmul", xd, e.d(TWO_OVER_PI)))
+    nk = e.inst(f"fneg double {k}")
+    r_small = xd
+    for part in PIO2:
+        r_small = e.dfma(nk, e.d(part), r_small)
+    q_small = _mod4(e, k)
+    is_big = e.dcmp("oge", e.dcall("fabs", xd), e.d(2.0 ** 48))  # (false for NaN: NaN flows on)
+    entry, big, join = e.block, e.label("pio2_big"), e.label("pio2_join")
+    e.emit(f"br i1 {is_big}, label %{big}, label %{join}")
+    e.start_block(big)
+    r_big, q_big = _reduce_large(e, xd)
+    big_end = e.block
+    e.emit(f"br label %{join}")
+    e.start_block(join)
+    r = e.inst(f"phi double [ {r_small}, %{entry} ], [ {r_big}, %{big_end} ]")
+    q = e.inst(f"phi double [ {q_small}, %{entry} ], [ {q_big}, %{big_end} ]")
+    r2 = e.dbin("fmul", r, r)
+    sin_r = e.dfma(e.dbin("fmul", r, r2), e.dhorner(SIN_TAYLOR, r2), r)
+    cos_r = e.dfma(r2, e.dhorner(COS_TAYLOR, r2), e.d(1.0))
+    return sin_r, cos_r, q
+
+
+def _mod4(e: Emitter, k: str) -> str:
+    """k - 4 floor(k / 4): exact for any double k (k may exceed i64)."""
+    return e.dbin("fsub", k, e.dbin("fmul", e.dcall("floor", e.dbin("fmul", k, e.d(0.25))), e.d(4.0)))
+
+
+def _reduce_large(e: Emitter, xd: str) -> tuple[str, str]:
+    """(r, k mod 4) for |x| >= 2^48, Payne-Hanek style in f64: x * 2/pi mod 4 as the sum of
+    x * C_i mod 4 over the 26-bit chunks C_i of 2/pi (each product exact: 24 x 26 bits), summed
+    with a running error term (TwoSum), so the fraction keeps ~100 bits whatever x's size."""
+    total, err = e.d(0.0), e.d(0.0)
+    for i, c in enumerate(TWO_OVER_PI_CHUNKS):
+        p = e.dbin("fmul", xd, e.d(math.ldexp(c, -26 * (i + 1))))
+        m = _mod4(e, p)
+        s = e.dbin("fadd", total, m)  # TwoSum(total, m): s + its rounding error = total + m exactly
+        bb = e.dbin("fsub", s, total)
+        lost = e.dbin("fadd", e.dbin("fsub", total, e.dbin("fsub", s, bb)), e.dbin("fsub", m, bb))
+        total, err = s, e.dbin("fadd", err, lost)
+    k = e.dcall("rint", e.dbin("fadd", total, err))
+    frac_hi = e.dbin("fsub", total, k)  # exact: total is within 1/2 + |err| of k
+    r = e.dfma(frac_hi, e.d(PIO2[0]), e.dfma(frac_hi, e.d(PIO2[1]), e.dbin("fmul", err, e.d(PIO2[0]))))
+    return r, _mod4(e, k)
+
+
+def _by_quadrant(e: Emitter, q: str, values: tuple[str, str, str, str]) -> str:
+    """values[q] for q in 0..3 (compared as doubles: a NaN q takes values[0], itself NaN then)."""
+    out = values[0]
+    for i in (1, 2, 3):
+        out = e.select(e.dcmp("oeq", q, e.d(float(i))), "double", values[i], out)
+    return out
+
+
+def _keep_zero(e: Emitter, xd: str, r: str) -> str:
+    """x itself where x is +-0 (the reduction's x - 0 * pi/2 turns -0 into +0; sin and tan are odd)."""
+    return e.select(e.dcmp("oeq", xd, e.d(0.0)), "double", xd, r)
+
+
+def _sin(e: Emitter, x: str) -> str:
+    xd = _ext(e, x)
+    s, c, q = _reduce_pio2(e, xd)
+    ns, nc = e.inst(f"fneg double {s}"), e.inst(f"fneg double {c}")
+    return _round(e, _keep_zero(e, xd, _by_quadrant(e, q, (s, c, ns, nc))))
+
+
+def _cos(e: Emitter, x: str) -> str:
+    s, c, q = _reduce_pio2(e, _ext(e, x))
+    ns, nc = e.inst(f"fneg double {s}"), e.inst(f"fneg double {c}")
+    return _round(e, _by_quadrant(e, q, (c, ns, nc, s)))
+
+
+def _tan(e: Emitter, x: str) -> str:
+    xd = _ext(e, x)
+    s, c, q = _reduce_pio2(e, xd)
+    t, cot = e.dbin("fdiv", s, c), e.dbin("fdiv", c, s)
+    ncot = e.inst(f"fneg double {cot}")
+    return _round(e, _keep_zero(e, xd, _by_quadrant(e, q, (t, ncot, t, ncot))))
+
+
+def _atan_d(e: Emitter, xd: str) -> str:
+    """atan in f64: |x| > 1 through pi/2 - atan(1/|x|), then one halving
+    atan b = 2 atan(b / (1 + sqrt(1 + b^2))), then Taylor; the sign of x restored."""
+    a = e.dcall("fabs", xd)
+    inv = e.dcmp("ogt", a, e.d(1.0))
+    b = e.select(inv, "double", e.dbin("fdiv", e.d(1.0), a), a)
+    h = e.dbin("fdiv", b, e.dbin("fadd", e.d(1.0), e.dcall("sqrt", e.dfma(b, b, e.d(1.0)))))
+    at = e.dbin("fmul", e.d(2.0), e.dbin("fmul", h, e.dhorner(ATAN_TAYLOR, e.dbin("fmul", h, h))))
+    at = e.select(inv, "double", e.dbin("fsub", e.d(PIO2[0]), at), at)
+    return e.dcall("copysign", at, xd)
+
+
+def _atan(e: Emitter, x: str) -> str:
+    return _round(e, _atan_d(e, _ext(e, x)))
+
+
+def _asin(e: Emitter, x: str) -> str:
+    # atan(x / sqrt((1 - x)(1 + x))): the product is exact in f64; |x| > 1 gives sqrt(<0) = NaN
+    xd = _ext(e, x)
+    root = e.dcall("sqrt", e.dbin("fmul", e.dbin("fsub", e.d(1.0), xd), e.dbin("fadd", e.d(1.0), xd)))
+    return _round(e, _atan_d(e, e.dbin("fdiv", xd, root)))
+
+
+def _acos(e: Emitter, x: str) -> str:
+    # 2 atan(sqrt((1 - x) / (1 + x))): x = -1 gives 2 atan(inf) = pi; |x| > 1 a NaN
+    xd = _ext(e, x)
+    q = e.dbin("fdiv", e.dbin("fsub", e.d(1.0), xd), e.dbin("fadd", e.d(1.0), xd))
+    return _round(e, e.dbin("fmul", e.d(2.0), _atan_d(e, e.dcall("sqrt", q))))
+
+
+def _exp_d(e: Emitter, xd: str) -> str:
+    """e^x in f64 for |x| <= 700: 2^k * e^r with r = x - k ln2 (two-part ln2), Taylor for e^r,
+    2^k built in the exponent bits."""
+    k = e.dcall("rint", e.dbin("fmul", xd, e.d(1.4426950408889634)))
+    nk = e.inst(f"fneg double {k}")
+    r = e.dfma(nk, e.d(LN2_LO), e.dfma(nk, e.d(LN2_HI), xd))
+    p = e.dhorner(EXP_TAYLOR, r)
+    ki = e.inst(f"freeze i64 {e.inst(f'fptosi double {k} to i64')}")  # (a NaN x: any k, p is NaN)
+    bits = e.inst(f"shl i64 {e.inst(f'add i64 {ki}, 1023')}, 52")
+    return e.dbin("fmul", p, e.inst(f"bitcast i64 {bits} to double"))
+
+
+def _clamp_abs(e: Emitter, xd: str) -> str:
+    """min(|x|, HYPER_CLAMP), NaN kept."""
+    a = e.dcall("fabs", xd)
+    return e.select(e.dcmp("ogt", a, e.d(HYPER_CLAMP)), "double", e.d(HYPER_CLAMP), a)
+
+
+def _expm1_d(e: Emitter, xd: str) -> str:
+    """e^x - 1 in f64 for x <= HYPER_CLAMP: Taylor below |x| = 1/2, else e^x - 1."""
+    small = e.dbin("fmul", xd, e.dhorner(EXPM1_TAYLOR, xd))
+    big = e.dbin("fsub", _exp_d(e, xd), e.d(1.0))
+    return e.select(e.dcmp("olt", e.dcall("fabs", xd), e.d(0.5)), "double", small, big)
+
+
+def _expm1(e: Emitter, x: str) -> str:
+    xd = _ext(e, x)
+    c = e.select(e.dcmp("ogt", xd, e.d(HYPER_CLAMP)), "double", e.d(HYPER_CLAMP), xd)
+    c = e.select(e.dcmp("olt", c, e.d(-HYPER_CLAMP)), "double", e.d(-HYPER_CLAMP), c)
+    return _round(e, _expm1_d(e, c))
+
+
+def _sinh(e: Emitter, x: str) -> str:
+    # (m + m / (m + 1)) / 2 with m = e^|x| - 1: no cancellation for small |x|
+    xd = _ext(e, x)
+    m = _expm1_d(e, _clamp_abs(e, xd))
+    s = e.dbin("fmul", e.d(0.5), e.dbin("fadd", m, e.dbin("fdiv", m, e.dbin("fadd", m, e.d(1.0)))))
+    return _round(e, e.dcall("copysign", s, xd))
+
+
+def _cosh(e: Emitter, x: str) -> str:
+    ex = _exp_d(e, _clamp_abs(e, _ext(e, x)))
+    return _round(e, e.dbin("fmul", e.d(0.5), e.dbin("fadd", ex, e.dbin("fdiv", e.d(1.0), ex))))
+
+
+def _log_d(e: Emitter, yd: str) -> str:
+    """log y in f64 for normal doubles: y = m 2^k with m in [sqrt(1/2), sqrt(2)), log m by
+    its atanh series; 0 gives -inf, negatives and NaN a NaN, inf stays inf."""
+    bits = e.inst(f"bitcast double {yd} to i64")
+    k = e.inst(f"sub i64 {e.inst(f'lshr i64 {bits}, 52')}, 1023")
+    mantissa = e.inst(f"and i64 {bits}, 4503599627370495")  # the low 52 bits
+    m = e.inst(f"bitcast i64 {e.inst(f'or i64 {mantissa}, 4607182418800017408')} to double")  # exponent of 1.0
+    big = e.dcmp("ogt", m, e.d(math.sqrt(2.0)))
+    m = e.select(big, "double", e.dbin("fmul", m, e.d(0.5)), m)
+    k = e.inst(f"add i64 {k}, {e.inst(f'zext i1 {big} to i64')}")
+    s = e.dbin("fdiv", e.dbin("fsub", m, e.d(1.0)), e.dbin("fadd", m, e.d(1.0)))
+    logm = e.dbin("fmul", s, e.dhorner(LOG_TAYLOR, e.dbin("fmul", s, s)))
+    kd = e.inst(f"sitofp i64 {k} to double")
+    r = e.dfma(kd, e.d(LN2_HI), e.dfma(kd, e.d(LN2_LO), logm))
+    r = e.select(e.dcmp("oeq", yd, e.d(math.inf)), "double", e.d(math.inf), r)
+    r = e.select(e.dcmp("oeq", yd, e.d(0.0)), "double", e.d(-math.inf), r)
+    return e.select(e.dcmp("ult", yd, e.d(0.0)), "double", e.d(math.nan), r)  # (ult: NaN too)
+
+
+def _log1p_d(e: Emitter, td: str) -> str:
+    """log(1 + t) in f64: log(u) * t / (u - 1) with u = 1 + t, which corrects u's rounding."""
+    u = e.dbin("fadd", td, e.d(1.0))
+    um1 = e.dbin("fsub", u, e.d(1.0))
+    log_u = _log_d(e, u)
+    r = e.dbin("fdiv", e.dbin("fmul", log_u, td), um1)
+    r = e.select(e.dcmp("oeq", um1, e.d(0.0)), "double", td, r)
+    r = e.select(e.dcmp("oeq", u, e.d(math.inf)), "double", u, r)
+    return e.select(e.dcmp("ole", u, e.d(0.0)), "double", log_u, r)  # t = -1: -inf; below: NaN
+
+
+def _asinh(e: Emitter, x: str) -> str:
+    # log1p(a + a^2 / (1 + sqrt(1 + a^2))), a = |x| (a^2 fits in f64 for every f32)
+    xd = _ext(e, x)
+    a = e.dcall("fabs", xd)
+    a2 = e.dbin("fmul", a, a)
+    t = e.dbin("fadd", a, e.dbin("fdiv", a2, e.dbin("fadd", e.d(1.0), e.dcall("sqrt", e.dbin("fadd", a2, e.d(1.0))))))
+    t = e.select(e.dcmp("oeq", a, e.d(math.inf)), "double", a, t)  # (inf / inf above)
+    return _round(e, e.dcall("copysign", _log1p_d(e, t), xd))
+
+
+def _acosh(e: Emitter, x: str) -> str:
+    # log1p((x - 1) + sqrt((x - 1)(x + 1))): x < 1 gives sqrt(<0) = NaN
+    xd = _ext(e, x)
+    xm1 = e.dbin("fsub", xd, e.d(1.0))
+    t = e.dbin("fadd", xm1, e.dcall("sqrt", e.dbin("fmul", xm1, e.dbin("fadd", xd, e.d(1.0)))))
+    return _round(e, _log1p_d(e, t))
+
+
+def _atanh(e: Emitter, x: str) -> str:
+    # log1p(2x / (1 - x)) / 2: x = 1 gives inf, -1 gives -inf, |x| > 1 a NaN
+    xd = _ext(e, x)
+    t = e.dbin("fdiv", e.dbin("fmul", e.d(2.0), xd), e.dbin("fsub", e.d(1.0), xd))
+    return _round(e, e.dbin("fmul", e.d(0.5), _log1p_d(e, t)))
+
+
 # math op name -> the body of its f32 helper
 MATH_HELPERS: dict[str, Callable[[Emitter, str], str]] = {
     "math.exp": _exp,
@@ -159,4 +410,16 @@ MATH_HELPERS: dict[str, Callable[[Emitter, str], str]] = {
     "math.rsqrt": _rsqrt,
     "math.tanh": _tanh,
     "math.erf": _erf,
+    "math.sin": _sin,
+    "math.cos": _cos,
+    "math.tan": _tan,
+    "math.asin": _asin,
+    "math.acos": _acos,
+    "math.atan": _atan,
+    "math.sinh": _sinh,
+    "math.cosh": _cosh,
+    "math.asinh": _asinh,
+    "math.acosh": _acosh,
+    "math.atanh": _atanh,
+    "math.expm1": _expm1,
 }

@@ -1,8 +1,10 @@
 """The unary math ops beyond exp/log/tanh on the GPU (erf, exp2, log2, log10, log1p, reciprocal,
-floor, ceil, trunc, round, sign), against torch in float64 from the same f32 / bf16 inputs, on
-an odd shape with the special values (NaN, +-inf, +-0, halves) planted: the rounding ops,
-sign and 1/x exactly, the f32 helpers to a few ulp (ex2.approx / lg2.approx underneath); and the
-tests of a float (isnan, isinf, isfinite, isposinf, isneginf, signbit) as exact i1 masks."""
+floor, ceil, trunc, round, sign; sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh,
+expm1), against torch in float64 from the same f32 / bf16 inputs, on an odd shape with the special
+values (NaN, +-inf, +-0, halves) planted: the rounding ops, sign and 1/x exactly, the f32 helpers
+to a few ulp (ex2.approx / lg2.approx underneath), the f64-computed helpers to one ulp (they are
+correctly rounded on the host: test_libm_accuracy.py); and the tests of a float (isnan, isinf,
+isfinite, isposinf, isneginf, signbit) as exact i1 masks."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ SHAPE = (257, 129)
 SPECIAL = [math.nan, math.inf, -math.inf, 0.0, -0.0, 0.5, 1.5, 2.5, -2.5, -0.5, 1e-30, 3.0, -7.0]
 torch = pytest.importorskip("torch")
 
-# op -> (torch's function, input draw, exact?)
+# op -> (torch's function, input draw, accuracy: True exact, False a few ulp, "rounded" one ulp)
 OPS = {
     "erf": (torch.erf, "normal", False),
     "exp2": (torch.exp2, "normal", False),
@@ -33,6 +35,18 @@ OPS = {
     "trunc": (torch.trunc, "normal", True),
     "round": (torch.round, "normal", True),
     "sign": (torch.sign, "normal", True),
+    "sin": (torch.sin, "wide", "rounded"),
+    "cos": (torch.cos, "wide", "rounded"),
+    "tan": (torch.tan, "wide", "rounded"),
+    "asin": (torch.asin, "unit", "rounded"),
+    "acos": (torch.acos, "unit", "rounded"),
+    "atan": (torch.atan, "wide", "rounded"),
+    "sinh": (torch.sinh, "normal", "rounded"),
+    "cosh": (torch.cosh, "normal", "rounded"),
+    "asinh": (torch.asinh, "wide", "rounded"),
+    "acosh": (torch.acosh, "positive", "rounded"),
+    "atanh": (torch.atanh, "unit", "rounded"),
+    "expm1": (torch.expm1, "normal", "rounded"),
 }
 
 
@@ -49,6 +63,11 @@ def _inputs(draw: str, dtype: str) -> np.ndarray:
     elif draw == "above_minus_one":
         x = np.concatenate([rng.uniform(-0.999, 1.0, n // 2), rng.uniform(-1e-4, 1e-4, n // 4),
                             np.exp(rng.uniform(-5, 20, n - n // 2 - n // 4))])
+    elif draw == "unit":
+        x = rng.uniform(-1.0, 1.0, n)
+    elif draw == "wide":  # small, rotary-embedding-sized and huge arguments (both reductions of sin)
+        x = rng.standard_normal(n) * 10.0 ** rng.integers(-3, 39, n).astype(np.float64)
+        x = np.clip(x, -3e38, 3e38)
     else:
         x = rng.standard_normal(n) * 4.0
     x[:len(SPECIAL)] = SPECIAL
@@ -75,12 +94,15 @@ def test_op_on_the_gpu(op, dtype):
     g, w = got[ok], want_t[ok]
     assert np.array_equal(np.isinf(g), np.isinf(w)) and np.all(g[np.isinf(w)] == w[np.isinf(w)]), op
     fin = np.isfinite(w)
-    if exact:
+    if exact is True:
         assert np.array_equal(g[fin], w[fin]), f"{op}: {np.sum(g[fin] != w[fin])} elements differ"
     else:
         ulp = 2.0 ** -7 if dtype == "bf16" else 2.0 ** -21  # bf16: one rounding; f32: a few ulp of the helpers
+        if exact == "rounded" and dtype == "f32":  # within one ulp of torch's float64, rounded
+            ulp = 2.0 ** -23
         err = np.abs(g[fin] - w[fin])
-        bound = ulp * np.abs(w[fin]) + (2.0 ** -22 if dtype == "f32" else 2.0 ** -9)
+        tiny = 2.0 ** -148 if exact == "rounded" and dtype == "f32" else 2.0 ** -22 if dtype == "f32" else 2.0 ** -9
+        bound = ulp * np.abs(w[fin]) + tiny
         assert np.all(err <= bound), f"{op} {dtype}: worst error {np.max(err - bound):.3g} over the bound"
 
 

@@ -173,6 +173,10 @@ _SLOPE = {  # derivatives of the unary ops that are not plain sign changes (gelu
     "erf": lambda x: 2.0 / math.sqrt(math.pi) * np.exp(-x * x), "exp2": lambda x: math.log(2.0) * np.exp2(x),
     "log2": lambda x: 1.0 / (x * math.log(2.0)), "log10": lambda x: 1.0 / (x * math.log(10.0)),
     "log1p": lambda x: 1.0 / (1.0 + x), "reciprocal": lambda x: 1.0 / (x * x),
+    "sin": np.cos, "cos": np.sin, "tan": lambda x: 1.0 / np.cos(x) ** 2, "atan": lambda x: 1.0 / (1.0 + x * x),
+    "asin": lambda x: 1.0 / np.sqrt(1.0 - x * x), "acos": lambda x: 1.0 / np.sqrt(1.0 - x * x),
+    "sinh": np.cosh, "cosh": np.sinh, "asinh": lambda x: 1.0 / np.sqrt(x * x + 1.0),
+    "acosh": lambda x: 1.0 / np.sqrt(x * x - 1.0), "atanh": lambda x: 1.0 / (1.0 - x * x), "expm1": np.exp,
 }
 # Step functions: an exact result, don't-care where an inexact operand's error bound reaches a step
 _STEP = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.rint,
@@ -191,7 +195,9 @@ _NUMPY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum,
     "div": np.divide, "pow": np.power, "where": np.where, "segment_set": _IDENTITY,
     "erf": _ERF, "exp2": np.exp2, "log2": np.log2, "log10": np.log10, "log1p": np.log1p,
-    "reciprocal": lambda x: 1.0 / x, **_STEP, **_TESTS, **_LOGICAL,
+    "reciprocal": lambda x: 1.0 / x, "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin,
+    "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
+    "acosh": np.arccosh, "atanh": np.arctanh, "expm1": np.expm1, **_STEP, **_TESTS, **_LOGICAL,
 }
 _CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
         "ge": np.greater_equal}
