@@ -27,6 +27,7 @@ import numbers
 import os
 import sys
 from collections.abc import Sequence
+from collections.abc import Callable
 from typing import Any
 
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, TensorType
@@ -46,7 +47,7 @@ __all__ = [
     "exp", "log", "tanh", "sqrt", "rsqrt", "relu", "sigmoid", "silu", "gelu", "neg",
     "erf", "exp2", "log2", "log10", "log1p", "reciprocal", "floor", "ceil", "trunc", "sign",
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1",
-    "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "clamp", "frac",
+    "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "clamp", "frac", "addcmul", "lerp", "threshold",
     "logical_not", "logical_and", "logical_or", "logical_xor",
     "add", "sub", "mul", "div", "maximum", "minimum", "where", "cast", "full",
     "broadcast_to", "broadcast", "reshape", "permute", "amax", "amin", "welford", "var_mean",
@@ -574,6 +575,45 @@ def frac(x: Tensor) -> Tensor:
     """x - trunc(x), with x's sign (exact for finite x; NaN for infinities, as torch.frac)."""
     x = _as_tensor(x, "frac")
     return sub(x, trunc(x))
+
+
+def _opmath(what: str, fn: Callable[..., Tensor], *xs: Tensor | float) -> Tensor:
+    """fn of xs computed in f32 when the tensors are bf16 or f16, rounded once to their type at
+    the end, as torch computes its composite ops (its "opmath" type)."""
+    tensors = [x for x in xs if isinstance(x, Tensor)]
+    if not tensors:
+        raise TypeError(f"{what}: at least one operand must be a fuser Tensor")
+    low = tensors[0].dtype if tensors[0].dtype in ("bf16", "f16") else None
+    if low is None:
+        return fn(*xs)
+    if any(isinstance(x, Tensor) and x.dtype != low for x in xs):
+        _operands(what, *xs)  # the dtype error, worded as every op's
+    return cast(fn(*(cast(x, "f32") if isinstance(x, Tensor) else x for x in xs)), low)
+
+
+def addcmul(x: Tensor, t1: Tensor | float, t2: Tensor | float, value: float = 1.0) -> Tensor:
+    """torch.addcmul: x + value * t1 * t2 (in f32 for bf16/f16 tensors, rounded once)."""
+    return _opmath("addcmul", lambda a, b, c: add(a, mul(mul(b, c), value) if value != 1.0 else mul(b, c)),
+                   x, t1, t2)
+
+
+def lerp(start: Tensor | float, end: Tensor | float, weight: Tensor | float) -> Tensor:
+    """torch.lerp: start + weight * (end - start) for |weight| < 0.5, else
+    end - (end - start) * (1 - weight), so weight 1 gives end exactly (in f32 for bf16/f16)."""
+    def fn(a, b, w):
+        d = sub(b, a)
+        if not isinstance(w, Tensor):  # the branch is known here
+            return add(a, mul(w, d)) if -0.5 < w < 0.5 else sub(b, mul(d, 1.0 - w))
+        return where(abs(w) < 0.5, add(a, mul(w, d)), sub(b, mul(d, sub(1.0, w))))
+    return _opmath("lerp", fn, start, end, weight)
+
+
+def threshold(x: Tensor, threshold: float, value: float) -> Tensor:  # noqa: A002
+    """torch.nn.functional.threshold: value where x <= threshold, else x (NaN stays NaN); a bf16
+    or f16 x is compared in f32, as torch does, not with the threshold rounded to its type."""
+    x = _as_tensor(x, "threshold")
+    xf = cast(x, "f32") if x.dtype in ("bf16", "f16") else x
+    return where(xf <= threshold, value, x)
 
 
 def pow(a: Tensor | float, b: Tensor | float) -> Tensor:  # noqa: A001

@@ -663,3 +663,36 @@ def test_clamp_and_frac_match_torch():
     with pytest.raises(ValueError, match="clamp: give min, max or both"):
         with fuser.FusionBuilder("bad") as fb2:
             fuser.clamp(fb2.input((4,), "f32"))
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_addcmul_lerp_threshold_match_torch(dtype):
+    """The composites of issue 31's list: addcmul and lerp computed in f32 for bf16 and rounded
+    once (torch's opmath), lerp's two formulas by |weight| (tensor and scalar weights), threshold
+    keeping NaN; within one ulp of the output type (torch's CPU and CUDA kernels differ by as
+    much: the products are fused into an fma on the GPU)."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    from fuser.runtime.arrays import numpy_dtype
+    rng = np.random.default_rng(4)
+    a, b, c, w = (rng.standard_normal(16).astype(numpy_dtype(dtype)) for _ in range(4))
+    a[0], a[3], w[1], w[2] = np.nan, 0.1, 1.0, 0.5  # (a[3]: bf16(0.1) lies above 0.1, f32(0.1) on it)
+    with fuser.FusionBuilder("composites") as fb:
+        ta, tb, tc, tw = (fb.input((16,), dtype, name=n) for n in "abcw")
+        fb.output(fuser.addcmul(ta, tb, tc, value=0.5), fuser.addcmul(ta, tb, 3.0), fuser.lerp(ta, tb, tw),
+                  fuser.lerp(ta, tb, 0.75), fuser.lerp(ta, tb, 0.25), fuser.threshold(ta, 0.1, -2.0))
+    got = fuser.compile(fb).reference(a, b, c, w)
+    t = {n: torch.from_numpy(v.astype(np.float32)).to(torch.bfloat16 if dtype == "bf16" else torch.float32)
+         for n, v in zip("abcw", (a, b, c, w))}
+    want = [torch.addcmul(t["a"], t["b"], t["c"], value=0.5), torch.addcmul(t["a"], t["b"], torch.tensor(3.0)),
+            torch.lerp(t["a"], t["b"], t["w"]), torch.lerp(t["a"], t["b"], 0.75), torch.lerp(t["a"], t["b"], 0.25),
+            torch.nn.functional.threshold(t["a"], 0.1, -2.0)]
+    ulp = 2.0 ** -8 if dtype == "bf16" else 2.0 ** -23  # torch rounds (or fuses) the products otherwise
+    for i, (g, w_) in enumerate(zip(got, want)):
+        # (atol: an ulp of the terms, which are O(10) here, where their sum cancels)
+        np.testing.assert_allclose(np.asarray(g).astype(np.float32), w_.float().numpy(), rtol=ulp, atol=16 * ulp,
+                                   err_msg=str(i))
+    with pytest.raises(TypeError, match="operand dtypes differ"):
+        with fuser.FusionBuilder("bad") as fb2:
+            fuser.lerp(fb2.input((4,), "bf16"), fb2.input((4,), "f32"), 0.5)

@@ -158,3 +158,24 @@ def test_logical_ops_on_the_gpu():
     want = [torch.logical_not(ta), torch.logical_and(ta, tm), torch.logical_or(ta, tm), torch.logical_xor(ta, tm)]
     for g, w in zip(got, want):
         assert g.dtype == np.bool_ and np.array_equal(g, w.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_addcmul_lerp_threshold_on_the_gpu(dtype):
+    """The composites in one kernel against torch on the GPU, within an ulp of the output type
+    (of the terms where their sum cancels)."""
+    with fuser.FusionBuilder(f"composites_{dtype}") as fb:
+        a, b, w = (fb.input(SHAPE, dtype, name=n) for n in "abw")
+        fb.output(fuser.addcmul(a, b, w, value=0.5), fuser.lerp(a, b, w), fuser.threshold(a, 0.1, -2.0))
+    rng = np.random.default_rng(8)
+    xs = [_inputs("normal", dtype)] + [rng.standard_normal(SHAPE).astype(numpy_dtype(dtype)) for _ in range(2)]
+    got = [np.asarray(o).astype(np.float32) for o in fuser.compile(fb)(*xs)]
+    tdt = torch.bfloat16 if dtype == "bf16" else torch.float32
+    ta, tb, tw = (torch.from_numpy(x.astype(np.float32)).to(tdt).cuda() for x in xs)
+    want = [torch.addcmul(ta, tb, tw, value=0.5), torch.lerp(ta, tb, tw), torch.nn.functional.threshold(ta, 0.1, -2.0)]
+    ulp = 2.0 ** -8 if dtype == "bf16" else 2.0 ** -23
+    for g, w_ in zip(got, want):
+        w_ = w_.float().cpu().numpy()
+        assert np.array_equal(np.isnan(g), np.isnan(w_))
+        ok = ~np.isnan(w_)
+        np.testing.assert_allclose(g[ok], w_[ok], rtol=ulp, atol=64 * ulp)
