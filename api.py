@@ -47,7 +47,7 @@ __all__ = [
     "exp", "log", "tanh", "sqrt", "rsqrt", "relu", "sigmoid", "silu", "gelu", "neg",
     "erf", "exp2", "log2", "log10", "log1p", "reciprocal", "floor", "ceil", "trunc", "sign",
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1",
-    "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "clamp", "frac", "addcmul", "lerp", "threshold",
+    "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "clamp", "frac", "addcmul", "lerp", "threshold", "atan2",
     "logical_not", "logical_and", "logical_or", "logical_xor",
     "add", "sub", "mul", "div", "maximum", "minimum", "where", "cast", "full",
     "broadcast_to", "broadcast", "reshape", "permute", "amax", "amin", "welford", "var_mean",
@@ -618,6 +618,12 @@ def threshold(x: Tensor, threshold: float, value: float) -> Tensor:  # noqa: A00
 
 def pow(a: Tensor | float, b: Tensor | float) -> Tensor:  # noqa: A001
     return _binary(F.PowOp, a, b, "pow")
+
+
+def atan2(y: Tensor | float, x: Tensor | float) -> Tensor:
+    """The angle of the point (x, y) in [-pi, pi], as torch.atan2 (signed zeros and infinities
+    as C's atan2; computed in f64 and rounded once)."""
+    return _binary(F.Atan2Op, y, x, "atan2")
 
 
 def _float_test(cls: type[Operation], x: Tensor, what: str) -> Tensor:

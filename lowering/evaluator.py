@@ -287,6 +287,8 @@ def emit_binary(kb: KernelBuilder, op: F.BinaryOp, a: SSAValue, b: SSAValue) -> 
             return kb.fmin(a, b)
         case F.PowOp():
             return emit_pow(kb, a, b)
+        case F.Atan2Op():
+            return kb.v(mathd.Atan2Op(a, b))
     raise ScheduleError(f"'{op.name}' has no lowering")
 
 

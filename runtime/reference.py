@@ -200,6 +200,7 @@ _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "fusion.max": np.maximum,  # both propagate NaN, as the dialect specifies
     "fusion.min": np.minimum,
     "fusion.pow": np.power,
+    "fusion.atan2": lambda a, b: np.arctan2(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype, copy=False),
 }
 
 _CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,

@@ -83,6 +83,7 @@ from .pointwise import (
     MulOp,
     NegOp,
     PowOp,
+    Atan2Op,
     ReluOp,
     RsqrtOp,
     SigmoidOp,
@@ -141,7 +142,9 @@ __all__ = [
     # pointwise
     "UnaryOp", "NegOp", "AbsOp", "ExpOp", "LogOp", "TanhOp", "SqrtOp", "RsqrtOp", "ReluOp", "SigmoidOp", "SiluOp",
     "GeluOp", "ErfOp", "Exp2Op", "Log2Op", "Log10Op", "Log1pOp", "ReciprocalOp", "FloorOp", "CeilOp", "TruncOp",
-    "RoundOp", "SignOp", "SinOp", "CosOp", "TanOp", "AsinOp", "AcosOp", "AtanOp", "SinhOp", "CoshOp", "AsinhOp", "AcoshOp", "AtanhOp", "Expm1Op", "UNARY_OPS", "BinaryOp", "AddOp", "SubOp", "MulOp", "DivOp", "MaxOp", "MinOp", "PowOp",
+    "RoundOp", "SignOp", "SinOp", "CosOp", "TanOp", "AsinOp", "AcosOp", "AtanOp", "SinhOp", "CoshOp", "AsinhOp",
+    "AcoshOp", "AtanhOp", "Expm1Op", "UNARY_OPS", "BinaryOp", "AddOp", "SubOp", "MulOp", "DivOp", "MaxOp", "MinOp",
+    "PowOp", "Atan2Op",
     "BINARY_OPS",
     "FloatTestOp", "IsNanOp", "IsInfOp", "IsFiniteOp", "IsPosInfOp", "IsNegInfOp", "SignbitOp", "FLOAT_TEST_OPS",
     "LogicalNotOp", "LogicalBinaryOp", "LogicalAndOp", "LogicalOrOp", "LogicalXorOp", "LOGICAL_OPS",

@@ -425,7 +425,14 @@ class PowOp(BinaryOp):
 
     name = "fusion.pow"
 
-BINARY_OPS = [AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp]
+@irdl_op_definition
+class Atan2Op(BinaryOp):
+    """the angle of the point (b, a) (a is y, b is x), in [-pi, pi], as C's atan2 and torch.atan2"""
+
+    name = "fusion.atan2"
+
+
+BINARY_OPS = [AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, Atan2Op]
 
 # ------------------------------------------------------------- other pointwise
 

@@ -263,6 +263,7 @@ entry(aten.mul.Tensor, aten.mul.Scalar)(_binary_rule(fa.mul))
 entry(aten.div.Tensor, aten.div.Scalar)(_binary_rule(fa.div))
 entry(aten.maximum.default)(_binary_rule(fa.maximum))
 entry(aten.minimum.default)(_binary_rule(fa.minimum))
+entry(aten.atan2.default)(_binary_rule(fa.atan2))
 
 
 @entry(aten.div.Tensor_mode, aten.div.Scalar_mode)

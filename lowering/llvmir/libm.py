@@ -399,6 +399,25 @@ def _atanh(e: Emitter, x: str) -> str:
     return _round(e, e.dbin("fmul", e.d(0.5), _log1p_d(e, t)))
 
 
+def _atan2(e: Emitter, y: str, x: str) -> str:
+    """atan(|y| / |x|) in f64, reflected to pi - it where x < 0 or x is -0, with y's sign: C's
+    special cases fall out, save two made explicit (0 / 0 counts as 0, inf / inf as 1)."""
+    yd, xd = _ext(e, y), _ext(e, x)
+    ay, ax = e.dcall("fabs", yd), e.dcall("fabs", xd)
+    t = e.dbin("fdiv", ay, ax)
+    t = e.select(e.dcmp("oeq", ay, e.d(0.0)), "double", e.d(0.0), t)
+    both_inf = e.inst(f"and i1 {e.dcmp('oeq', ay, e.d(math.inf))}, {e.dcmp('oeq', ax, e.d(math.inf))}")
+    t = e.select(both_inf, "double", e.d(1.0), t)
+    base = _atan_d(e, t)
+    x_negative = e.inst(f"icmp slt i64 {e.inst(f'bitcast double {xd} to i64')}, 0")  # (-0 included)
+    base = e.select(x_negative, "double", e.dbin("fsub", e.d(math.pi), base), base)
+    base = e.select(e.dcmp("uno", xd, yd), "double", e.d(math.nan), base)  # (0 / NaN was made 0)
+    return _round(e, e.dcall("copysign", base, yd))
+
+
+# two-operand math op name -> the body of its f32 helper float(float %a, float %b)
+MATH_HELPERS2: dict[str, Callable[[Emitter, str, str], str]] = {"math.atan2": _atan2}
+
 # math op name -> the body of its f32 helper
 MATH_HELPERS: dict[str, Callable[[Emitter, str], str]] = {
     "math.exp": _exp,

@@ -35,7 +35,7 @@ from fuser.dialects.sched.core import PTX_IDENTIFIER
 from .common import TranslationError, int_prop, op_name, prop
 from .emitter import Emitter
 from .function import FunctionTranslator
-from .libm import MATH_HELPERS
+from .libm import MATH_HELPERS, MATH_HELPERS2
 from .llvm_types import constant_literal, llvm_type
 
 TRIPLE = "nvptx64-nvidia-cuda"
@@ -100,16 +100,19 @@ class ModuleTranslator:
         return self.metadata_nodes[node]
 
     def helper(self, math_op: str) -> str:
-        """Define (once) the f32 helper for a math op; return its name."""
+        """Define (once) the f32 helper for a math op (of one operand, or two: MATH_HELPERS2);
+        return its name."""
         fn = f"__fuser_{math_op.removeprefix('math.')}f"
         if fn not in self.helpers:
             e = Emitter(self, fn)
             e.start_block("entry")
-            e.emit(f"ret float {MATH_HELPERS[math_op](e, '%x')}")
+            params = ["%a", "%b"] if math_op in MATH_HELPERS2 else ["%x"]
+            body = (MATH_HELPERS2 if math_op in MATH_HELPERS2 else MATH_HELPERS)[math_op](e, *params)
+            e.emit(f"ret float {body}")
             body = "\n".join(e.lines)
             self.helpers[fn] = (
-                f"define internal float @{fn}(float %x) #{self.attr_group('alwaysinline')} {{\n"
-                f"{body}\n}}"
+                f"define internal float @{fn}({', '.join('float ' + p for p in params)}) "
+                f"#{self.attr_group('alwaysinline')} {{\n{body}\n}}"
             )
         return fn
 

@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Operation, SSAValue
 
 from .common import TranslationError, int_prop, op_name, prop
-from .libm import MATH_HELPERS
+from .libm import MATH_HELPERS, MATH_HELPERS2
 from .llvm_types import constant_literal, element, llvm_type, mangle
 
 if TYPE_CHECKING:
@@ -185,24 +185,24 @@ def _absi(ft: FunctionTranslator, op: Operation) -> None:
 
 
 def _math_helper(ft: FunctionTranslator, op: Operation) -> None:
-    """Apply an f32 helper (libm.py) to a scalar or vector of f16/bf16/f32."""
+    """Apply an f32 helper (libm.py) to scalars or vectors of f16/bf16/f32 (its operands')."""
     e = ft.e
     ty = llvm_type(op.results[0].type)
     elt, lanes = element(ty)
     if elt not in ("half", "bfloat", "float"):
         raise TranslationError(f"'{op_name(op)}' is only supported on f16, bf16 and f32, not {elt}")
     fn = ft.module.helper(op_name(op))
-    x = ft.v(op.operands[0])
     wide = "float" if lanes is None else f"<{lanes} x float>"
+    xs = [ft.v(o) for o in op.operands]
     if elt != "float":
-        x = e.inst(f"fpext {ty} {x} to {wide}")
+        xs = [e.inst(f"fpext {ty} {x} to {wide}") for x in xs]
     if lanes is None:
-        r = e.call("float", fn, [("float", x)], intrinsic=False)
+        r = e.call("float", fn, [("float", x) for x in xs], intrinsic=False)
     else:  # lane by lane
         r = "undef"
         for i in range(lanes):
-            xi = e.inst(f"extractelement {wide} {x}, i32 {i}")
-            ri = e.call("float", fn, [("float", xi)], intrinsic=False)
+            args = [("float", e.inst(f"extractelement {wide} {x}, i32 {i}")) for x in xs]
+            ri = e.call("float", fn, args, intrinsic=False)
             r = e.inst(f"insertelement {wide} {r}, float {ri}, i32 {i}")
     if elt != "float":
         r = e.inst(f"fptrunc {wide} {r} to {ty}")
@@ -256,7 +256,7 @@ HANDLERS: dict[str, Callable[[FunctionTranslator, Operation], None]] = {
     **{name: partial(_overloaded_intrinsic, fn) for name, fn in _MATH_INTRINSICS.items()},
     **{name: partial(_cast, inst) for name, inst in _ARITH_CASTS.items()},
     **{name: partial(_cast, inst) for name, inst in _LLVM_CASTS.items()},
-    **{name: _math_helper for name in MATH_HELPERS},
+    **{name: _math_helper for name in [*MATH_HELPERS, *MATH_HELPERS2]},
     "arith.index_cast": partial(_index_cast, "sext"),
     "arith.index_castui": partial(_index_cast, "zext"),
     "arith.constant": _constant,

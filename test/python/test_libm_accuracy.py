@@ -251,3 +251,43 @@ def test_f64_helpers_are_correctly_rounded_on_host(name):
     got, want = fn(specials), ref(specials.astype(np.float64)).astype(f32)
     for x, g, w in zip(specials, got, want):
         assert (np.isnan(g) and np.isnan(w)) or (g == w and np.signbit(g) == np.signbit(w)), (name, x, g, w)
+
+
+def test_atan2_is_correctly_rounded_with_c_special_cases_on_host():
+    """atan2, the two-operand f64 helper: correctly rounded on random points of every scale, and
+    C's (numpy's, torch's) answer for every pair of signed zeros, infinities, NaN and +-1."""
+    import llvmlite.binding as lb
+
+    from fuser.lowering.llvmir.emitter import Emitter
+    from fuser.lowering.llvmir.libm import MATH_HELPERS2
+
+    class Declarations:
+        def __init__(self):
+            self.lines = {}
+
+        def declare(self, fn, ret, args):
+            self.lines[fn] = f"declare {ret} @{fn}({', '.join(args)})"
+
+    decls = Declarations()
+    e = Emitter(decls, "atan2")
+    e.start_block("entry")
+    e.emit(f"ret float {MATH_HELPERS2['math.atan2'](e, '%a', '%b')}")
+    lb.initialize_native_target()
+    lb.initialize_native_asmprinter()
+    mod = lb.parse_assembly("\n".join(decls.lines.values()) + "\ndefine float @h(float %a, float %b) {\n"
+                            + "\n".join(e.lines) + "\n}")
+    mod.verify()
+    engine = lb.create_mcjit_compiler(mod, lb.Target.from_default_triple().create_target_machine())
+    engine.finalize_object()
+    proto = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float, ctypes.c_float)
+    h = np.vectorize(proto(engine.get_function_address("h")), otypes=[f32])
+    rng = np.random.default_rng(3)
+    y, x = ((rng.standard_normal(8000) * 10.0 ** rng.uniform(-30, 30, 8000)).astype(f32) for _ in range(2))
+    want = np.arctan2(y.astype(np.float64), x.astype(np.float64))
+    ulp = np.maximum(np.spacing(np.abs(want).astype(f32)).astype(np.float64), 2.0 ** -149)
+    assert np.max(np.abs(h(y, x).astype(np.float64) - want) / ulp) <= 0.5 + 1e-3
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0], dtype=f32)
+    for a in special:
+        for b in special:
+            g, w = h(a, b), f32(np.arctan2(np.float64(a), np.float64(b)))
+            assert (np.isnan(g) and np.isnan(w)) or (g == w and np.signbit(g) == np.signbit(w)), (a, b, g, w)

@@ -107,6 +107,7 @@ CASES: list[tuple[str, tuple, object]] = [
     ("gelu_tanh_f16", (aten.gelu.default,), lambda T: Fn.gelu(T.h, approximate="tanh")),
     ("maximum", (aten.maximum.default,), lambda T: torch.maximum(T.a, T.b)),
     ("minimum", (aten.minimum.default,), lambda T: torch.minimum(T.a, T.c)),
+    ("atan2", (aten.atan2.default,), lambda T: torch.atan2(T.a, T.b)),
     ("pow_2", (aten.pow.Tensor_Scalar,), lambda T: T.a ** 2),
     ("pow_3", (aten.pow.Tensor_Scalar,), lambda T: T.a ** 3),
     ("pow_1_5", (aten.pow.Tensor_Scalar,), lambda T: T.p ** 1.5),

@@ -179,3 +179,25 @@ def test_addcmul_lerp_threshold_on_the_gpu(dtype):
         assert np.array_equal(np.isnan(g), np.isnan(w_))
         ok = ~np.isnan(w_)
         np.testing.assert_allclose(g[ok], w_[ok], rtol=ulp, atol=64 * ulp)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_atan2_on_the_gpu(dtype):
+    """atan2 against torch in float64: one ulp (f32; the host JIT shows it correctly rounded),
+    signed zeros, infinities and NaN of both operands planted against each other."""
+    text = f"""func.func @atan2_{dtype}(%y: tensor<{SHAPE[0]}x{SHAPE[1]}x{dtype}>, %x: tensor<{SHAPE[0]}x{SHAPE[1]}x{dtype}>) -> tensor<{SHAPE[0]}x{SHAPE[1]}x{dtype}> {{
+  %a = fusion.atan2 %y, %x : tensor<{SHAPE[0]}x{SHAPE[1]}x{dtype}>
+  func.return %a : tensor<{SHAPE[0]}x{SHAPE[1]}x{dtype}>
+}}"""
+    y = _inputs("wide", dtype)
+    x = np.ascontiguousarray(_inputs("normal", dtype)[::-1])
+    special = np.array([0.0, -0.0, math.inf, -math.inf, math.nan, 1.0, -1.0])
+    y.ravel()[:49], x.ravel()[:49] = np.repeat(special, 7), np.tile(special, 7)
+    got = np.asarray(fuser.compile(text)(y, x)).astype(np.float64)
+    want = torch.atan2(torch.from_numpy(y.astype(np.float64)), torch.from_numpy(x.astype(np.float64))).numpy()
+    want_t = want.astype(numpy_dtype(dtype)).astype(np.float64)
+    assert np.array_equal(np.isnan(got), np.isnan(want_t))
+    ok = ~np.isnan(want_t)
+    assert np.array_equal(np.signbit(got[ok]), np.signbit(want_t[ok]))
+    ulp = 2.0 ** -7 if dtype == "bf16" else 2.0 ** -23
+    np.testing.assert_allclose(got[ok], want_t[ok], rtol=ulp, atol=2.0 ** -148)

@@ -38,13 +38,14 @@ UNARY = ["neg", "abs", "tanh", "sigmoid", "relu", "silu", "gelu"]
 # (exp's place: exp2, expm1, sinh, cosh, asin, acos, and atanh of half of it, away from its
 # poles), of 1 + |x| (log's: log2, log10, log1p of |x|, 1 / (1 + |x|), acosh), of any value
 # (tanh's: erf and the trigonometric ones), the step functions in place of abs, and tests of a
-# float (isnan, signbit, ...) in place of some comparisons, and masks combined by logical ops.
+# float (isnan, signbit, ...) in place of some comparisons, masks combined by logical ops, and
+# atan2 in place of min.
 VARIANTS = {"exp": ["exp2", "expm1", "sinh", "cosh", "asin", "acos", "atanh"],
             "log": ["log2", "log10", "log1p", "reciprocal", "acosh"],
             "tanh": ["erf", "sin", "cos", "tan", "atan", "asinh"],
             "abs": ["floor", "ceil", "trunc", "round", "sign"],
             "cmp": ["cmp", "cmp", "signbit", "isnan", "isinf", "isfinite", "isposinf", "isneginf"],
-            "mask": ["mask", "logical_not", "logical_and", "logical_or", "logical_xor"]}
+            "mask": ["mask", "logical_not", "logical_and", "logical_or", "logical_xor"], "min": ["atan2"]}
 BINARY = ["add", "sub", "mul", "max", "min"]
 OUT_DTYPES = ["f32", "f32", "f32", "bf16", "f16"]
 
@@ -174,7 +175,7 @@ class _Gen(_Semantics, _TypedPart):
             b = self.pick(kind)
         if self.rng.random() < 0.5:
             a, b = b, a
-        op = self.rng.choice(BINARY)
+        op = self.variant(self.rng.choice(BINARY))
         return self.emit(op[:2], kind, f"fusion.{op} %{a.name}, %{b.name} : {self.ty(kind)}", [a, b])
 
     def broadcast(self, src_kind: str, x: Value | None = None) -> Value:

@@ -197,10 +197,19 @@ _NUMPY = {
     "erf": _ERF, "exp2": np.exp2, "log2": np.log2, "log10": np.log10, "log1p": np.log1p,
     "reciprocal": lambda x: 1.0 / x, "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin,
     "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
-    "acosh": np.arccosh, "atanh": np.arctanh, "expm1": np.expm1, **_STEP, **_TESTS, **_LOGICAL,
+    "acosh": np.arccosh, "atanh": np.arctanh, "expm1": np.expm1, "atan2": np.arctan2, **_STEP, **_TESTS,
+    **_LOGICAL,
 }
 _CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
         "ge": np.greater_equal}
+
+
+def _unbounded(magnitude: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """A magnitude that came out NaN at a value that is not: an unbounded (infinite) operand
+    error times a zero slope (pow's log(1) times atan2's infinite slope at the origin). The error
+    is still unbounded: inf, so the element is not compared, rather than NaN, which failed it."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isnan(magnitude) & ~np.isnan(value.astype(np.float64)), np.inf, magnitude)
 
 
 class _Semantics:
@@ -276,6 +285,13 @@ class _Semantics:
             return lambda vals, mags: np.where(vals[0], mags[1], mags[2])
         if op == "div":  # a / b with |b| >= 1
             return lambda vals, mags: (mags[0] + np.abs(vals[0] / vals[1]) * mags[1]) / np.abs(vals[1])
+        if op == "atan2":  # d/dy = x / (x^2 + y^2), d/dx = -y / (x^2 + y^2)
+            def atan2_magnitude(vals, mags):
+                r2 = vals[0] * vals[0] + vals[1] * vals[1]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    slope = (np.abs(vals[1]) * mags[0] + np.abs(vals[0]) * mags[1]) / r2
+                return np.where(r2 > 0, slope, np.inf) + np.abs(np.arctan2(vals[0], vals[1]))
+            return atan2_magnitude
         if op == "pow":  # a ** t with a >= 1: d/da = t a^(t-1), d/dt = ln(a) a^t
             def pow_magnitude(vals, mags):
                 p = np.power(vals[0], vals[1])
@@ -306,6 +322,8 @@ class _Semantics:
             flip = lambda vals, m: np.abs(vals[0]) <= m  # noqa: E731
         elif op == "cast" and dtype == "i64" and from_float:
             flip = lambda vals, m: _trunc_i64(vals[0] - m) != _trunc_i64(vals[0] + m)  # noqa: E731
+        elif op == "atan2":  # its 2 pi jump across the negative x axis (and any angle at the origin)
+            flip = lambda vals, m: (vals[1] < m) & (np.abs(vals[0]) <= m)  # noqa: E731
         elif op in _STEP or op in _TESTS:
             step = _STEP.get(op) or _TESTS[op]
             flip = lambda vals, m: step(vals[0] - m) != step(vals[0] + m)  # noqa: E731
@@ -349,7 +367,7 @@ class _Semantics:
                 v = self.info[n]
                 env[n] = _as(x, v.dtype)
                 mag[n] = (np.abs(env[n]).astype(np.float64) if v.dtype in DISCRETE else
-                          np.broadcast_to(np.asarray(y, dtype=np.float64), env[n].shape))
+                          np.broadcast_to(_unbounded(np.asarray(y, dtype=np.float64), env[n]), env[n].shape))
                 dc[n] = None if d is None else np.broadcast_to(d, env[n].shape)
         names = [v.name for v in self.outputs]
         return [env[n] for n in names], [mag[n] for n in names], [dc[n] for n in names]
