@@ -46,7 +46,7 @@ __all__ = [
     "FusionBuilder", "Tensor", "CompiledFusion",
     "exp", "log", "tanh", "sqrt", "rsqrt", "relu", "sigmoid", "silu", "gelu", "neg",
     "erf", "exp2", "log2", "log10", "log1p", "reciprocal", "floor", "ceil", "trunc", "sign",
-    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1",
+    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "erfc",
     "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "clamp", "frac", "addcmul", "lerp", "threshold", "atan2",
     "logical_not", "logical_and", "logical_or", "logical_xor",
     "add", "sub", "mul", "div", "maximum", "minimum", "where", "cast", "full",
@@ -481,6 +481,11 @@ def acosh(x: Tensor) -> Tensor:
 def atanh(x: Tensor) -> Tensor:
     """Inverse hyperbolic tangent; NaN outside [-1, 1] (float tensors; computed in f64 and rounded once)."""
     return _unary(F.AtanhOp, x, "atanh")
+
+
+def erfc(x: Tensor) -> Tensor:
+    """1 - erf(x), accurate where erf(x) is near 1 (float tensors; computed in f64 and rounded once)."""
+    return _unary(F.ErfcOp, x, "erfc")
 
 
 def expm1(x: Tensor) -> Tensor:

@@ -174,6 +174,7 @@ _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "fusion.acosh": _in_f64(np.arccosh),
     "fusion.atanh": _in_f64(np.arctanh),
     "fusion.expm1": _in_f64(np.expm1),
+    "fusion.erfc": _in_f64(np.vectorize(math.erfc, otypes=[np.float64])),
     "fusion.reciprocal": lambda x: x.dtype.type(1) / x,
     "fusion.floor": np.floor,
     "fusion.ceil": np.ceil,

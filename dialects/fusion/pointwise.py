@@ -308,6 +308,13 @@ class AtanhOp(UnaryOp):
 
 
 @irdl_op_definition
+class ErfcOp(UnaryOp):
+    """1 - erf(x), accurate where erf(x) is near 1"""
+
+    name = "fusion.erfc"
+
+
+@irdl_op_definition
 class Expm1Op(UnaryOp):
     """e^x - 1, accurate for small x"""
 
@@ -316,7 +323,7 @@ class Expm1Op(UnaryOp):
 
 UNARY_OPS = [NegOp, AbsOp, ExpOp, LogOp, TanhOp, SqrtOp, RsqrtOp, ReluOp, SigmoidOp, SiluOp, GeluOp,
              ErfOp, Exp2Op, Log2Op, Log10Op, Log1pOp, ReciprocalOp, FloorOp, CeilOp, TruncOp, RoundOp, SignOp,
-             SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, Expm1Op]
+             SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, Expm1Op, ErfcOp]
 
 # ------------------------------------------------------------------ binary ops
 

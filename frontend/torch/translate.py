@@ -288,7 +288,7 @@ for _op, _fn in [
     (aten.sin.default, fa.sin), (aten.cos.default, fa.cos), (aten.tan.default, fa.tan), (aten.asin.default, fa.asin),
     (aten.acos.default, fa.acos), (aten.atan.default, fa.atan), (aten.sinh.default, fa.sinh),
     (aten.cosh.default, fa.cosh), (aten.asinh.default, fa.asinh), (aten.acosh.default, fa.acosh),
-    (aten.atanh.default, fa.atanh), (aten.expm1.default, fa.expm1),
+    (aten.atanh.default, fa.atanh), (aten.expm1.default, fa.expm1), (aten.erfc.default, fa.erfc),
 ]:
     entry(_op)(_unary_rule(_fn))
 

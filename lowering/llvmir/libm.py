@@ -175,6 +175,9 @@ EXP_TAYLOR = tuple(1 / math.factorial(i) for i in range(13))      # e^r, |r| <= 
 EXPM1_TAYLOR = tuple(1 / math.factorial(i + 1) for i in range(14))  # (e^x - 1)/x, |x| < 1/2
 # log m = 2 atanh(s), s = (m-1)/(m+1) in [-0.172, 0.172]: 2 * s * L(s^2), Taylor to s^21
 LOG_TAYLOR = tuple(2 / (2 * i + 1) for i in range(11))
+# erf a = a * T(a^2), Taylor: 2/sqrt(pi) * (-1)^n / (n! (2n + 1)), 34 terms (a < 2: below 1e-17)
+ERF_TAYLOR = tuple(2 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(34))
+ERFC_SPLIT, ERFC_DEPTH = 2.0, 28  # the continued fraction at a >= 2 to 28 levels: below 1e-10 relative
 HYPER_CLAMP = 200.0  # e^200 is finite in f64 and infinite in f32: sinh/cosh saturate correctly
 
 
@@ -399,6 +402,35 @@ def _atanh(e: Emitter, x: str) -> str:
     return _round(e, e.dbin("fmul", e.d(0.5), _log1p_d(e, t)))
 
 
+def _erfc(e: Emitter, x: str) -> str:
+    """erfc in f64, for a = |x|: below ERFC_SPLIT, 1 - erf(a) by erf's Taylor series (erfc(2) is
+    4.7e-3, so the subtraction loses little); above, exp(-a^2) / sqrt(pi) times the continued
+    fraction 1 / (a + (1/2) / (a + 1 / (a + (3/2) / (a + ...)))) to ERFC_DEPTH levels, evaluated
+    by its forward recurrence (all terms positive: stable, one division). a is clamped at 26
+    (erfc(26) is 0 in f32; e^-676 is a normal double). erfc(-a) = 2 - erfc(a)."""
+    xd = _ext(e, x)
+    a = e.dcall("fabs", xd)
+    a = e.select(e.dcmp("ogt", a, e.d(26.0)), "double", e.d(26.0), a)
+    entry, far, join = e.block, e.label("erfc_far"), e.label("erfc_join")
+    near = e.dbin("fsub", e.d(1.0), e.dbin("fmul", a, e.dhorner(ERF_TAYLOR, e.dbin("fmul", a, a))))
+    e.emit(f"br i1 {e.dcmp('oge', a, e.d(ERFC_SPLIT))}, label %{far}, label %{join}")
+    e.start_block(far)
+    # convergents A_k / B_k of a + a_1 / (a + a_2 / (a + ...)), a_k = k / 2
+    a_prev, a_cur, b_prev, b_cur = e.d(1.0), a, e.d(0.0), e.d(1.0)
+    for k in range(1, ERFC_DEPTH + 1):
+        ak = e.d(k / 2.0)
+        a_prev, a_cur = a_cur, e.dfma(a, a_cur, e.dbin("fmul", ak, a_prev))
+        b_prev, b_cur = b_cur, e.dfma(a, b_cur, e.dbin("fmul", ak, b_prev))
+    gauss = _exp_d(e, e.inst(f"fneg double {e.dbin('fmul', a, a)}"))
+    tail = e.dbin("fdiv", e.dbin("fmul", gauss, b_cur), e.dbin("fmul", a_cur, e.d(math.sqrt(math.pi))))
+    far_end = e.block
+    e.emit(f"br label %{join}")
+    e.start_block(join)
+    c = e.inst(f"phi double [ {near}, %{entry} ], [ {tail}, %{far_end} ]")
+    c = e.select(e.dcmp("olt", xd, e.d(0.0)), "double", e.dbin("fsub", e.d(2.0), c), c)
+    return _round(e, c)  # (NaN: |NaN| fails every compare above and stays NaN)
+
+
 def _atan2(e: Emitter, y: str, x: str) -> str:
     """atan(|y| / |x|) in f64, reflected to pi - it where x < 0 or x is -0, with y's sign: C's
     special cases fall out, save two made explicit (0 / 0 counts as 0, inf / inf as 1)."""
@@ -441,4 +473,5 @@ MATH_HELPERS: dict[str, Callable[[Emitter, str], str]] = {
     "math.acosh": _acosh,
     "math.atanh": _atanh,
     "math.expm1": _expm1,
+    "math.erfc": _erfc,
 }

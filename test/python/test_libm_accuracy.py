@@ -193,6 +193,7 @@ F64_HELPERS = {
     "acosh": (np.arccosh, [(1, 3), (1, 1e30)]),
     "atanh": (np.arctanh, [(-1, 1)]),
     "expm1": (np.expm1, [(-1, 1), (-80, 88)]),
+    "erfc": (np.vectorize(math.erfc, otypes=[np.float64]), [(-3, 3), (1.9, 2.1), (-11, 11)]),
 }
 
 

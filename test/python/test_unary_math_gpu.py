@@ -1,6 +1,6 @@
 """The unary math ops beyond exp/log/tanh on the GPU (erf, exp2, log2, log10, log1p, reciprocal,
 floor, ceil, trunc, round, sign; sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh,
-expm1), against torch in float64 from the same f32 / bf16 inputs, on an odd shape with the special
+expm1, erfc), against torch in float64 from the same f32 / bf16 inputs, on an odd shape with the special
 values (NaN, +-inf, +-0, halves) planted: the rounding ops, sign and 1/x exactly, the f32 helpers
 to a few ulp (ex2.approx / lg2.approx underneath), the f64-computed helpers to one ulp (they are
 correctly rounded on the host: test_libm_accuracy.py); and the tests of a float (isnan, isinf,
@@ -47,6 +47,7 @@ OPS = {
     "acosh": (torch.acosh, "positive", "rounded"),
     "atanh": (torch.atanh, "unit", "rounded"),
     "expm1": (torch.expm1, "normal", "rounded"),
+    "erfc": (torch.erfc, "normal", "rounded"),
 }
 
 

@@ -42,7 +42,7 @@ UNARY = ["neg", "abs", "tanh", "sigmoid", "relu", "silu", "gelu"]
 # atan2 in place of min.
 VARIANTS = {"exp": ["exp2", "expm1", "sinh", "cosh", "asin", "acos", "atanh"],
             "log": ["log2", "log10", "log1p", "reciprocal", "acosh"],
-            "tanh": ["erf", "sin", "cos", "tan", "atan", "asinh"],
+            "tanh": ["erf", "erfc", "sin", "cos", "tan", "atan", "asinh"],
             "abs": ["floor", "ceil", "trunc", "round", "sign"],
             "cmp": ["cmp", "cmp", "signbit", "isnan", "isinf", "isfinite", "isposinf", "isneginf"],
             "mask": ["mask", "logical_not", "logical_and", "logical_or", "logical_xor"], "min": ["atan2"]}

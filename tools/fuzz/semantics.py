@@ -177,6 +177,7 @@ _SLOPE = {  # derivatives of the unary ops that are not plain sign changes (gelu
     "asin": lambda x: 1.0 / np.sqrt(1.0 - x * x), "acos": lambda x: 1.0 / np.sqrt(1.0 - x * x),
     "sinh": np.cosh, "cosh": np.sinh, "asinh": lambda x: 1.0 / np.sqrt(x * x + 1.0),
     "acosh": lambda x: 1.0 / np.sqrt(x * x - 1.0), "atanh": lambda x: 1.0 / (1.0 - x * x), "expm1": np.exp,
+    "erfc": lambda x: 2.0 / math.sqrt(math.pi) * np.exp(-x * x),
 }
 # Step functions: an exact result, don't-care where an inexact operand's error bound reaches a step
 _STEP = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.rint,
@@ -197,7 +198,8 @@ _NUMPY = {
     "erf": _ERF, "exp2": np.exp2, "log2": np.log2, "log10": np.log10, "log1p": np.log1p,
     "reciprocal": lambda x: 1.0 / x, "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin,
     "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
-    "acosh": np.arccosh, "atanh": np.arctanh, "expm1": np.expm1, "atan2": np.arctan2, **_STEP, **_TESTS,
+    "acosh": np.arccosh, "atanh": np.arctanh, "expm1": np.expm1, "atan2": np.arctan2,
+    "erfc": np.vectorize(math.erfc, otypes=[np.float64]), **_STEP, **_TESTS,
     **_LOGICAL,
 }
 _CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,

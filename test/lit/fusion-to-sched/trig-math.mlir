@@ -3,7 +3,7 @@
 // RUN: fuser-opt %s -p default -t llvm | filecheck %s --check-prefix=LLVM
 // RUN: fuser-opt %s -p default -t ptx | filecheck %s --check-prefix=PTX
 
-// The trigonometric and hyperbolic functions and atan2 (of two operands): each prints and parses back and becomes one math op
+// The trigonometric and hyperbolic functions, erfc and atan2 (of two operands): each prints and parses back and becomes one math op
 // of the kernel; the LLVM IR computes them in f64 through fuser's helpers (sin, cos and tan
 // reduce by pi/2 with three-part Cody-Waite, or above |x| = 2^48 by a branch to the chunked 2/pi
 // reduction) and rounds the result to f32 once. bf16 operands are extended to f32 first.
@@ -11,7 +11,8 @@
 // ROUND-LABEL: func.func @trig
 // ROUND: %s = fusion.sin %x : tensor<64x256xf32>
 // ROUND: %m = fusion.expm1 %hb : tensor<64x256xbf16>
-// ROUND: %y = fusion.atan2 %a3, %x : tensor<64x256xf32>
+// ROUND: %y0 = fusion.atan2 %a3, %x : tensor<64x256xf32>
+// ROUND: %y = fusion.erfc %y0 : tensor<64x256xf32>
 
 // CHECK-LABEL: sched.kernel @trig_k0
 // CHECK-DAG: math.sin
@@ -27,6 +28,7 @@
 // CHECK-DAG: math.atanh
 // CHECK-DAG: math.expm1
 // CHECK-DAG: math.atan2
+// CHECK-DAG: math.erfc
 
 // LLVM-LABEL: define internal float @__fuser_sinf(float %x)
 // LLVM: fpext float %x to double
@@ -56,6 +58,7 @@ func.func @trig(%x: tensor<64x256xf32>, %h: tensor<64x256xbf16>) -> (tensor<64x2
   %a3 = fusion.add %a1, %a2 : tensor<64x256xf32>
   %hb = fusion.sin %h : tensor<64x256xbf16>
   %m = fusion.expm1 %hb : tensor<64x256xbf16>
-  %y = fusion.atan2 %a3, %x : tensor<64x256xf32>
+  %y0 = fusion.atan2 %a3, %x : tensor<64x256xf32>
+  %y = fusion.erfc %y0 : tensor<64x256xf32>
   func.return %y, %m : tensor<64x256xf32>, tensor<64x256xbf16>
 }

@@ -1,0 +1,20 @@
+"""Upstream `math` ops that xDSL 0.74's math dialect lacks, with upstream's names and syntax."""
+
+from __future__ import annotations
+
+from xdsl.dialects.math import FloatingPointLikeUnaryMathOperation
+from xdsl.irdl import irdl_op_definition, traits_def
+from xdsl.traits import Pure, SameOperandsAndResultType
+
+
+@irdl_op_definition
+class ErfcOp(FloatingPointLikeUnaryMathOperation):
+    """`%y = math.erfc %x : f32`: the complementary error function, 1 - erf(x), without the
+    cancellation of computing it that way."""
+
+    name = "math.erfc"
+
+    traits = traits_def(Pure(), SameOperandsAndResultType())
+
+
+MATH_EXT_OPS = [ErfcOp]
