@@ -56,37 +56,34 @@ class Emitter:
             return ""
         return self.inst(text)
 
-    # Small helpers used by the math expansions (f32 scalars).
-    def f(self, value: float) -> str:
-        return float_literal(value, "float")
+    # Small helpers used by the math expansions: f32 scalars, or f64 with ty="double".
+    def f(self, value: float, ty: str = "float") -> str:
+        return float_literal(value, ty)
 
-    def fma(self, a: str, b: str, c: str) -> str:
-        return self.call("float", "llvm.fma.f32", [("float", a), ("float", b), ("float", c)])
+    def fma(self, a: str, b: str, c: str, ty: str = "float") -> str:
+        return self.call(ty, f"llvm.fma.{'f64' if ty == 'double' else 'f32'}", [(ty, a), (ty, b), (ty, c)])
 
-    def fbin(self, op: str, a: str, b: str) -> str:
-        return self.inst(f"{op} float {a}, {b}")
+    def fbin(self, op: str, a: str, b: str, ty: str = "float") -> str:
+        return self.inst(f"{op} {ty} {a}, {b}")
 
-    def horner(self, coeffs: Sequence[float], x: str) -> str:
-        acc = self.f(coeffs[-1])
+    def horner(self, coeffs: Sequence[float], x: str, ty: str = "float") -> str:
+        acc = self.f(coeffs[-1], ty)
         for c in reversed(coeffs[:-1]):
-            acc = self.fma(acc, x, self.f(c))
+            acc = self.fma(acc, x, self.f(c, ty), ty)
         return acc
 
-    # The same for f64 (the trigonometric and hyperbolic helpers compute in double).
+    # The f64 spellings (the trigonometric and hyperbolic helpers compute in double).
     def d(self, value: float) -> str:
-        return float_literal(value, "double")
+        return self.f(value, "double")
 
     def dfma(self, a: str, b: str, c: str) -> str:
-        return self.call("double", "llvm.fma.f64", [("double", a), ("double", b), ("double", c)])
+        return self.fma(a, b, c, "double")
 
     def dbin(self, op: str, a: str, b: str) -> str:
-        return self.inst(f"{op} double {a}, {b}")
+        return self.fbin(op, a, b, "double")
 
     def dhorner(self, coeffs: Sequence[float], x: str) -> str:
-        acc = self.d(coeffs[-1])
-        for c in reversed(coeffs[:-1]):
-            acc = self.dfma(acc, x, self.d(c))
-        return acc
+        return self.horner(coeffs, x, "double")
 
     def dcall(self, fn: str, *args: str) -> str:
         """An f64 intrinsic `llvm.<fn>.f64` of double arguments."""
