@@ -350,7 +350,10 @@ def _loads(t: Task, graph: FusionGraph) -> set[SSAValue]:
     once made (a merge makes new ones), so this is asked once per task."""
     key = ("loads", id(t))
     if key not in graph.memo:  # (the task is kept with its answer, so its id is not reused)
-        reads = task_reads(t, graph.materialized, graph.args) - {r for op in task_ops(t) for r in op.results}
+        if t.kind == "pointwise":  # task_reads' union over its outputs, from the memoized walks
+            reads = set().union(*(graph.deps(o) for o in t.outputs))
+        else:
+            reads = task_reads(t, graph.materialized, graph.args) - {r for op in task_ops(t) for r in op.results}
         graph.memo[key] = (t, reads)
     return graph.memo[key][1]
 
