@@ -405,11 +405,15 @@ def _epilogue_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
     out = []
     anchors = [t for t in tasks if t.kind == "reduction" or (t.kind == "matmul" and not t.op.partial_products)]
     anchor_of = {r: t for t in anchors for op in task_ops(t) for r in op.results}
+    if not anchor_of:
+        return out
     for p in (t for t in tasks if t.kind in ("pointwise", "segment")):
         # A segment_set's value is written to memory for later kernels: the epilogue can write it.
         exprs = [p.op.input] if p.kind == "segment" else p.outputs
-        # only a task whose results the outputs read can take them
-        candidates = {id(anchor_of[d]): anchor_of[d] for o in exprs for d in graph.deps(o) if d in anchor_of}
+        # only a task whose results the outputs read can take them (a pointwise task's loads are
+        # the union of its outputs' deps, memoized)
+        reads = graph.deps(p.op.input) if p.kind == "segment" else _loads(p, graph)
+        candidates = {id(anchor_of[d]): anchor_of[d] for d in reads if d in anchor_of}
         for t in sorted(candidates.values(), key=lambda t: t.order):
             if all(_is_epilogue(t, o, graph) for o in exprs) and (t.kind != "matmul" or (
                     _matmul_epilogue_work(t, t.outputs + p.outputs, graph) <= epilogue_limit(graph)
