@@ -47,7 +47,7 @@ __all__ = [
     "exp", "log", "tanh", "sqrt", "rsqrt", "relu", "sigmoid", "silu", "gelu", "neg",
     "erf", "exp2", "log2", "log10", "log1p", "reciprocal", "floor", "ceil", "trunc", "sign",
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "erfc",
-    "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "clamp", "frac", "addcmul", "lerp", "threshold", "atan2",
+    "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "clamp", "frac", "addcmul", "lerp", "threshold", "atan2", "fmod", "remainder",
     "logical_not", "logical_and", "logical_or", "logical_xor",
     "add", "sub", "mul", "div", "maximum", "minimum", "where", "cast", "full",
     "broadcast_to", "broadcast", "reshape", "permute", "amax", "amin", "welford", "var_mean",
@@ -623,6 +623,16 @@ def threshold(x: Tensor, threshold: float, value: float) -> Tensor:  # noqa: A00
 
 def pow(a: Tensor | float, b: Tensor | float) -> Tensor:  # noqa: A001
     return _binary(F.PowOp, a, b, "pow")
+
+
+def fmod(a: Tensor | float, b: Tensor | float) -> Tensor:
+    """torch.fmod: a - trunc(a / b) * b, exactly, with a's sign (NaN where b is 0)."""
+    return _binary(F.FmodOp, a, b, "fmod")
+
+
+def remainder(a: Tensor | float, b: Tensor | float) -> Tensor:
+    """torch.remainder (Python's %): a - floor(a / b) * b, with b's sign (NaN where b is 0)."""
+    return _binary(F.RemainderOp, a, b, "remainder")
 
 
 def atan2(y: Tensor | float, x: Tensor | float) -> Tensor:

@@ -7,6 +7,7 @@ from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, gpu, llvm, math, scf, vector
 
 from fuser.dialects.fusion import Fusion
+from fuser.dialects.arith_ext import ARITH_EXT_OPS
 from fuser.dialects.gpu_ext import GPU_EXT_OPS
 from fuser.dialects.llvm_ext import LLVM_EXT_OPS
 from fuser.dialects.math_ext import MATH_EXT_OPS
@@ -26,7 +27,7 @@ def make_context() -> Context:
     ctx = Context()
     for d in all_dialects():
         ctx.load_dialect(d)
-    for op in GPU_EXT_OPS + LLVM_EXT_OPS + MATH_EXT_OPS:  # upstream ops xDSL's own dialects lack
+    for op in ARITH_EXT_OPS + GPU_EXT_OPS + LLVM_EXT_OPS + MATH_EXT_OPS:  # upstream ops xDSL's own dialects lack
         if ctx.get_optional_op(op.name) is None:
             ctx.load_op(op)
     return ctx

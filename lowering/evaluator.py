@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import Float64Type, IntegerType, i1
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from fuser.dialects import fusion as F
+from fuser.dialects.arith_ext import RemFOp
 from fuser.dialects.math_ext import ErfcOp
 from fuser.lowering.common import ScheduleError, shape_of
 from fuser.lowering.kernel_builder import KernelBuilder, f32
@@ -291,6 +292,14 @@ def emit_binary(kb: KernelBuilder, op: F.BinaryOp, a: SSAValue, b: SSAValue) -> 
             return emit_pow(kb, a, b)
         case F.Atan2Op():
             return kb.v(mathd.Atan2Op(a, b))
+        case F.FmodOp():
+            return kb.v(RemFOp(a, b))  # (exact: lowering/llvmir/libm.py's fmod)
+        case F.RemainderOp():  # torch's: fmod, plus b where it is nonzero and its sign is not b's
+            r = kb.v(RemFOp(a, b))
+            zero = kb.cf(0.0)
+            differs = kb.v(arith.XOrIOp(kb.v(arith.CmpfOp(r, zero, "olt")), kb.v(arith.CmpfOp(b, zero, "olt"))))
+            fix = kb.v(arith.AndIOp(kb.v(arith.CmpfOp(r, zero, "one")), differs))
+            return kb.v(arith.SelectOp(fix, kb.fadd(r, b), r))
     raise ScheduleError(f"'{op.name}' has no lowering")
 
 

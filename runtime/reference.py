@@ -126,6 +126,13 @@ def _erf64(x: np.ndarray) -> np.ndarray:
     return np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64))
 
 
+def _remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """torch.remainder: fmod, plus b where the result is nonzero and its sign differs from b's
+    (the addition rounded in a's type, as torch does)."""
+    r = np.fmod(a, b)
+    return np.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+
+
 def _in_f64(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
     """fn computed in float64 and rounded once to x's type, as the kernels compute it."""
     return lambda x: fn(x.astype(np.float64)).astype(x.dtype, copy=False)
@@ -201,6 +208,8 @@ _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "fusion.max": np.maximum,  # both propagate NaN, as the dialect specifies
     "fusion.min": np.minimum,
     "fusion.pow": np.power,
+    "fusion.fmod": np.fmod,  # exact, as C's
+    "fusion.remainder": _remainder,
     "fusion.atan2": lambda a, b: np.arctan2(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype, copy=False),
 }
 

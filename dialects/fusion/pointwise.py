@@ -439,7 +439,21 @@ class Atan2Op(BinaryOp):
     name = "fusion.atan2"
 
 
-BINARY_OPS = [AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, Atan2Op]
+@irdl_op_definition
+class FmodOp(BinaryOp):
+    """a - trunc(a / b) * b, exactly (C's fmod, torch.fmod): a's sign; NaN for b = 0"""
+
+    name = "fusion.fmod"
+
+
+@irdl_op_definition
+class RemainderOp(BinaryOp):
+    """a - floor(a / b) * b (torch.remainder, Python's %): fmod, plus b where its sign differs from b's"""
+
+    name = "fusion.remainder"
+
+
+BINARY_OPS = [AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, Atan2Op, FmodOp, RemainderOp]
 
 # ------------------------------------------------------------- other pointwise
 

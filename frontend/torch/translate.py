@@ -264,6 +264,8 @@ entry(aten.div.Tensor, aten.div.Scalar)(_binary_rule(fa.div))
 entry(aten.maximum.default)(_binary_rule(fa.maximum))
 entry(aten.minimum.default)(_binary_rule(fa.minimum))
 entry(aten.atan2.default)(_binary_rule(fa.atan2))
+entry(aten.fmod.Tensor, aten.fmod.Scalar)(_binary_rule(fa.fmod))
+entry(aten.remainder.Tensor, aten.remainder.Scalar)(_binary_rule(fa.remainder))
 
 
 @entry(aten.div.Tensor_mode, aten.div.Scalar_mode)

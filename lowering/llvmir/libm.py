@@ -447,8 +447,45 @@ def _atan2(e: Emitter, y: str, x: str) -> str:
     return _round(e, e.dcall("copysign", base, yd))
 
 
-# two-operand math op name -> the body of its f32 helper float(float %a, float %b)
-MATH_HELPERS2: dict[str, Callable[[Emitter, str, str], str]] = {"math.atan2": _atan2}
+def _fmod(e: Emitter, a: str, b: str) -> str:
+    """C's fmod, exact (as `arith.remf` means; LLVM's `frem` on NVPTX is a - b * trunc(a / b),
+    which loses the quotient's low bits). With a = Ma 2^Ea and b = Mb 2^Eb (24-bit integer
+    mantissas, subnormals included), |a| mod |b| = ((Ma mod Mb) * (2^(Ea - Eb) mod Mb) mod Mb) 2^Eb
+    for Ea >= Eb; 2^d mod Mb by square-and-multiply over d's 8 bits, in i64 (products < 2^48).
+    The result has a's sign; |a| < |b| gives a; b = 0, an infinite a or a NaN give NaN."""
+    def split(x: str) -> tuple[str, str]:  # (mantissa, exponent) with x = m 2^(e - 150)
+        bits = e.inst(f"bitcast float {x} to i32")
+        ex = e.inst(f"and i32 {e.inst(f'lshr i32 {bits}, 23')}, 255")
+        frac = e.inst(f"and i32 {bits}, 8388607")
+        normal = e.inst(f"icmp ne i32 {ex}, 0")
+        m = e.inst(f"select i1 {normal}, i32 {e.inst(f'or i32 {frac}, 8388608')}, i32 {frac}")
+        return e.inst(f"zext i32 {m} to i64"), e.inst(f"select i1 {normal}, i32 {ex}, i32 1")
+    ma, ea = split(a)
+    mb, eb = split(b)
+    mb_safe = e.inst(f"select i1 {e.inst(f'icmp eq i64 {mb}, 0')}, i64 1, i64 {mb}")  # (b = 0: NaN below)
+    d = e.inst(f"sub i32 {ea}, {eb}")
+    d = e.inst(f"select i1 {e.inst(f'icmp slt i32 {d}, 0')}, i32 0, i32 {d}")
+    power, base = e.inst(f"urem i64 1, {mb_safe}"), e.inst(f"urem i64 2, {mb_safe}")
+    for bit in range(8):  # d <= 253
+        on = e.inst(f"icmp ne i32 {e.inst(f'and i32 {d}, {1 << bit}')}, 0")
+        times = e.inst(f"urem i64 {e.inst(f'mul i64 {power}, {base}')}, {mb_safe}")
+        power = e.inst(f"select i1 {on}, i64 {times}, i64 {power}")
+        base = e.inst(f"urem i64 {e.inst(f'mul i64 {base}, {base}')}, {mb_safe}")
+    ma_mod = e.inst(f"urem i64 {ma}, {mb_safe}")
+    r = e.inst(f"urem i64 {e.inst(f'mul i64 {ma_mod}, {power}')}, {mb_safe}")
+    biased = e.inst(f"zext i32 {e.inst(f'add i32 {eb}, 873')} to i64")  # eb - 150 + 1023
+    scale_bits = e.inst(f"shl i64 {biased}, 52")  # the double 2^(eb - 150)
+    mag = e.dbin("fmul", e.inst(f"uitofp i64 {r} to double"), e.inst(f"bitcast i64 {scale_bits} to double"))
+    res = e.dcall("copysign", mag, _ext(e, a))
+    ad, bd = e.dcall("fabs", _ext(e, a)), e.dcall("fabs", _ext(e, b))
+    res = e.select(e.dcmp("olt", ad, bd), "double", _ext(e, a), res)  # (false for NaN, inf b: a kept)
+    bad = e.inst(f"or i1 {e.dcmp('oeq', bd, e.d(0.0))}, {e.dcmp('oeq', ad, e.d(math.inf))}")
+    bad = e.inst(f"or i1 {bad}, {e.dcmp('uno', ad, bd)}")
+    return _round(e, e.select(bad, "double", e.d(math.nan), res))
+
+
+# two-operand op name -> the body of its f32 helper float(float %a, float %b)
+MATH_HELPERS2: dict[str, Callable[[Emitter, str, str], str]] = {"math.atan2": _atan2, "arith.remf": _fmod}
 
 # math op name -> the body of its f32 helper
 MATH_HELPERS: dict[str, Callable[[Emitter, str], str]] = {

@@ -102,7 +102,7 @@ class ModuleTranslator:
     def helper(self, math_op: str) -> str:
         """Define (once) the f32 helper for a math op (of one operand, or two: MATH_HELPERS2);
         return its name."""
-        fn = f"__fuser_{math_op.removeprefix('math.')}f"
+        fn = f"__fuser_{math_op.split('.')[-1]}f"
         if fn not in self.helpers:
             e = Emitter(self, fn)
             e.start_block("entry")

@@ -209,6 +209,15 @@ def _math_helper(ft: FunctionTranslator, op: Operation) -> None:
     ft.set_result(op, r)
 
 
+def _remf(ft: FunctionTranslator, op: Operation) -> None:
+    """arith.remf (C's fmod): fuser's exact helper for f16/bf16/f32 (NVPTX's `frem` is
+    a - b * trunc(a / b), inexact for large quotients); `frem` for f64."""
+    if element(llvm_type(op.results[0].type))[0] == "double":
+        _binary("frem", ft, op)
+    else:
+        _math_helper(ft, op)
+
+
 # vector (1-D vectors of scalars only)
 
 
@@ -257,6 +266,7 @@ HANDLERS: dict[str, Callable[[FunctionTranslator, Operation], None]] = {
     **{name: partial(_cast, inst) for name, inst in _ARITH_CASTS.items()},
     **{name: partial(_cast, inst) for name, inst in _LLVM_CASTS.items()},
     **{name: _math_helper for name in [*MATH_HELPERS, *MATH_HELPERS2]},
+    "arith.remf": _remf,
     "arith.index_cast": partial(_index_cast, "sext"),
     "arith.index_castui": partial(_index_cast, "zext"),
     "arith.constant": _constant,

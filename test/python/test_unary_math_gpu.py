@@ -202,3 +202,30 @@ def test_atan2_on_the_gpu(dtype):
     assert np.array_equal(np.signbit(got[ok]), np.signbit(want_t[ok]))
     ulp = 2.0 ** -7 if dtype == "bf16" else 2.0 ** -23
     np.testing.assert_allclose(got[ok], want_t[ok], rtol=ulp, atol=2.0 ** -148)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_fmod_and_remainder_on_the_gpu(dtype):
+    """fmod exactly as C's (numpy's) fmod, remainder as torch defines it (fmod, then + b where the
+    signs differ, rounded once), on operands of every scale with zeros, infinities and NaN; and as
+    torch's own kernels where the quotient is below 2^20 (torch's CPU fmod turns a quotient that
+    overflows into NaN)."""
+    with fuser.FusionBuilder(f"mods_{dtype}") as fb:
+        a, b = (fb.input(SHAPE, dtype, name=n) for n in "ab")
+        fb.output(fuser.fmod(a, b), fuser.remainder(a, b))
+    a = _inputs("wide", dtype)
+    b = np.ascontiguousarray(_inputs("wide", dtype)[::-1])
+    got = [np.asarray(o).astype(np.float32) for o in fuser.compile(fb)(a, b)]
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        f = np.fmod(a32, b32)
+        r = np.where((f != 0) & ((f < 0) != (b32 < 0)), f + b32, f)
+        moderate = np.abs(a32 / b32) < 2.0 ** 20
+    tdt = torch.bfloat16 if dtype == "bf16" else torch.float32
+    ta, tb = (torch.from_numpy(x).to(tdt).cuda() for x in (a32, b32))
+    torch_says = [t.float().cpu().numpy() for t in (torch.fmod(ta, tb), torch.remainder(ta, tb))]
+    for g, w, t in zip(got, [f, r], torch_says):
+        w = w.astype(a.dtype).astype(np.float32)  # (bf16: the one rounding of the result)
+        for want, where in ((w, np.ones_like(moderate)), (t, moderate)):
+            same = ((g == want) & (np.signbit(g) == np.signbit(want))) | (np.isnan(g) & np.isnan(want)) | ~where
+            assert same.all(), f"{np.sum(~same)} differ, e.g. a={a32[~same][:3]}, b={b32[~same][:3]}"

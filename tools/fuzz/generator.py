@@ -38,14 +38,15 @@ UNARY = ["neg", "abs", "tanh", "sigmoid", "relu", "silu", "gelu"]
 # (exp's place: exp2, expm1, sinh, cosh, asin, acos, and atanh of half of it, away from its
 # poles), of 1 + |x| (log's: log2, log10, log1p of |x|, 1 / (1 + |x|), acosh), of any value
 # (tanh's: erf and the trigonometric ones), the step functions in place of abs, and tests of a
-# float (isnan, signbit, ...) in place of some comparisons, masks combined by logical ops, and
-# atan2 in place of min.
+# float (isnan, signbit, ...) in place of some comparisons, masks combined by logical ops,
+# atan2 in place of min, fmod and remainder in place of max.
 VARIANTS = {"exp": ["exp2", "expm1", "sinh", "cosh", "asin", "acos", "atanh"],
             "log": ["log2", "log10", "log1p", "reciprocal", "acosh"],
             "tanh": ["erf", "erfc", "sin", "cos", "tan", "atan", "asinh"],
             "abs": ["floor", "ceil", "trunc", "round", "sign"],
             "cmp": ["cmp", "cmp", "signbit", "isnan", "isinf", "isfinite", "isposinf", "isneginf"],
-            "mask": ["mask", "logical_not", "logical_and", "logical_or", "logical_xor"], "min": ["atan2"]}
+            "mask": ["mask", "logical_not", "logical_and", "logical_or", "logical_xor"], "min": ["atan2"],
+            "max": ["fmod", "remainder"]}
 BINARY = ["add", "sub", "mul", "max", "min"]
 OUT_DTYPES = ["f32", "f32", "f32", "bf16", "f16"]
 

@@ -198,7 +198,9 @@ _NUMPY = {
     "erf": _ERF, "exp2": np.exp2, "log2": np.log2, "log10": np.log10, "log1p": np.log1p,
     "reciprocal": lambda x: 1.0 / x, "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin,
     "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
-    "acosh": np.arccosh, "atanh": np.arctanh, "expm1": np.expm1, "atan2": np.arctan2,
+    "acosh": np.arccosh, "atanh": np.arctanh, "expm1": np.expm1, "atan2": np.arctan2, "fmod": np.fmod,
+    "remainder": lambda a, b: np.where((np.fmod(a, b) != 0) & ((np.fmod(a, b) < 0) != (b < 0)), np.fmod(a, b) + b,
+                                       np.fmod(a, b)),
     "erfc": np.vectorize(math.erfc, otypes=[np.float64]), **_STEP, **_TESTS,
     **_LOGICAL,
 }
@@ -287,6 +289,14 @@ class _Semantics:
             return lambda vals, mags: np.where(vals[0], mags[1], mags[2])
         if op == "div":  # a / b with |b| >= 1
             return lambda vals, mags: (mags[0] + np.abs(vals[0] / vals[1]) * mags[1]) / np.abs(vals[1])
+        if op in ("fmod", "remainder"):  # a - n b: slope 1 in a, |n| in b (a jump where n changes)
+            rounding = np.trunc if op == "fmod" else np.floor
+
+            def mod_magnitude(vals, mags):
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    n = np.abs(rounding(vals[0] / vals[1]))
+                return mags[0] + np.where(np.isfinite(n), n, np.inf) * mags[1] + np.abs(_NUMPY[op](*vals))
+            return mod_magnitude
         if op == "atan2":  # d/dy = x / (x^2 + y^2), d/dx = -y / (x^2 + y^2)
             def atan2_magnitude(vals, mags):
                 r2 = vals[0] * vals[0] + vals[1] * vals[1]
@@ -324,6 +334,13 @@ class _Semantics:
             flip = lambda vals, m: np.abs(vals[0]) <= m  # noqa: E731
         elif op == "cast" and dtype == "i64" and from_float:
             flip = lambda vals, m: _trunc_i64(vals[0] - m) != _trunc_i64(vals[0] + m)  # noqa: E731
+        elif op in ("fmod", "remainder"):  # its jump by b where a / b crosses an integer
+            rounding = np.trunc if op == "fmod" else np.floor
+
+            def flip(vals, m):
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    q, dq = vals[0] / vals[1], m * (1.0 + np.abs(vals[0] / vals[1])) / np.abs(vals[1])
+                    return (rounding(q - dq) != rounding(q + dq)) | ~np.isfinite(dq)
         elif op == "atan2":  # its 2 pi jump across the negative x axis (and any angle at the origin)
             flip = lambda vals, m: (vals[1] < m) & (np.abs(vals[0]) <= m)  # noqa: E731
         elif op in _STEP or op in _TESTS:
@@ -416,7 +433,8 @@ def mismatch(got, want, dtype: str, magnitude=None, dontcare=None) -> str | None
                 bad = ~((g == w) | (np.isnan(g) & np.isnan(w)))
             else:
                 tol = TOLERANCE[dtype]
-                scale = float(np.max(np.abs(w))) if w.size else 0.0
+                finite = np.abs(w[np.isfinite(w)])  # (a NaN or inf in the output must not make it NaN)
+                scale = float(np.max(finite)) if finite.size else 0.0
                 slack = 0.0 if magnitude is None else ROUNDING_SLACK * np.asarray(magnitude, dtype=np.float64)
                 bad = ~(np.abs(g - w) <= tol * (np.abs(w) + max(scale, 1e-3)) + slack) & ~(np.isnan(g) & np.isnan(w))
                 # A value past the dtype's largest finite one rounds to infinity (f16: from 65520 on):
