@@ -254,9 +254,8 @@ def test_f64_helpers_are_correctly_rounded_on_host(name):
         assert (np.isnan(g) and np.isnan(w)) or (g == w and np.signbit(g) == np.signbit(w)), (name, x, g, w)
 
 
-def test_atan2_is_correctly_rounded_with_c_special_cases_on_host():
-    """atan2, the two-operand f64 helper: correctly rounded on random points of every scale, and
-    C's (numpy's, torch's) answer for every pair of signed zeros, infinities, NaN and +-1."""
+def _two_operand_helper(op: str):
+    """The f32 helper of a two-operand op (MATH_HELPERS2), JIT-compiled for the host, vectorized."""
     import llvmlite.binding as lb
 
     from fuser.lowering.llvmir.emitter import Emitter
@@ -270,9 +269,9 @@ def test_atan2_is_correctly_rounded_with_c_special_cases_on_host():
             self.lines[fn] = f"declare {ret} @{fn}({', '.join(args)})"
 
     decls = Declarations()
-    e = Emitter(decls, "atan2")
+    e = Emitter(decls, "h")
     e.start_block("entry")
-    e.emit(f"ret float {MATH_HELPERS2['math.atan2'](e, '%a', '%b')}")
+    e.emit(f"ret float {MATH_HELPERS2[op](e, '%a', '%b')}")
     lb.initialize_native_target()
     lb.initialize_native_asmprinter()
     mod = lb.parse_assembly("\n".join(decls.lines.values()) + "\ndefine float @h(float %a, float %b) {\n"
@@ -280,8 +279,15 @@ def test_atan2_is_correctly_rounded_with_c_special_cases_on_host():
     mod.verify()
     engine = lb.create_mcjit_compiler(mod, lb.Target.from_default_triple().create_target_machine())
     engine.finalize_object()
+    _two_operand_helper.engines = getattr(_two_operand_helper, "engines", []) + [engine]  # keep alive
     proto = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float, ctypes.c_float)
-    h = np.vectorize(proto(engine.get_function_address("h")), otypes=[f32])
+    return np.vectorize(proto(engine.get_function_address("h")), otypes=[f32])
+
+
+def test_atan2_is_correctly_rounded_with_c_special_cases_on_host():
+    """atan2, the two-operand f64 helper: correctly rounded on random points of every scale, and
+    C's (numpy's, torch's) answer for every pair of signed zeros, infinities, NaN and +-1."""
+    h = _two_operand_helper("math.atan2")
     rng = np.random.default_rng(3)
     y, x = ((rng.standard_normal(8000) * 10.0 ** rng.uniform(-30, 30, 8000)).astype(f32) for _ in range(2))
     want = np.arctan2(y.astype(np.float64), x.astype(np.float64))
@@ -298,31 +304,7 @@ def test_fmod_is_exact_on_host():
     """arith.remf's helper (fusion.fmod, and remainder's core) is C's fmod exactly, for operands
     of every scale (quotients up to 2^250, subnormals) and the special values: the modular
     arithmetic on 24-bit mantissas has no rounding."""
-    import llvmlite.binding as lb
-
-    from fuser.lowering.llvmir.emitter import Emitter
-    from fuser.lowering.llvmir.libm import MATH_HELPERS2
-
-    class Declarations:
-        def __init__(self):
-            self.lines = {}
-
-        def declare(self, fn, ret, args):
-            self.lines[fn] = f"declare {ret} @{fn}({', '.join(args)})"
-
-    decls = Declarations()
-    e = Emitter(decls, "fmod")
-    e.start_block("entry")
-    e.emit(f"ret float {MATH_HELPERS2['arith.remf'](e, '%a', '%b')}")
-    lb.initialize_native_target()
-    lb.initialize_native_asmprinter()
-    mod = lb.parse_assembly("\n".join(decls.lines.values()) + "\ndefine float @h(float %a, float %b) {\n"
-                            + "\n".join(e.lines) + "\n}")
-    mod.verify()
-    engine = lb.create_mcjit_compiler(mod, lb.Target.from_default_triple().create_target_machine())
-    engine.finalize_object()
-    h = np.vectorize(ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float, ctypes.c_float)(
-        engine.get_function_address("h")), otypes=[f32])
+    h = _two_operand_helper("arith.remf")
     rng = np.random.default_rng(5)
     a = (rng.standard_normal(6000) * 10.0 ** rng.uniform(-44, 38, 6000)).astype(f32)
     b = (rng.standard_normal(6000) * 10.0 ** rng.uniform(-44, 38, 6000)).astype(f32)
