@@ -476,9 +476,10 @@ def _fmod(e: Emitter, a: str, b: str) -> str:
     biased = e.inst(f"zext i32 {e.inst(f'add i32 {eb}, 873')} to i64")  # eb - 150 + 1023
     scale_bits = e.inst(f"shl i64 {biased}, 52")  # the double 2^(eb - 150)
     mag = e.dbin("fmul", e.inst(f"uitofp i64 {r} to double"), e.inst(f"bitcast i64 {scale_bits} to double"))
-    res = e.dcall("copysign", mag, _ext(e, a))
-    ad, bd = e.dcall("fabs", _ext(e, a)), e.dcall("fabs", _ext(e, b))
-    res = e.select(e.dcmp("olt", ad, bd), "double", _ext(e, a), res)  # (false for NaN, inf b: a kept)
+    a_d = _ext(e, a)
+    res = e.dcall("copysign", mag, a_d)
+    ad, bd = e.dcall("fabs", a_d), e.dcall("fabs", _ext(e, b))
+    res = e.select(e.dcmp("olt", ad, bd), "double", a_d, res)  # (false for NaN, inf b: a kept)
     bad = e.inst(f"or i1 {e.dcmp('oeq', bd, e.d(0.0))}, {e.dcmp('oeq', ad, e.d(math.inf))}")
     bad = e.inst(f"or i1 {bad}, {e.dcmp('uno', ad, bd)}")
     return _round(e, e.select(bad, "double", e.d(math.nan), res))

@@ -188,6 +188,12 @@ _TESTS = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "isposi
           "isneginf": np.isneginf, "signbit": np.signbit}
 _LOGICAL = {"logical_not": np.logical_not, "logical_and": np.logical_and, "logical_or": np.logical_or,
             "logical_xor": np.logical_xor}
+def _remainder(a, b):
+    """torch.remainder: fmod, plus b where it is nonzero and its sign differs from b's."""
+    r = np.fmod(a, b)
+    return np.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+
+
 _NUMPY = {
     "neg": np.negative, "abs": np.abs, "tanh": np.tanh, "exp": np.exp, "log": np.log,
     "sigmoid": _sigmoid, "relu": lambda x: np.maximum(x, 0.0), "silu": lambda x: x * _sigmoid(x),
@@ -199,8 +205,7 @@ _NUMPY = {
     "reciprocal": lambda x: 1.0 / x, "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin,
     "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
     "acosh": np.arccosh, "atanh": np.arctanh, "expm1": np.expm1, "atan2": np.arctan2, "fmod": np.fmod,
-    "remainder": lambda a, b: np.where((np.fmod(a, b) != 0) & ((np.fmod(a, b) < 0) != (b < 0)), np.fmod(a, b) + b,
-                                       np.fmod(a, b)),
+    "remainder": _remainder,
     "erfc": np.vectorize(math.erfc, otypes=[np.float64]), **_STEP, **_TESTS,
     **_LOGICAL,
 }
