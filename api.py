@@ -614,11 +614,12 @@ def lerp(start: Tensor | float, end: Tensor | float, weight: Tensor | float) -> 
 
 
 def threshold(x: Tensor, threshold: float, value: float) -> Tensor:  # noqa: A002
-    """torch.nn.functional.threshold: value where x <= threshold, else x (NaN stays NaN); a bf16
-    or f16 x is compared in f32, as torch does, not with the threshold rounded to its type."""
+    """torch.nn.functional.threshold: value where x <= threshold, else x (NaN stays NaN). The
+    threshold and value are rounded to x's type first, as torch's CUDA kernel does (its CPU
+    kernel compares a bf16 or f16 x with the unrounded threshold in f32: for bf16 and 0.1 the
+    two differ where x is bf16(0.1) = 0.10009765625)."""
     x = _as_tensor(x, "threshold")
-    xf = cast(x, "f32") if x.dtype in ("bf16", "f16") else x
-    return where(xf <= threshold, value, x)
+    return where(x <= threshold, value, x)
 
 
 def pow(a: Tensor | float, b: Tensor | float) -> Tensor:  # noqa: A001

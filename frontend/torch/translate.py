@@ -712,8 +712,8 @@ def _finish(ctx: Ctx, y: fa.Tensor) -> fa.Tensor:
 def _threshold_backward(ctx: Ctx) -> fa.Tensor:
     grad, x = ctx.tensor(0), ctx.tensor(1)
     th = _scalar(ctx.arg(2, "threshold"))
-    g, xf = _f32(ctx, grad, x)
-    return _finish(ctx, fa.where(_cmp("le", xf, th), 0.0, g))
+    # x compared in its own type, the threshold rounded to it, as torch's CUDA kernel does
+    return _finish(ctx, fa.where(_cmp("le", x, th), 0.0, grad))
 
 
 @entry(aten.sigmoid_backward.default)

@@ -669,8 +669,9 @@ def test_clamp_and_frac_match_torch():
 def test_addcmul_lerp_threshold_match_torch(dtype):
     """The composites of issue 31's list: addcmul and lerp computed in f32 for bf16 and rounded
     once (torch's opmath), lerp's two formulas by |weight| (tensor and scalar weights), threshold
-    keeping NaN; within one ulp of the output type (torch's CPU and CUDA kernels differ by as
-    much: the products are fused into an fma on the GPU)."""
+    keeping NaN and comparing in the input's type (as torch's CUDA kernel); within one ulp of
+    the output type (torch's CPU and CUDA kernels differ by as much: the products are fused into
+    an fma on the GPU)."""
     torch = pytest.importorskip("torch")
     import numpy as np
 
@@ -687,7 +688,8 @@ def test_addcmul_lerp_threshold_match_torch(dtype):
          for n, v in zip("abcw", (a, b, c, w))}
     want = [torch.addcmul(t["a"], t["b"], t["c"], value=0.5), torch.addcmul(t["a"], t["b"], torch.tensor(3.0)),
             torch.lerp(t["a"], t["b"], t["w"]), torch.lerp(t["a"], t["b"], 0.75), torch.lerp(t["a"], t["b"], 0.25),
-            torch.nn.functional.threshold(t["a"], 0.1, -2.0)]
+            # torch's CUDA kernel: the threshold rounded to a's type (its CPU kernel compares in f32)
+            torch.where(t["a"] <= torch.tensor(0.1, dtype=t["a"].dtype), -2.0, t["a"])]
     ulp = 2.0 ** -8 if dtype == "bf16" else 2.0 ** -23  # torch rounds (or fuses) the products otherwise
     for i, (g, w_) in enumerate(zip(got, want)):
         # (atol: an ulp of the terms, which are O(10) here, where their sum cancels)
