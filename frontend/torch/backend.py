@@ -1,8 +1,10 @@
 """The `torch.compile` backend: `torch.compile(model, backend="fuser")` (registered through the
 `torch_dynamo_backends` entry point) or `backend=fuser.torch.backend(pipeline=..., ...)`.
 
-AOTAutograd (torch's own, with its default partitioner) gives forward and backward ATen graphs;
-a few decompositions from torch._decomp turn ops the table lacks into ops it has. Each graph is
+AOTAutograd (torch's own) gives forward and backward ATen graphs, split by one of torch's
+partitioners (by default the min-cut one that Inductor uses: it saves few activations for the
+backward and recomputes cheap pointwise ops there instead, which a fusion compiler does for free
+inside the backward's kernels); a few decompositions from torch._decomp turn ops the table lacks into ops it has. Each graph is
 partitioned (partition.py) into fuser regions and PyTorch nodes.
 """
 
@@ -14,7 +16,7 @@ from typing import Any
 
 import torch
 import torch.fx as fx
-from functorch.compile import make_boxed_func
+from functorch.compile import make_boxed_func, min_cut_rematerialization_partition
 from torch._decomp import get_decompositions
 from torch._dynamo.backends.common import aot_autograd
 
@@ -33,6 +35,7 @@ DECOMPOSED = [
 ]
 
 EXECUTORS = ("auto", "reference", "torch")
+PARTITIONERS = ("min_cut", "default")
 
 
 def log_setting() -> bool | str:
@@ -65,13 +68,20 @@ class FuserBackend:
         is compiled (default min(8, CPU count); 0 or 1: each compiles on its first call).
     pad_matmuls: pad large bf16/f16 mm / addmm whose operands' rows are not 16-byte aligned
         (GPT-2's 50257-wide vocabulary) with zeros to aligned ones first (pad_matmuls.py; default on).
+    partitioner: how AOTAutograd splits the joint graph into forward and backward: "min_cut"
+        (default; torch's min_cut_rematerialization_partition, Inductor's choice: the forward saves
+        what minimizes the bytes between the two and the backward recomputes cheap ops) or
+        "default" (torch's default_partition: the forward saves every intermediate the backward
+        reads).
     """
 
     def __init__(self, pipeline: Any = "default", options: dict[str, Any] | None = None, debug: bool | str = False,
                  executor: str = "auto", decompositions: dict | None = None, compile_workers: int | None = None,
-                 pad_matmuls: bool = True):
+                 pad_matmuls: bool = True, partitioner: str = "min_cut"):
         if executor not in EXECUTORS:
             raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
+        if partitioner not in PARTITIONERS:
+            raise ValueError(f"partitioner must be one of {PARTITIONERS}, got {partitioner!r}")
         self.config = {"pipeline": pipeline, "options": options, "debug": debug, "executor": executor,
                        "pad_matmuls": pad_matmuls}
         self.compile_workers = compile_workers
@@ -79,8 +89,9 @@ class FuserBackend:
         self.graphs: list[tuple[str, fx.GraphModule]] = []  # (forward/backward/inference, partitioned graph)
         decomps = get_decompositions(DECOMPOSED)
         decomps.update(decompositions or {})
+        split = {"partition_fn": min_cut_rematerialization_partition} if partitioner == "min_cut" else {}
         self._aot = aot_autograd(fw_compiler=self._compiler("forward"), bw_compiler=self._compiler("backward"),
-                                 inference_compiler=self._compiler("inference"), decompositions=decomps)
+                                 inference_compiler=self._compiler("inference"), decompositions=decomps, **split)
         self.__name__ = "fuser"
 
     def _compiler(self, kind: str):
@@ -111,10 +122,11 @@ class FuserBackend:
 
 def backend(pipeline: Any = "default", options: dict[str, Any] | None = None, debug: bool | str = False,
             executor: str = "auto", decompositions: dict | None = None,
-            compile_workers: int | None = None, pad_matmuls: bool = True) -> FuserBackend:
+            compile_workers: int | None = None, pad_matmuls: bool = True, partitioner: str = "min_cut") -> FuserBackend:
     """A torch.compile backend with these settings: `torch.compile(m, backend=fuser.torch.backend(...))`."""
     return FuserBackend(pipeline=pipeline, options=options, debug=debug, executor=executor,
-                        decompositions=decompositions, compile_workers=compile_workers, pad_matmuls=pad_matmuls)
+                        decompositions=decompositions, compile_workers=compile_workers, pad_matmuls=pad_matmuls,
+                        partitioner=partitioner)
 
 
 # The backend the `torch_dynamo_backends` entry point registers as "fuser".

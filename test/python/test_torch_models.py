@@ -283,11 +283,12 @@ def test_cli_models_flag():
 
 def test_model_ab_on_the_cpu(capsys):
     """fuser.tools.bench.ab --model alternates training steps of one model compiled with each
-    pipeline (the reference interpreter on the CPU): each variant compiles its own graphs and
-    their first losses agree."""
+    pipeline and backend options (the reference interpreter on the CPU): each variant compiles its
+    own graphs and their first losses agree."""
     from fuser.tools.bench import ab
 
-    rc = ab.main(["--pipelines", "default", "default{matmul_epilogue_work=0}", "--model", "gpt2", "--size", "tiny",
+    second = "default{matmul_epilogue_work=0};partitioner=default"
+    rc = ab.main(["--pipelines", "default", second, "--model", "gpt2", "--size", "tiny",
                   "--source", "own", "--rounds", "1", "--steps", "1"])
     out = capsys.readouterr().out.splitlines()
     assert rc == 0, out
@@ -295,7 +296,17 @@ def test_model_ab_on_the_cpu(capsys):
     assert len(firsts) == 2 and all(" 2 graphs" in line for line in firsts)
     assert firsts[0].split("loss ")[1].split(",")[0] == firsts[1].split("loss ")[1].split(",")[0]
     rows = [line.split() for line in out if not line.startswith("#")]
-    assert [r[0] for r in rows] == ["default", "default{matmul_epilogue_work=0}"] and rows[1][3].endswith("x")
+    assert [r[0] for r in rows] == ["default", second] and rows[1][3].endswith("x")
+
+
+def test_model_ab_backend_variants():
+    from fuser.tools.bench.ab import backend_variant
+
+    assert backend_variant("default") == ("default", {})
+    assert backend_variant("default{tile=128x256}; partitioner=default, pad_matmuls=false, compile_workers=2") == \
+        ("default{tile=128x256}", {"partitioner": "default", "pad_matmuls": False, "compile_workers": 2})
+    with pytest.raises(SystemExit, match="expected name=value"):
+        backend_variant("default;partitioner")
 
 
 def test_model_ab_bad_arguments(capsys):

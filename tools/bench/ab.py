@@ -6,6 +6,7 @@ fall on both alike; the report gives each variant's median over the rounds and B
         [--filter REGEX] [--matmul 1536x1280x4096 ...] [--layer-norm 1024x55296 ...] [--rounds 5]
     python3 -m fuser.tools.bench.ab --pipelines default 'default{matmul_epilogue_work=6}' \\
         --model gpt2 [--size bench|tiny] [--source auto|hf|own] [--steps 3] [--rounds 5]
+    python3 -m fuser.tools.bench.ab --pipelines default 'default;partitioner=default' --model gpt2
 
 Workloads: fuser-bench's workloads matching --filter, plus plain bf16 matmuls of the given
 MxNxK shapes and f32 layer norms of the given RxC shapes. Every variant's output is checked against torch before it is timed.
@@ -13,7 +14,9 @@ MxNxK shapes and f32 layer norms of the given RxC shapes. Every variant's output
 With --model, the workload is a whole training step (forward, backward, AdamW) of one of
 `fuser-bench --models`' models, bf16: one copy of the model per variant (same weights), each
 compiled with `torch.compile(backend=fuser.torch.backend(pipeline=...))`, their first steps'
-losses compared, then `--steps` steps of each variant per round. A model step's time drifts more
+losses compared, then `--steps` steps of each variant per round. A variant there may add the
+backend's keyword options after a `;` (`PIPE;name=value,name=value`, e.g. `partitioner=default`
+or `pad_matmuls=false`). A model step's time drifts more
 between runs on one machine than most changes move it (eager 49 to 56 ms on one H100 in one
 session), so variants of a model are compared only in the same process, this way.
 """
@@ -101,6 +104,24 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if ok else 1
 
 
+def backend_variant(text: str) -> tuple[str, dict[str, object]]:
+    """'PIPE;name=value,...' -> (PIPE, the backend's keyword options): values true/false are
+    booleans, integers are ints, anything else a string."""
+    pipe, _, rest = text.partition(";")
+    options: dict[str, object] = {}
+    for item in filter(None, (x.strip() for x in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise SystemExit(f"variant {text!r}: expected name=value after ';', got {item!r}")
+        v: object = value.strip()
+        if v in ("true", "false"):
+            v = v == "true"
+        elif v.lstrip("-").isdigit():
+            v = int(v)
+        options[key.strip()] = v
+    return pipe.strip() or "default", options
+
+
 def model_ab(name: str, pipelines: list[str], rounds: int, steps: int, size: str, source: str) -> int:
     """Alternate training steps of one model compiled with each pipeline; print each variant's
     median step time (CUDA events; CPU wall time without a GPU) and its ratio to the first."""
@@ -119,12 +140,13 @@ def model_ab(name: str, pipelines: list[str], rounds: int, steps: int, size: str
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 8 * len(pipelines))
     variants = []
     batch = None
-    for pipe in pipelines:
+    for variant in pipelines:
+        pipe, options = backend_variant(variant)
         model, make_batch = models.build(name, size, source, dtype=dtype, device=device, seed=0)
         batch = batch or make_batch(0)
-        be = ft.backend(pipeline=pipe)
+        be = ft.backend(pipeline=pipe, **options)
         fn = torch.compile(model, backend=be, dynamic=False)
-        variants.append((pipe, be, fn, torch.optim.AdamW(model.parameters(), lr=LR)))
+        variants.append((variant, be, fn, torch.optim.AdamW(model.parameters(), lr=LR)))
 
     def step(v) -> torch.Tensor:
         _, _, fn, opt = v
