@@ -7,7 +7,8 @@ they never cost a trip through memory. Two sets of values matter:
 - *stored* values are written to a buffer: every function output, and the results of
   reductions, matmuls and `fusion.segment_set`s that a later kernel reads;
 - *materialized* values are the ones a kernel reads back from a buffer instead of recomputing:
-  function arguments aside, only the results of reductions, matmuls and `segment_set`s.
+  function arguments aside, only the results of reductions, matmuls and `segment_set`s, and a
+  matmul's *narrowed product* (`narrowed_product`).
 A pointwise function output is stored but never read back: a kernel that needs it (another
 output, an epilogue, a reduction's input) recomputes it from its own inputs, so no kernel
 depends on the store of a sibling output, in the same kernel or another.
@@ -30,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from xdsl.dialects import func
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import Block, OpResult, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.lowering.combiners import is_welford
@@ -56,6 +57,50 @@ SCHEDULER_OF_TASK = {"pointwise": "pointwise", "segment": "pointwise", "reductio
 BOUNDARY_OPS = REDUCTION_OPS + (F.SegmentSetOp, F.MatmulOp, F.SegmentOp)
 """Ops whose results are written to memory and read back by the kernels that use them."""
 
+_NARROWING_CHAIN_OPS = (F.AddOp, F.SubOp, F.MulOp, F.NegOp, F.CastOp)
+
+
+def narrowed_product(op: F.MatmulOp) -> SSAValue | None:
+    """The value every use of matmul `op`'s f32 product goes through, when that value is the
+    product narrowed to a smaller type by light ops that read nothing else of its size: torch's
+    `mm` / `addmm` (`cast(product + bias)` to bf16). The matmul's epilogue writes it and every
+    other kernel reads it, as eager and Inductor do: recomputing it from the f32 product in each
+    reader read twice the bytes (GPT-2 layer, 2026-11-26: the attention projection's f32 product
+    was read by three kernels). None when a use of the product or of a step leaves the chain."""
+    if op.partial_products or op.k_chunk is not None:
+        return None  # split-K's partials: the sum's epilogue narrows
+    v, size = op.result, math.prod(shape_of(op.result))
+    while True:
+        uses = list(v.uses)
+        if len(uses) != 1:
+            return None
+        user = uses[0].operation
+        if not isinstance(user, _NARROWING_CHAIN_OPS) or user.parent is not op.parent:
+            return None
+        others = [x for x in user.operands if x is not v]
+        if any(math.prod(shape_of(leaf)) >= size for x in others for leaf in _sources(x)):
+            return None  # another full-size read: not this rule's light epilogue
+        v = user.results[0]
+        if isinstance(user, F.CastOp) and elem_bytes(F._elem(v)) < elem_bytes(F._elem(op.result)):
+            # (a segment_set of it is written by the epilogue already: the `segment` epilogue merge)
+            return None if any(isinstance(u.operation, F.SegmentSetOp) for u in v.uses) else v
+
+
+def _sources(v: SSAValue) -> list[SSAValue]:
+    """What computing `v` reads from memory: block arguments and the results of boundary ops
+    (constants read nothing)."""
+    out, todo, seen = [], [v], set()
+    while todo:
+        x = todo.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        if not isinstance(x, OpResult) or isinstance(x.owner, BOUNDARY_OPS):
+            out.append(x)
+        else:
+            todo.extend(x.owner.operands)
+    return out
+
 
 def plan_fusion(fn: func.FuncOp | Block, opts: ScheduleOptions = ScheduleOptions()) -> Plan:
     """Partition `fn` (a fusion function, or a block ending in its outputs such as a segment's
@@ -72,9 +117,13 @@ def plan_fusion(fn: func.FuncOp | Block, opts: ScheduleOptions = ScheduleOptions
     # Only kernel boundaries are read back; pointwise outputs are recomputed by their readers
     # (reading one back would race with, or precede, the kernel that writes it).
     materialized: set[SSAValue] = set()
+    narrowed: dict[F.MatmulOp, SSAValue] = {}
     for op in body.ops:
         if isinstance(op, BOUNDARY_OPS):
             materialized |= set(op.results)
+        if isinstance(op, F.MatmulOp) and (h := narrowed_product(op)) is not None:
+            narrowed[op] = h
+    materialized |= set(narrowed.values())
 
     level: dict[SSAValue, int] = {a: 0 for a in args}
 
@@ -107,7 +156,7 @@ def plan_fusion(fn: func.FuncOp | Block, opts: ScheduleOptions = ScheduleOptions
             # Every result is written: later kernels may read any of them.
             tasks.append(Task("reduction", order[op], lvl(op.results[0]), op, list(op.results)))
         elif isinstance(op, F.MatmulOp):
-            tasks.append(Task("matmul", order[op], lvl(op.result), op, [op.result]))
+            tasks.append(Task("matmul", order[op], lvl(op.result), op, [op.result] + ([narrowed[op]] if op in narrowed else [])))
         elif isinstance(op, F.SegmentSetOp):
             tasks.append(Task("segment", order[op], lvl(op.result), op, [op.result]))
         elif isinstance(op, F.SegmentOp):

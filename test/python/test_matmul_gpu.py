@@ -217,6 +217,35 @@ def test_epilogues(epi, out):
     assert _rel(got, want) < TOL[out] + 5e-3
 
 
+NARROWED = """
+func.func @narrowed(%a: tensor<{m}x{k}xbf16>, %b: tensor<{k}x{n}xbf16>, %bias: tensor<{n}xbf16>, %x: tensor<{m}x{n}xbf16>) -> (tensor<{m}x{n}xbf16>, tensor<{m}xf32>) {{
+  %c = fusion.matmul %a, %b : tensor<{m}x{k}xbf16>, tensor<{k}x{n}xbf16> -> tensor<{m}x{n}xf32>
+  %bf = fusion.cast %bias : tensor<{n}xbf16> to tensor<{n}xf32>
+  %bb = fusion.broadcast %bf dims [0] : tensor<{n}xf32> to tensor<{m}x{n}xf32>
+  %d = fusion.add %c, %bb : tensor<{m}x{n}xf32>
+  %h = fusion.cast %d : tensor<{m}x{n}xf32> to tensor<{m}x{n}xbf16>
+  %r = fusion.add %h, %x : tensor<{m}x{n}xbf16>
+  %hf = fusion.cast %h : tensor<{m}x{n}xbf16> to tensor<{m}x{n}xf32>
+  %s = fusion.reduce sum %hf dims [1] : tensor<{m}x{n}xf32> to tensor<{m}xf32>
+  func.return %r, %s : tensor<{m}x{n}xbf16>, tensor<{m}xf32>
+}}
+"""
+
+
+@pytest.mark.parametrize("m,n,k", [(777, 1000, 520), (8192, 768, 768)])
+def test_narrowed_product_read_by_two_kernels(m, n, k):
+    """torch's addmm read by two kernels: the matmul's epilogue stores bf16(product + bias) and
+    both readers read that (the planner's narrowed product), matching torch's rounding."""
+    torch = _torch()
+    a, b, ref = _operands(torch, m, n, k, False, False, "bf16")
+    bias, x = _rand(torch, (n,), "bf16"), _rand(torch, (m, n), "bf16")
+    k_ = api.compile(NARROWED.format(m=m, n=n, k=k))
+    r, s = k_(a, b, bias, x)
+    h = torch.addmm(bias, a, b)  # cuBLAS: bf16 out, f32 accumulation
+    assert _rel(r, h + x) < TOL["bf16"]
+    assert _rel(s, h.float().sum(1)) < 5e-3
+
+
 TWO_OUTPUTS = MATMUL_TWO_OUTPUTS.replace("{dt}", "bf16")
 
 

@@ -1,0 +1,58 @@
+// RUN: fuser-opt %s --split-input-file -p fusion-segment | filecheck %s
+
+// torch's addmm: cast(product + bias) to bf16, read by two kernels (a residual add and a row
+// sum). The matmul's epilogue writes the bf16 value and both readers read it; the f32 product
+// is never stored (it was, and each reader recomputed the bf16 value from it at twice the bytes).
+// CHECK-LABEL: func.func @addmm_read_twice
+// CHECK:         %[[H:.*]] = fusion.segment "matmul" ({{.*}}) -> (tensor<256x256xbf16>)
+// CHECK-SAME:      writes 131072 B
+// CHECK:           fusion.cast %{{.*}} : tensor<256x256xf32> to tensor<256x256xbf16>
+// CHECK-NEXT:      fusion.yield
+// CHECK-NOT:     tensor<256x256xf32>)
+// CHECK:         fusion.segment "{{.*}}" ({{.*}}%[[H]] : tensor<256x256xbf16>
+// CHECK:         fusion.segment "{{.*}}" ({{.*}}%[[H]] : tensor<256x256xbf16>
+// CHECK:         func.return
+func.func @addmm_read_twice(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %bias: tensor<256xbf16>, %x: tensor<256x256xbf16>) -> (tensor<256x256xbf16>, tensor<256xf32>) {
+  %c = fusion.matmul %a, %b : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xf32>
+  %bf = fusion.cast %bias : tensor<256xbf16> to tensor<256xf32>
+  %bb = fusion.broadcast %bf dims [0] : tensor<256xf32> to tensor<256x256xf32>
+  %d = fusion.add %c, %bb : tensor<256x256xf32>
+  %h = fusion.cast %d : tensor<256x256xf32> to tensor<256x256xbf16>
+  %r = fusion.add %h, %x : tensor<256x256xbf16>
+  %hf = fusion.cast %h : tensor<256x256xbf16> to tensor<256x256xf32>
+  %e = fusion.exp %hf : tensor<256x256xf32>
+  %s = fusion.reduce sum %e dims [1] : tensor<256x256xf32> to tensor<256xf32>
+  func.return %r, %s : tensor<256x256xbf16>, tensor<256xf32>
+}
+
+// -----
+
+// The f32 product is also read as it is (a row sum of it): it is stored, and the bf16 value is
+// computed from it where it is needed, as before.
+// CHECK-LABEL: func.func @product_read_raw
+// CHECK:         %[[C:.*]] = fusion.segment "matmul" ({{.*}}) -> (tensor<256x256xf32>)
+// CHECK:         fusion.segment "reduction" ({{.*}}%[[C]] : tensor<256x256xf32>)
+func.func @product_read_raw(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %x: tensor<256x256xbf16>) -> (tensor<256x256xbf16>, tensor<256xf32>) {
+  %c = fusion.matmul %a, %b : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xf32>
+  %h = fusion.cast %c : tensor<256x256xf32> to tensor<256x256xbf16>
+  %r = fusion.add %h, %x : tensor<256x256xbf16>
+  %s = fusion.reduce sum %c dims [1] : tensor<256x256xf32> to tensor<256xf32>
+  func.return %r, %s : tensor<256x256xbf16>, tensor<256xf32>
+}
+
+// -----
+
+// A full-size tensor joins the chain before the cast (a residual added in f32): not a light
+// epilogue, so the product is stored in f32 and the pointwise kernel computes the rest.
+// CHECK-LABEL: func.func @residual_before_the_cast
+// CHECK:         %[[C:.*]] = fusion.segment "matmul" ({{.*}}) -> (tensor<256x256xf32>)
+// CHECK:         fusion.segment "pointwise" ({{.*}}%[[C]] : tensor<256x256xf32>)
+func.func @residual_before_the_cast(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %x: tensor<256x256xf32>) -> (tensor<256x256xbf16>, tensor<256x256xf32>) {
+  %c = fusion.matmul %a, %b : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xf32>
+  %d = fusion.add %c, %x : tensor<256x256xf32>
+  %h = fusion.cast %d : tensor<256x256xf32> to tensor<256x256xbf16>
+  %t = fusion.tanh %h : tensor<256x256xbf16>
+  %u = fusion.exp %h : tensor<256x256xbf16>
+  %v = fusion.cast %u : tensor<256x256xbf16> to tensor<256x256xf32>
+  func.return %t, %v : tensor<256x256xbf16>, tensor<256x256xf32>
+}
