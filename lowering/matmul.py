@@ -93,6 +93,7 @@ from fuser.dialects.host_attrs import CORESIDENT_ATTR
 from fuser.lowering.common import ScheduleError, Task, by_name, leaves, shape_of
 from fuser.lowering.emitter import KernelEmitter
 from fuser.lowering.kernel_builder import KernelBuilder, emit_if, emit_if_else, f32
+from fuser.lowering.planner import matmul_results
 from fuser.lowering.matmul_epilogue import (Staging, emit_epilogue, out_elem_bytes, store_partial, tma_store_blocker,
                                             wg_named_barrier)
 from fuser.lowering.schedulers.matmul import BK, MatmulParams, matmul_params
@@ -108,8 +109,9 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
         return
     p, outputs = schedule
     m, n, k = op.mnk()
-    MatmulKernel(em, [op] + task.siblings, outputs, p, (m, n, k), F.dtype_name(F._elem(op.a)), materialized,
-                 args).emit()
+    # (its narrowed products are computed from the accumulator, not loaded)
+    MatmulKernel(em, [op] + task.siblings, outputs, p, (m, n, k), F.dtype_name(F._elem(op.a)),
+                 materialized - matmul_results(task), args).emit()
 
 
 def matmul_schedule(task: Task, opts) -> tuple[MatmulParams, list[SSAValue]] | None:
@@ -141,7 +143,7 @@ def matmul_schedule(task: Task, opts) -> tuple[MatmulParams, list[SSAValue]] | N
         raise ScheduleError(f"'fusion.matmul' k_chunk {kc} serial: N={n}, but the f32 workspace the splits reduce into "
                             f"takes TMA reductions, whose rows must be a multiple of 16 bytes (N a multiple of 4); "
                             f"use fusion-split-k{{strategy=two-kernel}}", op)
-    results = [x.result for x in mats]
+    results = matmul_results(task)
     store = set(results) if task.store_results is None else task.store_results
     outputs = [o for o in dict.fromkeys(task.outputs) if o not in results or o in store]
     if not outputs:

@@ -63,10 +63,12 @@ _NARROWING_CHAIN_OPS = (F.AddOp, F.SubOp, F.MulOp, F.NegOp, F.CastOp)
 def narrowed_product(op: F.MatmulOp) -> SSAValue | None:
     """The value every use of matmul `op`'s f32 product goes through, when that value is the
     product narrowed to a smaller type by light ops that read nothing else of its size: torch's
-    `mm` / `addmm` (`cast(product + bias)` to bf16). The matmul's epilogue writes it and every
-    other kernel reads it, as eager and Inductor do: recomputing it from the f32 product in each
-    reader read twice the bytes (GPT-2 layer, 2026-11-26: the attention projection's f32 product
-    was read by three kernels). None when a use of the product or of a step leaves the chain."""
+    `mm` / `addmm` (`cast(product + bias)` to bf16). It is materialized: the matmul's kernel
+    computes it from its accumulator (it counts as one of the matmul's results: an epilogue may
+    build on it) and writes it where another kernel reads it, and those read it, as eager and
+    Inductor do; recomputing it from the f32 product in each reader read twice the bytes (GPT-2
+    layer, 2026-11-26: the attention projection's f32 product was read by three kernels). None
+    when a use of the product or of a step leaves the chain."""
     if op.partial_products or op.k_chunk is not None:
         return None  # split-K's partials: the sum's epilogue narrows
     v, size = op.result, math.prod(shape_of(op.result))
@@ -84,6 +86,13 @@ def narrowed_product(op: F.MatmulOp) -> SSAValue | None:
         if isinstance(user, F.CastOp) and elem_bytes(F._elem(v)) < elem_bytes(F._elem(op.result)):
             # (a segment_set of it is written by the epilogue already: the `segment` epilogue merge)
             return None if any(isinstance(u.operation, F.SegmentSetOp) for u in v.uses) else v
+
+
+def matmul_results(t: Task) -> set[SSAValue]:
+    """What the kernel of matmul task `t` holds in registers after its main loop: the products of
+    its matmuls and their narrowed products."""
+    ops = [t.op] + t.siblings
+    return {op.result for op in ops} | {h for op in ops if (h := narrowed_product(op)) is not None}
 
 
 def _sources(v: SSAValue) -> list[SSAValue]:
@@ -201,14 +210,13 @@ def task_ops(t: Task) -> list:
 
 def unstored_matmul_result(t: Task, v: SSAValue) -> bool:
     """A matmul result that only its own epilogue reads stays in registers (no buffer)."""
-    if t.kind != "matmul":
-        return False
-    results = {t.op.result} | {s.result for s in t.siblings}
-    return v in results and v not in t.store_results
+    return t.kind == "matmul" and v in matmul_results(t) and v not in t.store_results
 
 
 def task_reads(t: Task, materialized: set, args: set) -> set[SSAValue]:
     """Materialized values and arguments the kernel(s) of task `t` read from memory."""
+    if t.kind == "matmul":
+        materialized = materialized - matmul_results(t)  # (its narrowed products: computed, not read)
     reads: set[SSAValue] = set()
     for o in t.outputs:
         reads |= leaves(o, materialized - {o}, args)
@@ -453,7 +461,8 @@ def _epilogue_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
     (Split-K's partial products have none: the epilogue is the sum's.)"""
     out = []
     anchors = [t for t in tasks if t.kind == "reduction" or (t.kind == "matmul" and not t.op.partial_products)]
-    anchor_of = {r: t for t in anchors for op in task_ops(t) for r in op.results}
+    anchor_of = {r: t for t in anchors for r in ({r for op in task_ops(t) for r in op.results} |
+                                                 (matmul_results(t) if t.kind == "matmul" else set()))}
     if not anchor_of:
         return out
     for p in (t for t in tasks if t.kind in ("pointwise", "segment")):
@@ -474,7 +483,7 @@ def _epilogue_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
 MATMUL_EPILOGUE_WORK = 2
 """The most work a matmul's epilogue takes on by default (`_matmul_epilogue_work`; the
 `matmul_epilogue_work` option sets another). Its two consumer warpgroups (256 threads per SM)
-evaluate it after the main loop: a bias and a GELU, or a residual add, cost little next to the
+evaluate it after the main loop: a bias and a GELU op, or a residual add, cost little next to the
 tile's K loop, but on a GPT-2 layer (K = 768, 2026-11-25, H100) an epilogue of pow + tanh with six
 outputs took 0.74 ms where the matmul and four pointwise kernels at full occupancy took 0.41 ms,
 and a GELU backward reading four saved tensors 0.9 ms."""
@@ -482,10 +491,6 @@ and a GELU backward reading four saved tensors 0.9 ms."""
 
 def epilogue_limit(graph: FusionGraph) -> int:
     return MATMUL_EPILOGUE_WORK if graph.opts.matmul_epilogue_work < 0 else graph.opts.matmul_epilogue_work
-
-
-def _matmul_results(t: Task) -> set[SSAValue]:
-    return {op.result for op in [t.op] + t.siblings}
 
 
 def _product_read_elsewhere(t: Task, p: Task, tasks: list[Task], graph: FusionGraph) -> bool:
@@ -497,7 +502,7 @@ def _product_read_elsewhere(t: Task, p: Task, tasks: list[Task], graph: FusionGr
     (Not reproduced alone on 2026-11-26, H200: 85 us against 69 us. But GPT-2's training step on
     the H100 without this rule, in a build that also evaluated epilogues a column group at a
     time, spent 34.9 ms in fuser's kernels against 29.1 ms: kept until an A/B run separates them.)"""
-    results = _matmul_results(t)
+    results = matmul_results(t)
     types = {F._elem(r) for r in results}
     if all(F._elem(o) in types for o in p.outputs):
         return False  # (measured only with outputs of another element type than the product's)
@@ -514,14 +519,18 @@ _LIGHT_OPS = (F.AddOp, F.SubOp, F.MulOp, F.MaxOp, F.MinOp, F.NegOp, F.AbsOp, F.R
 
 
 def _matmul_epilogue_work(t: Task, outputs: list[SSAValue], graph: FusionGraph) -> int:
-    """The epilogue work of matmul task `t` computing `outputs`: one per op other than simple
+    """The epilogue work of matmul task `t` computing `outputs`: two per op other than simple
     arithmetic (exp, tanh, pow, division, ...), two per full-size tensor it reads besides the
-    products, one per output beyond the first."""
-    results = _matmul_results(t)
+    products, one per value written beyond the first. (One per such op let HF GPT-2's GELU, pow and
+    tanh, into its matmul's epilogue once the min-cut partitioner left it a single output: H100,
+    2026-11-26, fuser's kernels 26.7 -> 35.9 ms per training step.)"""
+    results = matmul_results(t)
     count = math.prod(shape_of(t.op.result))
     stop = graph.materialized | graph.args | results
     heavy, reads, seen = 0, set(), set()
-    todo = [o.owner.input if isinstance(o.owner, F.SegmentSetOp) else o for o in outputs]
+    # (a segment_set of a value the epilogue computes anyway is one more store, not more work)
+    values = {o.owner.input if isinstance(o.owner, F.SegmentSetOp) else o for o in outputs}
+    todo = list(values)
     while todo:
         v = todo.pop()
         if v in seen:
@@ -532,9 +541,9 @@ def _matmul_epilogue_work(t: Task, outputs: list[SSAValue], graph: FusionGraph) 
                 reads.add(v)
             continue
         if not isinstance(v.owner, _LIGHT_OPS):
-            heavy += 1
+            heavy += 2
         todo.extend(v.owner.operands)
-    return heavy + 2 * len(reads) + len(set(outputs) - results) - 1
+    return heavy + 2 * len(reads) + len(values - results) - 1
 
 
 def _is_epilogue(t: Task, o: SSAValue, graph: FusionGraph) -> bool:
@@ -549,7 +558,7 @@ def _is_epilogue(t: Task, o: SSAValue, graph: FusionGraph) -> bool:
             anchor = anchors[0] if len(anchors) == 1 else None
             rs = set(anchor.results) if anchor is not None else set()
         else:
-            anchor, rs = t.op, {r for op in ops for r in op.results}
+            anchor, rs = t.op, {r for op in ops for r in op.results} | (matmul_results(t) if t.kind == "matmul" else set())
         graph.memo[key] = (
             o not in graph.args and anchor is not None and shape_of(o) == shape_of(anchor.results[0]) and bool(rs & deps)
             and all(graph.lvl(d) < t.level for d in deps if d not in rs)
@@ -624,8 +633,7 @@ def _mark_stored_matmul_results(tasks: list[Task], outputs, materialized: set, a
     reads = {id(t): task_reads(t, materialized, args) for t in tasks}
     for t in tasks:
         if t.kind == "matmul":
-            results = [op.result for op in task_ops(t)]
-            t.store_results = {r for r in results if r in outputs or
+            t.store_results = {r for r in matmul_results(t) if r in outputs or
                                any(r in reads[id(u)] for u in tasks if u is not t)}
 
 

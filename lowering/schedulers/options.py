@@ -50,7 +50,7 @@ class ScheduleOptions:
     matmul_smem_reuse: int = -1
     """Matmul TMA-store staging: 1 = in the operand slots' bytes once the main loop is done (one CTA per tile only), 0 = bytes of its own, -1 = heuristic (reuse when it buys pipeline stages)."""
     matmul_epilogue_work: int = -1
-    """The most work the planner gives a matmul's epilogue: one per op other than simple arithmetic, two per full-size tensor it reads, one per output beyond the first; 0 = the product alone, -1 = the default (2)."""
+    """The most work the planner gives a matmul's epilogue: two per op other than simple arithmetic, two per full-size tensor it reads, one per output beyond the first; 0 = the product alone, -1 = the default (2)."""
 
     def __post_init__(self):
         if self.sms < 1:

@@ -22,7 +22,7 @@ func.func @segment_set_in_epilogue(%a: tensor<256x512xbf16>, %b: tensor<512x256x
 
 // -----
 
-// An epilogue takes on at most MATMUL_EPILOGUE_WORK (2): one per op other than simple arithmetic,
+// An epilogue takes on at most MATMUL_EPILOGUE_WORK (2): two per op other than simple arithmetic,
 // one per output beyond the first. tanh joins the matmul (its product is stored for the rest);
 // exp and log (two more ops, a second output) go to a pointwise segment.
 // CHECK-LABEL: func.func @heavy_epilogue

@@ -1,20 +1,20 @@
 // RUN: fuser-opt %s -p 'fusion-segment{matmul_epilogue_work=0}' | filecheck %s --check-prefix=NONE
-// RUN: fuser-opt %s -p 'fusion-segment{matmul_epilogue_work=6}' | filecheck %s --check-prefix=SIX
+// RUN: fuser-opt %s -p 'fusion-segment{matmul_epilogue_work=7}' | filecheck %s --check-prefix=SEVEN
 // RUN: fuser-opt %s -p fusion-segment | filecheck %s --check-prefix=DEFAULT
 // RUN: not fuser-opt %s -p 'fusion-segment{matmul_epilogue_work=-2}' 2>&1 | filecheck %s --check-prefix=BAD
 
-// matmul_epilogue_work bounds what the planner puts into a matmul's epilogue. Both outputs cost 4
-// (tanh, exp and log, one each, and one output beyond the first), tanh alone 1: 0 keeps the
-// product alone, 6 takes both, the default (2) takes tanh and leaves exp and log to a pointwise
+// matmul_epilogue_work bounds what the planner puts into a matmul's epilogue. Both outputs cost 7
+// (tanh, exp and log, two each, and one output beyond the first), tanh alone 2: 0 keeps the
+// product alone, 7 takes both, the default (2) takes tanh and leaves exp and log to a pointwise
 // kernel that reads the stored product.
 // NONE-LABEL:  func.func @work
 // NONE:          fusion.segment "matmul" ({{.*}}) -> (tensor<256x256xf32>)
 // NONE-NOT:        fuser.merged
 // NONE:          fusion.segment "pointwise"
-// SIX-LABEL:   func.func @work
-// SIX:           fusion.segment "matmul" ({{.*}}) -> (tensor<256x256xf32>, tensor<256x256xf32>)
-// SIX-SAME:        fuser.merged = "epilogue (saves
-// SIX-NOT:       fusion.segment "pointwise"
+// SEVEN-LABEL:   func.func @work
+// SEVEN:           fusion.segment "matmul" ({{.*}}) -> (tensor<256x256xf32>, tensor<256x256xf32>)
+// SEVEN-SAME:        fuser.merged = "epilogue (saves
+// SEVEN-NOT:       fusion.segment "pointwise"
 // DEFAULT-LABEL: func.func @work
 // DEFAULT:       %[[C:.*]], %{{.*}} = fusion.segment "matmul" ({{.*}}) -> (tensor<256x256xf32>, tensor<256x256xf32>)
 // DEFAULT:       fusion.segment "pointwise" (%{{.*}} = %[[C]] : tensor<256x256xf32>) -> (tensor<256x256xf32>)

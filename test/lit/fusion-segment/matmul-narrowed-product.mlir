@@ -1,17 +1,15 @@
 // RUN: fuser-opt %s --split-input-file -p fusion-segment | filecheck %s
 
-// torch's addmm: cast(product + bias) to bf16, read by two kernels (a residual add and a row
-// sum). The matmul's epilogue writes the bf16 value and both readers read it; the f32 product
-// is never stored (it was, and each reader recomputed the bf16 value from it at twice the bytes).
+// torch's addmm: cast(product + bias) to bf16, read by a residual add and a row sum. The matmul
+// kernel holds the bf16 value as one of its results: the residual add is its epilogue, and it
+// writes the bf16 value for the row sum, which reads that; the f32 product is never stored (it
+// was, and each reader recomputed the bf16 value from it at twice the bytes).
 // CHECK-LABEL: func.func @addmm_read_twice
-// CHECK:         %[[H:.*]] = fusion.segment "matmul" ({{.*}}) -> (tensor<256x256xbf16>)
-// CHECK-SAME:      writes 131072 B
-// CHECK:           fusion.cast %{{.*}} : tensor<256x256xf32> to tensor<256x256xbf16>
-// CHECK-NEXT:      fusion.yield
+// CHECK:         %[[R:.*]], %[[H:.*]] = fusion.segment "matmul" ({{.*}}) -> (tensor<256x256xbf16>, tensor<256x256xbf16>)
+// CHECK-SAME:      fuser.merged = "epilogue (saves
 // CHECK-NOT:     tensor<256x256xf32>)
-// CHECK:         fusion.segment "{{.*}}" ({{.*}}%[[H]] : tensor<256x256xbf16>
-// CHECK:         fusion.segment "{{.*}}" ({{.*}}%[[H]] : tensor<256x256xbf16>
-// CHECK:         func.return
+// CHECK:         fusion.segment "reduction" ({{.*}}%[[H]] : tensor<256x256xbf16>)
+// CHECK:         func.return %[[R]]
 func.func @addmm_read_twice(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %bias: tensor<256xbf16>, %x: tensor<256x256xbf16>) -> (tensor<256x256xbf16>, tensor<256xf32>) {
   %c = fusion.matmul %a, %b : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xf32>
   %bf = fusion.cast %bias : tensor<256xbf16> to tensor<256xf32>
@@ -55,4 +53,23 @@ func.func @residual_before_the_cast(%a: tensor<256x512xbf16>, %b: tensor<512x256
   %u = fusion.exp %h : tensor<256x256xbf16>
   %v = fusion.cast %u : tensor<256x256xbf16> to tensor<256x256xf32>
   func.return %t, %v : tensor<256x256xbf16>, tensor<256x256xf32>
+}
+
+// -----
+
+// Only the epilogue reads the narrowed value (a GELU on it): one kernel, which writes the GELU
+// and neither the product nor the narrowed value.
+// CHECK-LABEL: func.func @epilogue_on_the_narrowed_value
+// CHECK:         %[[G:.*]] = fusion.segment "matmul" ({{.*}}) -> (tensor<256x256xbf16>)
+// CHECK-SAME:      writes 131072 B
+// CHECK-NOT:     fusion.segment
+// CHECK:         func.return %[[G]]
+func.func @epilogue_on_the_narrowed_value(%a: tensor<256x512xbf16>, %b: tensor<512x256xbf16>, %bias: tensor<256xbf16>) -> tensor<256x256xbf16> {
+  %c = fusion.matmul %a, %b : tensor<256x512xbf16>, tensor<512x256xbf16> -> tensor<256x256xf32>
+  %bf = fusion.cast %bias : tensor<256xbf16> to tensor<256xf32>
+  %bb = fusion.broadcast %bf dims [0] : tensor<256xf32> to tensor<256x256xf32>
+  %d = fusion.add %c, %bb : tensor<256x256xf32>
+  %h = fusion.cast %d : tensor<256x256xf32> to tensor<256x256xbf16>
+  %g = fusion.gelu %h : tensor<256x256xbf16>
+  func.return %g : tensor<256x256xbf16>
 }
