@@ -45,7 +45,7 @@ __all__ = [
     "FusionBuilder", "Tensor", "CompiledFusion",
     "exp", "log", "tanh", "sqrt", "rsqrt", "relu", "sigmoid", "silu", "gelu", "neg",
     "erf", "exp2", "log2", "log10", "log1p", "reciprocal", "floor", "ceil", "trunc", "sign",
-    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "erfc",
+    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "erfc", "erfinv",
     "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "clamp", "frac", "addcmul", "lerp",
     "threshold", "atan2", "fmod", "remainder",
     "logical_not", "logical_and", "logical_or", "logical_xor",
@@ -486,6 +486,12 @@ def atanh(x: Tensor) -> Tensor:
 def erfc(x: Tensor) -> Tensor:
     """1 - erf(x), accurate where erf(x) is near 1 (float tensors; computed in f64 and rounded once)."""
     return _unary(F.ErfcOp, x, "erfc")
+
+
+def erfinv(x: Tensor) -> Tensor:
+    """The inverse error function: +-inf at +-1, NaN beyond (float tensors; computed in f64 and
+    rounded once)."""
+    return _unary(F.ErfinvOp, x, "erfinv")
 
 
 def expm1(x: Tensor) -> Tensor:

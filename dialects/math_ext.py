@@ -17,4 +17,14 @@ class ErfcOp(FloatingPointLikeUnaryMathOperation):
     traits = traits_def(Pure(), SameOperandsAndResultType())
 
 
-MATH_EXT_OPS = [ErfcOp]
+@irdl_op_definition
+class ErfinvOp(FloatingPointLikeUnaryMathOperation):
+    """`%y = math.erfinv %x : f32`: the inverse error function on (-1, 1) (+-inf at +-1, NaN
+    beyond). Not an upstream op: fuser's own, named as upstream would."""
+
+    name = "math.erfinv"
+
+    traits = traits_def(Pure(), SameOperandsAndResultType())
+
+
+MATH_EXT_OPS = [ErfcOp, ErfinvOp]

@@ -16,7 +16,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.dialects.arith_ext import RemFOp
-from fuser.dialects.math_ext import ErfcOp
+from fuser.dialects.math_ext import ErfcOp, ErfinvOp
 from fuser.lowering.common import ScheduleError, shape_of
 from fuser.lowering.kernel_builder import KernelBuilder, f32
 from fuser.lowering.provenance import located
@@ -214,7 +214,7 @@ _ONE_MATH_OP = {
     F.SinOp: mathd.SinOp, F.CosOp: mathd.CosOp, F.TanOp: mathd.TanOp, F.AsinOp: mathd.AsinOp,
     F.AcosOp: mathd.AcosOp, F.AtanOp: mathd.AtanOp, F.SinhOp: mathd.SinhOp, F.CoshOp: mathd.CoshOp,
     F.AsinhOp: mathd.AsinhOp, F.AcoshOp: mathd.AcoshOp, F.AtanhOp: mathd.AtanhOp, F.Expm1Op: mathd.ExpM1Op,
-    F.ErfcOp: ErfcOp,
+    F.ErfcOp: ErfcOp, F.ErfinvOp: ErfinvOp,
 }
 
 

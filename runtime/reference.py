@@ -133,6 +133,31 @@ def _remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
 
 
+def erfinv(x: float) -> float:
+    """The inverse error function in float64: z with erf(z) = x. Newton's method on erfc's
+    side (1 - |x| exact for a float32 x) above 1/2, on erf's below, from a bracketing start,
+    until the step stops shrinking (a method of our own, independent of the kernels' helper)."""
+    if math.isnan(x) or abs(x) > 1:
+        return math.nan
+    if abs(x) == 1:
+        return math.copysign(math.inf, x)
+    a, z = abs(x), 0.0
+    lo, hi = 0.0, 6.0  # erf(6) rounds to 1 in float64: every a < 1 here lies below it
+    for _ in range(200):
+        r = (math.erf(z) - a) if a <= 0.5 else ((1.0 - a) - math.erfc(z))
+        if r == 0:
+            break
+        lo, hi = (z, hi) if r < 0 else (lo, z)
+        step = r / (2.0 / math.sqrt(math.pi) * math.exp(-z * z))
+        nz = z - step
+        if not lo < nz < hi:  # outside the bracket: bisect
+            nz = 0.5 * (lo + hi)
+        if nz == z:
+            break
+        z = nz
+    return math.copysign(z, x)
+
+
 def _in_f64(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
     """fn computed in float64 and rounded once to x's type, as the kernels compute it."""
     return lambda x: fn(x.astype(np.float64)).astype(x.dtype, copy=False)
@@ -182,6 +207,7 @@ _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "fusion.atanh": _in_f64(np.arctanh),
     "fusion.expm1": _in_f64(np.expm1),
     "fusion.erfc": _in_f64(np.vectorize(math.erfc, otypes=[np.float64])),
+    "fusion.erfinv": _in_f64(np.vectorize(lambda x: erfinv(x), otypes=[np.float64])),
     "fusion.reciprocal": lambda x: x.dtype.type(1) / x,
     "fusion.floor": np.floor,
     "fusion.ceil": np.ceil,

@@ -315,6 +315,13 @@ class ErfcOp(UnaryOp):
 
 
 @irdl_op_definition
+class ErfinvOp(UnaryOp):
+    """the inverse of erf on (-1, 1); +-inf at +-1, NaN beyond"""
+
+    name = "fusion.erfinv"
+
+
+@irdl_op_definition
 class Expm1Op(UnaryOp):
     """e^x - 1, accurate for small x"""
 
@@ -323,7 +330,7 @@ class Expm1Op(UnaryOp):
 
 UNARY_OPS = [NegOp, AbsOp, ExpOp, LogOp, TanhOp, SqrtOp, RsqrtOp, ReluOp, SigmoidOp, SiluOp, GeluOp,
              ErfOp, Exp2Op, Log2Op, Log10Op, Log1pOp, ReciprocalOp, FloorOp, CeilOp, TruncOp, RoundOp, SignOp,
-             SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, Expm1Op, ErfcOp]
+             SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, Expm1Op, ErfcOp, ErfinvOp]
 
 # ------------------------------------------------------------------ binary ops
 

@@ -291,6 +291,7 @@ for _op, _fn in [
     (aten.acos.default, fa.acos), (aten.atan.default, fa.atan), (aten.sinh.default, fa.sinh),
     (aten.cosh.default, fa.cosh), (aten.asinh.default, fa.asinh), (aten.acosh.default, fa.acosh),
     (aten.atanh.default, fa.atanh), (aten.expm1.default, fa.expm1), (aten.erfc.default, fa.erfc),
+    (aten.erfinv.default, fa.erfinv),
 ]:
     entry(_op)(_unary_rule(_fn))
 

@@ -178,6 +178,12 @@ LOG_TAYLOR = tuple(2 / (2 * i + 1) for i in range(11))
 # erf a = a * T(a^2), Taylor: 2/sqrt(pi) * (-1)^n / (n! (2n + 1)), 34 terms (a < 2: below 1e-17)
 ERF_TAYLOR = tuple(2 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(34))
 ERFC_SPLIT, ERFC_DEPTH = 2.0, 28  # the continued fraction at a >= 2 to 28 levels: below 1e-10 relative
+# erfinv's first guess (Giles): p(w - 2.5) for w = -log(1 - a^2) < 5, else q(sqrt(w) - 3); z = p a
+ERFINV_CENTRAL = (1.50140941, 0.246640727, -0.00417768164, -0.00125372503, 0.00021858087, -4.39150654e-06,
+                  -3.5233877e-06, 3.43273939e-07, 2.81022636e-08)
+ERFINV_TAIL = (2.83297682, 1.00167406, 0.00943887047, -0.0076224613, 0.00573950773, -0.00367342844,
+               0.00134934322, 0.000100950558, -0.000200214257)
+ERFINV_NEWTON = 2  # the guess is good to ~1e-7 relative: two steps reach the f64 rounding
 HYPER_CLAMP = 200.0  # e^200 is finite in f64 and infinite in f32: sinh/cosh saturate correctly
 
 
@@ -408,7 +414,11 @@ def _erfc(e: Emitter, x: str) -> str:
     fraction 1 / (a + (1/2) / (a + 1 / (a + (3/2) / (a + ...)))) to ERFC_DEPTH levels, evaluated
     by its forward recurrence (all terms positive: stable, one division). a is clamped at 26
     (erfc(26) is 0 in f32; e^-676 is a normal double). erfc(-a) = 2 - erfc(a)."""
-    xd = _ext(e, x)
+    return _round(e, _erfc_d(e, _ext(e, x)))  # (NaN: |NaN| fails every compare and stays NaN)
+
+
+def _erfc_d(e: Emitter, xd: str) -> str:
+    """erfc of a double (`_erfc`'s method), as a double."""
     a = e.dcall("fabs", xd)
     a = e.select(e.dcmp("ogt", a, e.d(26.0)), "double", e.d(26.0), a)
     entry, far, join = e.block, e.label("erfc_far"), e.label("erfc_join")
@@ -427,8 +437,33 @@ def _erfc(e: Emitter, x: str) -> str:
     e.emit(f"br label %{join}")
     e.start_block(join)
     c = e.inst(f"phi double [ {near}, %{entry} ], [ {tail}, %{far_end} ]")
-    c = e.select(e.dcmp("olt", xd, e.d(0.0)), "double", e.dbin("fsub", e.d(2.0), c), c)
-    return _round(e, c)  # (NaN: |NaN| fails every compare above and stays NaN)
+    return e.select(e.dcmp("olt", xd, e.d(0.0)), "double", e.dbin("fsub", e.d(2.0), c), c)
+
+
+def _erfinv(e: Emitter, x: str) -> str:
+    """erfinv in f64: Giles' single-precision approximation ("Approximating the erfinv
+    function", GPU Computing Gems) as the first guess for z = erfinv(a), a = |x|, then
+    ERFINV_NEWTON Newton steps on erf(z) = a, the residual taken as erf(z) - a by erf's Taylor
+    series while a <= 1/2 and as (1 - a) - erfc(z) above (1 - a is exact for an f32 a); x's
+    sign at the end. +-1 -> +-inf, |x| > 1 -> NaN (the log of a negative), NaN -> NaN."""
+    xd = _ext(e, x)
+    a = e.dcall("fabs", xd)
+    one_minus = e.dbin("fsub", e.d(1.0), a)
+    w = e.inst(f"fneg double {_log_d(e, e.dbin('fmul', one_minus, e.dbin('fadd', e.d(1.0), a)))}")
+    central = e.dhorner(ERFINV_CENTRAL, e.dbin("fsub", w, e.d(2.5)))
+    tail = e.dhorner(ERFINV_TAIL, e.dbin("fsub", e.dcall("sqrt", w), e.d(3.0)))
+    z = e.dbin("fmul", e.select(e.dcmp("olt", w, e.d(5.0)), "double", central, tail), a)
+    small = e.dcmp("ole", a, e.d(0.5))
+    for _ in range(ERFINV_NEWTON):
+        by_erf = e.dbin("fsub", e.dbin("fmul", z, e.dhorner(ERF_TAYLOR, e.dbin("fmul", z, z))), a)
+        by_erfc = e.dbin("fsub", one_minus, _erfc_d(e, z))
+        residual = e.select(small, "double", by_erf, by_erfc)
+        slope = e.dbin("fmul", e.d(2 / math.sqrt(math.pi)), _exp_d(e, e.inst(f"fneg double {e.dbin('fmul', z, z)}")))
+        z = e.dbin("fsub", z, e.dbin("fdiv", residual, slope))
+    z = e.select(e.dcmp("oeq", a, e.d(1.0)), "double", e.d(math.inf), z)
+    bad = e.dcmp("ugt", a, e.d(1.0))  # (also NaN)
+    z = e.select(bad, "double", e.d(math.nan), z)
+    return _round(e, e.dcall("copysign", z, xd))
 
 
 def _atan2(e: Emitter, y: str, x: str) -> str:
@@ -512,4 +547,5 @@ MATH_HELPERS: dict[str, Callable[[Emitter, str], str]] = {
     "math.atanh": _atanh,
     "math.expm1": _expm1,
     "math.erfc": _erfc,
+    "math.erfinv": _erfinv,
 }

@@ -141,15 +141,18 @@ def _live_ops(fn: func.FuncOp) -> list:
     return [op for op in fn.body.block.ops if op in seen]
 
 
+COVERAGE_SEEDS = 400
+
+
 def test_every_op_type_and_cast_of_the_dialect_is_generated():
-    """Over 300 seeds, every op the dialect accepts (but NOT_FUZZED), every element type as an
+    """Over COVERAGE_SEEDS seeds, every op the dialect accepts (but NOT_FUZZED), every element type as an
     input, an output and an intermediate, every cast between two element types, every cmp
     predicate and reduce kind, shape ops and segment_set over every type, and cmp, where and
     full over every float type reach a result. Adding an op or a type to the dialect fails this
     until the fuzzer draws it (and its evaluation knows it)."""
     seen: Counter = Counter()
     name = lambda t: F.dtype_name(t.element_type)  # noqa: E731
-    for seed in range(300):
+    for seed in range(COVERAGE_SEEDS):
         fn = next(o for o in parse_module(fuzz.random_fusion(seed)).walk() if isinstance(o, func.FuncOp))
         live, results = _live_ops(fn), list(fn.body.block.last_op.operands)
         read = {v for op in live for v in op.operands} | set(results)
@@ -176,7 +179,7 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
     want |= {(op.name, t) for op in (*F.SHAPE_OPS, F.SegmentSetOp) for t in types}
     want |= {(op.name, t) for op in (F.CmpOp, F.WhereOp, F.FullOp) for t in floats}
     missing = sorted(want - set(seen))
-    assert not missing, f"never generated over 300 seeds: {missing}"
+    assert not missing, f"never generated over {COVERAGE_SEEDS} seeds: {missing}"
     assert fuzz.CMP_PREDICATES == F.CMP_PREDICATES
 
 

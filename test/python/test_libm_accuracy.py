@@ -20,6 +20,7 @@ from test_nvvm_translation import MATH_ALL, parse
 
 from fuser.lowering import llvmir
 from fuser.lowering.llvmir import module_to_llvm_ir
+from fuser.runtime.reference import erfinv as reference_erfinv
 
 # ----------------------------------------------------------------------------------------------
 # Accuracy of the math expansions: a numpy float32 model of the emitted sequences
@@ -194,6 +195,7 @@ F64_HELPERS = {
     "atanh": (np.arctanh, [(-1, 1)]),
     "expm1": (np.expm1, [(-1, 1), (-80, 88)]),
     "erfc": (np.vectorize(math.erfc, otypes=[np.float64]), [(-3, 3), (1.9, 2.1), (-11, 11)]),
+    "erfinv": (np.vectorize(reference_erfinv, otypes=[np.float64]), [(-1, 1), (0.99, 1), (-1, -0.9999), (0.45, 0.55)]),
 }
 
 

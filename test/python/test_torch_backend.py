@@ -91,6 +91,7 @@ CASES: list[tuple[str, tuple, object]] = [
     ("atanh", (aten.atanh.default,), lambda T: torch.atanh(torch.tanh(T.a))),
     ("expm1", (aten.expm1.default,), lambda T: torch.expm1(T.a * 1e-3)),
     ("erfc", (aten.erfc.default,), lambda T: torch.erfc(T.a * 3)),
+    ("erfinv", (aten.erfinv.default,), lambda T: torch.erfinv(torch.tanh(T.a))),
     ("isnan", (aten.isnan.default,), lambda T: torch.isnan(torch.log(T.a))),
     ("isinf_bf16", (aten.isinf.default,), lambda T: torch.isinf(T.bf / (T.bf > 0))),
     ("isposinf", (aten.isposinf.default,), lambda T: torch.isposinf(T.a / (T.a > 0))),

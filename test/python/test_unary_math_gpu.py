@@ -48,6 +48,7 @@ OPS = {
     "atanh": (torch.atanh, "unit", "rounded"),
     "expm1": (torch.expm1, "normal", "rounded"),
     "erfc": (torch.erfc, "normal", "rounded"),
+    "erfinv": (torch.erfinv, "unit", "rounded"),
 }
 
 

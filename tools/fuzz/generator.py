@@ -35,12 +35,12 @@ MATMUL_K = [64, 72, 256, 520, 1000]
 UNARY = ["neg", "abs", "tanh", "sigmoid", "relu", "silu", "gelu"]
 # Ops drawn in place of one of the above from their own stream (`variants`), so that a seed
 # keeps the fusion it had before they existed, with some ops swapped: of a value in (-1, 1)
-# (exp's place: exp2, expm1, sinh, cosh, asin, acos, and atanh of half of it, away from its
-# poles), of 1 + |x| (log's: log2, log10, log1p of |x|, 1 / (1 + |x|), acosh), of any value
+# (exp's place: exp2, expm1, sinh, cosh, asin, acos, and atanh and erfinv of half of it, away
+# from their poles), of 1 + |x| (log's: log2, log10, log1p of |x|, 1 / (1 + |x|), acosh), of any value
 # (tanh's: erf and the trigonometric ones), the step functions in place of abs, and tests of a
 # float (isnan, signbit, ...) in place of some comparisons, masks combined by logical ops,
 # atan2 in place of min, fmod and remainder in place of max.
-VARIANTS = {"exp": ["exp2", "expm1", "sinh", "cosh", "asin", "acos", "atanh"],
+VARIANTS = {"exp": ["exp2", "expm1", "sinh", "cosh", "asin", "acos", "atanh", "erfinv"],
             "log": ["log2", "log10", "log1p", "reciprocal", "acosh"],
             "tanh": ["erf", "erfc", "sin", "cos", "tan", "atan", "asinh"],
             "abs": ["floor", "ceil", "trunc", "round", "sign"],
@@ -153,7 +153,7 @@ class _Gen(_Semantics, _TypedPart):
         if r < 0.12:  # exp of a bounded value
             t = self.emit("t", x.kind, f"fusion.tanh %{x.name} : {self.ty(x.kind)}", [x])
             op = self.variant("exp")
-            if op == "atanh":  # of tanh(x) / 2: tanh rounds to 1 where atanh(tanh(x)) is finite
+            if op in ("atanh", "erfinv"):  # of tanh(x) / 2: tanh rounds to 1 where these are finite
                 half = self.const(0.5, x.kind)
                 t = self.emit("h", x.kind, f"fusion.mul %{t.name}, %{half.name} : {self.ty(x.kind)}", [t, half])
             return self.emit(op[:2], x.kind, f"fusion.{op} %{t.name} : {self.ty(x.kind)}", [t])

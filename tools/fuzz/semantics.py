@@ -39,6 +39,10 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
+from fuser.runtime.reference import erfinv as _erfinv
+
+_ERFINV = np.vectorize(_erfinv, otypes=[np.float64])
+
 LOWP = ("f16", "bf16")
 DISCRETE = ("i1", "i64")
 
@@ -178,6 +182,7 @@ _SLOPE = {  # derivatives of the unary ops that are not plain sign changes (gelu
     "sinh": np.cosh, "cosh": np.sinh, "asinh": lambda x: 1.0 / np.sqrt(x * x + 1.0),
     "acosh": lambda x: 1.0 / np.sqrt(x * x - 1.0), "atanh": lambda x: 1.0 / (1.0 - x * x), "expm1": np.exp,
     "erfc": lambda x: 2.0 / math.sqrt(math.pi) * np.exp(-x * x),
+    "erfinv": lambda x: math.sqrt(math.pi) / 2.0 * np.exp(_ERFINV(x) ** 2),
 }
 # Step functions: an exact result, don't-care where an inexact operand's error bound reaches a step
 _STEP = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.rint,
@@ -206,7 +211,7 @@ _NUMPY = {
     "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
     "acosh": np.arccosh, "atanh": np.arctanh, "expm1": np.expm1, "atan2": np.arctan2, "fmod": np.fmod,
     "remainder": _remainder,
-    "erfc": np.vectorize(math.erfc, otypes=[np.float64]), **_STEP, **_TESTS,
+    "erfc": np.vectorize(math.erfc, otypes=[np.float64]), "erfinv": _ERFINV, **_STEP, **_TESTS,
     **_LOGICAL,
 }
 _CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,

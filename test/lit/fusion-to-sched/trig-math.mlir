@@ -3,7 +3,7 @@
 // RUN: fuser-opt %s -p default -t llvm | filecheck %s --check-prefix=LLVM
 // RUN: fuser-opt %s -p default -t ptx | filecheck %s --check-prefix=PTX
 
-// The trigonometric and hyperbolic functions, erfc and atan2 (of two operands): each prints and parses back and becomes one math op
+// The trigonometric and hyperbolic functions, erfc, erfinv and atan2 (of two operands): each prints and parses back and becomes one math op
 // of the kernel; the LLVM IR computes them in f64 through fuser's helpers (sin, cos and tan
 // reduce by pi/2 with three-part Cody-Waite, or above |x| = 2^48 by a branch to the chunked 2/pi
 // reduction) and rounds the result to f32 once. bf16 operands are extended to f32 first.
@@ -13,6 +13,7 @@
 // ROUND: %m = fusion.expm1 %hb : tensor<64x256xbf16>
 // ROUND: %y0 = fusion.atan2 %a3, %x : tensor<64x256xf32>
 // ROUND: %y = fusion.erfc %y0 : tensor<64x256xf32>
+// ROUND: %e = fusion.erfinv %m : tensor<64x256xbf16>
 
 // CHECK-LABEL: sched.kernel @trig_k0
 // CHECK-DAG: math.sin
@@ -29,13 +30,15 @@
 // CHECK-DAG: math.expm1
 // CHECK-DAG: math.atan2
 // CHECK-DAG: math.erfc
+// CHECK-DAG: math.erfinv
 
 // LLVM-LABEL: define internal float @__fuser_sinf(float %x)
 // LLVM: fpext float %x to double
 // LLVM: br i1 %{{.*}}, label %pio2_big{{[0-9]+}}, label %pio2_join{{[0-9]+}}
 // LLVM: phi double
 // LLVM: fptrunc double
-// LLVM: define internal float @__fuser_atan2f(float %a, float %b)
+// LLVM-DAG: define internal float @__fuser_atan2f(float %a, float %b)
+// LLVM-DAG: define internal float @__fuser_erfinvf(float %x)
 
 // PTX-DAG: cvt.rni.f64.f64
 // PTX-DAG: fma.rn.f64
@@ -60,5 +63,6 @@ func.func @trig(%x: tensor<64x256xf32>, %h: tensor<64x256xbf16>) -> (tensor<64x2
   %m = fusion.expm1 %hb : tensor<64x256xbf16>
   %y0 = fusion.atan2 %a3, %x : tensor<64x256xf32>
   %y = fusion.erfc %y0 : tensor<64x256xf32>
-  func.return %y, %m : tensor<64x256xf32>, tensor<64x256xbf16>
+  %e = fusion.erfinv %m : tensor<64x256xbf16>
+  func.return %y, %e : tensor<64x256xf32>, tensor<64x256xbf16>
 }
