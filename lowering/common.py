@@ -43,6 +43,7 @@ class Task:
     group: object = None          # a normalization task's NormGroup
     siblings: list = field(default_factory=list)  # a matmul task's other matmuls sharing A
     store_results: set | None = None  # a matmul task's results that are written (None: all)
+    narrowed: frozenset = frozenset()  # a matmul task's narrowed products (planner.narrowed_product)
     merges: list[str] = field(default_factory=list)  # the segmenter's merges that formed it, in order
 
 

@@ -93,9 +93,9 @@ from fuser.dialects.host_attrs import CORESIDENT_ATTR
 from fuser.lowering.common import ScheduleError, Task, by_name, leaves, shape_of
 from fuser.lowering.emitter import KernelEmitter
 from fuser.lowering.kernel_builder import KernelBuilder, emit_if, emit_if_else, f32
-from fuser.lowering.planner import matmul_results
 from fuser.lowering.matmul_epilogue import (Staging, emit_epilogue, out_elem_bytes, store_partial, tma_store_blocker,
                                             wg_named_barrier)
+from fuser.lowering.planner import matmul_results
 from fuser.lowering.schedulers.matmul import BK, MatmulParams, matmul_params
 
 

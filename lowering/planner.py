@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from xdsl.dialects import func
-from xdsl.ir import Block, OpResult, SSAValue
+from xdsl.ir import Block, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.lowering.combiners import is_welford
@@ -60,7 +60,7 @@ BOUNDARY_OPS = REDUCTION_OPS + (F.SegmentSetOp, F.MatmulOp, F.SegmentOp)
 _NARROWING_CHAIN_OPS = (F.AddOp, F.SubOp, F.MulOp, F.NegOp, F.CastOp)
 
 
-def narrowed_product(op: F.MatmulOp) -> SSAValue | None:
+def narrowed_product(op: F.MatmulOp, materialized: set[SSAValue], args: set[SSAValue]) -> SSAValue | None:
     """The value every use of matmul `op`'s f32 product goes through, when that value is the
     product narrowed to a smaller type by light ops that read nothing else of its size: torch's
     `mm` / `addmm` (`cast(product + bias)` to bf16). It is materialized: the matmul's kernel
@@ -80,7 +80,7 @@ def narrowed_product(op: F.MatmulOp) -> SSAValue | None:
         if not isinstance(user, _NARROWING_CHAIN_OPS) or user.parent is not op.parent:
             return None
         others = [x for x in user.operands if x is not v]
-        if any(math.prod(shape_of(leaf)) >= size for x in others for leaf in _sources(x)):
+        if any(math.prod(shape_of(leaf)) >= size for x in others for leaf in leaves(x, materialized, args)):
             return None  # another full-size read: not this rule's light epilogue
         v = user.results[0]
         if isinstance(user, F.CastOp) and elem_bytes(F._elem(v)) < elem_bytes(F._elem(op.result)):
@@ -90,25 +90,8 @@ def narrowed_product(op: F.MatmulOp) -> SSAValue | None:
 
 def matmul_results(t: Task) -> set[SSAValue]:
     """What the kernel of matmul task `t` holds in registers after its main loop: the products of
-    its matmuls and their narrowed products."""
-    ops = [t.op] + t.siblings
-    return {op.result for op in ops} | {h for op in ops if (h := narrowed_product(op)) is not None}
-
-
-def _sources(v: SSAValue) -> list[SSAValue]:
-    """What computing `v` reads from memory: block arguments and the results of boundary ops
-    (constants read nothing)."""
-    out, todo, seen = [], [v], set()
-    while todo:
-        x = todo.pop()
-        if x in seen:
-            continue
-        seen.add(x)
-        if not isinstance(x, OpResult) or isinstance(x.owner, BOUNDARY_OPS):
-            out.append(x)
-        else:
-            todo.extend(x.owner.operands)
-    return out
+    its matmuls and their narrowed products (found once, when the task is made)."""
+    return {op.result for op in [t.op] + t.siblings} | t.narrowed
 
 
 def plan_fusion(fn: func.FuncOp | Block, opts: ScheduleOptions = ScheduleOptions()) -> Plan:
@@ -126,12 +109,11 @@ def plan_fusion(fn: func.FuncOp | Block, opts: ScheduleOptions = ScheduleOptions
     # Only kernel boundaries are read back; pointwise outputs are recomputed by their readers
     # (reading one back would race with, or precede, the kernel that writes it).
     materialized: set[SSAValue] = set()
-    narrowed: dict[F.MatmulOp, SSAValue] = {}
     for op in body.ops:
         if isinstance(op, BOUNDARY_OPS):
             materialized |= set(op.results)
-        if isinstance(op, F.MatmulOp) and (h := narrowed_product(op)) is not None:
-            narrowed[op] = h
+    narrowed = {op: h for op in body.ops
+                if isinstance(op, F.MatmulOp) and (h := narrowed_product(op, materialized, args)) is not None}
     materialized |= set(narrowed.values())
 
     level: dict[SSAValue, int] = {a: 0 for a in args}
@@ -165,7 +147,8 @@ def plan_fusion(fn: func.FuncOp | Block, opts: ScheduleOptions = ScheduleOptions
             # Every result is written: later kernels may read any of them.
             tasks.append(Task("reduction", order[op], lvl(op.results[0]), op, list(op.results)))
         elif isinstance(op, F.MatmulOp):
-            tasks.append(Task("matmul", order[op], lvl(op.result), op, [op.result] + ([narrowed[op]] if op in narrowed else [])))
+            h = [narrowed[op]] if op in narrowed else []
+            tasks.append(Task("matmul", order[op], lvl(op.result), op, [op.result] + h, narrowed=frozenset(h)))
         elif isinstance(op, F.SegmentSetOp):
             tasks.append(Task("segment", order[op], lvl(op.result), op, [op.result]))
         elif isinstance(op, F.SegmentOp):
@@ -596,7 +579,8 @@ def _matmul_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
                 o not in graph.args and shape_of(o) == shape_of(a.result) and graph.deps(o) & results
                 and graph.deps(o) <= results | graph.args for o in p.outputs)]
             if absorbed:
-                merged = replace(t, siblings=[b], outputs=t.outputs + u.outputs + [o for p in absorbed for o in p.outputs])
+                merged = replace(t, siblings=[b], outputs=t.outputs + u.outputs + [o for p in absorbed for o in p.outputs],
+                                 narrowed=t.narrowed | u.narrowed)
                 out.append(Merge("matmul", [t, u, *absorbed], [merged]))
     return out
 

@@ -4,8 +4,8 @@
 AOTAutograd (torch's own) gives forward and backward ATen graphs, split by one of torch's
 partitioners (by default the min-cut one that Inductor uses: it saves few activations for the
 backward and recomputes cheap pointwise ops there instead, which a fusion compiler does for free
-inside the backward's kernels); a few decompositions from torch._decomp turn ops the table lacks into ops it has. Each graph is
-partitioned (partition.py) into fuser regions and PyTorch nodes.
+inside the backward's kernels); a few decompositions from torch._decomp turn ops the table lacks
+into ops it has. Each graph is partitioned (partition.py) into fuser regions and PyTorch nodes.
 """
 
 from __future__ import annotations
