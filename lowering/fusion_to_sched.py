@@ -3,9 +3,11 @@
 The kernel boundaries are fusion-segment's (passes/segment.py): this conversion takes fusion
 functions already cut into `fusion.segment`s, each naming its scheduler, and refuses one that is
 not (run `fusion-segment` first, or a named pipeline). The pass makes the host function with a
-buffer for every value kept between segments, plans each segment's one task (`plan_fusion` on
-its body, lowering/planner.py; an error if it is not one task of the scheduler the segment
-names), and hands it to that scheduler's emitter, with the options of the segment's `fuser.plan`:
+buffer for every value kept between segments, reads each segment's one task from its ops
+(`segment_plan`, lowering/planner.py; a segment without a `fuser.plan`, or one whose plan an
+option given to this pass overrides, is planned alone with `plan_fusion`, an error if it is not
+one task of the scheduler the segment names), and hands it to that scheduler's emitter, with
+the options of the segment's `fuser.plan`:
 
 - pointwise and `segment_set` tasks: lowering/pointwise.py
 - reductions: lowering/reduction.py
@@ -32,7 +34,7 @@ from fuser.lowering.emitter import KernelEmitter
 from fuser.lowering.kernel_builder import KernelBuilder
 from fuser.lowering.matmul import emit_matmul
 from fuser.lowering.normalization import emit_persistent
-from fuser.lowering.planner import SCHEDULER_OF_TASK, Plan, plan_fusion
+from fuser.lowering.planner import SCHEDULER_OF_TASK, Plan, plan_fusion, segment_plan
 from fuser.lowering.pointwise import emit_copy, emit_pointwise
 from fuser.lowering.provenance import located
 from fuser.lowering.reduction import emit_reduction
@@ -98,6 +100,7 @@ class ConvertFusionToSched(SchedulingPass):
                 for t in plan.tasks:
                     with located(t.op):
                         emit_task(em, t, plan.materialized, argset)
+                em.opts = opts  # its copies are not its scheduler's kernels: the plan is not theirs
                 for o, a in own:
                     emit_copy(em, o, a)
         with located(fn):
@@ -108,10 +111,13 @@ class ConvertFusionToSched(SchedulingPass):
 
     @staticmethod
     def _plan_segment(seg: F.SegmentOp, opts, overridden: list[str]) -> Plan:
-        """The one task a segment's scheduler runs (a segment with none only passes values on),
-        or, where options given to this pass override the segment's recorded plan, the tasks
-        its ops need under them (a normalization segment made non-persistent: its reduction
-        and pointwise kernels)."""
+        """The one task a segment's scheduler runs (a segment with none only passes values on):
+        read from the segment where fusion-segment planned it (it has a `fuser.plan`); else, or
+        where options given to this pass override the segment's recorded plan, the tasks its
+        ops need, planned for this segment alone (a normalization segment made non-persistent:
+        its reduction and pointwise kernels)."""
+        if PLAN_ATTR in seg.attributes and not overridden and seg.scheduler_name is not None:
+            return segment_plan(seg.body.block, seg.scheduler_name, opts)
         plan = plan_fusion(seg.body.block, opts)
         kinds = [SCHEDULER_OF_TASK.get(t.kind, t.kind) for t in plan.tasks]
         name = seg.scheduler_name
@@ -129,9 +135,13 @@ class ConvertFusionToSched(SchedulingPass):
 
 
 def _segment_options(seg: F.SegmentOp, opts, overrides: dict[str, object]) -> tuple[ScheduleOptions, list[str]]:
-    """The options `seg` is converted with: the pass's, then the segment's `fuser.plan`, then
-    the options given to this pass explicitly; and the names of those that change what the
-    plan recorded."""
+    """The options `seg` is converted with, and the names of the options given to this pass
+    that change what the segment's `fuser.plan` recorded. Without such a change: the pass's
+    options, then the plan's entries, then the options given to this pass that the plan does
+    not name. With one, the segment is planned again under the pass's options: the plan's
+    entries are the decisions for the kernels it was planned into (a normalization kernel's
+    threads per row are not the block size of the reduction and pointwise kernels that
+    `persistent=false` makes of it)."""
     plan = seg.attributes.get(PLAN_ATTR)
     if plan is not None and not isinstance(plan, DictionaryAttr):
         raise ScheduleError(f"{PLAN_ATTR} must be a dictionary of schedule options, got {plan}", seg)
@@ -140,7 +150,7 @@ def _segment_options(seg: F.SegmentOp, opts, overrides: dict[str, object]) -> tu
     except ScheduleOptionsError as e:
         raise ScheduleError(str(e), seg) from None
     overridden = [n for n, v in overrides.items() if plan is not None and n in plan.data and getattr(recorded, n) != v]
-    return replace(recorded, **overrides), overridden
+    return replace(opts if overridden else recorded, **overrides), overridden
 
 
 def emit_task(em: KernelEmitter, t: Task, materialized: set, args: set) -> None:

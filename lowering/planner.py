@@ -1,6 +1,6 @@
-"""The planner of fusion-segment and convert-fusion-to-sched: partition a fusion function into
-kernel tasks (it builds no IR, so fusion-translate-welford and fusion-split-k ask it what the
-schedulers would do).
+"""The planner of fusion-segment: partition a fusion function into kernel tasks (it builds no
+IR, so fusion-translate-welford and fusion-split-k ask it what the schedulers would do), and
+read back the task of a segment it cut (`segment_plan`, for convert-fusion-to-sched).
 
 Segmentation. Pointwise and shape ops are recomputed inside whichever kernel needs them, so
 they never cost a trip through memory. Two sets of values matter:
@@ -106,15 +106,7 @@ def plan_fusion(fn: func.FuncOp | Block, opts: ScheduleOptions = ScheduleOptions
             raise ScheduleError(f"'{op.name}' is not a fusion op; convert-fusion-to-sched expects fusion IR", op)
     outputs = list(ret.operands)
     order = {op: i for i, op in enumerate(body.ops)}
-    # Only kernel boundaries are read back; pointwise outputs are recomputed by their readers
-    # (reading one back would race with, or precede, the kernel that writes it).
-    materialized: set[SSAValue] = set()
-    for op in body.ops:
-        if isinstance(op, BOUNDARY_OPS):
-            materialized |= set(op.results)
-    narrowed = {op: h for op in body.ops
-                if isinstance(op, F.MatmulOp) and (h := narrowed_product(op, materialized, args)) is not None}
-    materialized |= set(narrowed.values())
+    materialized, narrowed = _materialized(body, args)
 
     level: dict[SSAValue, int] = {a: 0 for a in args}
 
@@ -168,6 +160,100 @@ def plan_fusion(fn: func.FuncOp | Block, opts: ScheduleOptions = ScheduleOptions
     written = [r for t in tasks for r in t.outputs if not unstored_matmul_result(t, r)]
     stored = [v for v in dict.fromkeys(list(outputs) + written) if v not in args]
     return Plan(tasks, stored, materialized, groups, cost)
+
+
+def _materialized(body: Block, args: set[SSAValue]) -> tuple[set[SSAValue], dict]:
+    """The values kernels read back from memory (kernel boundaries' results and the matmuls'
+    narrowed products), and each matmul's narrowed product. Only kernel boundaries are read
+    back; pointwise outputs are recomputed by their readers (reading one back would race with,
+    or precede, the kernel that writes it)."""
+    materialized: set[SSAValue] = set()
+    for op in body.ops:
+        if isinstance(op, BOUNDARY_OPS):
+            materialized |= set(op.results)
+    narrowed = {op: h for op in body.ops
+                if isinstance(op, F.MatmulOp) and (h := narrowed_product(op, materialized, args)) is not None}
+    return materialized | set(narrowed.values()), narrowed
+
+
+def segment_plan(body: Block, scheduler: str, opts: ScheduleOptions = ScheduleOptions()) -> Plan:
+    """The task of a segment that fusion-segment cut, read from its body without planning: the
+    segment is one task of `scheduler`, its ops are the task's and its yielded values are what
+    the task writes, in order. The scheduler's parameters come from `opts` (the segment's
+    `fuser.plan`). An error, located at the segment, when the body is not a task of that
+    scheduler's shape (`plan_fusion` checks a hand-written segment more closely)."""
+    args = set(body.args)
+    written = list(body.last_op.operands)
+    materialized, narrowed = _materialized(body, args)
+    stored = [v for v in dict.fromkeys(written) if v not in args]
+    reductions = [op for op in body.ops if isinstance(op, REDUCTION_OPS)]
+    matmuls = [op for op in body.ops if isinstance(op, F.MatmulOp)]
+    sets = [op for op in body.ops if isinstance(op, F.SegmentSetOp)]
+
+    def refuse(what: str):
+        return ScheduleError(f"fusion.segment \"{scheduler}\" {what}: its ops are not one task of that scheduler "
+                             "(drop its fuser.plan to have it planned, or its scheduler name too to have "
+                             "fusion-segment split it)", body.parent_op())
+
+    if not stored:
+        return Plan([], [], materialized)  # passes its operands on: no kernel
+    if any(isinstance(op, F.SegmentOp) for op in body.ops):
+        raise refuse("holds a fusion.segment")
+    if scheduler == "pointwise":
+        if reductions or matmuls:
+            raise refuse("holds a reduction or matmul")
+        if len(sets) == 1 and stored == [sets[0].result]:
+            task = Task("segment", 0, 0, sets[0], list(stored))
+        else:
+            task = Task("pointwise", 0, 0, None, list(stored))
+    elif scheduler == "reduction":
+        if not 1 <= len(reductions) <= 2 or matmuls:
+            raise refuse(f"holds {len(reductions)} reductions and {len(matmuls)} matmuls (one reduction, or a "
+                         "reduction over an input's leading dims and one over the rest)")
+        task = Task("reduction", 0, 0, reductions[0], list(stored), siblings=reductions[1:])
+    elif scheduler == "normalization":
+        task = _normalization_task(body, reductions, matmuls, stored, materialized, args, opts, refuse)
+    elif scheduler == "matmul":
+        if not matmuls or reductions:
+            raise refuse(f"holds {len(matmuls)} matmuls and {len(reductions)} reductions")
+        products = [op.result for op in matmuls]
+        held = frozenset(narrowed.values())
+        outputs = products + [v for v in stored if v not in products]
+        outputs += [h for h in held if h not in outputs]
+        task = Task("matmul", 0, 0, matmuls[0], outputs, siblings=matmuls[1:], narrowed=held,
+                    store_results={r for r in set(products) | held if r in stored})
+    else:
+        raise refuse("names no scheduler fuser has")
+    return Plan([task], stored, materialized)
+
+
+def _normalization_task(body: Block, reductions: list, matmuls: list, stored: list, materialized: set, args: set,
+                        opts: ScheduleOptions, refuse) -> Task:
+    """A normalization segment's task: its reductions, over the same rows, are the group; the
+    values it writes are the reductions' results, then outputs at the row, then full-size
+    outputs; the scheduler's decision is made under `opts`."""
+    if not reductions or matmuls or any(_inner_split(op) is None for op in reductions):
+        raise refuse("needs inner reductions and no matmul")
+    first = reductions[0]
+    g = NormGroup(list(reductions), shape_of(first.input), _inner_split(first), materialized=materialized)
+    if any(shape_of(op.input) != g.in_shape or _inner_split(op) != g.k for op in reductions):
+        raise refuse("holds reductions over different rows")
+    rows = math.prod(g.in_shape[:g.k])
+    results = g.results
+    for v in stored:
+        if v in results:
+            continue
+        if shape_of(v) == g.in_shape:
+            g.full_outputs.append(v)
+        elif math.prod(shape_of(v)) == rows:
+            g.row_outputs.append(v)
+        else:
+            raise refuse(f"writes a value of shape {list(shape_of(v))}, neither a row's nor the input's")
+    _decide(g, materialized, args, opts)
+    if not g.decision.persistent:
+        raise refuse(f"cannot keep its rows on chip: {g.decision.reason}")
+    outputs = [v for v in stored if v in results] + g.row_outputs + g.full_outputs
+    return Task("normalization", 0, 0, first, outputs, group=g)
 
 
 def order_outputs(t: Task, rank: dict[SSAValue, int]) -> None:
@@ -572,7 +658,7 @@ def _matmul_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
     for i, t in enumerate(mm):
         for u in mm[i + 1:]:
             a, b = t.op, u.op
-            if u.level != t.level or not _share_a(a, b):
+            if u.level != t.level or not share_a(a, b):
                 continue
             results = {a.result, b.result}
             absorbed = [p for p in tasks if p.kind == "pointwise" and all(
@@ -603,7 +689,7 @@ def _sibling_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
     return out
 
 
-def _share_a(a: F.MatmulOp, b: F.MatmulOp) -> bool:
+def share_a(a: F.MatmulOp, b: F.MatmulOp) -> bool:
     """Can one main loop compute both matmuls? (Split-K's are never paired.)"""
     return (a.k_chunk is None and b.k_chunk is None and a.a is b.a
             and (a.transpose_a is None) == (b.transpose_a is None)
@@ -770,11 +856,7 @@ def _normalization_merges(tasks: list[Task], graph: FusionGraph, considered: dic
             continue  # a lone reduction: the reduction schedulers (with row splitting) do better
         if any(o not in results and o not in absorbed for m in members for o in m.outputs):
             continue  # a member's epilogue the row cannot compute: it keeps its own kernel
-        g.cached = _cached_inputs(g, mat, args)
-        max_bytes = max([elem_bytes(F._elem(v)) for v in g.cached + g.full_outputs] or [4])
-        lanes = vector_lanes(g.in_shape[-1], max_bytes, graph.opts.vector)
-        g.decision = normalization_params(rows, math.prod(g.in_shape[g.k:]), lanes,
-                                          [elem_bytes(F._elem(v)) for v in g.cached], graph.opts.block)
+        _decide(g, mat, args, graph.opts)
         considered[seed.op] = g
         if not g.decision.persistent:
             continue
@@ -799,6 +881,16 @@ def _pointwise_task(outputs: list[SSAValue], level: int, graph: FusionGraph) -> 
     not returned, after the returned ones)."""
     outputs = sorted(outputs, key=lambda o: graph.rank.get(o, len(graph.rank)))
     return Task("pointwise", graph.order[outputs[0].owner] if outputs else 0, level, None, outputs)
+
+
+def _decide(g: NormGroup, materialized: set, args: set, opts: ScheduleOptions) -> None:
+    """Ask the normalization scheduler about group `g` (its members and outputs found): what
+    stays on chip (`g.cached`) and its decision (`g.decision`)."""
+    g.cached = _cached_inputs(g, materialized, args)
+    max_bytes = max([elem_bytes(F._elem(v)) for v in g.cached + g.full_outputs] or [4])
+    lanes = vector_lanes(g.in_shape[-1], max_bytes, opts.vector)
+    g.decision = normalization_params(math.prod(g.in_shape[:g.k]), math.prod(g.in_shape[g.k:]), lanes,
+                                      [elem_bytes(F._elem(v)) for v in g.cached], opts.block)
 
 
 def _cached_inputs(g: NormGroup, materialized: set, args: set) -> list[SSAValue]:

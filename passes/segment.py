@@ -40,6 +40,7 @@ from fuser.lowering.matmul import matmul_decision, matmul_schedule
 from fuser.lowering.pointwise import pointwise_schedule
 from fuser.lowering.planner import BOUNDARY_OPS, SCHEDULER_OF_TASK, Plan, plan_fusion, task_ops, task_reads, unstored_matmul_result
 from fuser.lowering.schedulers.options import PLAN_ATTR, ScheduleOptions, SchedulingPass, plan_attribute
+from fuser.lowering.reduction import reduction_schedule
 from fuser.lowering.schedulers.reduction import reduction_view
 
 
@@ -154,14 +155,19 @@ def _wrap(t: Task, plan: Plan, mapping: dict[SSAValue, SSAValue], opts: Schedule
 
 def _decided(t: Task, plan: Plan, body: Block, opts: ScheduleOptions) -> ScheduleOptions:
     """`opts` with what the scheduler decides for `t` filled in, as the options that reproduce
-    it: the pointwise scheduler's block and vector width, the matmul scheduler's tile, grid and
-    store path. (The reduction and normalization schedulers' geometry is not recorded yet: their
-    block and vector options also reach the kernels that a conversion option overriding the
-    plan splits them into, so their plan keeps the options.)"""
+    it: the pointwise scheduler's block and vector width; the reduction scheduler's vector
+    width, chunks (`split`) and, for an inner reduction, threads per row (`block`); the
+    normalization scheduler's threads per row and vector width; the matmul scheduler's tile,
+    grid and store path."""
     decision = None
     if t.kind in ("pointwise", "segment"):
         outputs = [t.op.result] if t.kind == "segment" else t.outputs
         decision = pointwise_schedule(outputs, plan.materialized, set(body.args), opts)
+    elif t.kind == "reduction":
+        decision = reduction_schedule(t, plan.materialized, set(body.args), opts)
+    elif t.kind == "normalization":
+        p = t.group.decision.params
+        decision = {"block": p.bx, "vector": p.lanes}
     elif t.kind == "matmul":
         try:
             schedule = matmul_schedule(t, opts)

@@ -56,7 +56,7 @@ from xdsl.rewriter import InsertPoint
 
 from fuser.dialects import fusion as F
 from fuser.lowering.common import ScheduleError
-from fuser.lowering.planner import plan_fusion
+from fuser.lowering.planner import plan_fusion, share_a
 from fuser.lowering.schedulers.options import ScheduleOptions, SchedulingPass
 from fuser.lowering.schedulers.split_k import (ForcedSplitError, SplitDecision, auto_decision, forced_decision,
                                                serial_blocker)
@@ -173,7 +173,11 @@ def decide(op: F.MatmulOp, forced: int | None, strategy: str, paired: dict[Opera
 
 def _horizontally_fused(fn: func.FuncOp, opts: ScheduleOptions) -> dict[Operation, str]:
     """Matmuls the planner would fuse horizontally (gated-MLP pairs), each mapped to its
-    partner's name. Asks convert-fusion-to-sched's planner, which changes nothing."""
+    partner's name. Asks the planner (which changes nothing) only where two matmuls share A:
+    no other pair is fused."""
+    mms = [o for o in fn.walk() if isinstance(o, F.MatmulOp)]
+    if not any(share_a(a, b) for i, a in enumerate(mms) for b in mms[i + 1:]):
+        return {}
     try:
         plan = plan_fusion(fn, dataclasses.replace(opts, persistent=False))
     except ScheduleError:  # the scheduler will report it; nothing is paired

@@ -247,12 +247,13 @@ def test_many_reductions_with_epilogues_segment_in_seconds():
 
 
 @pytest.mark.parametrize("example,whole", [("bias_gelu", 1), ("row_sum", 1), ("layer_norm", 2),
-                                           ("matmul_bias_gelu", 2)])
+                                           ("matmul_bias_gelu", 1)])
 def test_planner_runs_per_fusion(monkeypatch, example, whole):
     """The kernel plan is made once, by fusion-segment, and read from the IR after it: the
-    conversion plans each segment's own ops (to rebuild its task), never the whole function.
-    fusion-translate-welford (a var_mean) and fusion-split-k (a matmul) ask the planner once
-    more, before the cut, about the schedule their rewrite is for."""
+    conversion reads each segment's task from its body and its `fuser.plan` (`segment_plan`)
+    and plans nothing. fusion-translate-welford (a var_mean) and fusion-split-k (a matmul) ask
+    the planner once more, before the cut, about the schedule their rewrite is for (split-K
+    only where two matmuls share A: whether they share a main loop)."""
     from pathlib import Path
 
     import fuser.lowering.fusion_to_sched as conversion
@@ -273,5 +274,32 @@ def test_planner_runs_per_fusion(monkeypatch, example, whole):
     mod = parse_module(text)
     run_passes(build_pipeline("to-sched"), mod)
     fusions = text.count("func.func")
-    assert calls.count("FuncOp") == whole * fusions
-    assert calls.count("Block") >= 1 and set(calls) <= {"FuncOp", "Block"}
+    assert calls == ["FuncOp"] * (whole * fusions)
+
+
+def test_conversion_plans_a_segment_only_when_asked(monkeypatch):
+    """A segment without a `fuser.plan` (written by hand, converted directly) is planned alone,
+    and so is one whose recorded plan an option given to the conversion overrides; a segment
+    fusion-segment planned is read, not planned."""
+    import fuser.lowering.fusion_to_sched as conversion
+    import fuser.lowering.planner as planner
+
+    calls = []
+
+    def counting(fn, opts=planner.ScheduleOptions()):
+        calls.append(type(fn).__name__)
+        return planner.plan_fusion(fn, opts)
+
+    monkeypatch.setattr(conversion, "plan_fusion", counting)
+    body = ('(%xs = %x : tensor<64x128xf32>) -> (tensor<64x128xf32>) {plan} {{\n'
+            '    %e = fusion.add %xs, %xs : tensor<64x128xf32>\n    fusion.yield %e : tensor<64x128xf32>\n  }}')
+    text = ('func.func @f(%x: tensor<64x128xf32>) -> tensor<64x128xf32> {{\n'
+            '  %y = fusion.segment "pointwise" ' + body + '\n  func.return %y : tensor<64x128xf32>\n}}\n')
+    planned = text.format(plan='attributes {fuser.plan = {sms = 132 : i64, block = 128 : i64, vector = 4 : i64}}')
+    for src, pipeline, want in [(planned, "convert-fusion-to-sched", []),
+                                (text.format(plan=""), "convert-fusion-to-sched", ["Block"]),
+                                (planned, "convert-fusion-to-sched{block=64}", ["Block"])]:
+        calls.clear()
+        m = parse_module(src)
+        run_passes(build_pipeline(pipeline), m)
+        assert calls == want, (pipeline, src)

@@ -45,3 +45,29 @@ func.func @not_a_dict(%x: tensor<64xf32>) -> tensor<64xf32> {
   }
   func.return %y : tensor<64xf32>
 }
+
+// -----
+
+// A segment with a plan is read as one task of the scheduler it names, not planned again: a
+// body that is not one is a located error.
+func.func @not_its_task(%x: tensor<64x128xf32>) -> tensor<64xf32> {
+  // expected-error @+1 {{fusion.segment "pointwise" holds a reduction or matmul: its ops are not one task of that scheduler (drop its fuser.plan to have it planned, or its scheduler name too to have fusion-segment split it)}}
+  %y = fusion.segment "pointwise" (%xs = %x : tensor<64x128xf32>) -> (tensor<64xf32>) attributes {fuser.plan = {block = 128 : i64}} {
+    %r = fusion.reduce sum %xs dims [1] : tensor<64x128xf32> to tensor<64xf32>
+    fusion.yield %r : tensor<64xf32>
+  }
+  func.return %y : tensor<64xf32>
+}
+
+// -----
+
+func.func @rows_too_long(%x: tensor<4x1048576xf32>) -> tensor<4x1048576xf32> {
+  // expected-error @+1 {{fusion.segment "normalization" cannot keep its rows on chip}}
+  %y = fusion.segment "normalization" (%xs = %x : tensor<4x1048576xf32>) -> (tensor<4x1048576xf32>) attributes {fuser.plan = {persistent = true}} {
+    %s = fusion.reduce sum %xs dims [1] : tensor<4x1048576xf32> to tensor<4xf32>
+    %b = fusion.broadcast %s dims [1] : tensor<4xf32> to tensor<4x1048576xf32>
+    %d = fusion.sub %xs, %b : tensor<4x1048576xf32>
+    fusion.yield %d : tensor<4x1048576xf32>
+  }
+  func.return %y : tensor<4x1048576xf32>
+}

@@ -4,10 +4,11 @@
 
 // convert-fusion-to-sched makes each segment's kernels with the options in its `fuser.plan`:
 // an edited plan changes the kernel, a segment without one takes the pass's options, and an
-// option given to the conversion itself wins over what the segment recorded. So a layer norm
-// segmented with the defaults and converted with persistent=false becomes reduction and
-// pointwise kernels (SPLIT), and the same segments converted as they are, one persistent
-// kernel (KEPT).
+// option given to the conversion itself that changes what the segment recorded plans that
+// segment again under the conversion's options. So a layer norm segmented with the defaults and
+// converted with persistent=false becomes reduction and pointwise kernels of their own geometry
+// (not the normalization kernel's threads per row as their block size), and the same
+// segments converted as they are, one persistent kernel (KEPT).
 
 // CHECK-LABEL: sched.kernel @edited_k0
 // CHECK-SAME:    block [128, 1, 1]
@@ -28,6 +29,20 @@ func.func @edited_matmul(%a: tensor<256x64xbf16>, %b: tensor<64x512xbf16>) -> te
     fusion.yield %m : tensor<256x512xf32>
   }
   func.return %c : tensor<256x512xf32>
+}
+// A reduction segment's recorded geometry, edited: 64 threads per row (4 rows a block), 2-lane
+// vectors, each row in 4 chunks (a second kernel folds them), where fusion-segment recorded 256
+// threads, 4 lanes and one chunk.
+// CHECK-LABEL: sched.kernel @edited_reduction_k0
+// CHECK-SAME:    grid [16, 4, 1] block [64, 4, 1]
+// CHECK:         sched.load {{.*}} -> vector<2xf32>
+// CHECK-LABEL: sched.kernel @edited_reduction_k1
+func.func @edited_reduction(%x: tensor<64x4096xf32>) -> tensor<64xf32> {
+  %s = fusion.segment "reduction" (%xs = %x : tensor<64x4096xf32>) -> (tensor<64xf32>) attributes {fuser.plan = {sms = 132 : i64, block = 64 : i64, vector = 2 : i64, split = 4 : i64}} {
+    %r = fusion.reduce sum %xs dims [1] : tensor<64x4096xf32> to tensor<64xf32>
+    fusion.yield %r : tensor<64xf32>
+  }
+  func.return %s : tensor<64xf32>
 }
 // CHECK-LABEL: sched.kernel @unplanned_k0
 // CHECK-SAME:    block [256, 1, 1]
