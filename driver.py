@@ -11,8 +11,9 @@ import logging
 import os
 import re
 import socket
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import ModuleOp
@@ -28,14 +29,64 @@ from fuser.runtime.plan import Program, extract_program
 
 log = logging.getLogger("fuser.compile")
 
-# Which IR level a pass leaves behind; used to name the stages a CompileResult keeps.
+# Which IR level a pass leaves behind; used to name the stages a CompileResult gives.
 _STAGE_AFTER = {"convert-fusion-to-sched": "sched", "convert-sched-to-nvvm": "nvvm"}
+
+
+class Stages(Mapping):
+    """The IR text of each level ("fusion", "sched", "nvvm"), made when first asked for.
+
+    A compile prints none of it: the sched and nvvm levels are made by running the pipeline
+    again on the fusion's text up to convert-sched-to-nvvm and printing what each level pass
+    leaves (the passes are deterministic: fuser-ir-snapshot checks it). Printing the two levels
+    on every compile had cost a third of a matmul's compile time, and keeping clones of the
+    module at those points three tenths of the printing (docs/perf-notes.md, issue 33).
+    `levels=False` (compile(..., stages=False)) gives the fusion level only."""
+
+    def __init__(self, fusion_text: str, source: str = "", passes: Sequence[ModulePass] = (), levels: bool = True):
+        self._texts = {"fusion": fusion_text}
+        self._source, self._passes = source, list(passes)
+        made = [_STAGE_AFTER[p.name] for p in self._passes if p.name in _STAGE_AFTER] if levels else []
+        self._keys = ("fusion", *dict.fromkeys(made))
+        self._lock = threading.Lock()
+
+    def __getitem__(self, level: str) -> str:
+        if level not in self._keys:
+            raise KeyError(level)
+        if level not in self._texts:
+            with self._lock:
+                if level not in self._texts:
+                    self._texts.update(_print_levels(self._source, self._passes))
+        return self._texts[level]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __repr__(self) -> str:
+        made = ", ".join(k for k in self._keys if k in self._texts)
+        return f"Stages(levels={list(self._keys)}, printed=[{made}])"
+
+
+def _print_levels(source: str, passes: Sequence[ModulePass]) -> dict[str, str]:
+    """{level: text} of the levels the pipeline's level passes leave, from its input text."""
+    last = max(i for i, p in enumerate(passes) if p.name in _STAGE_AFTER)
+    texts: dict[str, str] = {}
+
+    def record(p: ModulePass, m: ModuleOp) -> None:
+        if p.name in _STAGE_AFTER:
+            texts[_STAGE_AFTER[p.name]] = print_module(m)
+
+    run_passes(passes[:last + 1], parse_module(source, "<fusion>"), after=record, verify_each=False)
+    return texts
 
 
 @dataclass
 class CompileResult:
     program: Program
-    stages: dict[str, str] = field(default_factory=dict)  # level -> IR text
+    stages: Mapping[str, str] = field(default_factory=dict)  # level -> IR text (a Stages: printed when asked)
     llvm_ir: str = ""
     ptx: str = ""
     seconds: float = 0.0
@@ -50,8 +101,9 @@ def compile_fusion(module: ModuleOp | str, pipeline: str | Sequence[ModulePass] 
     `options`: schedule options for the pipeline's planning passes (`{"block": 128}`), as if
     written in the pipeline text.
 
-    stages=False does not print the sched and nvvm IR into `CompileResult.stages` (a tenth to a
-    fifth of a large fusion's compile time); a cache entry made so is a miss for a caller that wants them.
+    `CompileResult.stages` gives the IR of each level, printed when first asked for (the sched
+    and nvvm levels by running the pipeline again up to them); stages=False gives the fusion
+    level only. Neither costs the compile anything, and either is served by the same cache entry.
 
     wait=False: when another process is compiling the same fusion into the shared disk cache,
     raise `cache.Busy` at once instead of waiting for it (a compile worker takes another first).
@@ -66,21 +118,21 @@ def compile_fusion(module: ModuleOp | str, pipeline: str | Sequence[ModulePass] 
     passes = ptx_mod.passes_for_arch(with_schedule_options(build_pipeline(pipeline), options), arch)
     ptext = pipeline_text(passes)  # the options are in it, as each planning pass's
     key = cache.make_key(located_text, "", arch, ptext, cache.compiler_fingerprint())
-    hit = _cached_result(key, stages, t0, recheck=False)
+    levels = Stages(text, located_text, passes, levels=stages)
+    hit = _cached_result(key, levels, t0, recheck=False)
     if hit is not None:
         return hit
     # The build lock: processes sharing the disk cache (a distributed job's ranks, the PyTorch
     # backend's compile workers) compile each fusion once; the others wait and load it.
     with cache.default_cache().building(key, wait=wait):
-        hit = _cached_result(key, stages, t0, recheck=True)
+        hit = _cached_result(key, levels, t0, recheck=True)
         if hit is not None:
             log.info("%s: loaded from the disk cache after waiting: built by %s", _symbol(text),
                      hit.built_by or "another process")
             return hit
-        result = _build(text, module, passes, arch, stages, t0)
+        result = _build(text, module, passes, arch, levels, t0)
         cache.default_cache().put(key, {"ptx": result.ptx, "llvm_ir": result.llvm_ir},
-                                  {"program": result.program.to_json(include_ptx=False), "stages": result.stages,
-                                   "built_by": _builder()})
+                                  {"program": result.program.to_json(include_ptx=False), "built_by": _builder()})
     log.info("%s: compiled in %.2f s (%d kernels)", _symbol(text), result.seconds, len(result.program.launches))
     return result
 
@@ -96,27 +148,25 @@ def _symbol(text: str) -> str:
     return m.group(1) if m else "fusion"
 
 
-def _cached_result(key: str, stages: bool, t0: float, recheck: bool) -> CompileResult | None:
-    """The cached CompileResult for key, or None (a miss, an entry made with stages=False
-    when the caller wants stages, or one from another layout)."""
+def _cached_result(key: str, stages: Stages, t0: float, recheck: bool) -> CompileResult | None:
+    """The cached CompileResult for key, or None (a miss, or an entry from another layout)."""
     c = cache.default_cache()
     hit = c.recheck(key) if recheck else c.get(key)
-    if hit is None or (stages and not set(_STAGE_AFTER.values()) <= set(hit.meta.get("stages", {}))):
-        return None  # made with stages=False: compile again to have them
+    if hit is None:
+        return None
     try:
         ptx = hit.payloads["ptx"]
         program = Program.from_json(hit.meta["program"], ptx=ptx)
     except (KeyError, ValueError, TypeError):
         return None  # an entry from another layout: rebuild it
-    return CompileResult(program, hit.meta.get("stages", {}), hit.payloads.get("llvm_ir", ""), ptx,
+    return CompileResult(program, stages, hit.payloads.get("llvm_ir", ""), ptx,
                          time.perf_counter() - t0, cached=True, built_by=str(hit.meta.get("built_by", "")))
 
 
-def _build(text: str, module: ModuleOp | str, passes: list[ModulePass], arch: str, stages: bool,
+def _build(text: str, module: ModuleOp | str, passes: list[ModulePass], arch: str, stages: Stages,
            t0: float) -> CompileResult:
     """Run the pipeline, then LLVM: the compile proper."""
     mod = parse_module(text, "<fusion>") if isinstance(module, str) else module.clone()
-    texts = {"fusion": text}
     reached: set[str] = set()
 
     # Whatever the pipeline, never launch a kernel that reads unwritten data (once: the named
@@ -128,8 +178,6 @@ def _build(text: str, module: ModuleOp | str, passes: list[ModulePass], arch: st
             check_buffers(m)
         if p.name in _STAGE_AFTER:
             reached.add(_STAGE_AFTER[p.name])
-            if stages:
-                texts[_STAGE_AFTER[p.name]] = print_module(m)
 
     # FUSER_VERIFY_EACH=1 verifies after every pass, to find which one produced invalid IR.
     run_passes(passes, mod, after=record, verify_each=os.environ.get("FUSER_VERIFY_EACH", "0") == "1")
@@ -139,4 +187,4 @@ def _build(text: str, module: ModuleOp | str, passes: list[ModulePass], arch: st
     llvm_ir = ptx_mod.module_to_llvm_ir(mod, arch)
     ptx = ptx_mod.llvm_ir_to_ptx(llvm_ir, arch)
     program = extract_program(mod, ptx, arch)
-    return CompileResult(program, texts, llvm_ir, ptx, time.perf_counter() - t0)
+    return CompileResult(program, stages, llvm_ir, ptx, time.perf_counter() - t0)

@@ -199,3 +199,30 @@ def test_diagnostic_on_a_huge_line_quotes_a_window_of_it(tmp_path):
     at = caret.index("^")  # the caret stands under the character the location names
     start = text.index(src[3:-3])
     assert at - 3 == col - 1 - start
+
+
+def test_diagnostics_of_a_50_mb_one_line_file_stay_small(tmp_path):
+    """A 50 MB input on one line (an error at its start, the rest of the line after it) gives a
+    diagnostic of a few hundred bytes, not one that quotes the line."""
+    path = tmp_path / "huge.mlir"
+    path.write_text("func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> { %z = fusion.bogus %x : tensor<4xf32> // "
+                    + "x" * 50_000_000 + "\n}\n")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        assert fuser_opt_main([str(path)]) == 1
+    msg = err.getvalue()
+    assert "fusion.bogus is not registered" in msg and len(msg) < 1000, msg[:300]
+
+
+def test_every_diagnostic_line_is_bounded():
+    """Whatever builds the message (a verifier quoting a type of 10^6 dims, a pass naming an
+    op), each of its lines keeps its start and end and leaves the middle out."""
+    from fuser.dialects.ir import MESSAGE_LINE_CHARS, FuserDiagnostic
+
+    huge = "tensor<" + "1x" * 25_000_000 + "f32>"
+    e = FuserDiagnostic(f"f.mlir:1:2: error: 'fusion.exp' op result type {huge}, expected tensor<4xf16>\nnote: short")
+    first, second = str(e).split("\n")
+    assert first.startswith("f.mlir:1:2: error: 'fusion.exp' op result type tensor<1x1x")
+    assert first.endswith("1x1xf32>, expected tensor<4xf16>") and "characters left out" in first
+    assert len(first) < MESSAGE_LINE_CHARS + 60 and second == "note: short"
+    assert str(FuserDiagnostic("x" * MESSAGE_LINE_CHARS)) == "x" * MESSAGE_LINE_CHARS  # short enough: as is

@@ -557,3 +557,29 @@ def test_timer_flushes_l2_by_reading_before_every_timed_call():
     for i in timed:  # flush, start event, the call, end event: nothing else in between
         assert fake.log[i - 2:i + 2] == ["flush-read", "record", "call", "record"]
     assert set(seen) == {1, 2}, "input sets are cycled"
+
+
+def test_compile_mode_on_the_cpu(monkeypatch, capsys, tmp_path):
+    """`fuser-bench --compile --mock-launch` without a GPU: a row per selected fusion with its
+    kernel count, cold / warm / disk compile times and a mocked cached call's host time."""
+    pytest.importorskip("torch")
+    from fuser.runtime import arrays, driver, executor
+    from fuser.tools.bench import cli, timing
+
+    # mock_launch replaces these for the rest of the process: put them back after the test
+    for obj, name in ((driver, "require_gpu"), (driver, "device_ordinal"), (arrays, "_bind_device"),
+                      (executor, "load_module"), (executor, "_kernel"), (executor, "_torch_raw_stream"),
+                      (driver, "encode_tensor_map")):
+        monkeypatch.setattr(obj, name, getattr(obj, name))
+    monkeypatch.setattr(driver, "_direct_state", list(driver._direct_state))
+    monkeypatch.setattr(driver._tls, "ctx", None, raising=False)
+    monkeypatch.setattr(timing, "gpu_problem", lambda: "no GPU here")
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    assert cli.main(["--compile", "--mock-launch", "--filter", "^(row_sum|softmax)$", "--reps", "1",
+                     "--calls", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "launches mocked at the driver call" in out and "import fuser + driver" in out
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.startswith(("row_sum", "softmax"))}
+    assert set(rows) == {"row_sum", "softmax"}
+    for kernels, cold, warm, disk, call in rows.values():
+        assert kernels == "1" and float(cold) > float(warm) > 0 and float(disk) > 0 and float(call) > 0

@@ -44,12 +44,23 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--kernels", metavar="DIR",
                    help="with --models: profile every peer's step kernel by kernel into the JSON, and write fuser's "
                         "region texts to DIR/regions (python -m fuser.tools.bench.kernel_report reads both)")
+    p.add_argument("--compile", action="store_true",
+                   help="compile time per example (cold, warm, from disk) and a cached call's host time "
+                        "(compile_bench.py); --filter applies")
+    p.add_argument("--reps", type=int, default=3, help="with --compile: cold compiles per fusion, the best kept")
+    p.add_argument("--calls", type=int, default=2000, help="with --compile: calls per timing round")
+    p.add_argument("--mock-launch", action="store_true",
+                   help="with --compile and no GPU: time the cached call's Python up to a mocked driver call")
     add_distributed_args(p)
     return p.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.compile:
+        from .compile_bench import run as run_compile
+
+        return run_compile(args)
     if args.models and args.distributed is not None:
         from .distributed import run_from_args as run_distributed
 
