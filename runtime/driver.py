@@ -460,6 +460,38 @@ class Kernel:
                         stream_handle(stream), params.address,
                         None if cluster is None else _dim3(cluster, "cluster"), dependent)
 
+    def launcher(self, grid: tuple, block: tuple, smem: int, params_address: int | None,
+                 cluster: tuple | None = None, dependent: bool = False) -> Callable[[int], None]:
+        """`go(stream)`: this kernel's launch with everything but the stream (an int handle) bound,
+        for a launch made again and again (a cached call). On the direct path it is the one
+        ctypes call (a cluster or dependent launch's CUlaunchConfig is made once per stream);
+        otherwise `launch_raw`."""
+        direct = _direct() if self.raw is not None else None
+        if direct is None:
+            def go(stream: int) -> None:
+                self.launch_raw(grid, block, smem, stream_handle(stream), params_address, cluster, dependent)
+            return go
+        raw, name = self.raw, self.name
+        if cluster is None and not dependent:
+            fn = direct.launch
+            (gx, gy, gz), (bx, by, bz) = grid, block
+
+            def go(stream: int) -> None:
+                err = fn(raw, gx, gy, gz, bx, by, bz, smem, stream, params_address, None)
+                if err:
+                    raise CudaError(f"cuLaunchKernel failed ({name}): {_error_text(err)}", "cuLaunchKernel", int(err))
+            return go
+        fn_ex, configs = direct.launch_ex, {}
+
+        def go(stream: int) -> None:
+            cfg = configs.get(stream)
+            if cfg is None:  # (kept: the struct must outlive its launches)
+                cfg = configs[stream] = _DirectConfig(grid, block, smem, stream, cluster, dependent)
+            err = fn_ex(cfg.address, raw, params_address, None)
+            if err:
+                raise CudaError(f"cuLaunchKernelEx failed ({name}): {_error_text(err)}", "cuLaunchKernelEx", int(err))
+        return go
+
     def launch_raw(self, grid: tuple, block: tuple, smem: int, stream: Any,
                    params_address: int | None, cluster: tuple | None = None, dependent: bool = False) -> None:
         """The hot path: dims already normalized, params already packed; `stream` a CUstream or

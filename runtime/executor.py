@@ -6,6 +6,11 @@ module is loaded once per process per PTX, kernels are resolved once, and each
 launch keeps a preallocated kernel-params block whose pointer slots are the only
 thing a call writes. The GPU is first touched on the first call, after the
 arguments have been validated.
+
+A call again with CUDA torch tensors of the signature seen before (the PyTorch backend's
+every call) takes `Executor._torch_call`: per launch a launcher with grid, block and params
+block bound (`driver.Kernel.launcher`), the tensors checked against the seen dtypes and shapes
+(`FUSER_CHECK_ARGS=0`: not checked, for callers that guarantee them), outputs by `new_empty`.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import math
+import os
 import threading
 from typing import Any
 
@@ -81,22 +87,33 @@ def _stream_int(stream: Any) -> int:
     return int(stream)  # CUstream
 
 
-_torch_raw_stream: Any = None
+def _torch_raw_stream(index: int) -> int:
+    """torch's current stream on GPU `index`, as a raw handle (0 = legacy default); replaced by
+    torch's own function on first use."""
+    global _torch_raw_stream
+    import torch
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    _torch_raw_stream = raw if raw is not None else (lambda idx: torch.cuda.current_stream(idx).cuda_stream)
+    return _torch_raw_stream(index)
 
 
 def _torch_current_stream(tensor: Any) -> int:
     """torch's current stream on the tensor's device, as a raw handle (0 = legacy default)."""
-    global _torch_raw_stream
-    if _torch_raw_stream is None:
-        import torch
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        _torch_raw_stream = raw if raw is not None else (
-            lambda idx: torch.cuda.current_stream(idx).cuda_stream)
     return _torch_raw_stream(tensor.device.index or 0)
+
+
+_MISS = object()  # a cached call's arguments did not fit: take the general path
 
 
 class _Step:
     __slots__ = ("kernel", "grid", "block", "smem", "cluster", "dependent", "params", "fill", "tfill")
+
+
+def check_args_enabled() -> bool:
+    """False when FUSER_CHECK_ARGS is 0 (also "false", "off", "no"): a cached call of CUDA torch
+    tensors then skips the dtype, shape, device and layout checks of its arguments (read when an
+    Executor is made)."""
+    return os.environ.get("FUSER_CHECK_ARGS", "1").strip().lower() not in ("0", "false", "off", "no")
 
 
 class Executor:
@@ -134,6 +151,12 @@ class Executor:
         self._lock = threading.Lock()
         self._torch_want: list[tuple[Any, tuple]] | None = None  # per input (torch dtype, shape), once seen
         self._torch_ordinal = -1
+        self._check_args = check_args_enabled()
+        # The cached torch call's layout, made on its first use (_torch_layout): the outputs'
+        # (shape, torch dtype) and, per launch, a launcher with its grid, block, shared memory
+        # and params block bound, and the (slot, flat pointer index) pairs it writes.
+        self._torch_outs: tuple | None = None
+        self._launchers: tuple | None = None
 
     # ---------------------------------------------------------------- GPU setup
     def _load(self) -> list[_Step]:
@@ -206,7 +229,75 @@ class Executor:
             return None
         return ptrs
 
+    def _torch_layout(self) -> None:
+        """What a cached torch call needs, computed once: output shapes and dtypes, and a
+        launcher per step (driver.Kernel.launcher: everything but the stream bound)."""
+        self._torch_outs = tuple((tuple(o.shape), _torch_dtype(o.dtype)) for o in self.outputs)
+        self._launchers = tuple((st.kernel.launcher(st.grid, st.block, st.smem, st.params.address, st.cluster,
+                                                    st.dependent), st.params, st.fill, st.tfill)
+                                for st in self._steps)
+
+    def _torch_call(self, args: tuple) -> Any:
+        """A cached call of CUDA torch tensors: the inputs checked against the signature seen
+        before (unless FUSER_CHECK_ARGS=0), outputs by `new_empty`, the launches with their
+        layouts precomputed. `_MISS` when the arguments do not fit: the general path then
+        checks them and says what is wrong."""
+        want = self._torch_want
+        if len(args) != len(want):
+            return _MISS
+        ptrs = []
+        try:
+            if self._check_args:
+                ordinal = self._torch_ordinal
+                for x, (dtype, shape) in zip(args, want):
+                    # get_device() is -1 for a CPU tensor, so this also says it is on the GPU
+                    if x.dtype is not dtype or x.shape != shape or x.get_device() != ordinal or not x.is_contiguous():
+                        return _MISS
+                    ptrs.append(x.data_ptr())
+            else:
+                for x in args:
+                    ptrs.append(x.data_ptr())
+        except AttributeError:  # not a torch tensor
+            return _MISS
+        if self._launchers is None:
+            self._torch_layout()
+        ref = args[0]
+        outs = [ref.new_empty(shape, dtype=dtype) for shape, dtype in self._torch_outs]
+        for t in outs:
+            ptrs.append(t.data_ptr())
+        s = _torch_raw_stream(self._torch_ordinal)
+        if self.program.workspaces or self._zero_out:
+            hs = driver.stream_handle(s)
+            ws = self._workspaces(s) if self.program.workspaces else ()
+            for b in ws:
+                ptrs.append(b.ptr)
+            for i in self._zero_ws:
+                ws[i].memset_zero(hs)
+            for i in self._zero_out:
+                if self.outputs[i].nbytes:
+                    driver.check(driver._cu.cuMemsetD8Async(ptrs[len(want) + i], 0, self.outputs[i].nbytes, hs),
+                                 "cuMemsetD8Async")
+        tmaps = [self._tensor_map(i, ptrs[j]) for i, j in enumerate(self._tmap_src)] if self._tmap_src else None
+        if getattr(driver._tls, "ctx", None) is None:
+            driver.context()  # this thread's first launch: make the context current
+        with self._lock:  # the params blocks are shared by concurrent callers
+            for go, params, fill, tfill in self._launchers:
+                vals = params.values
+                for slot, j in fill:
+                    vals[slot] = ptrs[j]
+                for slot, i in tfill:
+                    ctypes.memmove(params.wide_address(slot), tmaps[i], 128)
+                go(s)
+        if len(outs) == 1:
+            return outs[0]
+        return tuple(outs) if outs else None
+
     def __call__(self, *args: Any, stream: Any = None) -> Any:
+        if stream is None and self._torch_want is not None and self._steps is not None and args \
+                and _is_torch(args[0]):
+            out = self._torch_call(args)
+            if out is not _MISS:
+                return out
         specs = self.inputs
         steps = self._steps
         ptrs = self._torch_pointers(args) if steps is not None and args and _is_torch(args[0]) else None

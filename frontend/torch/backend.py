@@ -41,6 +41,10 @@ EXECUTORS = ("auto", "reference", "torch")
 PARTITIONERS = ("min_cut", "default")
 
 
+def _cuda_available() -> bool:
+    return torch.cuda.is_available()
+
+
 def log_setting() -> bool | str:
     """FUSER_TORCH_LOG: unset, empty or 0 -> off; "ir" -> regions with their IR; else on."""
     v = os.environ.get("FUSER_TORCH_LOG", "").strip().lower()
@@ -76,18 +80,34 @@ class FuserBackend:
         what minimizes the bytes between the two and the backward recomputes cheap ops) or
         "default" (torch's default_partition: the forward saves every intermediate the backward
         reads).
+    cudagraphs: capture each compiled graph's launches (fuser's kernels and the PyTorch ops
+        between them) in a CUDA graph and replay it, as Inductor's mode="reduce-overhead" does,
+        with torch's own machinery (its CUDA graph trees: inputs other than parameters and buffers
+        are copied into static buffers before each replay; forward and backward of a training step
+        are captured alike). Off by default; needs CUDA (a RuntimeError without it) and the "auto"
+        or "torch" executor. A graph torch's own checks find unfit (inputs it mutates, CPU
+        tensors) runs without one, counted in `stats.cudagraph_skips` and logged.
     """
 
     def __init__(self, pipeline: Any = "default", options: dict[str, Any] | None = None, debug: bool | str = False,
                  executor: str = "auto", decompositions: dict | None = None, compile_workers: int | None = None,
-                 pad_matmuls: bool = True, partitioner: str = "min_cut"):
+                 pad_matmuls: bool = True, partitioner: str = "min_cut", cudagraphs: bool = False):
         if executor not in EXECUTORS:
             raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
         if partitioner not in PARTITIONERS:
             raise ValueError(f"partitioner must be one of {PARTITIONERS}, got {partitioner!r}")
+        if cudagraphs:
+            if executor == "reference":
+                raise ValueError("cudagraphs=True needs executor='auto' or 'torch' (the reference executor copies "
+                                 "to the host, which a CUDA graph cannot capture)")
+            if not _cuda_available():
+                raise RuntimeError("fuser.torch.backend(cudagraphs=True) needs CUDA: torch finds no CUDA device here "
+                                   f"(torch {torch.__version__}); leave cudagraphs off to run without CUDA graphs")
+        self.cudagraphs = bool(cudagraphs)
         self.config = {"pipeline": pipeline, "options": options, "debug": debug, "executor": executor,
                        "pad_matmuls": pad_matmuls}
         self.compile_workers = compile_workers
+        self._graph_state: dict[str, Any] = {"dynamo_inputs": 0, "capture": True, "device": None}
         self.stats = Stats()
         self.graphs: list[tuple[str, fx.GraphModule]] = []  # (forward/backward/inference, partitioned graph)
         decomps = get_decompositions(DECOMPOSED)
@@ -108,10 +128,60 @@ class FuserBackend:
             seconds = precompile(regions(fused), workers)
             if seconds and config["debug"]:
                 log.info("%s: regions compiled in %d processes in %.1f s", kind, workers, seconds)
-            return make_boxed_func(fused.forward)
+            run = make_boxed_func(fused.forward)
+            return self._cudagraphify(kind, gm, run, example_inputs) if self.cudagraphs else run
         return compile_graph
 
+    def _cudagraphify(self, kind: str, gm: fx.GraphModule, run: Any, example_inputs: list[Any]) -> Any:
+        """`run` (a boxed function) replayed from a CUDA graph by torch's CUDA graph trees, as
+        torch's own "cudagraphs" backend wires them: parameters and buffers (the forward's leading
+        inputs) are static, the rest copied in; or `run` itself where torch's checks refuse."""
+        from torch._dynamo.backends import cudagraphs as tcg
+        from torch._inductor import cudagraph_trees
+        from torch._inductor.cudagraph_utils import get_placeholder_info
+        from torch._inductor.utils import count_tangents, num_fw_fixed_arguments
+
+        state = self._graph_state
+        if kind == "backward":
+            if not state["capture"]:  # its forward runs without a graph: so does it
+                return run
+            fixed = count_tangents(gm)
+        else:
+            fixed = num_fw_fixed_arguments(state["dynamo_inputs"], len(example_inputs))
+        why = tcg.check_for_skip(gm, fixed)
+        if why:
+            self.stats.cudagraph_skips += 1
+            log.info("%s graph runs without a CUDA graph: %s", kind, why)
+            if kind != "backward":
+                state["capture"] = False
+                return run
+            manager = cudagraph_trees.get_manager(state["device"] or 0, create_if_none_exists=False)
+
+            def backward(inputs: list[Any]) -> Any:  # its forward was captured: tell the tree
+                if manager is not None:
+                    manager.set_to_running_backward()
+                return run(inputs)
+            backward._boxed_call = True
+            return backward
+        device = tcg.get_device_index(gm)
+        if kind != "backward":
+            state["device"] = device
+
+        def model(inputs: list[Any]) -> Any:  # the boxed convention the trees keep: the callee clears its inputs
+            args = list(inputs)
+            inputs.clear()
+            return run(args)
+        out = cudagraph_trees.cudagraphify_impl(
+            model, example_inputs, range(fixed), device_index=device, is_backward=kind == "backward",
+            is_inference=kind == "inference", stack_traces=tcg.get_stack_traces(gm),
+            placeholders=get_placeholder_info(gm.graph), mutated_input_idxs=tcg.find_input_mutations(gm.graph))
+        out._boxed_call = True
+        return out
+
     def __call__(self, gm: fx.GraphModule, example_inputs: list[Any], **kwargs: Any):
+        # per Dynamo graph: its input count (the forward's parameters come first) and whether its
+        # forward was captured (its backward is captured only then), for cudagraphs=True
+        self._graph_state = {"dynamo_inputs": len(example_inputs), "capture": True, "device": None}
         return self._aot(gm, example_inputs, **kwargs)
 
     def regions(self):
@@ -125,11 +195,12 @@ class FuserBackend:
 
 def backend(pipeline: Any = "default", options: dict[str, Any] | None = None, debug: bool | str = False,
             executor: str = "auto", decompositions: dict | None = None,
-            compile_workers: int | None = None, pad_matmuls: bool = True, partitioner: str = "min_cut") -> FuserBackend:
+            compile_workers: int | None = None, pad_matmuls: bool = True, partitioner: str = "min_cut",
+            cudagraphs: bool = False) -> FuserBackend:
     """A torch.compile backend with these settings: `torch.compile(m, backend=fuser.torch.backend(...))`."""
     return FuserBackend(pipeline=pipeline, options=options, debug=debug, executor=executor,
                         decompositions=decompositions, compile_workers=compile_workers, pad_matmuls=pad_matmuls,
-                        partitioner=partitioner)
+                        partitioner=partitioner, cudagraphs=cudagraphs)
 
 
 # The backend the `torch_dynamo_backends` entry point registers as "fuser".

@@ -60,6 +60,7 @@ class Stats:
     fusions_compiled: int = 0
     fusions_loaded: int = 0
     padded_matmuls: int = 0  # mm / addmm padded to 16-byte rows (pad_matmuls.py)
+    cudagraph_skips: int = 0  # graphs run without a CUDA graph although cudagraphs=True (backend.py)
 
 
 class FuserSupport(OperatorSupportBase):
