@@ -14,8 +14,17 @@ functions and `compile` together; issue 15 will revisit it with the front-door w
 Every function appends fusion-dialect ops to the builder that owns its operands and checks each
 op's verifier at once, so a mistake raises where it is made. Conveniences are spelled out as ops
 in the IR: numpy-style broadcasting becomes `fusion.reshape` + `fusion.broadcast`, and a Python
-number becomes a `fusion.full` of the other operand's shape and dtype. Dtypes are never promoted
-implicitly: mixing them is a TypeError that asks for a `cast`.
+number becomes a `fusion.full` of the other operand's shape and dtype.
+
+Types promote as torch's do (`result_dtype`, `promote_types`), each conversion a `fusion.cast`
+in the IR: operands of one category (bool i1 < integer < float) promote to the wider type (f16
+with bf16 to f32, u8 with i8 to i16); an integer or bool meets a float as that float; Python
+numbers are weak (an i8 tensor + 2 stays i8, an f16 tensor * 0.5 stays f16) unless of a higher
+category than every tensor (an i32 tensor + 2.5 is f32, torch's default float; a bool tensor
++ 1 is i64). True division (`div`, `/`) and the float math functions (exp, sin, ...) of integers
+and bools compute in f32, as torch's do; `div(..., rounding_mode="trunc" | "floor")` and `//`
+of integers stay integers. Arithmetic of two bools is refused (use logical_and / logical_or, or
+cast), as is an integer constant out of its tensor's range (a u8 tensor + 300).
 
 `compile` turns a fusion into a `CompiledFusion`, callable on arrays (GPU), with the numpy
 reference interpreter and every stage's IR at hand.
@@ -47,9 +56,11 @@ __all__ = [
     "erf", "exp2", "log2", "log10", "log1p", "reciprocal", "floor", "ceil", "trunc", "sign",
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "erfc", "erfinv",
     "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "clamp", "frac", "addcmul", "lerp",
-    "threshold", "atan2", "fmod", "remainder",
+    "threshold", "atan2", "fmod", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+    "bitwise_left_shift", "bitwise_right_shift", "logical_right_shift", "gcd",
     "logical_not", "logical_and", "logical_or", "logical_xor",
-    "add", "sub", "mul", "div", "maximum", "minimum", "where", "cast", "full",
+    "add", "sub", "mul", "div", "floor_divide", "maximum", "minimum", "where", "cast", "full",
+    "promote_types", "result_dtype",
     "broadcast_to", "broadcast", "reshape", "permute", "amax", "amin", "welford", "var_mean",
     "matmul", "segment_set",
 ]
@@ -247,6 +258,21 @@ class Tensor:
     __rmul__ = lambda s, o: mul(o, s)
     __truediv__ = lambda s, o: div(s, o)
     __rtruediv__ = lambda s, o: div(o, s)
+    __floordiv__ = lambda s, o: floor_divide(s, o)
+    __rfloordiv__ = lambda s, o: floor_divide(o, s)
+    __mod__ = lambda s, o: remainder(s, o)
+    __rmod__ = lambda s, o: remainder(o, s)
+    __and__ = lambda s, o: bitwise_and(s, o)
+    __rand__ = lambda s, o: bitwise_and(o, s)
+    __or__ = lambda s, o: bitwise_or(s, o)
+    __ror__ = lambda s, o: bitwise_or(o, s)
+    __xor__ = lambda s, o: bitwise_xor(s, o)
+    __rxor__ = lambda s, o: bitwise_xor(o, s)
+    __invert__ = lambda s: bitwise_not(s)
+    __lshift__ = lambda s, o: bitwise_left_shift(s, o)
+    __rlshift__ = lambda s, o: bitwise_left_shift(o, s)
+    __rshift__ = lambda s, o: bitwise_right_shift(s, o)
+    __rrshift__ = lambda s, o: bitwise_right_shift(o, s)
     __pow__ = lambda s, o: pow(s, o)
     __rpow__ = lambda s, o: pow(o, s)
     __matmul__ = lambda s, o: matmul(s, o)
@@ -336,26 +362,67 @@ def _broadcast_shape(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
+def _category(dtype: str) -> int:
+    """torch's type categories, in promotion order: bool (i1) 0, integer 1, float 2."""
+    return 0 if dtype == "i1" else 1 if dtype in F.INT_DTYPES else 2
+
+
+_FLOAT_RANK = {"f16": 0, "bf16": 0, "f32": 1, "f64": 2}
+
+
+def promote_types(a: str, b: str) -> str:
+    """torch.promote_types for fuser's dtypes: the higher category wins (bool < integer <
+    float); within one, the wider type (f16 with bf16: f32; u8 with i8: i16, since neither holds
+    the other; u8 with a wider signed integer: that one)."""
+    if a == b:
+        return a
+    ca, cb = _category(a), _category(b)
+    if ca != cb:
+        return a if ca > cb else b
+    if ca == 2:
+        ra, rb = _FLOAT_RANK[a], _FLOAT_RANK[b]
+        return "f32" if ra == rb == 0 else a if ra > rb else b
+    if "u8" in (a, b):
+        other = b if a == "u8" else a
+        return "i16" if other == "i8" else other
+    return a if int(a[1:]) > int(b[1:]) else b
+
+
+def result_dtype(*xs: Any) -> str:
+    """The dtype torch computes an elementwise op of `xs` (tensors and Python numbers) in:
+    the tensors' promoted dtype (`promote_types`), unless a Python number is of a higher
+    category than all of them: then that category's default, f32 for a float (torch's default
+    dtype) and i64 for an int. Python numbers are otherwise "weak": an i8 tensor + 2 stays i8,
+    an f16 tensor * 0.5 stays f16, an i32 tensor + 2.5 is f32, a bool tensor + 1 is i64."""
+    dtypes = [x.dtype for x in xs if isinstance(x, Tensor)]
+    out = dtypes[0]
+    for d in dtypes[1:]:
+        out = promote_types(out, d)
+    scalars = [0 if isinstance(x, bool) else 1 if isinstance(x, numbers.Integral) else 2
+               for x in xs if not isinstance(x, Tensor)]
+    top = max(scalars, default=-1)
+    if top > _category(out):
+        out = {2: "f32", 1: "i64", 0: "i1"}[top]
+    return out
+
+
 def _operands(op: str, *xs: Any) -> tuple[FusionBuilder, list[Tensor]]:
-    """Tensors of one builder, shape and dtype for an elementwise op: broadcast tensors to the
-    common shape and turn Python numbers into `fusion.full`. Dtypes must already agree."""
+    """Tensors of one builder, shape and dtype for an elementwise op: promote them to the dtype
+    torch would compute in (`result_dtype`), broadcast tensors to the common shape and turn
+    Python numbers into `fusion.full` of that dtype."""
     tensors = [x for x in xs if isinstance(x, Tensor)]
     if not tensors:
         raise TypeError(f"{op}: at least one operand must be a fuser Tensor")
     for x in xs:
-        if not isinstance(x, Tensor) and not _is_scalar(x):
+        if not isinstance(x, Tensor) and not _is_scalar(x) and not isinstance(x, bool):
             raise TypeError(f"{op}: operands must be fuser Tensors or Python numbers, got {type(x).__name__}")
     fb = tensors[0].builder
     for t in tensors[1:]:
         if t.builder is not fb:
             raise ValueError(f"{op}: operands belong to different FusionBuilders ('{fb.name}', '{t.builder.name}')")
-    dtypes = sorted({t.dtype for t in tensors})
-    if len(dtypes) > 1:
-        raise TypeError(
-            f"{op}: operand dtypes differ ({' vs '.join(t.dtype for t in tensors)}); fuser does not promote "
-            f"implicitly: cast one side explicitly, e.g. fuser.cast(x, '{dtypes[-1]}')")
+    dtype = result_dtype(*xs)
+    xs = tuple(cast(x, dtype) if isinstance(x, Tensor) else x for x in xs)
     shape = _broadcast_shape(op, *(t.shape for t in tensors))
-    dtype = tensors[0].dtype
     return fb, [broadcast_to(x, shape) if isinstance(x, Tensor) else fb.full(x, shape, dtype) for x in xs]
 
 
@@ -364,6 +431,8 @@ def _operands(op: str, *xs: Any) -> tuple[FusionBuilder, list[Tensor]]:
 
 def _unary(cls: type[Operation], x: Tensor, what: str) -> Tensor:
     x = _as_tensor(x, what)
+    if getattr(cls, "ELEMENTS", None) is F.FLOAT_TYPES and _category(x.dtype) < 2:
+        x = cast(x, "f32")  # float math of an integer or bool: in f32, as torch promotes it
     return x.builder._emit(cls(x.value))
 
 
@@ -555,8 +624,29 @@ def mul(a: Tensor | float, b: Tensor | float) -> Tensor:
     return _binary(F.MulOp, a, b, "mul")
 
 
-def div(a: Tensor | float, b: Tensor | float) -> Tensor:
-    return _binary(F.DivOp, a, b, "div")
+def div(a: Tensor | float, b: Tensor | float, rounding_mode: str | None = None) -> Tensor:
+    """torch.div. True division by default: of integers and bools in f32, as torch promotes
+    them. `rounding_mode="trunc"` rounds the quotient toward zero, `"floor"` toward -inf: of
+    integers exactly (`fusion.trunc_div` / `fusion.floor_div`; a / 0 is -1 and MIN / -1 wraps to
+    MIN, where torch's CPU raises and its GPU answer is unspecified), of floats trunc(a / b) or
+    floor(a / b) of the rounded quotient (torch's floor mode corrects that quotient through fmod,
+    so the two can differ where a / b rounds onto an integer)."""
+    if rounding_mode not in (None, "trunc", "floor"):
+        raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+    fb, (a, b) = _operands("div", a, b)
+    if _category(a.dtype) == 2:
+        q = fb._emit(F.DivOp(a.value, b.value))
+        return q if rounding_mode is None else trunc(q) if rounding_mode == "trunc" else floor(q)
+    if rounding_mode is None:
+        return fb._emit(F.DivOp(cast(a, "f32").value, cast(b, "f32").value))
+    if a.dtype == "i1":  # torch: bools divide as i64
+        a, b = cast(a, "i64"), cast(b, "i64")
+    return fb._emit((F.TruncDivOp if rounding_mode == "trunc" else F.FloorDivOp)(a.value, b.value))
+
+
+def floor_divide(a: Tensor | float, b: Tensor | float) -> Tensor:
+    """torch.floor_divide (Python's //): div(a, b, rounding_mode="floor")."""
+    return div(a, b, rounding_mode="floor")
 
 
 def maximum(a: Tensor | float, b: Tensor | float) -> Tensor:
@@ -594,12 +684,10 @@ def _opmath(what: str, fn: Callable[..., Tensor], *xs: Tensor | float) -> Tensor
     tensors = [x for x in xs if isinstance(x, Tensor)]
     if not tensors:
         raise TypeError(f"{what}: at least one operand must be a fuser Tensor")
-    low = tensors[0].dtype if tensors[0].dtype in ("bf16", "f16") else None
-    if low is None:
+    dtype = result_dtype(*xs)
+    if dtype not in ("bf16", "f16"):
         return fn(*xs)
-    if any(isinstance(x, Tensor) and x.dtype != low for x in xs):
-        _operands(what, *xs)  # the dtype error, worded as every op's
-    return cast(fn(*(cast(x, "f32") if isinstance(x, Tensor) else x for x in xs)), low)
+    return cast(fn(*(cast(x, "f32") if isinstance(x, Tensor) else x for x in xs)), dtype)
 
 
 def addcmul(x: Tensor, t1: Tensor | float, t2: Tensor | float, value: float = 1.0) -> Tensor:
@@ -616,6 +704,9 @@ def lerp(start: Tensor | float, end: Tensor | float, weight: Tensor | float) -> 
         if not isinstance(w, Tensor):  # the branch is known here
             return add(a, mul(w, d)) if -0.5 < w < 0.5 else sub(b, mul(d, 1.0 - w))
         return where(abs(w) < 0.5, add(a, mul(w, d)), sub(b, mul(d, sub(1.0, w))))
+    dtypes = {x.dtype for x in (start, end, weight) if isinstance(x, Tensor)}
+    if len(dtypes) > 1:  # torch.lerp does not promote either
+        raise TypeError(f"lerp: operand dtypes differ ({' vs '.join(sorted(dtypes))}); cast them to one dtype")
     return _opmath("lerp", fn, start, end, weight)
 
 
@@ -633,19 +724,68 @@ def pow(a: Tensor | float, b: Tensor | float) -> Tensor:  # noqa: A001
 
 
 def fmod(a: Tensor | float, b: Tensor | float) -> Tensor:
-    """torch.fmod: a - trunc(a / b) * b, exactly, with a's sign (NaN where b is 0)."""
+    """torch.fmod: a - trunc(a / b) * b, exactly, with a's sign (NaN where b is 0; of integers
+    C's %, -1 where b is 0)."""
     return _binary(F.FmodOp, a, b, "fmod")
 
 
 def remainder(a: Tensor | float, b: Tensor | float) -> Tensor:
-    """torch.remainder (Python's %): a - floor(a / b) * b, with b's sign (NaN where b is 0)."""
+    """torch.remainder (Python's %): a - floor(a / b) * b, with b's sign (NaN where b is 0; of
+    integers -1 where b is 0)."""
     return _binary(F.RemainderOp, a, b, "remainder")
+
+
+def bitwise_and(a: Tensor | int, b: Tensor | int) -> Tensor:
+    """a & b of integer tensors (promoted as torch's); of i1 masks, logical and. A float operand
+    is refused, naming the op (torch refuses it too)."""
+    return _binary(F.BitwiseAndOp, a, b, "bitwise_and")
+
+
+def bitwise_or(a: Tensor | int, b: Tensor | int) -> Tensor:
+    """a | b of integer tensors; of i1 masks, logical or."""
+    return _binary(F.BitwiseOrOp, a, b, "bitwise_or")
+
+
+def bitwise_xor(a: Tensor | int, b: Tensor | int) -> Tensor:
+    """a ^ b of integer tensors; of i1 masks, logical xor."""
+    return _binary(F.BitwiseXorOp, a, b, "bitwise_xor")
+
+
+def bitwise_not(x: Tensor) -> Tensor:
+    """~x of an integer tensor; of an i1 mask, logical not."""
+    return _unary(F.BitwiseNotOp, x, "bitwise_not")
+
+
+def bitwise_left_shift(a: Tensor | int, b: Tensor | int) -> Tensor:
+    """a << b, wrapping; 0 where b < 0 or b >= the type's width (torch's definition)."""
+    return _binary(F.ShiftLeftOp, a, b, "bitwise_left_shift")
+
+
+def bitwise_right_shift(a: Tensor | int, b: Tensor | int) -> Tensor:
+    """a >> b: arithmetic for signed types, logical for u8; where b < 0 or b >= the width, the
+    sign (0 or -1), as torch defines it."""
+    return _binary(F.ShiftRightOp, a, b, "bitwise_right_shift")
+
+
+def logical_right_shift(a: Tensor | int, b: Tensor | int) -> Tensor:
+    """a >> b with zeros shifted in, whatever the sign (nvFuser's logical_right_shift); 0 where
+    b < 0 or b >= the width."""
+    return _binary(F.LogicalShiftRightOp, a, b, "logical_right_shift")
+
+
+def gcd(a: Tensor | int, b: Tensor | int) -> Tensor:
+    """torch.gcd of integer tensors: non-negative, gcd(a, 0) = |a| (|MIN| wraps to MIN, as
+    torch's)."""
+    return _binary(F.GcdOp, a, b, "gcd")
 
 
 def atan2(y: Tensor | float, x: Tensor | float) -> Tensor:
     """The angle of the point (x, y) in [-pi, pi], as torch.atan2 (signed zeros and infinities
-    as C's atan2; computed in f64 and rounded once)."""
-    return _binary(F.Atan2Op, y, x, "atan2")
+    as C's atan2; computed in f64 and rounded once; integers and bools in f32, as torch)."""
+    fb, (y, x) = _operands("atan2", y, x)
+    if _category(y.dtype) < 2:
+        y, x = cast(y, "f32"), cast(x, "f32")
+    return fb._emit(F.Atan2Op(y.value, x.value))
 
 
 def _float_test(cls: type[Operation], x: Tensor, what: str) -> Tensor:
@@ -986,9 +1126,9 @@ def compile(fusion: FusionBuilder | ModuleOp | str | os.PathLike, pipeline: str 
     `options` are schedule options (`{"block": 128, "persistent": False}`, the names of
     `ScheduleOptions`) for the pipeline's planning passes, as if written in its text; an unknown
     name, a bad value or one the pipeline sets differently is a `PipelineError`.
-    `stages=False` skips printing the sched- and nvvm-level IR (`ir("sched")`, `ir("nvvm")`
-    then say so), which saves a tenth to a fifth of a large fusion's compile time (measured on
-    a 53-op GPT-2 backward region, 30 kernels). The caller's module is not modified.
+    `ir("sched")` and `ir("nvvm")` are printed when first asked for (the pipeline runs again up
+    to that level), so a compile prints no IR; `stages=False` gives the fusion level only.
+    The caller's module is not modified.
     Processes that share the disk cache compile each fusion once: one compiles, the others wait
     for it and load its result; `wait=False` raises `fuser.runtime.cache.Busy` instead of waiting.
     """

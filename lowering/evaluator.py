@@ -11,20 +11,23 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
+from xdsl.dialects import scf
 from xdsl.dialects.builtin import Float64Type, IntegerType, i1
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from fuser.dialects import fusion as F
+from fuser.dialects import sched
 from fuser.dialects.arith_ext import RemFOp
 from fuser.dialects.math_ext import ErfcOp, ErfinvOp
 from fuser.lowering.common import ScheduleError, shape_of
-from fuser.lowering.kernel_builder import KernelBuilder, f32
+from fuser.lowering.kernel_builder import KernelBuilder, f32, index
 from fuser.lowering.provenance import located
 
 
 class Evaluator:
     """Emits the scalars of a fusion value at a multi-index, each in its compute type
-    (`compute_type`: f32 for f16, bf16 and f32; f64, i1 and i64 as themselves).
+    (`compute_type`: f32 for f16, bf16 and f32; signless i8 for u8; f64, i1 and the other
+    integers as themselves).
 
     `lanes` > 1 asks for that many consecutive elements along the value's last dimension
     (lane 0 at `idx`, whose last coordinate is a multiple of `lanes`). Materialized values and
@@ -93,7 +96,12 @@ class Evaluator:
             return [kb.ext(x) if F.is_float(x.type) else x for x in vals]
         op = v.owner
         if isinstance(op, F.FullOp):
-            return [kb.cf(_round_const(op.value.value.data, F._elem(v)))] * lanes
+            et = F._elem(v)
+            if isinstance(et, IntegerType):  # (a u8's 200 is the i8 -56: the same bits)
+                w = et.width.data
+                n = int(op.value.value.data) % (1 << w) if w > 1 else int(op.value.value.data)
+                return [kb.const(n - (1 << w) if w > 1 and n >= 1 << (w - 1) else n, compute_type(et))] * lanes
+            return [kb.cf(_round_const(op.value.value.data, et))] * lanes
         if isinstance(op, F.BroadcastOp):
             new = set(op.dims.get_values())
             rank = len(shape_of(v))
@@ -124,9 +132,15 @@ class Evaluator:
         if isinstance(op, F.SegmentSetOp):  # the kernel that writes it (an epilogue) computes its operand
             return self(op.input, idx, lanes)
         if isinstance(op, F.CastOp):
-            return [emit_cast(kb, x, F._elem(v)) for x in self(op.input, idx, lanes)]
+            return [emit_cast(kb, x, F._elem(v), F._elem(op.input)) for x in self(op.input, idx, lanes)]
+        if isinstance(op, F.UnaryOp) and (F.is_integer(F._elem(v)) or F._elem(v) == i1):
+            return [emit_int_unary(kb, op, x) for x in self(op.input, idx, lanes)]
         if isinstance(op, F.UnaryOp):
             return [emit_unary(kb, op, x) for x in self(op.input, idx, lanes)]
+        if isinstance(op, F.BinaryOp) and (F.is_integer(F._elem(v)) or F._elem(v) == i1):
+            a, b = self(op.lhs, idx, lanes), self(op.rhs, idx, lanes)
+            unsigned = F.is_unsigned(F._elem(v))
+            return [emit_int_binary(kb, op, x, y, unsigned) for x, y in zip(a, b)]
         if isinstance(op, F.BinaryOp):
             a, b = self(op.lhs, idx, lanes), self(op.rhs, idx, lanes)
             return [self._round(emit_binary(kb, op, x, y), v) for x, y in zip(a, b)]
@@ -140,7 +154,12 @@ class Evaluator:
             return [kb.v(combine(x, y)) for x, y in zip(a, b)]
         if isinstance(op, F.CmpOp):
             a, b = self(op.lhs, idx, lanes), self(op.rhs, idx, lanes)
-            pred = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}[op.predicate.data]
+            et, p = F._elem(op.lhs), op.predicate.data
+            if isinstance(et, IntegerType):  # u8 and masks (false < true) compare unsigned
+                sign = "u" if F.is_unsigned(et) or et == i1 else "s"
+                pred = p if p in ("eq", "ne") else sign + p
+                return [kb.v(arith.CmpiOp(x, y, pred)) for x, y in zip(a, b)]
+            pred = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}[p]
             return [kb.v(arith.CmpfOp(x, y, pred)) for x, y in zip(a, b)]
         if isinstance(op, F.WhereOp):
             c, a, b = self(op.cond, idx, lanes), self(op.lhs, idx, lanes), self(op.rhs, idx, lanes)
@@ -149,42 +168,51 @@ class Evaluator:
 
     def _round(self, x: SSAValue, v: SSAValue) -> SSAValue:
         # f16/bf16 ops round their result, as the reference does.
-        return self.kb.round_to(x, F._elem(v))
+        return self.kb.round_to(x, F._elem(v)) if F.is_float(F._elem(v)) else x
 
 
 def compute_type(t: Attribute) -> Attribute:
     """The type a kernel computes values of element type `t` in: f16 and bf16 widen to f32 (and
-    ops round their results back), every other type is its own."""
-    return f32 if F.is_float(t) else t
+    ops round their results back), ui8 is a signless i8 (the ops reading it take the unsigned
+    forms), every other type is its own."""
+    return f32 if F.is_float(t) else sched.value_type(t)
 
 
-def emit_cast(kb: KernelBuilder, x: SSAValue, to: Attribute) -> SSAValue:
-    """`fusion.cast` of one scalar `x` (in its compute type) to element type `to`, with torch's
-    semantics: to i1 is `x != 0` (NaN is true); from i1 gives 0 or 1; float to integer truncates
-    toward zero, saturating at the integer type's limits, NaN giving 0 (what the GPU's cvt.rzi
-    does and torch on CUDA gives; LLVM leaves out-of-range fptosi undefined, so the limits are
-    explicit selects); integer to float rounds to nearest; f16/bf16 results from i64 or f64 are
-    rounded through f32, as torch converts them; integers widen by sign and narrow by wrapping."""
+def emit_cast(kb: KernelBuilder, x: SSAValue, to: Attribute, src_elem: Attribute | None = None) -> SSAValue:
+    """`fusion.cast` of one scalar `x` (in its compute type; `src_elem`, the operand's element
+    type, tells a u8 from an i8) to element type `to`, with torch's semantics: to i1 is `x != 0`
+    (NaN is true); from i1 gives 0 or 1; integers widen by sign (u8 by zeros) and narrow by
+    wrapping; integer to float rounds to nearest (f16/bf16 results from i32, i64 or f64 through
+    f32, as torch converts them). Float to i32 or i64 truncates toward zero, saturating at the
+    type's limits, NaN giving 0: what the GPU's cvt.rzi does (torch's CUDA casts compile to it;
+    out-of-range casts are undefined in C++, and torch on the CPU gives other values; LLVM's
+    fptosi is poison there, so the limits are explicit selects); float to i8 or i16 goes so
+    through i32 and wraps (what torch gives on an H100: 300.7 -> 44, inf -> -1). Float to u8 goes
+    through i64 and wraps, as torch defines it (c10's cast note: -1.0 -> 255)."""
     src = x.type
-    if src == compute_type(to):
+    unsigned_src = src_elem is not None and F.is_unsigned(src_elem)
+    ct = compute_type(to)
+    if src == ct and unsigned_src == F.is_unsigned(to):
         return kb.round_to(x, to) if F.is_float(to) else x
     if to == i1:
         if isinstance(src, IntegerType):
             return kb.v(arith.CmpiOp(x, kb.const(0, src), "ne"))
         return kb.v(arith.CmpfOp(x, kb.const(0.0, src), "une"))
     if isinstance(to, IntegerType):
-        if src == i1:
-            return kb.v(arith.ExtUIOp(x, to))
+        if src == i1 or (unsigned_src and src.width.data < ct.width.data):
+            return kb.v(arith.ExtUIOp(x, ct))
         if isinstance(src, IntegerType):
-            wider = src.width.data < to.width.data
-            return kb.v(arith.ExtSIOp(x, to) if wider else arith.TruncIOp(x, to))
-        bits = to.width.data - 1
-        r = kb.v(arith.FPToSIOp(x, to))  # 2**bits is exact in f32 and f64
-        r = kb.v(arith.SelectOp(kb.v(arith.CmpfOp(x, kb.const(2.0 ** bits, src), "oge")), kb.const(2 ** bits - 1, to), r))
-        r = kb.v(arith.SelectOp(kb.v(arith.CmpfOp(x, kb.const(-2.0 ** bits, src), "olt")), kb.const(-(2 ** bits), to), r))
-        return kb.v(arith.SelectOp(kb.v(arith.CmpfOp(x, x, "uno")), kb.const(0, to), r))
+            if src.width.data == ct.width.data:  # u8 <-> i8: the same bits
+                return x
+            wider = src.width.data < ct.width.data
+            return kb.v(arith.ExtSIOp(x, ct) if wider else arith.TruncIOp(x, ct))
+        if F.is_unsigned(to):  # through i64, wrapping (torch's rule)
+            return kb.v(arith.TruncIOp(_float_to_signed(kb, x, IntegerType(64)), ct))
+        if ct.width.data < 32:  # through i32, wrapping (what torch's CUDA casts give: cvt.rzi.s32)
+            return kb.v(arith.TruncIOp(_float_to_signed(kb, x, IntegerType(32)), ct))
+        return _float_to_signed(kb, x, ct)
     wide = compute_type(to)  # f32 or f64
-    if src == i1:
+    if src == i1 or unsigned_src:
         y = kb.v(arith.UIToFPOp(x, wide))
     elif isinstance(src, IntegerType):
         y = kb.v(arith.SIToFPOp(x, wide))
@@ -193,6 +221,17 @@ def emit_cast(kb: KernelBuilder, x: SSAValue, to: Attribute) -> SSAValue:
     else:
         y = kb.v(arith.TruncFOp(x, wide))
     return kb.round_to(y, to) if wide == f32 else y
+
+
+def _float_to_signed(kb: KernelBuilder, x: SSAValue, to: IntegerType) -> SSAValue:
+    """A float truncated toward zero to the signed integer type `to`, saturating at its limits
+    (2**(w-1) is exact in f32 and f64), NaN giving 0."""
+    bits = to.width.data - 1
+    src = x.type
+    r = kb.v(arith.FPToSIOp(x, to))
+    r = kb.v(arith.SelectOp(kb.v(arith.CmpfOp(x, kb.const(2.0 ** bits, src), "oge")), kb.const(2 ** bits - 1, to), r))
+    r = kb.v(arith.SelectOp(kb.v(arith.CmpfOp(x, kb.const(-2.0 ** bits, src), "olt")), kb.const(-(2 ** bits), to), r))
+    return kb.v(arith.SelectOp(kb.v(arith.CmpfOp(x, x, "uno")), kb.const(0, to), r))
 
 
 def _round_const(x: float, t) -> float:
@@ -301,6 +340,158 @@ def emit_binary(kb: KernelBuilder, op: F.BinaryOp, a: SSAValue, b: SSAValue) -> 
             fix = kb.v(arith.AndIOp(kb.v(arith.CmpfOp(r, zero, "one")), differs))
             return kb.v(arith.SelectOp(fix, kb.fadd(r, b), r))
     raise ScheduleError(f"'{op.name}' has no lowering")
+
+
+def emit_int_unary(kb: KernelBuilder, op: F.UnaryOp, x: SSAValue) -> SSAValue:
+    """neg and abs of an integer, wrapping (abs of MIN is MIN, as torch's); a u8 is its own abs."""
+    if isinstance(op, F.BitwiseNotOp):  # (of an i1: logical not)
+        return kb.v(arith.XOrIOp(x, kb.const(-1 if x.type != i1 else 1, x.type)))
+    zero = kb.const(0, x.type)
+    match op:
+        case F.NegOp():
+            return kb.v(arith.SubiOp(zero, x))
+        case F.AbsOp() if F.is_unsigned(F._elem(op.input)):
+            return x
+        case F.AbsOp():
+            return kb.v(arith.SelectOp(kb.v(arith.CmpiOp(x, zero, "slt")), kb.v(arith.SubiOp(zero, x)), x))
+    raise ScheduleError(f"'{op.name}' has no lowering for integers")
+
+
+def emit_int_binary(kb: KernelBuilder, op: F.BinaryOp, a: SSAValue, b: SSAValue, unsigned: bool) -> SSAValue:
+    """A binary op of two integers of one type (`unsigned`: u8), wrapping as torch's. Division
+    and remainder never reach LLVM's sdiv/udiv with a divisor of 0 (undefined behaviour there) or
+    the overflowing MIN / -1: the divisor is made 1 in those lanes and the answer selected, a / 0
+    = a % 0 = -1 (all bits set), MIN / -1 = MIN (wrapped), a % -1 = 0 (fusion.trunc_div's
+    definition)."""
+    match op:
+        case F.AddOp():
+            return kb.v(arith.AddiOp(a, b))
+        case F.SubOp():
+            return kb.v(arith.SubiOp(a, b))
+        case F.MulOp():
+            return kb.v(arith.MuliOp(a, b))
+        case F.MaxOp():
+            return kb.v(arith.MaxUIOp(a, b) if unsigned else arith.MaxSIOp(a, b))
+        case F.MinOp():
+            return kb.v(arith.MinUIOp(a, b) if unsigned else arith.MinSIOp(a, b))
+        case F.PowOp():
+            return emit_int_pow(kb, a, b, unsigned)
+        case F.TruncDivOp() | F.FloorDivOp() | F.FmodOp() | F.RemainderOp():
+            return _emit_int_division(kb, op, a, b, unsigned)
+        case F.BitwiseAndOp():
+            return kb.v(arith.AndIOp(a, b))
+        case F.BitwiseOrOp():
+            return kb.v(arith.OrIOp(a, b))
+        case F.BitwiseXorOp():
+            return kb.v(arith.XOrIOp(a, b))
+        case F.ShiftLeftOp() | F.ShiftRightOp() | F.LogicalShiftRightOp():
+            return _emit_shift(kb, op, a, b, unsigned)
+        case F.GcdOp():
+            return _emit_gcd(kb, a, b, unsigned)
+    raise ScheduleError(f"'{op.name}' has no lowering for integers")
+
+
+def _emit_shift(kb: KernelBuilder, op: F.BinaryOp, a: SSAValue, b: SSAValue, unsigned: bool) -> SSAValue:
+    """Shifts as torch defines them: LLVM's shl/ashr/lshr are poison for a shift of the width
+    or more (and b < 0 is such a shift, read unsigned), so the amount is made 0 there and the
+    answer selected: 0, or for an arithmetic right shift a >> (width - 1), the sign."""
+    t = a.type
+    width = t.width.data
+    inside = kb.v(arith.CmpiOp(b, kb.const(width, t), "ult"))  # (also false for b < 0)
+    safe = kb.v(arith.SelectOp(inside, b, kb.const(0, t)))
+    if isinstance(op, F.ShiftLeftOp):
+        return kb.v(arith.SelectOp(inside, kb.v(arith.ShLIOp(a, safe)), kb.const(0, t)))
+    if isinstance(op, F.LogicalShiftRightOp) or unsigned:
+        return kb.v(arith.SelectOp(inside, kb.v(arith.ShRUIOp(a, safe)), kb.const(0, t)))
+    sign = kb.v(arith.ShRSIOp(a, kb.const(width - 1, t)))
+    return kb.v(arith.SelectOp(inside, kb.v(arith.ShRSIOp(a, safe)), sign))
+
+
+def _euclid_steps(width: int) -> int:
+    """Remainder steps Euclid's algorithm takes at most on operands below 2**width in
+    magnitude (Lame: n steps need operands of at least Fibonacci(n + 2)), plus one."""
+    f0, f1, n = 1, 1, 0
+    while f1 <= 1 << width:
+        f0, f1, n = f1, f0 + f1, n + 1
+    return n + 1
+
+
+def _emit_gcd(kb: KernelBuilder, a: SSAValue, b: SSAValue, unsigned: bool) -> SSAValue:
+    """torch.gcd: x, y = |a|, |b| (|MIN| wraps to MIN); while x != 0: x, y = y % x, x; y. An
+    scf.for of Euclid's worst-case step count for the width (12 for i8, 93 for i64), each step
+    a no-op once x is 0; the divisor is never 0 (made 1) nor a -1 under MIN (made 1). Types
+    narrower than 32 bits run in i32 on their sign- (u8: zero-) extended values, |MIN| wrapped
+    explicitly (a truncation and extension): an i16 loop let LLVM and ptxas keep |-32768| as
+    +32768 in a 32-bit register (gcd(-6596, -32768) came out 4 on an H100, torch's is -4)."""
+    t = a.type
+    width = t.width.data
+    wide = IntegerType(32) if width < 32 else t
+    if wide != t:
+        a, b = (kb.v(arith.ExtUIOp(v, wide) if unsigned else arith.ExtSIOp(v, wide)) for v in (a, b))
+    if not unsigned:
+        zero = kb.const(0, wide)
+
+        def wrapped_abs(v: SSAValue) -> SSAValue:
+            r = kb.v(arith.SelectOp(kb.v(arith.CmpiOp(v, zero, "slt")), kb.v(arith.SubiOp(zero, v)), v))
+            return kb.v(arith.ExtSIOp(kb.v(arith.TruncIOp(r, t)), wide)) if wide != t else r
+        a, b = wrapped_abs(a), wrapped_abs(b)
+    blk = Block(arg_types=[index, wide, wide])
+    lb = kb.at(blk)
+    _, x, y = blk.args
+    zero, one = lb.const(0, wide), lb.const(1, wide)
+    live = lb.v(arith.CmpiOp(x, zero, "ne"))
+    unsafe = lb.v(arith.OrIOp(lb.v(arith.CmpiOp(x, zero, "eq")), lb.v(arith.CmpiOp(x, lb.const(-1, wide), "eq")))) \
+        if not unsigned else lb.v(arith.CmpiOp(x, zero, "eq"))
+    safe = lb.v(arith.SelectOp(unsafe, one, x))
+    r = lb.v(arith.RemUIOp(y, safe) if unsigned else arith.RemSIOp(y, safe))  # (y % -1 is 0: so is y % 1)
+    lb.emit(scf.YieldOp(lb.v(arith.SelectOp(live, r, x)), lb.v(arith.SelectOp(live, x, y))))
+    loop = kb.emit(scf.ForOp(kb.c(0), kb.c(_euclid_steps(width)), kb.c(1), [a, b], Region(blk)))
+    g = loop.results[1]
+    return kb.v(arith.TruncIOp(g, t)) if wide != t else g
+
+
+def _emit_int_division(kb: KernelBuilder, op: F.BinaryOp, a: SSAValue, b: SSAValue, unsigned: bool) -> SSAValue:
+    t = a.type
+    zero, one, all_ones = kb.const(0, t), kb.const(1, t), kb.const(-1, t)
+    by_zero = kb.v(arith.CmpiOp(b, zero, "eq"))
+    unsafe = by_zero if unsigned else kb.v(arith.OrIOp(by_zero, kb.v(arith.CmpiOp(b, all_ones, "eq"))))
+    safe = kb.v(arith.SelectOp(unsafe, one, b))
+    quotient = kb.v(arith.DivUIOp(a, safe) if unsigned else arith.DivSIOp(a, safe))
+    rem = kb.v(arith.RemUIOp(a, safe) if unsigned else arith.RemSIOp(a, safe))  # (0 where b = -1: a % 1)
+    floor = isinstance(op, (F.FloorDivOp, F.RemainderOp))
+    if floor and not unsigned:  # toward -inf: one less (or b more) where the remainder's sign is not b's
+        differs = kb.v(arith.XOrIOp(kb.v(arith.CmpiOp(rem, zero, "slt")), kb.v(arith.CmpiOp(safe, zero, "slt"))))
+        fix = kb.v(arith.AndIOp(kb.v(arith.CmpiOp(rem, zero, "ne")), differs))
+        quotient = kb.v(arith.SelectOp(fix, kb.v(arith.SubiOp(quotient, one)), quotient))
+        rem = kb.v(arith.SelectOp(fix, kb.v(arith.AddiOp(rem, safe)), rem))
+    if isinstance(op, (F.FmodOp, F.RemainderOp)):
+        return kb.v(arith.SelectOp(by_zero, all_ones, rem))
+    if not unsigned:  # a / -1 = -a, wrapping (MIN stays MIN)
+        quotient = kb.v(arith.SelectOp(kb.v(arith.CmpiOp(b, all_ones, "eq")), kb.v(arith.SubiOp(zero, a)), quotient))
+    return kb.v(arith.SelectOp(by_zero, all_ones, quotient))
+
+
+def emit_int_pow(kb: KernelBuilder, a: SSAValue, b: SSAValue, unsigned: bool) -> SSAValue:
+    """a ** b of integers: square and multiply over the exponent's bits (width - 1 steps for a
+    signed type, whose negative exponents are answered apart; width steps for u8), wrapping; for
+    b < 0 as torch's CUDA kernel: 1 for a = 1, +-1 for a = -1 (the sign of an odd b), else 0."""
+    t = a.type
+    zero, one = kb.const(0, t), kb.const(1, t)
+    steps = t.width.data if unsigned else t.width.data - 1
+    result, base = one, a
+    for k in range(steps):
+        bit = kb.v(arith.CmpiOp(kb.v(arith.AndIOp(kb.v(arith.ShRUIOp(b, kb.const(k, t))), one)), zero, "ne"))
+        result = kb.v(arith.SelectOp(bit, kb.v(arith.MuliOp(result, base)), result))
+        if k + 1 < steps:
+            base = kb.v(arith.MuliOp(base, base))
+    if unsigned:
+        return result
+    odd = kb.v(arith.CmpiOp(kb.v(arith.AndIOp(b, one)), zero, "ne"))
+    minus_one = kb.const(-1, t)
+    of_minus_one = kb.v(arith.SelectOp(odd, minus_one, one))
+    negative = kb.v(arith.SelectOp(kb.v(arith.CmpiOp(a, one, "eq")), one,
+                                   kb.v(arith.SelectOp(kb.v(arith.CmpiOp(a, minus_one, "eq")), of_minus_one, zero))))
+    return kb.v(arith.SelectOp(kb.v(arith.CmpiOp(b, zero, "slt")), negative, result))
 
 
 def emit_pow(kb: KernelBuilder, a: SSAValue, b: SSAValue) -> SSAValue:

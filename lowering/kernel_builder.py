@@ -166,7 +166,9 @@ class KernelBuilder:
         return self.v(arith.ExtFOp(x, f32)) if isinstance(x.type, (Float16Type, BFloat16Type)) else x
 
     def trunc(self, x: SSAValue, t: Attribute) -> SSAValue:
-        return x if x.type == t else self.v(arith.TruncFOp(x, t))
+        """A computed value as it is stored in a buffer of element type `t`: floats narrowed
+        (f32 to f16/bf16); integers and masks as they are (a u8's i8 included)."""
+        return x if x.type == sched.value_type(t) else self.v(arith.TruncFOp(x, t))
 
     def round_to(self, x: SSAValue, t: Attribute) -> SSAValue:
         """Round an f32 value to dtype `t` and back: the visible effect of a cast to t."""
@@ -174,8 +176,9 @@ class KernelBuilder:
 
     # ------------------------------------------------------------- memory
     def load(self, buf: SSAValue, idx: Sequence[SSAValue], lanes: int) -> list[SSAValue]:
-        """Load `lanes` contiguous elements (along the last dim) as scalars."""
-        elem = buf.type.element_type
+        """Load `lanes` contiguous elements (along the last dim) as scalars (a ui8 buffer's as
+        signless i8: `sched.value_type`)."""
+        elem = sched.value_type(buf.type.element_type)
         if lanes == 1:
             return [self.v(sched.LoadOp(buf, idx, elem))]
         vec = self.v(sched.LoadOp(buf, idx, VectorType(elem, [lanes])))

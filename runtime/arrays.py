@@ -40,17 +40,19 @@ def _bf16() -> Any:
 
 
 _NP: dict[str, Any] = {"f32": np.dtype(np.float32), "f16": np.dtype(np.float16), "f64": np.dtype(np.float64),
-                       "i1": np.dtype(np.bool_), "i32": np.dtype(np.int32),
-                       "i64": np.dtype(np.int64), "bf16": _bf16()}
+                       "i1": np.dtype(np.bool_), "i8": np.dtype(np.int8), "i16": np.dtype(np.int16),
+                       "i32": np.dtype(np.int32), "i64": np.dtype(np.int64), "u8": np.dtype(np.uint8),
+                       "bf16": _bf16()}
 
 # __cuda_array_interface__ typestrs; bf16 has no standard one, "<V2" is what
 # ml_dtypes' bfloat16 reports and what DeviceArray exports.
-_CAI_TYPESTR = {"f32": "<f4", "f16": "<f2", "f64": "<f8", "i1": "|b1", "i32": "<i4", "i64": "<i8", "bf16": "<V2"}
+_CAI_TYPESTR = {"f32": "<f4", "f16": "<f2", "f64": "<f8", "i1": "|b1", "i8": "|i1", "i16": "<i2", "i32": "<i4",
+                "i64": "<i8", "u8": "|u1", "bf16": "<V2"}
 _CAI_DTYPE = {v: k for k, v in _CAI_TYPESTR.items()} | {"|V2": "bf16"}
 
 # DLPack (code, bits) -> dtype name. kDLInt=0 kDLUInt=1 kDLFloat=2 kDLBfloat=4 kDLBool=6
 _DL_DTYPE = {(2, 32): "f32", (2, 16): "f16", (2, 64): "f64", (4, 16): "bf16", (6, 8): "i1",
-             (0, 32): "i32", (0, 64): "i64"}
+             (0, 8): "i8", (0, 16): "i16", (0, 32): "i32", (0, 64): "i64", (1, 8): "u8"}
 _DL_CPU, _DL_CUDA, _DL_CUDA_MANAGED = 1, 2, 13
 
 
@@ -70,7 +72,8 @@ def _torch_dtype(name: str) -> Any:
     if not _torch_dtypes:
         import torch
         _torch_dtypes.update(f32=torch.float32, f16=torch.float16, bf16=torch.bfloat16, f64=torch.float64,
-                             i1=torch.bool, i32=torch.int32, i64=torch.int64)
+                             i1=torch.bool, i8=torch.int8, i16=torch.int16, i32=torch.int32, i64=torch.int64,
+                             u8=torch.uint8)
     return _torch_dtypes[name]
 
 

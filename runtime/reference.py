@@ -11,7 +11,8 @@ Two precisions:
 * ``"f64"``: every float value is float64 throughout, and casts between float types do not
   round. Use it as the "exact" answer when checking tolerances.
 
-i1 values are numpy ``bool`` and i64 values ``int64`` in both modes.
+i1 values are numpy ``bool``, i8 ... i64 values ``int8`` ... ``int64`` and u8 values ``uint8``
+in both modes.
 """
 
 from __future__ import annotations
@@ -42,7 +43,11 @@ NUMPY_DTYPES: dict[str, np.dtype] = {
     "bf16": np.dtype(ml_dtypes.bfloat16),
     "f64": np.dtype(np.float64),
     "i1": np.dtype(np.bool_),
+    "i8": np.dtype(np.int8),
+    "i16": np.dtype(np.int16),
+    "i32": np.dtype(np.int32),
     "i64": np.dtype(np.int64),
+    "u8": np.dtype(np.uint8),
 }
 _FLOAT_NAMES = ("f32", "f16", "bf16", "f64")
 
@@ -158,6 +163,88 @@ def erfinv(x: float) -> float:
     return math.copysign(z, x)
 
 
+def _int_quotient(a: np.ndarray, b: np.ndarray, floor: bool) -> np.ndarray:
+    """Integer division rounded toward zero (or -inf), defined everywhere as fusion.trunc_div
+    says: a / 0 is -1 (all bits set: 255 in u8), MIN / -1 wraps to MIN."""
+    signed = a.dtype.kind == "i"
+    zero, minus_one = b == 0, (b == -1) if signed else np.zeros(b.shape, bool)
+    safe = np.where(zero | minus_one, b.dtype.type(1), b)
+    q = np.floor_divide(a, safe)
+    if not floor and signed:  # floor -> toward zero where the exact quotient is negative and inexact
+        r = a - q * safe
+        q = q + ((r != 0) & ((a < 0) != (safe < 0))).astype(a.dtype)
+    q = np.where(minus_one, np.negative(a), q)
+    return np.where(zero, np.array(-1).astype(a.dtype), q).astype(a.dtype)
+
+
+def _int_rem(a: np.ndarray, b: np.ndarray, floor: bool) -> np.ndarray:
+    """a - q b for fusion.trunc_div's q (fmod: the dividend's sign) or fusion.floor_div's
+    (remainder: the divisor's); -1 (all bits set) for b = 0, 0 for b = -1."""
+    q = _int_quotient(a, b, floor)
+    r = a - q * b  # (wraps as the kernels do; exact where it matters)
+    return np.where(b == 0, np.array(-1).astype(a.dtype), r).astype(a.dtype)
+
+
+def _int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a ** b of integers by repeated squaring, wrapping; for b < 0 as torch's CUDA kernel: 1 for
+    a = 1, +-1 for a = -1 (-1 for an odd b), else 0."""
+    out, base = np.ones_like(a), a.copy()
+    e = np.where(b < 0, 0, b).astype(b.dtype) if b.dtype.kind == "i" else b.copy()
+    while np.any(e > 0):
+        out = np.where((e & 1) == 1, out * base, out)
+        base = base * base
+        e = e >> 1
+    if b.dtype.kind == "i":
+        odd = (b & 1) == 1
+        negative = np.where(a == 1, 1, np.where(a == -1, np.where(odd, -1, 1), 0)).astype(a.dtype)
+        out = np.where(b < 0, negative, out)
+    return out.astype(a.dtype)
+
+
+def _shift(a: np.ndarray, b: np.ndarray, kind: str) -> np.ndarray:
+    """a << b, a >> b (arithmetic for signed types, logical for u8) or a logical a >> b, as torch
+    defines them where C does not: a shift by b < 0 or b >= the width gives 0, or for an
+    arithmetic right shift a >> (width - 1)."""
+    width = a.dtype.itemsize * 8
+    inside = (b >= 0) & (b < width)
+    s = np.where(inside, b, 0).astype(np.uint64)
+    bits = a.astype(np.int64).astype(np.uint64) & np.uint64((1 << width) - 1)  # a's bits, unsigned
+    if kind == "left":
+        r = (bits << s) & np.uint64((1 << width) - 1)
+        out = np.where(inside, r, 0)
+    elif kind == "logical" or a.dtype.kind == "u":
+        out = np.where(inside, bits >> s, 0)
+    else:  # arithmetic: numpy's >> of a signed integer fills in the sign
+        return np.where(inside, a >> s.astype(a.dtype), a >> a.dtype.type(width - 1)).astype(a.dtype)
+    return out.astype(np.uint64).astype(a.dtype.str.replace("i", "u")).view(a.dtype) if a.dtype.kind == "i" \
+        else out.astype(a.dtype)
+
+
+def _gcd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """torch.gcd: Euclid's algorithm on |a| and |b| (|MIN| wraps to MIN) with C's remainder."""
+    x, y = np.abs(a), np.abs(b)  # (numpy's abs wraps as C's does)
+    while np.any(x != 0):
+        nz = x != 0
+        safe = np.where(nz, x, a.dtype.type(1))
+        r = np.fmod(y, safe) if a.dtype.kind == "i" else y % safe  # (C's %: the dividend's sign)
+        x, y = np.where(nz, r, x), np.where(nz, x, y)
+    return y.astype(a.dtype)
+
+
+# Binary ops of integer operands (the others are numpy's own, which wrap)
+_INT_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "fusion.trunc_div": lambda a, b: _int_quotient(a, b, floor=False),
+    "fusion.floor_div": lambda a, b: _int_quotient(a, b, floor=True),
+    "fusion.fmod": lambda a, b: _int_rem(a, b, floor=False),
+    "fusion.remainder": lambda a, b: _int_rem(a, b, floor=True),
+    "fusion.pow": _int_pow,
+    "fusion.bitwise_left_shift": lambda a, b: _shift(a, b, "left"),
+    "fusion.bitwise_right_shift": lambda a, b: _shift(a, b, "right"),
+    "fusion.logical_right_shift": lambda a, b: _shift(a, b, "logical"),
+    "fusion.gcd": _gcd,
+}
+
+
 def _in_f64(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
     """fn computed in float64 and rounded once to x's type, as the kernels compute it."""
     return lambda x: fn(x.astype(np.float64)).astype(x.dtype, copy=False)
@@ -213,6 +300,7 @@ _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "fusion.ceil": np.ceil,
     "fusion.trunc": np.trunc,
     "fusion.round": np.rint,  # halves to even, as torch.round
+    "fusion.bitwise_not": np.invert,  # (of bools: logical not)
     "fusion.sign": lambda x: (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype),  # NaN -> 0, as torch.sign
 }
 
@@ -236,6 +324,9 @@ _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "fusion.pow": np.power,
     "fusion.fmod": np.fmod,  # exact, as C's
     "fusion.remainder": _remainder,
+    "fusion.bitwise_and": np.bitwise_and,  # (of bools: logical and, or, xor)
+    "fusion.bitwise_or": np.bitwise_or,
+    "fusion.bitwise_xor": np.bitwise_xor,
     "fusion.atan2": lambda a, b: np.arctan2(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype, copy=False),
 }
 
@@ -260,23 +351,36 @@ def _moments(x: np.ndarray, dims: tuple[int, ...], keepdim: bool) -> tuple[np.nd
 
 def _cast(it: _Interp, x: np.ndarray, target: str) -> np.ndarray:
     """`fusion.cast` as torch defines it (and the kernels compute it): to i1 is `x != 0` (NaN is
-    true); float to integer truncates toward zero, saturating at the type's limits, NaN giving
-    0; bool to integer is 0 or 1, integers convert by sign extension or wrapping. To a float
-    type the caller rounds; in native precision integers and f64 values go through float32
-    first (as torch converts them to f16 and bf16)."""
+    true); float to i32 or i64 truncates toward zero, saturating at the type's limits, NaN giving
+    0 (the GPU's cvt.rzi, what torch gives on CUDA; torch on the CPU leaves out-of-range values
+    undefined), to i8 or i16 so through i32 and wraps (torch on CUDA); float to u8 goes through
+    i64 and wraps (torch's rule); bool to integer is
+    0 or 1; integers convert by sign (u8: zero) extension or by wrapping. To a float type the
+    caller rounds; in native precision integers and f64 values go through float32 first (as
+    torch converts them to f16 and bf16)."""
     if target == "i1":
         return x != 0
     if target not in _FLOAT_NAMES:
-        info = np.iinfo(numpy_dtype(target))
+        dt = numpy_dtype(target)
         if x.dtype.kind in "biu":
-            return x.astype(info.dtype)
-        t = np.trunc(x.astype(np.float64))
-        lo, hi = float(info.min), -float(info.min)  # -2**(w-1) and 2**(w-1), both exact
-        out = np.where(np.isnan(t) | (t < lo) | (t >= hi), 0, t).astype(info.dtype)
-        return np.where(t >= hi, info.max, np.where(t < lo, info.min, out))
+            return x.astype(dt)  # numpy wraps and extends as two's complement does
+        if target == "u8":  # through i64, wrapping (torch's rule)
+            return _trunc_signed(x, np.dtype(np.int64)).astype(dt)
+        if dt.itemsize < 4:  # through i32, wrapping (torch's CUDA casts: cvt.rzi.s32)
+            return _trunc_signed(x, np.dtype(np.int32)).astype(dt)
+        return _trunc_signed(x, dt)
     if it.f64 or target == "f64":
         return x.astype(np.float64)
     return x.astype(np.float32)
+
+
+def _trunc_signed(x: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """Floats truncated toward zero into the signed integer dtype `dt`, saturating, NaN -> 0."""
+    info = np.iinfo(dt)
+    t = np.trunc(x.astype(np.float64))
+    lo, hi = float(info.min), -float(info.min)  # -2**(w-1) and 2**(w-1), both exact
+    out = np.where(np.isnan(t) | (t < lo) | (t >= hi), 0, t).astype(dt)
+    return np.where(t >= hi, info.max, np.where(t < lo, info.min, out)).astype(dt)
 
 
 def _eval_op(it: _Interp, op: Operation, ins: list[np.ndarray]) -> list[np.ndarray]:
@@ -287,6 +391,8 @@ def _eval_op(it: _Interp, op: Operation, ins: list[np.ndarray]) -> list[np.ndarr
     if name == "fusion.gelu":
         x = it.up(ins[0])
         return [_gelu_tanh(x) if op.approximate == "tanh" else _gelu_erf(x)]
+    if name in _INT_BINARY and ins[0].dtype.kind in "iu":
+        return [_INT_BINARY[name](ins[0], ins[1])]
     if name in _BINARY:
         return [_BINARY[name](it.up(ins[0]), it.up(ins[1]))]
     if name == "fusion.cmp":

@@ -74,8 +74,8 @@ def _make_inputs(fn, given: list[str], seed: int) -> list[np.ndarray]:
             arrays.append(_load_input(path, f"--input {item}", names[i], shape, dt, want))
         elif want.kind == "b":
             arrays.append(rng.random(shape) < 0.5)
-        elif want.kind in "iu":
-            arrays.append(rng.integers(-8, 8, shape).astype(want))
+        elif want.kind in "iu":  # (u8: 0 to 7)
+            arrays.append(rng.integers(-8 if want.kind == "i" else 0, 8, shape).astype(want))
         else:
             arrays.append(rng.standard_normal(shape).astype(np.float32).astype(want))
     return arrays

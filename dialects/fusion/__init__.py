@@ -3,7 +3,8 @@
 Values are builtin `tensor<...>` types of static shape (symbolic extents are a later step: every
 shape check goes through `types._dims`, the one place that would learn about `?`).
 Element types are those of `types.DTYPE_NAMES`: f32, f16 and bf16 for math (computed in f32), and
-f64, i1 (one byte per element) and i64 for inputs, outputs, casts and shape ops.
+f64, i1 (one byte per element), i8, i16, i32, i64 and ui8 (`u8`) for inputs, outputs, casts and
+shape ops.
 
 Binary ops take operands of one type: broadcasting and casting are explicit ops
 (`fusion.broadcast`, `fusion.cast`), so every implicit conversion is visible in the IR.
@@ -88,6 +89,17 @@ from .pointwise import (
     Atan2Op,
     FmodOp,
     RemainderOp,
+    TruncDivOp,
+    FloorDivOp,
+    BitwiseNotOp,
+    BitwiseAndOp,
+    BitwiseOrOp,
+    BitwiseXorOp,
+    ShiftLeftOp,
+    ShiftRightOp,
+    LogicalShiftRightOp,
+    GcdOp,
+    BITWISE_OPS,
     ReluOp,
     RsqrtOp,
     SigmoidOp,
@@ -127,7 +139,14 @@ from .types import (
     _print_attrs,
     _print_int_list,
     dtype_name,
+    INT_DTYPES,
+    INT_TYPES,
+    NUMERIC_TYPES,
+    ORDERED_TYPES,
     is_float,
+    is_integer,
+    is_unsigned,
+    ui8,
     tensor,
 )
 
@@ -140,7 +159,7 @@ Fusion = Dialect(
 
 __all__ = [
     # types
-    "FLOAT_TYPES", "DTYPE_NAMES", "dtype_name", "is_float", "_dims", "_elem", "tensor", "_fmt", "_check_tensor",
+    "FLOAT_TYPES", "DTYPE_NAMES", "dtype_name", "is_float", "is_integer", "is_unsigned", "INT_DTYPES", "ui8", "_dims", "_elem", "tensor", "_fmt", "_check_tensor",
     "_check_dims_list", "_print_int_list", "_parse_int_list", "_i64_array", "_print_attrs",
     "_ConvertLike", "_CONVERT_FORMAT", "_ConvertLikeExtra",
     # pointwise
@@ -148,7 +167,9 @@ __all__ = [
     "GeluOp", "ErfOp", "Exp2Op", "Log2Op", "Log10Op", "Log1pOp", "ReciprocalOp", "FloorOp", "CeilOp", "TruncOp",
     "RoundOp", "SignOp", "SinOp", "CosOp", "TanOp", "AsinOp", "AcosOp", "AtanOp", "SinhOp", "CoshOp", "AsinhOp",
     "AcoshOp", "AtanhOp", "Expm1Op", "ErfcOp", "ErfinvOp", "UNARY_OPS", "BinaryOp", "AddOp", "SubOp", "MulOp", "DivOp", "MaxOp", "MinOp",
-    "PowOp", "Atan2Op", "FmodOp", "RemainderOp",
+    "PowOp", "Atan2Op", "FmodOp", "RemainderOp", "TruncDivOp", "FloorDivOp", "BitwiseNotOp", "BitwiseAndOp",
+    "BitwiseOrOp", "BitwiseXorOp", "ShiftLeftOp", "ShiftRightOp", "LogicalShiftRightOp", "GcdOp", "BITWISE_OPS", "INT_TYPES", "NUMERIC_TYPES",
+    "ORDERED_TYPES",
     "BINARY_OPS",
     "FloatTestOp", "IsNanOp", "IsInfOp", "IsFiniteOp", "IsPosInfOp", "IsNegInfOp", "SignbitOp", "FLOAT_TEST_OPS",
     "LogicalNotOp", "LogicalBinaryOp", "LogicalAndOp", "LogicalOrOp", "LogicalXorOp", "LOGICAL_OPS",

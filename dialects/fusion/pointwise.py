@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Sequence
+from typing import ClassVar
 
-from xdsl.dialects.builtin import (BFloat16Type, Float16Type, Float32Type, Float64Type, FloatAttr, StringAttr,
-                                   TensorType, i1)
+from xdsl.dialects.builtin import (BFloat16Type, Float16Type, Float32Type, Float64Type, FloatAttr, IntegerType,
+                                   StringAttr, TensorType, i1)
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, prop_def, result_def, traits_def
 from xdsl.parser import Parser
@@ -15,7 +16,8 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from .types import FLOAT_TYPES, _CONVERT_FORMAT, _check_tensor, _ConvertLike, _dims, _print_attrs, tensor
+from .types import (FLOAT_TYPES, INT_TYPES, NUMERIC_TYPES, ORDERED_TYPES, _CONVERT_FORMAT, _check_tensor, _ConvertLike,
+                    _dims, _print_attrs, is_integer, is_unsigned, tensor)
 
 # ------------------------------------------------------------------- unary ops
 
@@ -50,8 +52,10 @@ class _OneOperandForm:
 
 
 class UnaryOp(_OneOperandForm, IRDLOperation):
-    """Elementwise float math; result has the operand's type."""
+    """Elementwise float math (neg and abs: integers too, wrapping as torch: abs of i8's -128 is
+    -128); result has the operand's type."""
 
+    ELEMENTS: ClassVar[tuple] = FLOAT_TYPES  # the element types the op takes
     input = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
@@ -60,23 +64,25 @@ class UnaryOp(_OneOperandForm, IRDLOperation):
         super().__init__(operands=[input], result_types=[input.type], attributes=attrs or {})
 
     def verify_(self) -> None:
-        _check_tensor(self, "operand #0 ('input')", self.input.type, FLOAT_TYPES)
+        _check_tensor(self, "operand #0 ('input')", self.input.type, self.ELEMENTS)
         if self.result.type != self.input.type:
             raise VerifyException(f"'{self.name}' op result type {self.result.type} must equal the operand type {self.input.type}")
 
 
 @irdl_op_definition
 class NegOp(UnaryOp):
-    """-x"""
+    """-x (integers wrap: -(-128) is -128 in i8, -1 is 255 in u8)"""
 
     name = "fusion.neg"
+    ELEMENTS: ClassVar[tuple] = NUMERIC_TYPES
 
 
 @irdl_op_definition
 class AbsOp(UnaryOp):
-    """|x|"""
+    """|x| (integers wrap: |-128| is -128 in i8; u8 is its own)"""
 
     name = "fusion.abs"
+    ELEMENTS: ClassVar[tuple] = NUMERIC_TYPES
 
 
 @irdl_op_definition
@@ -328,9 +334,18 @@ class Expm1Op(UnaryOp):
     name = "fusion.expm1"
 
 
+@irdl_op_definition
+class BitwiseNotOp(UnaryOp):
+    """~x of an integer (every bit flipped); of an i1 mask, logical not"""
+
+    name = "fusion.bitwise_not"
+    ELEMENTS: ClassVar[tuple] = INT_TYPES + (i1,)
+
+
 UNARY_OPS = [NegOp, AbsOp, ExpOp, LogOp, TanhOp, SqrtOp, RsqrtOp, ReluOp, SigmoidOp, SiluOp, GeluOp,
              ErfOp, Exp2Op, Log2Op, Log10Op, Log1pOp, ReciprocalOp, FloorOp, CeilOp, TruncOp, RoundOp, SignOp,
-             SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, Expm1Op, ErfcOp, ErfinvOp]
+             SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, Expm1Op, ErfcOp, ErfinvOp,
+             BitwiseNotOp]
 
 # ------------------------------------------------------------------ binary ops
 
@@ -362,8 +377,9 @@ class _TwoOperandForm:
 
 
 class _SameTypeBinary(_TwoOperandForm, IRDLOperation):
-    """Two operands and a result of one type (float types; LogicalBinaryOp: i1)."""
+    """Two operands and a result of one type (of ELEMENTS; LogicalBinaryOp: i1)."""
 
+    ELEMENTS: ClassVar[tuple] = FLOAT_TYPES
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
@@ -373,7 +389,7 @@ class _SameTypeBinary(_TwoOperandForm, IRDLOperation):
         super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
 
     def _check_element(self, what: str, t: Attribute) -> None:
-        _check_tensor(self, what, t, FLOAT_TYPES)
+        _check_tensor(self, what, t, self.ELEMENTS)
 
     def verify_(self) -> None:
         lhs, rhs = self.lhs.type, self.rhs.type
@@ -388,33 +404,38 @@ class _SameTypeBinary(_TwoOperandForm, IRDLOperation):
 
 
 class BinaryOp(_SameTypeBinary):
-    """Elementwise float binary op; both operands and the result have one type."""
+    """Elementwise binary op; both operands and the result have one type: a float type, or an
+    integer one for the ops that say so (their arithmetic wraps, as torch's)."""
 
 
 @irdl_op_definition
 class AddOp(BinaryOp):
-    """a + b"""
+    """a + b (integers wrap)"""
 
     name = "fusion.add"
+    ELEMENTS: ClassVar[tuple] = NUMERIC_TYPES
 
 
 @irdl_op_definition
 class SubOp(BinaryOp):
-    """a - b"""
+    """a - b (integers wrap)"""
 
     name = "fusion.sub"
+    ELEMENTS: ClassVar[tuple] = NUMERIC_TYPES
 
 
 @irdl_op_definition
 class MulOp(BinaryOp):
-    """a * b"""
+    """a * b (integers wrap)"""
 
     name = "fusion.mul"
+    ELEMENTS: ClassVar[tuple] = NUMERIC_TYPES
 
 
 @irdl_op_definition
 class DivOp(BinaryOp):
-    """a / b"""
+    """a / b, true division of floats (integers divide by fusion.trunc_div or fusion.floor_div;
+    the Python API takes true division of integers in f32, as torch promotes it)"""
 
     name = "fusion.div"
 
@@ -424,6 +445,7 @@ class MaxOp(BinaryOp):
     """max(a, b); NaN if either is NaN"""
 
     name = "fusion.max"
+    ELEMENTS: ClassVar[tuple] = NUMERIC_TYPES
 
 
 @irdl_op_definition
@@ -431,13 +453,16 @@ class MinOp(BinaryOp):
     """min(a, b); NaN if either is NaN"""
 
     name = "fusion.min"
+    ELEMENTS: ClassVar[tuple] = NUMERIC_TYPES
 
 
 @irdl_op_definition
 class PowOp(BinaryOp):
-    """a ** b"""
+    """a ** b; of integers by repeated squaring (wrapping), and for b < 0 as torch's CUDA kernel:
+    1 for a = 1, +-1 for a = -1 (the sign of an odd b), else 0"""
 
     name = "fusion.pow"
+    ELEMENTS: ClassVar[tuple] = NUMERIC_TYPES
 
 @irdl_op_definition
 class Atan2Op(BinaryOp):
@@ -448,19 +473,108 @@ class Atan2Op(BinaryOp):
 
 @irdl_op_definition
 class FmodOp(BinaryOp):
-    """a - trunc(a / b) * b, exactly (C's fmod, torch.fmod): a's sign; NaN for b = 0"""
+    """a - trunc(a / b) * b, exactly (C's fmod, torch.fmod): a's sign; NaN for b = 0. Of
+    integers C's %, and -1 for b = 0 (see fusion.trunc_div)"""
 
     name = "fusion.fmod"
+    ELEMENTS: ClassVar[tuple] = NUMERIC_TYPES
 
 
 @irdl_op_definition
 class RemainderOp(BinaryOp):
-    """a - floor(a / b) * b (torch.remainder, Python's %): fmod, plus b where its sign differs from b's"""
+    """a - floor(a / b) * b (torch.remainder, Python's %): fmod, plus b where its sign differs
+    from b's. Of integers -1 for b = 0 (see fusion.trunc_div)"""
 
     name = "fusion.remainder"
+    ELEMENTS: ClassVar[tuple] = NUMERIC_TYPES
 
 
-BINARY_OPS = [AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, Atan2Op, FmodOp, RemainderOp]
+@irdl_op_definition
+class TruncDivOp(BinaryOp):
+    """a / b of integers rounded toward zero (C's, torch.div(rounding_mode="trunc")). Defined
+    everywhere, where C and LLVM are not: a / 0 is -1 (all bits set; u8: 255), and so are
+    a % 0 and fmod(a, 0), what torch gives on an H100 for the 8-, 16- and 32-bit types (its
+    64-bit division by 0 gives 2^32 - 1 for a >= 0, and its floor mode -2 for a < 0: artifacts
+    of the GPU's division routine; torch raises on the CPU); the overflowing MIN / -1 wraps to
+    MIN. fuser's kernels never divide by 0."""
+
+    name = "fusion.trunc_div"
+    ELEMENTS: ClassVar[tuple] = INT_TYPES
+
+
+@irdl_op_definition
+class FloorDivOp(BinaryOp):
+    """a / b of integers rounded toward -inf (Python's //, torch.div(rounding_mode="floor"),
+    torch.floor_divide); a / 0 is -1 and MIN / -1 wraps to MIN, as fusion.trunc_div"""
+
+    name = "fusion.floor_div"
+    ELEMENTS: ClassVar[tuple] = INT_TYPES
+
+
+@irdl_op_definition
+class BitwiseAndOp(BinaryOp):
+    """a & b of integers; of i1 masks, logical and"""
+
+    name = "fusion.bitwise_and"
+    ELEMENTS: ClassVar[tuple] = INT_TYPES + (i1,)
+
+
+@irdl_op_definition
+class BitwiseOrOp(BinaryOp):
+    """a | b of integers; of i1 masks, logical or"""
+
+    name = "fusion.bitwise_or"
+    ELEMENTS: ClassVar[tuple] = INT_TYPES + (i1,)
+
+
+@irdl_op_definition
+class BitwiseXorOp(BinaryOp):
+    """a ^ b of integers; of i1 masks, logical xor"""
+
+    name = "fusion.bitwise_xor"
+    ELEMENTS: ClassVar[tuple] = INT_TYPES + (i1,)
+
+
+@irdl_op_definition
+class ShiftLeftOp(BinaryOp):
+    """a << b (torch.bitwise_left_shift), wrapping; 0 where b < 0 or b >= the type's width, as
+    torch defines it (LLVM's shl would be poison there)"""
+
+    name = "fusion.bitwise_left_shift"
+    ELEMENTS: ClassVar[tuple] = INT_TYPES
+
+
+@irdl_op_definition
+class ShiftRightOp(BinaryOp):
+    """a >> b (torch.bitwise_right_shift): arithmetic for the signed types (the sign fills in),
+    logical for u8; where b < 0 or b >= the width, a >> (width - 1) (the sign: 0 or -1; u8: 0)"""
+
+    name = "fusion.bitwise_right_shift"
+    ELEMENTS: ClassVar[tuple] = INT_TYPES
+
+
+@irdl_op_definition
+class LogicalShiftRightOp(BinaryOp):
+    """a >> b with zeros shifted in whatever the type's sign (nvFuser's logical_right_shift);
+    0 where b < 0 or b >= the width"""
+
+    name = "fusion.logical_right_shift"
+    ELEMENTS: ClassVar[tuple] = INT_TYPES
+
+
+@irdl_op_definition
+class GcdOp(BinaryOp):
+    """the greatest common divisor (torch.gcd): Euclid's algorithm on |a| and |b| with C's %, so
+    gcd(a, 0) = |a|, gcd(0, 0) = 0, and |MIN| wraps to MIN as torch's (gcd(-128, 6) in i8 is -2)"""
+
+    name = "fusion.gcd"
+    ELEMENTS: ClassVar[tuple] = INT_TYPES
+
+
+BITWISE_OPS = [BitwiseNotOp, BitwiseAndOp, BitwiseOrOp, BitwiseXorOp, ShiftLeftOp, ShiftRightOp,
+               LogicalShiftRightOp, GcdOp]
+BINARY_OPS = [AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, Atan2Op, FmodOp, RemainderOp, TruncDivOp, FloorDivOp,
+              BitwiseAndOp, BitwiseOrOp, BitwiseXorOp, ShiftLeftOp, ShiftRightOp, LogicalShiftRightOp, GcdOp]
 
 # ------------------------------------------------------------- other pointwise
 
@@ -469,7 +583,8 @@ CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
 
 @irdl_op_definition
 class CmpOp(IRDLOperation):
-    """Elementwise comparison producing an i1 mask: `fusion.cmp lt, %a, %b : tensor<4xf32>`."""
+    """Elementwise comparison producing an i1 mask: `fusion.cmp lt, %a, %b : tensor<4xf32>`
+    (floats, integers, u8 unsigned, and masks: false < true)."""
 
     name = "fusion.cmp"
     predicate = prop_def(StringAttr)
@@ -485,7 +600,7 @@ class CmpOp(IRDLOperation):
     def verify_(self) -> None:
         if self.predicate.data not in CMP_PREDICATES:
             raise VerifyException(f"'fusion.cmp' op predicate '{self.predicate.data}' is not one of {', '.join(CMP_PREDICATES)}")
-        _check_tensor(self, "operand #0 ('lhs')", self.lhs.type, FLOAT_TYPES)
+        _check_tensor(self, "operand #0 ('lhs')", self.lhs.type, ORDERED_TYPES)
         if self.rhs.type != self.lhs.type:
             raise VerifyException(f"'fusion.cmp' op operand #1 ('rhs') has type {self.rhs.type}, expected {self.lhs.type}")
         if self.result.type != TensorType(i1, _dims(self.lhs.type)):
@@ -656,7 +771,7 @@ class WhereOp(IRDLOperation):
         super().__init__(operands=[cond, a, b], result_types=[a.type])
 
     def verify_(self) -> None:
-        t = _check_tensor(self, "operand #1 ('lhs')", self.lhs.type, FLOAT_TYPES)
+        t = _check_tensor(self, "operand #1 ('lhs')", self.lhs.type, ORDERED_TYPES)
         c = _check_tensor(self, "operand #0 ('cond')", self.cond.type)
         if c != TensorType(i1, _dims(t)):
             raise VerifyException(f"'fusion.where' op operand #0 ('cond') has type {c}, expected {TensorType(i1, _dims(t))}")
@@ -708,7 +823,9 @@ class CastOp(_ConvertLike):
 
 @irdl_op_definition
 class FullOp(IRDLOperation):
-    """A tensor filled with one value: `fusion.full 2.0 : tensor<4x5xf32>`."""
+    """A tensor filled with one value: `fusion.full 2.0 : tensor<4x5xf32>`, `fusion.full -3 :
+    tensor<4xi8>` (of an integer type or i1: an integer in its range, at most 2^53 in magnitude,
+    since the value is held as a float64)."""
 
     name = "fusion.full"
     value = prop_def(FloatAttr)
@@ -719,7 +836,19 @@ class FullOp(IRDLOperation):
         super().__init__(result_types=[tensor(shape, dtype)], properties={"value": FloatAttr(float(value), Float64Type())})
 
     def verify_(self) -> None:
-        _check_tensor(self, "result", self.result.type, FLOAT_TYPES)
+        t = _check_tensor(self, "result", self.result.type, ORDERED_TYPES)
+        v = self.value.value.data
+        et = t.element_type
+        if isinstance(et, IntegerType) and not (math.isfinite(v) and v == int(v)):
+            raise VerifyException(f"'fusion.full' op value {v} is not an integer, as its element type {et} needs")
+        if isinstance(et, IntegerType):
+            w = et.width.data
+            lo, hi = (0, 2 ** w - 1) if is_unsigned(et) or w == 1 else (-(2 ** (w - 1)), 2 ** (w - 1) - 1)
+            if not lo <= v <= hi:
+                raise VerifyException(f"'fusion.full' op value {int(v)} is out of the range of {et} [{lo}, {hi}]")
+            if abs(v) > 2 ** 53:
+                raise VerifyException(f"'fusion.full' op value {int(v)} is beyond 2^53, where its float64 "
+                                      "property would not hold it exactly")
 
     # Custom syntax: the value is a bare float literal, with inf and nan as keywords; a hex
     # integer literal is, as in MLIR, the bit pattern of the element type (0x7F800000 : f32 is inf).
@@ -753,7 +882,11 @@ class FullOp(IRDLOperation):
     def print(self, printer: Printer):
         v = self.value.value.data
         bits = _nan_bits(v, self.result.type) if math.isnan(v) else None
-        printer.print_string(f" {_float_text(v) if bits is None else bits}")
+        if isinstance(self.result.type, TensorType) and isinstance(self.result.type.element_type, IntegerType) \
+                and math.isfinite(v) and v == int(v):
+            printer.print_string(f" {int(v)}")  # an integer type's value as an integer literal
+        else:
+            printer.print_string(f" {_float_text(v) if bits is None else bits}")
         _print_attrs(printer, self, [])
         printer.print_string(" : ")
         printer.print_attribute(self.result.type)

@@ -15,8 +15,12 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     IntegerType,
+    Signedness,
     TensorType,
     i1,
+    i8,
+    i16,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -29,14 +33,19 @@ from xdsl.utils.exceptions import VerifyException
 # --------------------------------------------------------------------------- types
 
 FLOAT_TYPES = (Float32Type, Float16Type, BFloat16Type)  # what math, cmp, where and reductions take
+ui8 = IntegerType(8, Signedness.UNSIGNED)
 # Every element type a fusion tensor may have: inputs, outputs, intermediates, the operands of
-# casts and shape ops. i1 is stored as one byte (0 or 1); f64 is computed in f64.
-DTYPE_NAMES = {"f32": Float32Type(), "f16": Float16Type(), "bf16": BFloat16Type(), "i1": i1, "i64": i64,
-               "f64": Float64Type()}
+# casts and shape ops. i1 is stored as one byte (0 or 1); f64 is computed in f64. The integers
+# are MLIR's signless i8, i16, i32, i64 (two's complement, read as signed, as torch's int8 ...
+# int64) and the unsigned ui8 (torch's uint8, short name "u8"); a kernel computes each in
+# registers of its own width (a u8 as a signless i8 whose ops are the unsigned ones).
+DTYPE_NAMES = {"f32": Float32Type(), "f16": Float16Type(), "bf16": BFloat16Type(), "i1": i1, "i8": i8, "i16": i16,
+               "i32": i32, "i64": i64, "u8": ui8, "f64": Float64Type()}
+INT_DTYPES = ("i8", "i16", "i32", "i64", "u8")  # the integer types (i1, a mask, is not one of them)
 
 
 def dtype_name(t: Attribute) -> str:
-    """Short dtype name of an element type (f32, f16, bf16, i1, i64)."""
+    """Short dtype name of an element type (f32, f16, bf16, i1, i8, ..., u8 for ui8)."""
     for name, ty in DTYPE_NAMES.items():
         if t == ty:
             return name
@@ -45,6 +54,15 @@ def dtype_name(t: Attribute) -> str:
 
 def is_float(t: Attribute) -> bool:
     return isinstance(t, FLOAT_TYPES)
+
+
+def is_integer(t: Attribute) -> bool:
+    """An integer element type of DTYPE_NAMES other than i1 (i8, i16, i32, i64, ui8)."""
+    return isinstance(t, IntegerType) and t.width.data > 1 and t in DTYPE_NAMES.values()
+
+
+def is_unsigned(t: Attribute) -> bool:
+    return isinstance(t, IntegerType) and t.signedness.data == Signedness.UNSIGNED
 
 
 def _dims(t: Attribute) -> tuple[int, ...]:
@@ -72,7 +90,7 @@ def unsupported_element(t: Attribute) -> str | None:
     of DTYPE_NAMES, the types every scheduler stores, loads and casts."""
     if isinstance(t, TensorType) and t.element_type not in DTYPE_NAMES.values():
         return (f"element type {t.element_type} is not supported; fusion tensors hold "
-                f"{', '.join(DTYPE_NAMES)}")
+                f"{', '.join(str(t) for t in DTYPE_NAMES.values())}")
     return None
 
 
@@ -83,10 +101,28 @@ def _check_tensor(op: Operation, what: str, t: Attribute, allowed: tuple[type, .
         raise VerifyException(f"'{op.name}' op {what} has a dynamic extent ({_fmt(t)}); only static shapes are supported")
     if (why := unsupported_element(t)) is not None:
         raise VerifyException(f"'{op.name}' op {what}: {why}")
-    if allowed is not None and not isinstance(t.element_type, allowed):
-        names = ", ".join(sorted(dtype_name(a()) for a in allowed if a not in (IntegerType,)))
+    if allowed is not None and not _allows(allowed, t.element_type):
+        names = ", ".join(_names(allowed))
         raise VerifyException(f"'{op.name}' op {what} has element type {t.element_type}, expected one of {names}")
     return t
+
+
+def _allows(allowed: tuple, et: Attribute) -> bool:
+    """`allowed` holds element types (instances: i8, ui8) or classes of them (Float32Type)."""
+    return any(et == a if isinstance(a, Attribute) else isinstance(et, a) for a in allowed)
+
+
+def _names(allowed: tuple) -> list[str]:
+    """The dtype names of `allowed`: the floats sorted (bf16, f16, f32), then the others in order."""
+    names = [dtype_name(a if isinstance(a, Attribute) else a()) for a in allowed]
+    floats = [n for n in names if n in ("f32", "f16", "bf16", "f64")]
+    return sorted(floats) + [n for n in names if n not in floats]
+
+
+# What the integer and mask ops take (element types, for `_check_tensor`'s `allowed`).
+INT_TYPES = tuple(DTYPE_NAMES[n] for n in INT_DTYPES)
+NUMERIC_TYPES = FLOAT_TYPES + INT_TYPES          # arithmetic: add sub mul max min neg abs ...
+ORDERED_TYPES = NUMERIC_TYPES + (i1,)            # cmp, where and full also take masks
 
 
 def _check_dims_list(op: Operation, dims: Sequence[int], rank: int, what: str = "dims") -> None:

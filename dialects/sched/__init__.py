@@ -116,7 +116,7 @@ from fuser.dialects.sched.tma import (
     TmaReduceOp,
     TmaStoreOp,
 )
-from fuser.dialects.sched.types import GLOBAL, HOPPER_SMEM_PER_BLOCK, REGISTER, SHARED, TensorMapType, element_bytes, memory_space, memref, storage_type
+from fuser.dialects.sched.types import GLOBAL, HOPPER_SMEM_PER_BLOCK, REGISTER, SHARED, TensorMapType, element_bytes, memory_space, memref, storage_type, value_type
 from fuser.dialects.sched.wgmma import (
     WGMMA_TYPES,
     NamedBarrierOp,
@@ -145,7 +145,7 @@ __all__ = [
     # dialect and op groups
     "Sched", "HOPPER_OPS", "CLUSTER_OPS", "SEMAPHORE_OPS",
     # types and memory spaces
-    "GLOBAL", "SHARED", "REGISTER", "HOPPER_SMEM_PER_BLOCK", "element_bytes", "memory_space", "memref", "storage_type", "TensorMapType", "IndexType",
+    "GLOBAL", "SHARED", "REGISTER", "HOPPER_SMEM_PER_BLOCK", "element_bytes", "memory_space", "memref", "storage_type", "value_type", "TensorMapType", "IndexType",
     # core
     "KernelOp", "ReturnOp", "WorkspaceOp", "LaunchOp", "ThreadIdxOp", "BlockIdxOp", "BlockDimOp", "GridDimOp",
     "PARALLEL_BINDINGS", "ForOp", "YieldOp", "AllocOp", "LoadOp", "StoreOp", "BarrierOp", "ReleaseOp", "ShflXorOp",

@@ -57,6 +57,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from fuser.dialects.sched._base import _i64_array, _parse_list, _print_list
+from fuser.dialects.sched.types import value_type as scalar_value_type
 from fuser.dialects.sched.types import GLOBAL, REGISTER, SHARED, TensorMapType, memory_space
 
 # ------------------------------------------------------------------- kernels
@@ -421,7 +422,7 @@ def _check_access(op: IRDLOperation, buf: SSAValue, indices: Sequence[SSAValue],
     assert isinstance(t, MemRefType)
     if len(indices) != t.get_num_dims():
         raise VerifyException(f"'{op.name}' op has {len(indices)} indices for the rank-{t.get_num_dims()} buffer {t}")
-    elem = t.element_type
+    elem = scalar_value_type(t.element_type)  # (a ui8 buffer holds signless i8 values)
     if isinstance(value_type, VectorType):
         if value_type.element_type != elem or value_type.get_num_dims() != 1:
             raise VerifyException(f"'{op.name}' op vector type {value_type} must be 1-D of the buffer's element type {elem}")

@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     NoneAttr,
+    Signedness,
     i64,
 )
 from xdsl.ir import Attribute, ParametrizedAttribute, TypeAttribute
@@ -55,8 +56,22 @@ def element_bytes(t: Attribute) -> int:
 
 def storage_type(t: Attribute) -> Attribute:
     """The type an element is kept as in memory. i1 is one byte holding 0 or 1, as torch and
-    numpy keep booleans (LLVM would pack a vector of i1 into bits); every other type is itself."""
-    return IntegerType(8) if t == IntegerType(1) else t
+    numpy keep booleans (LLVM would pack a vector of i1 into bits); an unsigned or signed
+    integer is the signless integer of its width (LLVM's integers have no sign); every other
+    type is itself."""
+    if t == IntegerType(1):
+        return IntegerType(8)
+    return IntegerType(t.width.data) if isinstance(t, IntegerType) else t
+
+
+def value_type(t: Attribute) -> Attribute:
+    """The type `sched.load` gives and `sched.store` takes for a buffer of element type `t`:
+    a memref of ui8 (a u8 tensor; the runtime reads the sign from the buffer's type) holds
+    signless i8 values, as arith and llvm take only signless integers (the ops that read them
+    choose the unsigned forms); every other type is itself (i1 included: loaded `!= 0`)."""
+    if isinstance(t, IntegerType) and t.signedness.data != Signedness.SIGNLESS:
+        return IntegerType(t.width.data)
+    return t
 
 
 def memref(shape: Sequence[int], elem: Attribute, space: int = GLOBAL) -> MemRefType:

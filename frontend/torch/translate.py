@@ -43,7 +43,8 @@ class Unsupported(Exception):
 
 DTYPES: dict[torch.dtype, str] = {
     torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.float64: "f64",
-    torch.bool: "i1", torch.int64: "i64",
+    torch.bool: "i1", torch.int8: "i8", torch.int16: "i16", torch.int32: "i32", torch.int64: "i64",
+    torch.uint8: "u8",
 }
 TORCH_DTYPES = {v: k for k, v in DTYPES.items()}
 MATH = ("f32", "f16", "bf16")  # element types fuser computes with (in f32)
@@ -264,15 +265,89 @@ entry(aten.div.Tensor, aten.div.Scalar)(_binary_rule(fa.div))
 entry(aten.maximum.default)(_binary_rule(fa.maximum))
 entry(aten.minimum.default)(_binary_rule(fa.minimum))
 entry(aten.atan2.default)(_binary_rule(fa.atan2))
-entry(aten.fmod.Tensor, aten.fmod.Scalar)(_binary_rule(fa.fmod))
-entry(aten.remainder.Tensor, aten.remainder.Scalar)(_binary_rule(fa.remainder))
+
+
+INTS = ("i8", "i16", "i32", "i64", "u8")
+
+
+def _integer_pointwise(ctx: Ctx, fn: Callable[..., fa.Tensor], *operands: Any, masks: bool = False) -> fa.Tensor:
+    """fn of integer operands (and, with `masks`, of i1 ones) in the node's dtype, which torch's
+    promotion made their common type: tensors cast to it, Python numbers kept as they are (the
+    API makes each a fusion.full of that type). Floats are refused (the ops below take none)."""
+    out = ctx.out_dtype
+    if out not in INTS and not (masks and out == "i1"):
+        raise Unsupported(f"{ctx.node.target}: an integer op of {out}")
+    ops = [x if isinstance(x, fa.Tensor) else x if isinstance(x, numbers.Integral) else _scalar(x) for x in operands]
+    tensors = [x for x in ops if isinstance(x, fa.Tensor)]
+    if not tensors:
+        raise Unsupported(f"{ctx.node.target}: no tensor operand")
+    if any(not isinstance(x, fa.Tensor) and not float(x).is_integer() for x in ops):
+        raise Unsupported(f"{ctx.node.target}: a fractional scalar with integers")
+    lo, hi = (0, 1) if out == "i1" else (int(torch.iinfo(TORCH_DTYPES[out]).min), int(torch.iinfo(TORCH_DTYPES[out]).max))
+    if any(not isinstance(x, fa.Tensor) and not lo <= int(x) <= hi for x in ops):
+        raise Unsupported(f"{ctx.node.target}: a scalar outside {out}'s range")
+    y = fn(*(fa.cast(x, out) if isinstance(x, fa.Tensor) else int(x) for x in ops))
+    return fa.cast(fa.broadcast_to(y, ctx.out_shape), out)
+
+
+def _integer_or_float_rule(fn: Callable[[Any, Any], fa.Tensor]) -> Rule:
+    """fn of floats (computed as `_pointwise` does) or of integers (in their type)."""
+    def rule(ctx: Ctx) -> fa.Tensor:
+        a, b = ctx.arg(0, "self"), ctx.arg(1, "other")
+        if ctx.out_dtype in INTS:
+            return _integer_pointwise(ctx, fn, a, b)
+        return _pointwise(ctx, fn, a, b)
+    return rule
+
+
+entry(aten.fmod.Tensor, aten.fmod.Scalar)(_integer_or_float_rule(fa.fmod))
+entry(aten.remainder.Tensor, aten.remainder.Scalar)(_integer_or_float_rule(fa.remainder))
 
 
 @entry(aten.div.Tensor_mode, aten.div.Scalar_mode)
 def _div_mode(ctx: Ctx) -> fa.Tensor:
-    if ctx.node.kwargs.get("rounding_mode") is not None:
-        raise Unsupported("div with a rounding mode")
-    return _pointwise(ctx, fa.div, ctx.arg(0), ctx.arg(1))
+    """div with rounding_mode: of integers fuser's trunc_div / floor_div (exact; a / 0 is -1 in
+    fuser where torch raises on the CPU); trunc of floats is trunc(a / b), as torch computes it;
+    floor of floats is left to PyTorch (torch corrects the quotient through fmod, which
+    fuser.div's floor(a / b) does not)."""
+    mode = ctx.node.kwargs.get("rounding_mode")
+    a, b = ctx.arg(0, "self"), ctx.arg(1, "other")
+    if mode is None:
+        return _pointwise(ctx, fa.div, a, b)
+    if ctx.out_dtype in INTS:
+        return _integer_pointwise(ctx, lambda x, y: fa.div(x, y, rounding_mode=mode), a, b)
+    if mode == "floor":
+        raise Unsupported("div of floats with rounding_mode='floor'")
+    return _pointwise(ctx, lambda x, y: fa.div(x, y, rounding_mode=mode), a, b)
+
+
+@entry(aten.floor_divide.default, aten.floor_divide.Scalar)
+def _floor_divide(ctx: Ctx) -> fa.Tensor:
+    """a // b of integers (floats: left to PyTorch, as div's floor mode)."""
+    return _integer_pointwise(ctx, fa.floor_divide, ctx.arg(0, "self"), ctx.arg(1, "other"))
+
+
+def _integer_rule(fn: Callable[..., fa.Tensor], masks: bool = False, unary: bool = False) -> Rule:
+    if unary:
+        return lambda ctx: _integer_pointwise(ctx, fn, ctx.tensor(0), masks=masks)
+    return lambda ctx: _integer_pointwise(ctx, fn, ctx.arg(0, "self"), ctx.arg(1, "other"), masks=masks)
+
+
+# The bitwise ops (of masks too: there the logical ones), shifts (torch's __lshift__ and
+# __rshift__ are its bitwise shifts, and stay in ATen graphs; __and__, __or__ and __xor__ become
+# bitwise_and, _or and _xor while tracing) and gcd
+for _ops, _fn, _masks in [
+    ((aten.bitwise_and.Tensor, aten.bitwise_and.Scalar), fa.bitwise_and, True),
+    ((aten.bitwise_or.Tensor, aten.bitwise_or.Scalar), fa.bitwise_or, True),
+    ((aten.bitwise_xor.Tensor, aten.bitwise_xor.Scalar), fa.bitwise_xor, True),
+    ((aten.bitwise_left_shift.Tensor, aten.bitwise_left_shift.Tensor_Scalar, aten.__lshift__.Tensor,
+      aten.__lshift__.Scalar), fa.bitwise_left_shift, False),
+    ((aten.bitwise_right_shift.Tensor, aten.bitwise_right_shift.Tensor_Scalar, aten.__rshift__.Tensor,
+      aten.__rshift__.Scalar), fa.bitwise_right_shift, False),
+    ((aten.gcd.default,), fa.gcd, False),
+]:
+    entry(*_ops)(_integer_rule(_fn, masks=_masks))
+entry(aten.bitwise_not.default)(_integer_rule(fa.bitwise_not, masks=True, unary=True))
 
 
 def _unary_rule(fn: Callable[[fa.Tensor], fa.Tensor]) -> Rule:
@@ -410,14 +485,14 @@ def _mask(ctx: Ctx, i: int) -> fa.Tensor:
     return m
 
 
-@entry(aten.logical_not.default, aten.bitwise_not.default)
+@entry(aten.logical_not.default)  # (bitwise_not of a mask: the bitwise entries' logical case)
 def _logical_not(ctx: Ctx) -> fa.Tensor:
     return fa.broadcast_to(fa.logical_not(_mask(ctx, 0)), ctx.out_shape)
 
 
-for _ops, _fn in [((aten.logical_and.default, aten.bitwise_and.Tensor), fa.logical_and),
-                  ((aten.logical_or.default, aten.bitwise_or.Tensor), fa.logical_or),
-                  ((aten.logical_xor.default, aten.bitwise_xor.Tensor), fa.logical_xor)]:
+for _ops, _fn in [((aten.logical_and.default,), fa.logical_and),
+                  ((aten.logical_or.default,), fa.logical_or),
+                  ((aten.logical_xor.default,), fa.logical_xor)]:
     entry(*_ops)(lambda ctx, fn=_fn: fa.broadcast_to(fn(_mask(ctx, 0), _mask(ctx, 1)), ctx.out_shape))
 
 

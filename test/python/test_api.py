@@ -164,18 +164,18 @@ def test_scalar_sugar(rng):
     np.testing.assert_allclose(nv, -3 * x64, rtol=1e-12)
 
 
-def test_dtype_mismatch_asks_for_cast():
-    with fuser.FusionBuilder("bad") as fb:
+def test_dtypes_promote_as_torch_with_a_cast_in_the_ir():
+    """Mixed dtypes promote as torch's (issue 31): bf16 + f32 is f32 through a fusion.cast of
+    the bf16 side; a matmul does not promote (its operand types pick the kernel)."""
+    with fuser.FusionBuilder("promote") as fb:
         x = fb.input((4,), "bf16")
         y = fb.input((4,), "f32")
-        with pytest.raises(TypeError, match=r"dtypes differ \(bf16 vs f32\).*cast"):
-            x + y
-        with pytest.raises(TypeError, match="dtypes differ"):
-            fuser.maximum(x, y)
+        s = x + y
+        assert s.dtype == "f32" and fuser.maximum(x, y).dtype == "f32"
         with pytest.raises(TypeError, match="dtypes differ"):
             fuser.matmul(fuser.reshape(x, (2, 2)), fuser.reshape(y, (2, 2)))
-        fb.output(fuser.cast(x, "f32") + y)
-    assert op_names(fb)[-3:] == ["fusion.cast", "fusion.add", "func.return"]
+        fb.output(s)
+    assert op_names(fb)[:3] == ["fusion.cast", "fusion.add", "fusion.cast"]
 
 
 def test_comparisons_and_where(rng):
@@ -444,8 +444,12 @@ def test_compile_for_real(pipeline):
 
 @pytest.mark.skipif(not HAVE_COMPILE, reason="fuser.driver is not there yet")
 def test_compile_without_stages(tmp_path, monkeypatch):
-    """stages=False leaves the sched and nvvm IR unprinted; a cache entry made so is a miss for
-    a caller that wants them, and an entry with stages serves a caller that does not."""
+    """stages=False gives the fusion level only; with or without, one cache entry serves both,
+    and the compile prints no level's IR: each is made when first asked for, and is the text the
+    pipeline leaves at that level."""
+    from fuser import driver
+    from fuser.dialects.ir import parse_module, print_module
+    from fuser.passes.pipeline import build_pipeline, run_passes
     from fuser.runtime import cache
 
     monkeypatch.setattr(cache, "_default", cache.KernelCache(tmp_path, disk=True, max_bytes=0))  # empty, ours
@@ -453,15 +457,30 @@ def test_compile_without_stages(tmp_path, monkeypatch):
     x = fb.input((4,), "f32", name="x")
     fb.output(fuser.exp(x) + 3.0)
     text = fb.mlir()
+    printed = []
+    def spy(*a, **k):
+        printed.append(print_module(*a, **k))
+        return printed[-1]
+
+    monkeypatch.setattr(driver, "print_module", spy)
     lean = fuser.compile(text, stages=False)
     assert set(lean.stages) == {"fusion"} and "sm_90a" in lean.ptx and lean.program.launches
     with pytest.raises(KeyError, match="no IR stage 'sched' \\(compiled with stages=False\\)"):
         lean.ir("sched")
     full = fuser.compile(text)
-    assert not full.result.cached and "sched.kernel" in full.ir("sched") and "nvvm" in full.stages
-    assert full.ptx == lean.ptx
+    assert full.result.cached and full.ptx == lean.ptx  # the same entry
+    assert set(full.stages) == {"fusion", "sched", "nvvm"}
+    assert not any("sched.kernel" in t or "gpu.module" in t for t in printed)  # the compiles printed no level
+    printed.clear()
+    want = {}
+    run_passes(build_pipeline("default"), parse_module(text, "<fusion>"), verify_each=False,
+               after=lambda p, m: want.setdefault({"convert-fusion-to-sched": "sched",
+                                                   "convert-sched-to-nvvm": "nvvm"}.get(p.name, "_"), print_module(m)))
+    assert "sched.kernel" in full.ir("sched") and full.ir("sched") == want["sched"]
+    assert full.ir("nvvm") == want["nvvm"] and "gpu.module" in full.ir("nvvm") and full.ir().strip() == text.strip()
+    assert len(printed) == 2  # the two levels, once
     again = fuser.compile(text, stages=False)
-    assert again.result.cached and "sched" in again.stages
+    assert again.result.cached and "sched" not in again.stages
 
 
 @pytest.mark.gpu

@@ -36,7 +36,11 @@ BUILDER = [
     ("bad dtype type", lambda fb, a, b, c, d: fb.input((4,), 3), (TypeError, ValueError), r"dtype"),
     ("negative extent", lambda fb, a, b, c, d: fb.input((4, -1), "f32"), ValueError, r"-1|negative|extent"),
     ("shape not ints", lambda fb, a, b, c, d: fb.input(("a", 2), "f32"), TypeError, r"shape|int"),
-    ("add of two dtypes", lambda fb, a, b, c, d: a + c, (TypeError, ValueError), r"f32|bf16|dtype|cast"),
+    ("add of two masks", lambda fb, a, b, c, d: (a > 0) + (c > 0), (TypeError, ValueError), r"fusion.add.*i1|i1"),
+    ("an integer constant out of range", lambda fb, a, b, c, d: fuser.cast(a, "u8") + 300, ValueError,
+     r"300.*out of the range of ui8"),
+    ("integer division of floats", lambda fb, a, b, c, d: fb._emit(fuser.api.F.TruncDivOp(a.value, a.value)),
+     ValueError, r"'fusion.trunc_div' op operand #0 \('lhs'\) has element type f32, expected one of i8"),
     ("shapes that do not broadcast", lambda fb, a, b, c, d: a + fuser.cast(d, "f32"), ValueError,
      r"4, 8|8, 16|4x8|8x16|broadcast"),
     ("add of a string", lambda fb, a, b, c, d: a + "x", TypeError, r"str"),
@@ -64,7 +68,8 @@ BUILDER = [
     ("output of nothing", lambda fb, a, b, c, d: fb.output(), ValueError, r"output"),
     ("input after finish", lambda fb, a, b, c, d: (fb.output(a), fb.finish(), fb.input((2,), "f32")), RuntimeError,
      r"finished"),
-    ("i8 input", lambda fb, a, b, c, d: fb.input((2,), "i8"), ValueError, r"unknown dtype .i8.; use one of f32, f16, bf16, i1, i64, f64"),
+    ("u16 input", lambda fb, a, b, c, d: fb.input((2,), "u16"), ValueError,
+     r"unknown dtype .u16.; use one of f32, f16, bf16, i1, i8, i16, i32, i64, u8, f64"),
     ("duplicate input name", lambda fb, a, b, c, d: fb.input((2,), "f32", name="x0"), ValueError, r"x0"),
 ]
 

@@ -14,6 +14,7 @@ from collections import Counter
 import numpy as np
 import pytest
 from xdsl.dialects import func
+from xdsl.dialects.builtin import i1
 
 from fuser.dialects import fusion as F
 from fuser.dialects.ir import parse_module
@@ -71,6 +72,19 @@ def test_casts_round_and_truncate_as_torch():
     assert cast(np.array([0.0, -0.0, np.nan, 1e-40]), "f64", "i1").tolist() == [False, False, True, True]
     assert cast(np.array([True, False]), "i1", "bf16").tolist() == [1.0, 0.0]
     assert cast(np.array([-3, 0], np.int64), "i64", "i1").tolist() == [True, False]
+    # narrow integers: a float saturates into i32 (NaN -> 0), and i8 and i16 wrap that (torch on
+    # CUDA); into u8 through i64, wrapping
+    g = np.array([300.7, -300.7, -1.5, np.nan, 1e10])
+    assert cast(g, "f32", "i8").tolist() == [44, -44, -1, 0, -1]
+    assert cast(g, "f32", "i16").tolist() == [300, -300, -1, 0, -1]
+    assert cast(g, "f64", "i32").tolist() == [300, -300, -1, 0, 2 ** 31 - 1]
+    assert cast(g, "bf16", "u8").tolist() == [44, 212, 255, 0, 10 ** 10 % 256]
+    # integers wrap and extend (u8 by zeros); to f16 through f32
+    assert cast(np.array([-1, 300, -129], np.int32), "i32", "u8").tolist() == [255, 44, 127]
+    assert cast(np.array([255, 128], np.uint8), "u8", "i16").tolist() == [255, 128]
+    assert cast(np.array([255, 128], np.uint8), "u8", "i8").tolist() == [-1, -128]
+    assert cast(np.array([-128], np.int8), "i8", "i64").tolist() == [-128]
+    assert cast(np.array([2 ** 31 - 1, 2049], np.int32), "i32", "f16").tolist() == [np.inf, 2048.0]
     # the reference interpreter's f64 mode: float targets keep float64
     assert cast(np.array([2 ** 24 + 1], np.int64), "i64", "f32", rounding=False).tolist() == [2 ** 24 + 1]
 
@@ -87,6 +101,8 @@ def test_masks_and_integers_are_compared_exactly():
     assert fuzz.mismatch(np.array([1.0, np.nan]), np.array([1.0, np.nan]), "exact") is None
     assert fuzz.mismatch(np.array([1.0 + 2 ** -52, 0.0]), np.array([1.0, 0.0]), "exact") is not None
     assert fuzz.mismatch(np.array([1.0 + 1e-10]), np.array([1.0]), "f64") is not None
+    inf = np.array([-np.inf, np.inf])  # equal infinities match at any tolerance (GPU fuzz seed 9080)
+    assert fuzz.mismatch(inf, inf, "f32") is None and fuzz.mismatch(inf[::-1], inf, "f32") is not None
 
 
 def test_comparisons_within_rounding_are_dont_care():
@@ -147,8 +163,9 @@ COVERAGE_SEEDS = 400
 def test_every_op_type_and_cast_of_the_dialect_is_generated():
     """Over COVERAGE_SEEDS seeds, every op the dialect accepts (but NOT_FUZZED), every element type as an
     input, an output and an intermediate, every cast between two element types, every cmp
-    predicate and reduce kind, shape ops and segment_set over every type, and cmp, where and
-    full over every float type reach a result. Adding an op or a type to the dialect fails this
+    predicate and reduce kind, shape ops and segment_set over every type, cmp, where and
+    full over every float type, integer type and i1, and every op that takes integers over every
+    integer type reach a result. Adding an op or a type to the dialect fails this
     until the fuzzer draws it (and its evaluation knows it)."""
     seen: Counter = Counter()
     name = lambda t: F.dtype_name(t.element_type)  # noqa: E731
@@ -169,7 +186,7 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
                 seen[("reduce", op.kind.data)] += 1
             if isinstance(op, (*F.SHAPE_OPS, F.SegmentSetOp, F.CmpOp)):
                 seen[(op.name, name(op.operands[0].type))] += 1
-            if isinstance(op, (F.WhereOp, F.FullOp)):
+            if isinstance(op, (F.WhereOp, F.FullOp, F.UnaryOp, F.BinaryOp)):
                 seen[(op.name, name(op.results[0].type))] += 1
     types, floats = list(F.DTYPE_NAMES), [F.dtype_name(t()) for t in F.FLOAT_TYPES]
     want = {("op", op.name) for op in F.Fusion.operations if op.name not in NOT_FUZZED}
@@ -178,6 +195,11 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
     want |= {("predicate", p) for p in F.CMP_PREDICATES} | {("reduce", k) for k in F.REDUCE_KINDS}
     want |= {(op.name, t) for op in (*F.SHAPE_OPS, F.SegmentSetOp) for t in types}
     want |= {(op.name, t) for op in (F.CmpOp, F.WhereOp, F.FullOp) for t in floats}
+    # the integer ops (issue 31) over every integer type; cmp, where and full over integers and masks
+    ints = list(F.INT_DTYPES)
+    want |= {(op.name, t) for op in (*F.UNARY_OPS, *F.BINARY_OPS) if F.INT_TYPES[0] in op.ELEMENTS for t in ints}
+    want |= {(op.name, "i1") for op in (*F.UNARY_OPS, *F.BINARY_OPS) if i1 in op.ELEMENTS}  # bitwise ops of masks
+    want |= {(op.name, t) for op in (F.CmpOp, F.WhereOp, F.FullOp) for t in ints + ["i1"]}
     missing = sorted(want - set(seen))
     assert not missing, f"never generated over {COVERAGE_SEEDS} seeds: {missing}"
     assert fuzz.CMP_PREDICATES == F.CMP_PREDICATES
@@ -203,15 +225,17 @@ def test_a_cpu_run_finds_nothing(capsys):
 
 
 def test_a_wrong_answer_is_caught_and_shrunk(tmp_path):
-    case = fuzz.fuzz_case(28)
-    xs = fuzz.make_inputs(case, 28)
+    # the first case with a mask among at least three outputs (seeds move as the generator grows)
+    seed, k = next((s, c.outputs.index("i1", 1)) for s in range(100) for c in [fuzz.fuzz_case(s)]
+                   if len(c.outputs) >= 3 and "i1" in c.outputs[1:])
+    case = fuzz.fuzz_case(seed)
+    xs = fuzz.make_inputs(case, seed)
     want, mags, dcs = case.expected(xs)
-    assert case.outputs[2] == "i1"
-    want[2] = ~want[2]  # pretend the kernel got mask #2 wrong
+    want[k] = ~want[k]  # pretend the kernel got mask #k wrong
     status, detail = fuzz.check(case, case.text, "", xs, want, False, mags, dcs)
-    assert status == "mismatch" and detail.startswith("output #2 (i1): ") and "elements differ" in detail
+    assert status == "mismatch" and detail.startswith(f"output #{k} (i1): ") and "elements differ" in detail
     text, keep = fuzz.shrink(case, "", xs, want, False, status, mags, dcs)
-    assert keep == [2] and text.count("tensor<") < case.text.count("tensor<")
+    assert keep == [k] and text.count("tensor<") < case.text.count("tensor<")
 
 
 def test_cancellation_is_rounding_not_a_mismatch():

@@ -418,8 +418,8 @@ def test_extract_program_checks_the_ptx_entries():
 
 
 def test_extract_program_rejects_unsupported_types():
-    text = _host_ir("", args="%x : memref<4xi8>, %out : memref<4xf32>")
-    with pytest.raises(ProgramError, match=r"argument 0 \(%x\): unsupported element type i8"):
+    text = _host_ir("", args="%x : memref<4xui16>, %out : memref<4xf32>")  # (i8 is a fuser type since issue 31)
+    with pytest.raises(ProgramError, match=r"argument 0 \(%x\): unsupported element type ui16"):
         plan.extract_program(_parse(text), PTX, "sm_90a")
     text = _host_ir("", args="%x : memref<?xf32>, %out : memref<4xf32>")
     with pytest.raises(ProgramError, match="dynamic shapes"):
@@ -657,3 +657,78 @@ def test_coresident_grid_must_fit_the_gpu(monkeypatch, grid, per_sm, fits):
         with pytest.raises(driver.CudaError, match=r"kernel 'mm_k0': its 5 CTAs wait on one another .* this GPU holds "
                                                    r"4 \(4 SMs x 1\); compile with sms=4 or less"):
             executor._check_coresident(step, "mm_k0")
+
+
+# ------------------------------------------------ the cached torch call, driver mocked at the launch
+
+def _mocked_launch_path(monkeypatch):
+    """An Executor's GPU side replaced at the driver call: fake CUDA torch tensors (CPU storage
+    that says it is on GPU 0), a cuLaunchKernel that records the params block it was given."""
+    torch = pytest.importorskip("torch")
+    from fuser.runtime import executor
+
+    class FakeCuda(torch.Tensor):
+        __torch_function__ = torch._C._disabled_torch_function_impl
+        is_cuda = property(lambda self: True)
+
+        def get_device(self):
+            return 0
+
+    launches = []
+
+    def launch(raw, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        slots = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
+        launches.append(((gx, gy, gz), (bx, by, bz), stream,
+                         [ctypes.c_uint64.from_address(slots[i]).value for i in range(3)]))
+        return 0
+
+    monkeypatch.setattr(driver, "require_gpu", lambda: None)
+    monkeypatch.setattr(driver, "device_ordinal", lambda: 0)
+    monkeypatch.setattr(arrays, "_bind_device", lambda o: 0)
+    monkeypatch.setattr(driver._tls, "ctx", object(), raising=False)
+    monkeypatch.setattr(driver, "_direct_state", [driver._Direct(launch, None)])
+    monkeypatch.setattr(executor, "load_module", lambda ptx: None)
+    monkeypatch.setattr(executor, "_kernel", lambda key, module, name, smem: driver.Kernel(77, name, None))
+    monkeypatch.setattr(executor, "_torch_raw_stream", lambda index: 5)
+    prog = Program("f", [BufferSpec("x", (4, 5), "f32"), BufferSpec("y", (5,), "f32")],
+                   [BufferSpec("out", (4, 5), "f32")], [],
+                   [LaunchStep("f_k0", (3, 1, 1), (128, 1, 1), 0, (("in", 0), ("in", 1), ("out", 0)))], PTX, "sm_90a")
+    return torch, FakeCuda, launches, prog
+
+
+@pytest.mark.parametrize("check", ["1", "0"])
+def test_cached_torch_call_launches_with_precomputed_layout(monkeypatch, check):
+    """The second and later calls take the cached path: each launch gets the inputs' and the new
+    output's pointers in its slots, on torch's current stream; an argument of another shape is
+    refused by the checks, and passed through unchecked with FUSER_CHECK_ARGS=0."""
+    monkeypatch.setenv("FUSER_CHECK_ARGS", check)
+    torch, FakeCuda, launches, prog = _mocked_launch_path(monkeypatch)
+    ex = Executor(prog)
+    fake = lambda t: torch.Tensor._make_subclass(FakeCuda, t)  # noqa: E731
+    for i in range(3):
+        x, y = fake(torch.randn(4, 5)), fake(torch.randn(5))
+        out = ex(x, y)
+        assert out.shape == (4, 5) and out.dtype == torch.float32
+        assert launches[-1] == ((3, 1, 1), (128, 1, 1), 5, [x.data_ptr(), y.data_ptr(), out.data_ptr()])
+        assert (ex._launchers is not None) == (i > 0)  # the first call took the general path
+    wrong = fake(torch.randn(5, 4))
+    if check == "1":
+        with pytest.raises(ArgumentError, match=r"argument 0 \('%x'\): expected tensor<4x5xf32>"):
+            ex(wrong, y)
+    else:
+        ex(wrong, y)  # the caller promised: no check
+        assert launches[-1][3][0] == wrong.data_ptr()
+    with pytest.raises(ArgumentError, match="expected 2 arguments"):
+        ex(x)  # the count is checked either way (the cached path sends it to the general one)
+    with pytest.raises(ArgumentError, match="argument 1"):
+        ex(x, np.zeros(3, np.float32))  # not a tensor: the general path and its message
+
+
+def test_check_args_env(monkeypatch):
+    from fuser.runtime.executor import check_args_enabled
+
+    for value, on in (("", True), ("1", True), ("0", False), ("false", False), ("off", False), ("yes", True)):
+        monkeypatch.setenv("FUSER_CHECK_ARGS", value)
+        assert check_args_enabled() is on
+    monkeypatch.delenv("FUSER_CHECK_ARGS")
+    assert check_args_enabled()

@@ -36,6 +36,13 @@ def _inputs() -> dict[str, torch.Tensor]:
         "p": torch.rand(4, 8, generator=g) + 0.1,  # positive
         "h": torch.randn(4, 8, generator=g).half(), "bf": torch.randn(4, 8, generator=g).bfloat16(),
         "i": torch.randint(-5, 6, (4, 8), generator=g), "m": torch.rand(4, 8, generator=g) > 0.5,
+        "i32": torch.randint(-2 ** 31, 2 ** 31 - 1, (4, 8), generator=g, dtype=torch.int32),
+        "j32": torch.randint(-9, 10, (4, 8), generator=g, dtype=torch.int32) | 1,  # odd: never 0
+        "k64": torch.randint(-2 ** 40, 2 ** 40, (4, 8), generator=g),
+        "u8": torch.randint(0, 256, (4, 8), generator=g, dtype=torch.uint8),
+        "v8": torch.randint(0, 256, (4, 8), generator=g, dtype=torch.uint8),
+        "s8": torch.randint(-2, 11, (4, 8), generator=g, dtype=torch.int8),  # shift amounts, past 8 too
+        "t8": torch.randint(-128, 128, (4, 8), generator=g, dtype=torch.int8),
         "u": torch.randn(4, 1, 8, generator=g),
         "wb": torch.randn(8, 16, generator=g).bfloat16(), "wt": torch.randn(16, 8, generator=g).bfloat16(),
         "cb": torch.randn(16, generator=g).bfloat16(), "xb": torch.randn(4, 16, generator=g).bfloat16(),
@@ -105,6 +112,42 @@ CASES: list[tuple[str, tuple, object]] = [
     ("mask_or", (aten.bitwise_or.Tensor,), lambda T: T.m | (T.b > 0)),
     ("logical_xor", (aten.logical_xor.default,), lambda T: torch.logical_xor(T.m, T.a > 0)),
     ("mask_xor", (aten.bitwise_xor.Tensor,), lambda T: T.m ^ (T.b > 0)),
+    # integer ops (issue 31)
+    ("bitwise_and_i32", (aten.bitwise_and.Tensor,), lambda T: T.i32 & T.j32),
+    ("bitwise_and_scalar_u8", (aten.bitwise_and.Scalar,), lambda T: aten.bitwise_and.Scalar(T.u8, 0x5A)),
+    ("and_dunder_i32", (aten.bitwise_and.Tensor,), lambda T: aten.__and__.Tensor(T.i32, T.j32)),  # (traced as
+    ("and_dunder_scalar_i64", (aten.bitwise_and.Scalar,), lambda T: aten.__and__.Scalar(T.i, 6)),  # bitwise_and)
+    ("bitwise_or_i64", (aten.bitwise_or.Tensor,), lambda T: T.i | T.k64),
+    ("bitwise_or_scalar_u8", (aten.bitwise_or.Scalar,), lambda T: aten.bitwise_or.Scalar(T.u8, 3)),
+    ("or_dunder_u8", (aten.bitwise_or.Tensor,), lambda T: aten.__or__.Tensor(T.u8, T.v8)),
+    ("or_dunder_scalar_i32", (aten.bitwise_or.Scalar,), lambda T: aten.__or__.Scalar(T.i32, 1)),
+    ("bitwise_xor_u8", (aten.bitwise_xor.Tensor,), lambda T: T.u8 ^ T.v8),
+    ("bitwise_xor_scalar_i32", (aten.bitwise_xor.Scalar,), lambda T: aten.bitwise_xor.Scalar(T.i32, -7)),
+    ("xor_dunder_i64", (aten.bitwise_xor.Tensor,), lambda T: aten.__xor__.Tensor(T.i, T.k64)),
+    ("xor_dunder_scalar_u8", (aten.bitwise_xor.Scalar,), lambda T: aten.__xor__.Scalar(T.u8, 255)),
+    ("bitwise_not_i32", (aten.bitwise_not.default,), lambda T: ~T.i32),
+    ("left_shift_i32", (aten.bitwise_left_shift.Tensor,), lambda T: torch.bitwise_left_shift(T.i32, T.s8.int())),
+    ("left_shift_scalar_u8", (aten.bitwise_left_shift.Tensor_Scalar,), lambda T: torch.bitwise_left_shift(T.u8, 3)),
+    ("lshift_dunder_i64", (aten.__lshift__.Tensor,), lambda T: aten.__lshift__.Tensor(T.i, T.s8.long())),
+    ("lshift_dunder_scalar_i32", (aten.__lshift__.Scalar,), lambda T: aten.__lshift__.Scalar(T.i32, 9)),
+    ("right_shift_i8", (aten.bitwise_right_shift.Tensor,), lambda T: torch.bitwise_right_shift(T.t8, T.s8)),
+    ("right_shift_scalar_i32", (aten.bitwise_right_shift.Tensor_Scalar,),
+     lambda T: torch.bitwise_right_shift(T.i32, 33)),
+    ("rshift_dunder_u8", (aten.__rshift__.Tensor,), lambda T: aten.__rshift__.Tensor(T.u8, (T.s8 & 7).to(torch.uint8))),
+    ("rshift_dunder_scalar_i64", (aten.__rshift__.Scalar,), lambda T: aten.__rshift__.Scalar(T.k64, 3)),
+    ("gcd_i32", (aten.gcd.default,), lambda T: torch.gcd(T.i32, T.j32)),
+    ("gcd_i8", (aten.gcd.default,), lambda T: torch.gcd(T.t8, T.s8)),
+    ("remainder_int", (aten.remainder.Tensor,), lambda T: torch.remainder(T.i32, T.j32)),
+    ("remainder_int_scalar", (aten.remainder.Scalar,), lambda T: torch.remainder(T.i, -4)),
+    ("fmod_int", (aten.fmod.Tensor,), lambda T: torch.fmod(T.i32, T.j32)),
+    ("fmod_int_scalar_u8", (aten.fmod.Scalar,), lambda T: torch.fmod(T.u8, 7)),
+    ("div_floor_int", (aten.div.Tensor_mode,), lambda T: torch.div(T.i32, T.j32, rounding_mode="floor")),
+    ("div_trunc_int", (aten.div.Tensor_mode,), lambda T: torch.div(T.i32, T.j32, rounding_mode="trunc")),
+    ("div_trunc_float", (aten.div.Tensor_mode,), lambda T: torch.div(T.a * 10, T.p, rounding_mode="trunc")),
+    ("div_scalar_mode_floor_int", (aten.div.Scalar_mode,),
+     lambda T: aten.div.Scalar_mode(T.i32, 3, rounding_mode="floor")),
+    ("floor_divide_int", (aten.floor_divide.default,), lambda T: torch.floor_divide(T.k64, T.j32.long())),
+    ("floor_divide_scalar_u8", (aten.floor_divide.Scalar,), lambda T: aten.floor_divide.Scalar(T.u8, 7)),
     ("sigmoid", (aten.sigmoid.default,), lambda T: torch.sigmoid(T.a)),
     ("silu", (aten.silu.default,), lambda T: Fn.silu(T.a)),
     ("gelu_erf", (aten.gelu.default,), lambda T: Fn.gelu(T.a)),
@@ -209,8 +252,9 @@ INPUT_NAMES = list(_inputs())
 
 
 class _Inputs:  # attribute access to the inputs that Dynamo traces (it does not trace SimpleNamespace)
-    def __init__(self, a, b, c, p, h, bf, i, m, u, wb, wt, cb, xb):
+    def __init__(self, a, b, c, p, h, bf, i, m, i32, j32, k64, u8, v8, s8, t8, u, wb, wt, cb, xb):
         self.a, self.b, self.c, self.p, self.h, self.bf, self.i, self.m, self.u = a, b, c, p, h, bf, i, m, u
+        self.i32, self.j32, self.k64, self.u8, self.v8, self.s8, self.t8 = i32, j32, k64, u8, v8, s8, t8
         self.wb, self.wt, self.cb, self.xb = wb, wt, cb, xb
         self.relu_a = torch.relu(a)
 
@@ -745,3 +789,78 @@ def test_independent_parts_become_separate_regions():
     texts = sorted(r.mlir for r in rs)
     assert sum(t == texts[0] for t in texts) == 2 or sum(t == texts[-1] for t in texts) == 2
     assert any("fusion.reduce" in r.mlir and "fusion.mul" in r.mlir for r in rs)
+
+
+# ------------------------------------------------------------------ cudagraphs=True (plumbing, CPU)
+
+def _backend_module():
+    import sys
+
+    return sys.modules[ft.FuserBackend.__module__]
+
+
+def test_cudagraphs_option_needs_cuda(monkeypatch):
+    assert ft.backend().cudagraphs is False  # off by default
+    monkeypatch.setattr(_backend_module(), "_cuda_available", lambda: False)
+    with pytest.raises(RuntimeError, match=r"cudagraphs=True\) needs CUDA"):
+        ft.backend(cudagraphs=True)
+    monkeypatch.setattr(_backend_module(), "_cuda_available", lambda: True)
+    with pytest.raises(ValueError, match="executor='auto' or 'torch'"):
+        ft.backend(cudagraphs=True, executor="reference")
+    assert ft.backend(cudagraphs=True, executor="torch").cudagraphs
+
+
+class _Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(32, 32)
+        self.ln = torch.nn.LayerNorm(32)
+
+    def forward(self, x):
+        return self.ln(Fn.gelu(self.fc(x)) + x)
+
+
+@pytest.mark.parametrize("skip", [None, "mutated inputs"])
+def test_cudagraphs_option_wires_torchs_cuda_graph_trees(monkeypatch, skip):
+    """With the CUDA pieces stood in for (this machine has none): forward and backward each go
+    through torch's cudagraph_trees.cudagraphify_impl with their static inputs, and the training
+    step computes what eager does; where torch's check refuses a graph, both run plainly."""
+    from torch._dynamo.backends import cudagraphs as tcg
+    from torch._inductor import cudagraph_trees
+
+    monkeypatch.setattr(_backend_module(), "_cuda_available", lambda: True)
+    monkeypatch.setattr(tcg, "check_for_skip", lambda gm, fixed: skip)
+    monkeypatch.setattr(tcg, "get_device_index", lambda gm: 0)
+    captured = []
+
+    def cudagraphify_impl(model, inputs, static_input_idxs, **kw):
+        captured.append((list(static_input_idxs), kw["is_backward"], kw["is_inference"], len(inputs)))
+
+        def replay(new_inputs):
+            out = model(new_inputs)
+            assert new_inputs == []  # the boxed convention torch's trees check: the callee cleared them
+            return out
+        return replay
+
+    monkeypatch.setattr(cudagraph_trees, "cudagraphify_impl", cudagraphify_impl)
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = _Block()
+    eager = _Block()
+    eager.load_state_dict(model.state_dict())
+    be = ft.backend(cudagraphs=True)
+    compiled = torch.compile(model, backend=be, dynamic=False)
+    x = torch.randn(4, 32, requires_grad=True)
+    x2 = x.detach().clone().requires_grad_()
+    got, want = compiled(x), eager(x2)
+    got.square().sum().backward()
+    want.square().sum().backward()
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(x.grad, x2.grad, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(model.fc.weight.grad, eager.fc.weight.grad, rtol=1e-5, atol=1e-5)
+    assert be.stats.regions > 0
+    if skip is None:
+        assert [c[1:3] for c in captured] == [(False, False), (True, False)]  # forward, then backward
+        assert be.stats.cudagraph_skips == 0
+    else:
+        assert captured == [] and be.stats.cudagraph_skips == 1  # the forward refused; its backward follows it

@@ -1,6 +1,7 @@
 """Booleans, integers, f64 and casts on the GPU (issue 28): every fusion with an i1 input or
 output gave wrong values (LLVM packed vectors of i1 into bits; torch and numpy keep a byte per
-bool), and casts from i1 or i64 to floats did not compile.
+bool), and casts from i1 or i64 to floats did not compile. Issue 31 added i8, i16, i32 and u8
+(MLIR's ui8): casts between every pair, against the reference and against torch's own casts.
 
 Checked against torch on the GPU where the fusion is a torch pattern (dropout backward,
 scale-bias-ReLU forward and backward, a mask in arithmetic), else against the reference
@@ -19,13 +20,15 @@ from fuser.runtime.reference import reference_from_text
 pytestmark = pytest.mark.gpu
 
 SHAPES = [(1,), (7,), (1000003,), (4097, 4099)]
-TYPES = ["f32", "f16", "bf16", "f64", "i1", "i64"]
+TYPES = ["f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32", "i64", "u8"]
 NP = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f64": np.float64,
-      "i1": np.bool_, "i64": np.int64}
+      "i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8}
+INTS = ("i8", "i16", "i32", "i64", "u8")
 
 
 def _t(shape, dt):
-    return "tensor<" + "x".join(map(str, shape)) + "x" + dt + ">"
+    """The tensor type of a shape and a dtype name (u8 is spelled ui8 in MLIR)."""
+    return "tensor<" + "x".join(map(str, shape)) + "x" + {"u8": "ui8"}.get(dt, dt) + ">"
 
 
 def _torch():
@@ -172,6 +175,11 @@ def _cast_inputs(src, n, rng):
     if src == "i64":
         mags = rng.choice([1, 100, 2**24 + 1, 2**40 + 3, 2**62 + 5], n)
         return (rng.integers(-1000, 1000, n) * mags // 1000).astype(np.int64)
+    if src in INTS:  # the whole range, its ends included
+        info = np.iinfo(NP[src])
+        x = rng.integers(info.min, int(info.max) + 1, n, dtype=np.int64)
+        x[:4] = [info.min, info.max, 0, 1]
+        return x.astype(NP[src])
     x = rng.standard_normal(n) * rng.choice([0.5, 3.0, 1e3, 1e6, 1e20], n)
     x[:8] = [0.0, -0.0, 0.5, -2.5, np.inf, -np.inf, np.nan, 1e30]
     with np.errstate(over="ignore"):
@@ -194,7 +202,63 @@ def test_every_cast_matches_the_reference_exactly(src):
         _same(g, w, f"{src} -> {d}")
 
 
-@pytest.mark.parametrize("dt", ["i1", "i64", "f64"])
+@pytest.mark.parametrize("src", TYPES)
+def test_every_cast_matches_torch(src):
+    """Casts from `src` to every type against torch's own on the GPU (`Tensor.to`), 4099
+    elements, bit for bit. Float -> integer inputs are kept inside the target's range (where
+    C++ defines the conversion) except for u8, whose out-of-range rule torch defines (through
+    int64, wrapping: -1.5 -> 255); torch's CUDA casts to i8, i16, i32 and i64 beyond the range
+    are what the GPU's cvt gives, which `test_out_of_range_float_to_int_matches_torch` pins."""
+    torch = _torch()
+    n = 4099
+    x = _cast_inputs(src, n, np.random.default_rng(7 + len(src)))
+    outs = [d for d in TYPES if d != src]
+    body = "\n".join(f"  %c{i} = fusion.cast %x : {_t((n,), src)} to {_t((n,), d)}" for i, d in enumerate(outs))
+    text = (f"func.func @casts(%x: {_t((n,), src)}) -> ({', '.join(_t((n,), d) for d in outs)}) {{\n{body}\n"
+            f"  func.return {', '.join(f'%c{i}' for i in range(len(outs)))} : {', '.join(_t((n,), d) for d in outs)}\n}}")
+    if src in ("f32", "f16", "bf16", "f64"):  # finite, inside i8's range, ties and signed zeros kept
+        xf = x.astype(np.float64)
+        x = np.where(np.isfinite(xf), np.clip(xf, -128.0, 127.0), xf).astype(NP[src])
+    tx = torch.from_numpy(x.view(np.int16) if src == "bf16" else x).cuda()
+    if src == "bf16":
+        tx = tx.view(torch.bfloat16)
+    got = _outputs(api.compile(text), tx)
+    tdt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64, "i1": torch.bool,
+           "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64, "u8": torch.uint8}
+    for d, g in zip(outs, got):
+        want = tx.to(tdt[d])
+        if src in ("f32", "f16", "bf16", "f64") and d in INTS + ("i1",):
+            ok = ~torch.isnan(tx)  # NaN to an integer: undefined in C++ (fuser: 0); to i1: true
+            if d == "i1":
+                ok = torch.ones_like(ok)
+            assert torch.equal(g[ok], want[ok]), (src, d, int((g[ok] != want[ok]).sum()))
+        else:
+            assert torch.equal(g, want) or (g.is_floating_point() and torch.equal(g.isnan(), want.isnan()) and
+                                            torch.equal(g[~g.isnan()], want[~want.isnan()])), (src, d)
+
+
+@pytest.mark.parametrize("dst", ["i8", "i16", "i32"])
+def test_out_of_range_float_to_int_matches_torch(dst):
+    """Beyond the target's range fuser saturates into i32 and wraps that into i8 and i16 (what the
+    reference computes; cvt.rzi.s32 and a truncation); this checks that torch's CUDA cast does
+    the same (C++ leaves it undefined; torch on the CPU gives other values), 1000003 elements of
+    f32 up to 1e12 in magnitude. (On an H100, 2026-11-26, torch's i8 and i16 casts wrapped.)"""
+    torch = _torch()
+    n = 1000003
+    x = torch.randn(n, device="cuda") * torch.tensor([1e2, 1e5, 1e9, 1e12], device="cuda")[torch.arange(n, device="cuda") % 4]
+    text = f"""
+func.func @sat(%x: {_t((n,), "f32")}) -> {_t((n,), dst)} {{
+  %y = fusion.cast %x : {_t((n,), "f32")} to {_t((n,), dst)}
+  func.return %y : {_t((n,), dst)}
+}}"""
+    got = api.compile(text)(x)
+    want = x.to({"i8": torch.int8, "i16": torch.int16, "i32": torch.int32}[dst])
+    ref = reference_from_text(text)(x.cpu().numpy())[0]
+    _same(got.cpu().numpy(), ref, f"f32 -> {dst} against the reference")
+    assert torch.equal(got, want), int((got != want).sum())
+
+
+@pytest.mark.parametrize("dt", ["i1", "i8", "i16", "i32", "i64", "u8", "f64"])
 def test_transposes_of_bools_integers_and_doubles(dt):
     shape = (1000, 1027)
     t, tt = _t(shape, dt), _t(shape[::-1], dt)

@@ -14,8 +14,10 @@ computation. The package:
 
     generator.py   the float part of a case (shapes, pointwise chains, reductions, statistics,
                    transposes, an optional matmul, the outputs) and `_Gen`, which writes its text
-    typed.py       the typed part (four cases in five): comparisons, where, i1, i64, f64, f16 and
-                   bf16 values and the casts between them, drawn from a random stream of its own
+    typed.py       the typed part (four cases in five): comparisons, where, i1, integer (i8, i16,
+                   i32, i64, u8), f64, f16 and bf16 values, the casts between them and integer
+                   math (wrapping, divisions, bitwise ops, shifts, gcd), drawn from a stream of
+                   its own
     semantics.py   the float64 evaluation, written apart from the reference interpreter: each op's
                    function, rounding magnitude and don't-care mask; the tolerances and `mismatch`
     runner.py      a case and its inputs from a seed, compiling and checking one, shrinking a

@@ -22,7 +22,7 @@ import random
 
 import numpy as np
 
-from .semantics import Step, Value, _derive, _Semantics
+from .semantics import INTS, Step, Value, _derive, _Semantics
 from .typed import _TypedPart
 
 SHAPES = [(31, 33), (64, 96), (7, 128), (129, 257), (2, 1024), (256, 64), (5, 3000), (1000, 24), (33, 512)]
@@ -64,7 +64,7 @@ class _Gen(_Semantics, _TypedPart):
         self.k, self.ta, self.tb = 0, False, False  # a matmul case's K and operand layouts
         self.lines: list[str] = []
         self.values: list[Value] = []   # f32 values, which arithmetic and reductions read
-        self.typed: list[Value] = []    # values of the other types (i1, i64, f64, f16, bf16)
+        self.typed: list[Value] = []    # values of the other types (i1, the integers, f64, f16, bf16)
         self.args: list[Value] = []
         self.info: dict[str, Value] = {}
         self.ranges: dict[str, str] = {}  # input name -> how `make_inputs` draws it
@@ -76,7 +76,8 @@ class _Gen(_Semantics, _TypedPart):
         self.outputs: list[Value] = []
 
     def ty(self, kind: str, dtype: str = "f32") -> str:
-        return "tensor<" + "x".join(str(d) for d in self.shape(kind)) + f"x{dtype}>"
+        """The tensor type of a kind and a dtype (short names: u8 is spelled ui8)."""
+        return "tensor<" + "x".join(str(d) for d in self.shape(kind)) + f"x{'ui8' if dtype == 'u8' else dtype}>"
 
     def fresh(self, stem: str) -> str:
         self.count += 1
@@ -94,7 +95,7 @@ class _Gen(_Semantics, _TypedPart):
              listed: bool = True) -> Value:
         op = rhs.split()[0].removeprefix("fusion.")
         v = Value(self.fresh(stem), kind, dtype, *_derive(op, rhs, operands, dtype))
-        v.bound = max((o.bound for o in operands if o.dtype == "i64"), default=0.0)
+        v.bound = max((o.bound for o in operands if o.dtype in INTS), default=0.0)
         self.lines.append(f"  %{v.name} = {rhs}")
         dc, needs_margin = self._dontcare(op, rhs, kind, operands, dtype)
         unrounded = self._numpy(rhs, kind, rounding=False) if op in ("cast", "full") else None

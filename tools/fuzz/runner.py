@@ -67,7 +67,8 @@ def random_fusion(seed: int, name: str = "fuzz") -> str:
 
 def make_inputs(case: FuzzCase, seed: int) -> list[np.ndarray]:
     """A case's inputs, from a seed: floats uniform in [-2, 2] (float32 values, drawn first and
-    as they always were), masks of random 0/1 bytes, small integers in [-9, 9], large ones up to
+    as they always were), masks of random 0/1 bytes, small integers in [-9, 9] (as u8: 0 to 9 and
+    247 to 255), an integer type's whole range (its ends a tenth each), large i64 up to
     2^40 (a third halfway between two float32s where |x| >= 2^39, a tenth 0), f64 values in
     [-4, 4] (a tenth 0, a twentieth each halfway between two float32, f16 or bf16 values)."""
     from fuser.runtime.reference import numpy_dtype
@@ -80,12 +81,17 @@ def make_inputs(case: FuzzCase, seed: int) -> list[np.ndarray]:
         elif how == "mask":
             x = rng.integers(0, 2, shape).astype(np.bool_)
         elif how == "small":
-            x = rng.integers(-9, 10, shape, dtype=np.int64)
+            x = rng.integers(-9, 10, shape, dtype=np.int64).astype(numpy_dtype(dt))  # (u8: -1 wraps to 255)
         elif how == "large":
             x = rng.integers(-2 ** 40, 2 ** 40, shape, dtype=np.int64, endpoint=True)
             tie = rng.integers(-2 ** 24, 2 ** 24, shape, dtype=np.int64) * 2 ** 16 + 2 ** 15
             r = rng.random(shape)
             x = np.where(r < 1 / 3, tie, np.where(r < 0.43, 0, x))
+        elif how == "range":  # the integer type's whole range, its two ends a tenth each
+            info = np.iinfo(numpy_dtype(dt))
+            x = rng.integers(int(info.min), int(info.max), shape, dtype=np.int64, endpoint=True)
+            r = rng.random(shape)
+            x = np.where(r < 0.1, info.min, np.where(r < 0.2, info.max, x)).astype(numpy_dtype(dt))
         else:  # f64
             x = rng.uniform(-4, 4, shape)
             r = rng.random(shape)

@@ -4,10 +4,13 @@ its answer may go either way (`_dontcare`), the evaluation of a whole case
 (`_Semantics.expected`), and how close a kernel's output must come (`TOLERANCE`, `mismatch`).
 
 The evaluation (`_Gen.expected`, from the `_Semantics` mixin here) has the kernels' semantics,
-torch's: floats in float64, i1 as bool, i64 as int64; a cast to a float rounds to nearest even
-(f64 and i64 values to f16 or bf16 through f32, as torch converts them); float -> i64 truncates
-toward zero, saturating at the i64 limits, NaN -> 0; -> i1 is `!= 0` (NaN -> true); i1 -> a
-number is 0 or 1.
+torch's: floats in float64, i1 as bool, i8 ... i64 and u8 as numpy's int8 ... int64 and uint8;
+a cast to a float rounds to nearest even (f64 and integer values to f16 or bf16 through f32, as
+torch converts them); float -> i32 or i64 truncates toward zero, saturating at its limits, NaN ->
+0 (the GPU's cvt.rzi), -> i8 or i16 so through i32 and wraps (torch on CUDA); float -> u8
+truncates to i64 so and wraps (torch's rule); integer
+-> integer wraps or extends (u8 by zeros); -> i1 is `!= 0` (NaN -> true); i1 -> a number is 0
+or 1.
 
 Values stay in a modest range (inputs in [-2, 2], exp only of tanh, log, sqrt and rsqrt only of
 1 + |v|, pow of 1 + |v| to a tanh, division by 1 + |v|, reduction sums scaled by 1/extent), so a
@@ -44,7 +47,11 @@ from fuser.runtime.reference import erfinv as _erfinv
 _ERFINV = np.vectorize(_erfinv, otypes=[np.float64])
 
 LOWP = ("f16", "bf16")
-DISCRETE = ("i1", "i64")
+INTS = ("i8", "i16", "i32", "i64", "u8")  # the integer types (named as the dialect's short names)
+DISCRETE = ("i1",) + INTS
+_NP_INT = {"i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8}
+# The largest magnitude an integer type holds (as `Value.bound` counts it)
+INT_LIMIT = {"i8": 128.0, "i16": 32768.0, "i32": 2.0 ** 31, "i64": 2.0 ** 63, "u8": 255.0}
 
 
 @dataclass
@@ -52,10 +59,11 @@ class Value:
     name: str
     kind: str  # "full" (R x C), "row" (R), "col" (C), and the others of `_Gen.shape`
     dtype: str = "f32"
-    exact: bool = False  # the kernel must give the evaluation's value bit for bit (i1, i64: always)
+    exact: bool = False  # the kernel must give the evaluation's value bit for bit (i1, integers: always)
     level: str = "f32"   # an inexact float's error is within this dtype's TOLERANCE (and its magnitude)
     dc: bool = False     # may hold don't-care elements (see the module docstring)
-    bound: float = 0.0   # an i64's largest magnitude (inf: none worth scaling back into range)
+    bound: float = 0.0   # an integer's largest magnitude, or a float's that holds one (inf: none
+    #                      worth scaling back into range)
 
 
 @dataclass
@@ -103,13 +111,14 @@ def _derive(op: str, rhs: str, operands: list[Value], dtype: str) -> tuple[bool,
 
 
 def _elems(rhs: str) -> list[str]:
-    """The element types of the tensor types in an op's text, in order."""
-    return re.findall(r"x([a-z]+\d*)>", rhs)
+    """The element types of the tensor types in an op's text, in order (short names: u8 for ui8)."""
+    return [{"ui8": "u8"}.get(t, t) for t in re.findall(r"x([a-z]+\d*)>", rhs)]
 
 
 def _as(x, dtype: str) -> np.ndarray:
-    """A value as the evaluation holds it: i1 as bool, i64 as int64, floats as float64."""
-    return np.asarray(x).astype({"i1": np.bool_, "i64": np.int64}.get(dtype, np.float64), copy=False)
+    """A value as the evaluation holds it: i1 as bool, integers as their numpy type, floats as
+    float64."""
+    return np.asarray(x).astype(_NP_INT.get(dtype, np.float64), copy=False)
 
 
 def _round_to(x, dtype: str) -> np.ndarray:
@@ -136,16 +145,26 @@ def _trunc_i64(x) -> np.ndarray:
     return out
 
 
+def _trunc_int(x, dst: str) -> np.ndarray:
+    """float -> an integer type: toward zero, i32 and i64 saturating at their limits (NaN -> 0),
+    i8 and i16 wrapping the saturated i32 (torch on CUDA); u8 through i64, wrapping."""
+    t = _trunc_i64(x)
+    if dst in ("i64", "u8"):
+        return t.astype(_NP_INT[dst])
+    info = np.iinfo(np.int32)  # i32 saturates; i8 and i16 wrap what i32 holds (torch on CUDA)
+    return np.clip(t, info.min, info.max).astype(np.int32).astype(_NP_INT[dst])
+
+
 def _cast(x: np.ndarray, src: str, dst: str, rounding: bool = True) -> np.ndarray:
     """fusion.cast's semantics (torch's). `rounding=False`: float targets keep float64, as the
     reference interpreter's f64 mode has them."""
     if dst == "i1":
         return x != 0  # NaN is true
-    if dst == "i64":
-        return x.astype(np.int64) if src in DISCRETE else _trunc_i64(x)
-    if src == "i64" and rounding and dst != "f64":  # to the nearest float32 (then f16 or bf16)
+    if dst in INTS:
+        return x.astype(_NP_INT[dst]) if src in DISCRETE else _trunc_int(x, dst)
+    if src in INTS and rounding and dst != "f64":  # to the nearest float32 (then f16 or bf16)
         return _round_to(x.astype(np.float32), dst)
-    y = x.astype(np.float64)  # i1: 0 or 1; i64: exact up to 2^53
+    y = x.astype(np.float64)  # i1: 0 or 1; integers: exact up to 2^53
     return _round_to(y, dst) if rounding else y
 
 
@@ -199,6 +218,83 @@ def _remainder(a, b):
     return np.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
 
 
+def _wrap(q: np.ndarray, dtype) -> np.ndarray:
+    """Python integers (an object array) wrapped into a numpy integer dtype, two's complement."""
+    bits = np.iinfo(dtype).bits
+    m = np.vectorize(lambda v: v % (1 << bits), otypes=[object])(q)
+    return m.astype(np.uint64).astype(dtype) if bits == 64 else m.astype(np.int64).astype(dtype)
+
+
+def _int_divide(a, b, floor: bool, remainder: bool):
+    """Integer division of the fuzzer's own: in Python's unbounded integers, then wrapped (so
+    MIN / -1 comes out as MIN), a / 0 = a % 0 = -1 (fusion.trunc_div's definition)."""
+    dt = np.result_type(a, b)
+
+    def one(x, y):
+        if y == 0:
+            return -1  # all bits set, quotient and remainder alike
+        q = x // y if floor else (abs(x) // abs(y)) * (1 if (x < 0) == (y < 0) else -1)
+        return x - q * y if remainder else q
+    out = np.vectorize(lambda x, y: one(int(x), int(y)), otypes=[object])(a, b)
+    return _wrap(out, dt)
+
+
+def _int_power(a, b):
+    """a ** b in Python's integers, wrapped; b < 0: 1 for 1, +-1 for -1, else 0 (torch's CUDA)."""
+    dt = np.result_type(a, b)
+
+    def one(x, y):
+        if y < 0:
+            return 1 if x == 1 else (-1 if y % 2 else 1) if x == -1 else 0
+        return pow(x, y, 1 << 64)
+    return _wrap(np.vectorize(lambda x, y: one(int(x), int(y)), otypes=[object])(a, b), dt)
+
+
+def _int_shift(a, b, kind: str):
+    """Shifts in Python's integers: out of [0, width) a left or logical shift gives 0, an
+    arithmetic right shift the sign (-1 or 0); else the exact shift of the value (of its
+    unsigned bits for a logical one), wrapped."""
+    dt = np.result_type(a, b)
+    width, signed = np.iinfo(dt).bits, np.iinfo(dt).min < 0
+
+    def one(x, y):
+        if not 0 <= y < width:
+            return (-1 if x < 0 else 0) if kind == "right" and signed else 0
+        if kind == "left":
+            return x << y
+        return (x % (1 << width)) >> y if kind == "logical" else x >> y
+    return _wrap(np.vectorize(lambda x, y: one(int(x), int(y)), otypes=[object])(a, b), dt)
+
+
+def _int_gcd(a, b):
+    """torch.gcd: Euclid on the wrapped |a| and |b| with C's remainder (toward zero), wrapped."""
+    dt = np.result_type(a, b)
+    bits, signed = np.iinfo(dt).bits, np.iinfo(dt).min < 0
+
+    def wrap(v):
+        v %= 1 << bits
+        return v - (1 << bits) if signed and v >= 1 << (bits - 1) else v
+
+    def one(x, y):
+        x, y = wrap(abs(x)), wrap(abs(y))
+        while x != 0:
+            q = abs(y) // abs(x) * (1 if (y < 0) == (x < 0) else -1)  # toward zero
+            x, y = wrap(y - q * x), x
+        return y
+    return _wrap(np.vectorize(lambda x, y: one(int(x), int(y)), otypes=[object])(a, b), dt)
+
+
+# Ops of integer operands whose numpy spelling does not wrap or divide as the dialect does
+_INT_NUMPY = {
+    "pow": _int_power, "trunc_div": lambda a, b: _int_divide(a, b, False, False),
+    "floor_div": lambda a, b: _int_divide(a, b, True, False), "fmod": lambda a, b: _int_divide(a, b, False, True),
+    "remainder": lambda a, b: _int_divide(a, b, True, True),
+    "bitwise_left_shift": lambda a, b: _int_shift(a, b, "left"),
+    "bitwise_right_shift": lambda a, b: _int_shift(a, b, "right" if np.iinfo(a.dtype).min < 0 else "logical"),
+    "logical_right_shift": lambda a, b: _int_shift(a, b, "logical"), "gcd": _int_gcd,
+}
+
+
 _NUMPY = {
     "neg": np.negative, "abs": np.abs, "tanh": np.tanh, "exp": np.exp, "log": np.log,
     "sigmoid": _sigmoid, "relu": lambda x: np.maximum(x, 0.0), "silu": lambda x: x * _sigmoid(x),
@@ -212,6 +308,7 @@ _NUMPY = {
     "acosh": np.arccosh, "atanh": np.arctanh, "expm1": np.expm1, "atan2": np.arctan2, "fmod": np.fmod,
     "remainder": _remainder,
     "erfc": np.vectorize(math.erfc, otypes=[np.float64]), "erfinv": _ERFINV, **_STEP, **_TESTS,
+    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor, "bitwise_not": np.invert,
     **_LOGICAL,
 }
 _CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
@@ -250,6 +347,8 @@ class _Semantics:
         if op == "broadcast":  # a row gains its last dim back, a column its leading ones
             full, added = self.shape("full"), _dims_of(rhs)
             return lambda x: np.broadcast_to(np.expand_dims(x, added), full)
+        if op in _INT_NUMPY and _elems(rhs)[-1] in INTS:
+            return _INT_NUMPY[op]
         if op == "reduce":
             fn = {"sum": np.sum, "max": np.max, "min": np.min}[rhs.split()[1]]
             axis = _dims_of(rhs)
@@ -273,6 +372,9 @@ class _Semantics:
         takes |f'(x)| * magnitude(x) + |f(x)|. (An i1 or i64 result's magnitude is its value:
         `expected` sets it.)"""
         op = rhs.split()[0].removeprefix("fusion.")
+        if _elems(rhs)[-1] in DISCRETE and op not in ("cast", "full") or op in ("cmp", "where") and \
+                _elems(rhs)[-1] in INTS:
+            return lambda vals, mags: 0.0  # an integer or mask result is exact (`expected` sets its magnitude)
         fn = self._numpy(rhs, kind) if op != "full" else None
         if op == "full":
             value = abs(float(rhs.split()[1]))
@@ -342,8 +444,8 @@ class _Semantics:
             flip = lambda vals, m: np.abs(vals[0] - vals[1]) <= m  # noqa: E731
         elif op == "cast" and dtype == "i1" and from_float:
             flip = lambda vals, m: np.abs(vals[0]) <= m  # noqa: E731
-        elif op == "cast" and dtype == "i64" and from_float:
-            flip = lambda vals, m: _trunc_i64(vals[0] - m) != _trunc_i64(vals[0] + m)  # noqa: E731
+        elif op == "cast" and dtype in INTS and from_float:
+            flip = lambda vals, m: _trunc_int(vals[0] - m, dtype) != _trunc_int(vals[0] + m, dtype)  # noqa: E731
         elif op in ("fmod", "remainder"):  # its jump by b where a / b crosses an integer
             rounding = np.trunc if op == "fmod" else np.floor
 
@@ -381,7 +483,7 @@ class _Semantics:
         `rounding=False` computes float casts and constants as the reference interpreter's f64
         mode does, in float64 without rounding."""
         env = {a.name: _as(x, a.dtype) for a, x in zip(self.args, inputs)}
-        mag = {n: np.abs(x).astype(np.float64) for n, x in env.items()}
+        mag = {n: np.abs(x.astype(np.float64)) for n, x in env.items()}
         dc: dict[str, np.ndarray | None] = dict.fromkeys(env)
         for st in self.steps:
             vals = [env[o] for o in st.operands]
@@ -395,7 +497,7 @@ class _Semantics:
             for n, x, y in zip(st.outs, out if many else [out], m if many else [m]):
                 v = self.info[n]
                 env[n] = _as(x, v.dtype)
-                mag[n] = (np.abs(env[n]).astype(np.float64) if v.dtype in DISCRETE else
+                mag[n] = (np.abs(env[n].astype(np.float64)) if v.dtype in DISCRETE else
                           np.broadcast_to(_unbounded(np.asarray(y, dtype=np.float64), env[n]), env[n].shape))
                 dc[n] = None if d is None else np.broadcast_to(d, env[n].shape)
         names = [v.name for v in self.outputs]
@@ -447,6 +549,9 @@ def mismatch(got, want, dtype: str, magnitude=None, dontcare=None) -> str | None
                 scale = float(np.max(finite)) if finite.size else 0.0
                 slack = 0.0 if magnitude is None else ROUNDING_SLACK * np.asarray(magnitude, dtype=np.float64)
                 bad = ~(np.abs(g - w) <= tol * (np.abs(w) + max(scale, 1e-3)) + slack) & ~(np.isnan(g) & np.isnan(w))
+                # an infinity matches only itself (the bound above is infinite there); equal ones
+                # always (an integer past f16's range, cast, is inf in both: GPU fuzz seed 9080)
+                bad = (bad | ((np.isinf(g) | np.isinf(w)) & ~np.isnan(w))) & (g != w)
                 # A value past the dtype's largest finite one rounds to infinity (f16: from 65520 on):
                 # the kernel's inf is right where the exact value is within rounding of that threshold.
                 limit = OVERFLOW.get(dtype)

@@ -2,21 +2,24 @@
 
 Four cases in five then add a typed part, drawn from a random stream of its own after the float
 part (which it reads but leaves as it was: a seed's float part and its inputs are what they
-always were), that returns up to four more values:
+always were), that returns three to six more values:
 `fusion.cmp` with every predicate (against a constant, another value, a value's own row or
 column max or min, another reduction's result; in f32, f16 or bf16), `fusion.where` on a cmp, an
 i1 input or a broadcast or transposed mask (in f32, f16 or bf16); i1 inputs (random 0/1 bytes),
 i64 inputs (small: [-9, 9]; large: up to 2^40, a third of them halfway between two float32s, a
-tenth 0), f64 inputs ([-4, 4] in full float64 precision, a tenth 0, some halfway between two
-float32, f16 or bf16 values) and f16 inputs; casts between every pair of f32, f16, bf16, f64, i1
-and i64 (an integer cast to a float is scaled back into range by a power of two before any
-arithmetic, and is cast to f16 only when small; a float is scaled by 4 before it is truncated to
-i64, and goes through relu before `!= 0`, so both give more than one answer); the
+tenth 0), i8, i16, i32 and u8 inputs (small, or the type's whole range), f64 inputs ([-4, 4] in
+full float64 precision, a tenth 0, some halfway between two float32, f16 or bf16 values) and f16
+inputs; casts between every pair of f32, f16, bf16, f64, i1, i8, i16, i32, i64 and u8 (chains of
+casts from integers and masks; an integer cast to a float is scaled back into range by a power
+of two before any arithmetic, and is cast to f16 only when small; a float is scaled by 4 before
+it is truncated to an integer, and goes through relu before `!= 0`, so both give more than one
+answer); chains of integer math (`int_math`: wrapping arithmetic, divisions by 0 and -1 now and
+then, bitwise ops, shifts past the width, gcd, cmp and where of integers and masks); the
 dropout-backward pattern grad * cast(keep) * 1.25, sometimes summed; broadcast, permute,
-reshape and segment_set of i1, i64, f64, f16 and bf16 values (so masks and integers cross
+reshape and segment_set of i1, integer, f64, f16 and bf16 values (so masks and integers cross
 kernel boundaries); div, pow, sqrt, rsqrt and tanh-form gelu; rarely a float far outside i64
-(saturating) or a NaN cast to i1 or i64. The values it returns are masks, integers, f64, f16 and
-bf16 values and f32 ones.
+(saturating) or a NaN cast to i1 or an integer. The values it returns are masks, integers, f64,
+f16 and bf16 values and f32 ones.
 """
 
 from __future__ import annotations
@@ -24,10 +27,27 @@ from __future__ import annotations
 import math
 import random
 
-from .semantics import DISCRETE, LOWP, Value
+from .semantics import DISCRETE, INT_LIMIT, INTS, LOWP, Value
 
 CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")  # the dialect's; test_fuzz checks they match
-CAST_TYPES = ("f32", "f16", "bf16", "f64", "i1", "i64")
+CAST_TYPES = ("f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32", "i64", "u8")
+# The integer ops `int_math` chains (cmp and where: of the integers, and of masks)
+INT_OPS = ("add", "sub", "mul", "max", "min", "neg", "abs", "pow", "trunc_div", "floor_div", "fmod", "remainder",
+           "cmp", "where", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+           "bitwise_right_shift", "logical_right_shift", "gcd")
+SHIFTS = ("bitwise_left_shift", "bitwise_right_shift", "logical_right_shift")
+WIDTH = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "u8": 8}
+
+
+def int_bound(src: str, bound: float, dst: str) -> float:
+    """The largest magnitude of an integer of type `dst` cast from a value of type `src` at most
+    `bound` in magnitude: 1 from i1; a signed source wraps into u8 anywhere in [0, 255]; else
+    the bound, cut at what `dst` holds (wrapping or saturating stays inside it)."""
+    if src == "i1":
+        return 1.0
+    if dst == "u8" and src != "u8":
+        return INT_LIMIT["u8"]
+    return min(bound, INT_LIMIT[dst])
 
 
 class _TypedPart:
@@ -36,19 +56,20 @@ class _TypedPart:
     `broadcast` and `transpose`."""
 
     def typed_part(self, rng: random.Random) -> list[Value]:
-        """Two to six features of the other types (and the float ops the float part never
-        draws), reading the float part's values; returns two to four (where there are as many)
+        """Three to eight features of the other types (and the float ops the float part never
+        draws), reading the float part's values; returns three to six (where there are as many)
         of the values they made that nothing reads, those of other types than f32 first."""
         self.rng = rng
         start = len(self.made)
         features = [(self.cmp_alone, 2), (self.where, 3), (self.dropout, 2), (self.use_int, 3), (self.f64, 3),
-                    (self.lowp, 3), (self.shape_op, 4), (self.float_op, 3), (self.special, 0.4)]
-        for _ in range(rng.randint(2, 6)):
+                    (self.lowp, 3), (self.shape_op, 7), (self.float_op, 3), (self.special, 0.4), (self.int_casts, 6),
+                    (self.int_math, 6)]
+        for _ in range(rng.randint(3, 8)):
             rng.choices([f for f, _ in features], [w for _, w in features])[0]()
         leaves = [v for v in self.made[start:] if not self.uses.get(v.name)]
         typed = [v for v in leaves if v.dtype != "f32"]
         floats = [v for v in leaves if v.dtype == "f32"]
-        n = rng.randint(2, 4)
+        n = rng.randint(3, 6)
         outs = rng.sample(typed, min(n, len(typed)))
         outs += rng.sample(floats, min(n - len(outs), len(floats)))
         return [self.out_cast(v) for v in outs]
@@ -80,6 +101,9 @@ class _TypedPart:
         if dtype == "i64":
             how = self.rng.choice(["small", "large"])
             bound = 9.0 if how == "small" else 2.0 ** 40
+        elif dtype in INTS:  # small ones (as u8: near 0 and 255), or the type's whole range
+            how = self.rng.choice(["small", "range"])
+            bound = 9.0 if how == "small" and dtype != "u8" else INT_LIMIT[dtype]
         v = self.add_arg(f"in{self.n_in}", kind, dtype, how, bound)
         self.n_in += 1
         return self.keep(v)
@@ -99,19 +123,27 @@ class _TypedPart:
             return self.cast(self.emit("re", kind, f"fusion.relu %{x.name} : {self.ty(kind)}", [x], listed=False), "i1")
         if dtype == "i1":
             return self.cmp(kind)
-        if dtype == "i64" and rng.random() < 0.25:  # a mask's 0 and 1
-            return self.cast(self.make("i1", kind), "i64")
+        if dtype in INTS and rng.random() < 0.25:  # a mask's 0 and 1
+            return self.cast(self.make("i1", kind), dtype)
+        if dtype in INTS and rng.random() < 0.3:  # another integer, wrapped or extended
+            other = self.pick_typed(rng.choice([t for t in INTS if t != dtype]), kind)
+            if other is not None:
+                return self.cast(other, dtype)
         x = self.pick_kind(kind)
-        if dtype == "i64":  # small integers, 4x truncated
-            return self.cast(self.scaled(x, 4.0), "i64", bound=16.0)
+        if dtype in INTS:  # small integers, 4x truncated (as u8, the negative ones wrap)
+            return self.cast(self.scaled(x, 4.0), dtype, bound=16.0)
         return self.cast(x, dtype)
 
     def cast(self, x: Value, dst: str, bound: float = 16.0) -> Value:
-        """`x` cast to `dst`; an i64 cast from a float is at most `bound` in magnitude."""
+        """`x` cast to `dst`; an integer cast from a float is at most `bound` in magnitude (or,
+        from a float holding an integer, that integer's bound); a float cast from an integer
+        keeps the integer's bound."""
         v = self.emit("cv", x.kind, f"fusion.cast %{x.name} : {self.ty(x.kind, x.dtype)} to {self.ty(x.kind, dst)}",
                       [x], dst, listed=False)
-        if dst == "i64":
-            v.bound = 1.0 if x.dtype == "i1" else x.bound if x.dtype == "i64" else bound
+        if dst in INTS:
+            v.bound = int_bound(x.dtype, x.bound if x.dtype in DISCRETE else x.bound or bound, dst)
+        elif x.dtype in INTS:
+            v.bound = x.bound
         return self.keep(v)
 
     def scaled(self, x: Value, factor: float, listed: bool = False) -> Value:
@@ -203,7 +235,7 @@ class _TypedPart:
         rng = self.rng
         keep = self.pick_typed("i1", "full") if rng.random() < 0.5 else None
         keep = keep or self.make("i1", "full")
-        dst = rng.choice(["f32", "f32", "f16", "bf16", "f64", "i64"])
+        dst = rng.choice(["f32", "f32", "f16", "bf16", "f64", "i64", rng.choice(INTS)])
         k = self.cast(keep, dst)
         if dst != "f32":
             k = self.cast(k, "f32")
@@ -214,9 +246,10 @@ class _TypedPart:
         return y
 
     def use_int(self) -> Value:
-        """An i64 as a mask, or as a float scaled back into range by a power of two."""
+        """An integer (i64 half the time) as a mask, or as a float scaled back into range by a
+        power of two."""
         rng = self.rng
-        v = self.source("i64")
+        v = self.source("i64" if rng.random() < 0.5 else rng.choice(INTS))
         dst = rng.choice(["f32", "bf16", "f64", "i1"] + (["f16"] if v.bound <= 2048 else []))
         c = self.cast(v, dst)
         if dst == "i1":
@@ -225,13 +258,78 @@ class _TypedPart:
             c = self.cast(c, "f32")
         return self.scaled(c, 2.0 ** -math.ceil(math.log2(v.bound + 1)), listed=True)
 
+    def int_casts(self) -> Value:
+        """A chain of two to four casts from an integer or a mask, each to another type (floats
+        too: an integer through f16 or bf16 rounds, and an inf from f16 saturates back), the last
+        one returned as it is, or, a float, scaled back into range."""
+        rng = self.rng
+        v = self.source(rng.choice(INTS + ("i1",)))
+        for _ in range(rng.randint(2, 4)):
+            v = self.cast(v, rng.choice([d for d in CAST_TYPES if d != v.dtype]), bound=v.bound)
+        if v.dtype in DISCRETE or v.dtype == "f64":
+            return v
+        if v.dtype != "f32":
+            v = self.cast(v, "f32")
+        return self.scaled(v, 2.0 ** -math.ceil(math.log2(min(v.bound, 2.0 ** 64) + 1)), listed=True)
+
+    def int_math(self) -> Value:
+        """A chain of four to eight integer ops on one integer type (wrapping, as torch's): + - *
+        max min & | ^ gcd of another value of the type or a constant, neg, abs, ~, ** of a small
+        exponent (negative ones too), shifts (by amounts past the width and negative ones too),
+        trunc_div, floor_div, fmod and remainder (divisors that are 0 or -1 now and then: fuser's
+        definitions), a cmp (or a test of two masks, and their bitwise ops) and a where that
+        brings the chain back to the integer type; returns the chain's last value."""
+        rng = self.rng
+        dtype, kind = rng.choice(INTS), rng.choice(["full", "full", "row", "col"])
+        ty = self.ty(kind, dtype)
+        v = self.make(dtype, kind)
+        for _ in range(rng.randint(4, 8)):
+            op = rng.choice(INT_OPS)
+            if op in ("neg", "abs", "bitwise_not"):
+                v = self.emit(op[:2], kind, f"fusion.{op} %{v.name} : {ty}", [v], dtype, listed=False)
+                continue
+            r = rng.random()
+            if op == "pow":
+                lo = 0 if dtype == "u8" else -2
+                b = self.const(float(rng.randint(lo, 6)), kind, dtype) if r < 0.7 else self.new_input(kind, dtype)
+            elif op in SHIFTS and r < 0.7:  # by a constant, past the width and negative ones too
+                lo = 0 if dtype == "u8" else -2
+                b = self.const(float(rng.randint(lo, WIDTH[dtype] + 2)), kind, dtype)
+            elif r < 0.25:  # a constant, 0 and -1 (the divisions' edges) among them
+                b = self.const(float(rng.choice([0, 1, 2, 3, 7] + ([] if dtype == "u8" else [-1, -3]))), kind, dtype)
+            else:
+                b = self.make(dtype, kind)
+            if op in ("cmp", "where"):
+                m = self.emit("q", kind, f"fusion.cmp {rng.choice(CMP_PREDICATES)}, %{v.name}, %{b.name} : {ty}",
+                              [v, b], "i1", listed=False)
+                if rng.random() < 0.5:  # masks compared (false < true) and chosen between
+                    o = self.make("i1", kind)
+                    mty = self.ty(kind, "i1")
+                    m = self.emit("q", kind, f"fusion.cmp {rng.choice(CMP_PREDICATES)}, %{m.name}, %{o.name} : {mty}",
+                                  [m, o], "i1", listed=False)
+                    one = self.const(float(rng.randint(0, 1)), kind, "i1")
+                    m = self.emit("w", kind, f"fusion.where %{o.name}, %{m.name}, %{one.name} : {mty}", [o, m, one],
+                                  "i1", listed=False)
+                    bit = rng.choice(["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"])
+                    if bit == "bitwise_not":  # the bitwise ops of masks: the logical ones
+                        m = self.emit("bn", kind, f"fusion.bitwise_not %{m.name} : {mty}", [m], "i1", listed=False)
+                    else:
+                        m = self.emit("bw", kind, f"fusion.{bit} %{m.name}, %{o.name} : {mty}", [m, o], "i1",
+                                      listed=False)
+                v = self.emit("w", kind, f"fusion.where %{m.name}, %{v.name}, %{b.name} : {ty}", [m, v, b], dtype,
+                              listed=False)
+                continue
+            v = self.emit(op[:2], kind, f"fusion.{op} %{v.name}, %{b.name} : {ty}", [v, b], dtype, listed=False)
+        v.bound = INT_LIMIT[dtype]
+        return self.keep(v)
+
     def f64(self) -> Value:
         """A computed value returned in f64, or an f64 value cast to another type."""
         rng = self.rng
         if rng.random() < 0.35:
             return self.cast(self.pick(), "f64")
         v = self.source("f64")
-        dst = rng.choice(["f32", "f16", "bf16", "i1", "i64"])
+        dst = rng.choice(["f32", "f16", "bf16", "i1", "i64", rng.choice(INTS)])
         c = self.cast(v, dst, bound=4.0)
         return self.cast(c, "f32") if dst in LOWP and rng.random() < 0.7 else c
 
@@ -250,16 +348,16 @@ class _TypedPart:
             x = self.pick_kind(kind)
             if dst == "i1":  # zeros, so that != 0 has two answers
                 x = self.emit("re", kind, f"fusion.relu %{x.name} : {self.ty(kind)}", [x], listed=False)
-            elif dst == "i64":
+            elif dst in INTS:
                 x = self.scaled(x, 4.0)
             src = self.cast(x, t)
         c = self.cast(src, dst)
         return self.cast(c, "f32") if dst in LOWP and rng.random() < 0.5 else c
 
     def shape_op(self) -> Value:
-        """broadcast, permute, reshape or segment_set of an i1, i64, f64, f16 or bf16 value."""
+        """broadcast, permute, reshape or segment_set of an i1, integer, f64, f16 or bf16 value."""
         rng = self.rng
-        dtype = rng.choice(["i1", "i64", "f64", "f16", "bf16"])
+        dtype = rng.choice(["i1", "f64", "f16", "bf16", *INTS])
         op = rng.choice(["broadcast", "permute", "reshape", "segment_set"])
         kind = {"broadcast": rng.choice(self.reduced_kinds()), "permute": "full", "reshape": "row",
                 "segment_set": rng.choice(["full", "row", "col"])}[op]

@@ -209,10 +209,55 @@ func.func @segment_set_type(%x: tensor<4x8xf32>) -> tensor<32xf32> {
 
 // -----
 
-// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.full' op result has element type i1, expected one of bf16, f16, f32
-func.func @full_mask() -> tensor<4xi1> {
-  %0 = fusion.full 1.0 : tensor<4xi1>
-  func.return %0 : tensor<4xi1>
+// A full of f64 (a storage type: no f64 math yet)
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.full' op result has element type f64, expected one of bf16, f16, f32, i8, i16, i32, i64, u8, i1
+func.func @full_f64() -> tensor<4xf64> {
+  %0 = fusion.full 1.0 : tensor<4xf64>
+  func.return %0 : tensor<4xf64>
+}
+
+// -----
+
+// A full of an integer type holds an integer in its range (issue 31)
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.full' op value 2.5 is not an integer, as its element type i8 needs
+func.func @full_int_fraction() -> tensor<4xi8> {
+  %0 = fusion.full 2.5 : tensor<4xi8>
+  func.return %0 : tensor<4xi8>
+}
+
+// -----
+
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.full' op value 256 is out of the range of ui8 [0, 255]
+func.func @full_u8_range() -> tensor<4xui8> {
+  %0 = fusion.full 256 : tensor<4xui8>
+  func.return %0 : tensor<4xui8>
+}
+
+// -----
+
+// Integer division with a rounding mode takes integers: a float operand is named
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.floor_div' op operand #0 ('lhs') has element type f32, expected one of i8, i16, i32, i64, u8
+func.func @floor_div_float(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = fusion.floor_div %x, %x : tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+// fusion.div is true division, of floats (the Python API divides integers in f32)
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.div' op operand #0 ('lhs') has element type i32, expected one of bf16, f16, f32
+func.func @div_int(%x: tensor<4xi32>) -> tensor<4xi32> {
+  %0 = fusion.div %x, %x : tensor<4xi32>
+  func.return %0 : tensor<4xi32>
+}
+
+// -----
+
+// Integer operands of two types are not promoted in the IR
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.add' op operand #1 ('rhs') has type tensor<4xui8>, expected tensor<4xi8>
+func.func @add_i8_u8(%x: tensor<4xi8>, %y: tensor<4xui8>) -> tensor<4xi8> {
+  %0 = "fusion.add"(%x, %y) : (tensor<4xi8>, tensor<4xui8>) -> tensor<4xi8>
+  func.return %0 : tensor<4xi8>
 }
 
 // -----
@@ -346,16 +391,16 @@ func.func @matmul_result_dtype(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>) -> t
 // -----
 
 // A fusion tensor's element type is one every scheduler stores, loads and casts.
-// CHECK: invalid.mlir:[[# @LINE + 1]]:1: error: 'func.func' op @arg_i8 argument #0 (tensor<4xi8>): element type i8 is not supported; fusion tensors hold f32, f16, bf16, i1, i64, f64
-func.func @arg_i8(%x: tensor<4xi8>) -> tensor<4xi8> {
-  func.return %x : tensor<4xi8>
+// CHECK: invalid.mlir:[[# @LINE + 1]]:1: error: 'func.func' op @arg_i128 argument #0 (tensor<4xi128>): element type i128 is not supported; fusion tensors hold f32, f16, bf16, i1, i8, i16, i32, i64, ui8, f64
+func.func @arg_i128(%x: tensor<4xi128>) -> tensor<4xi128> {
+  func.return %x : tensor<4xi128>
 }
 
 // -----
 
-// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.cast' op result: element type ui8 is not supported; fusion tensors hold f32, f16, bf16, i1, i64, f64
-func.func @cast_to_u8(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = fusion.cast %x : tensor<4xf32> to tensor<4xui8>
-  %1 = fusion.cast %0 : tensor<4xui8> to tensor<4xf32>
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.cast' op result: element type ui16 is not supported; fusion tensors hold f32, f16, bf16, i1, i8, i16, i32, i64, ui8, f64
+func.func @cast_to_u16(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = fusion.cast %x : tensor<4xf32> to tensor<4xui16>
+  %1 = fusion.cast %0 : tensor<4xui16> to tensor<4xf32>
   func.return %1 : tensor<4xf32>
 }
