@@ -421,8 +421,8 @@ def _emit_gcd(kb: KernelBuilder, a: SSAValue, b: SSAValue, unsigned: bool) -> SS
     scf.for of Euclid's worst-case step count for the width (12 for i8, 93 for i64), each step
     a no-op once x is 0; the divisor is never 0 (made 1) nor a -1 under MIN (made 1). Types
     narrower than 32 bits run in i32 on their sign- (u8: zero-) extended values, |MIN| wrapped
-    explicitly (a truncation and extension): an i16 loop let LLVM and ptxas keep |-32768| as
-    +32768 in a 32-bit register (gcd(-6596, -32768) came out 4 on an H100, torch's is -4)."""
+    by a compare (an i16 loop, and then a truncation and extension, both let LLVM and the GPU
+    keep |-32768| as +32768: gcd(-6596, -32768) came out 4 on an H100, torch's is -4)."""
     t = a.type
     width = t.width.data
     wide = IntegerType(32) if width < 32 else t
@@ -433,7 +433,12 @@ def _emit_gcd(kb: KernelBuilder, a: SSAValue, b: SSAValue, unsigned: bool) -> SS
 
         def wrapped_abs(v: SSAValue) -> SSAValue:
             r = kb.v(arith.SelectOp(kb.v(arith.CmpiOp(v, zero, "slt")), kb.v(arith.SubiOp(zero, v)), v))
-            return kb.v(arith.ExtSIOp(kb.v(arith.TruncIOp(r, t)), wide)) if wide != t else r
+            if wide == t:
+                return r
+            # |MIN| wraps to MIN by a compare, not a truncation and sign extension: LLVM folds
+            # that pair into an i16 abs, which the H100 then computed as +32768.
+            top = kb.const(1 << (width - 1), wide)
+            return kb.v(arith.SelectOp(kb.v(arith.CmpiOp(r, top, "eq")), kb.const(-(1 << (width - 1)), wide), r))
         a, b = wrapped_abs(a), wrapped_abs(b)
     blk = Block(arg_types=[index, wide, wide])
     lb = kb.at(blk)
