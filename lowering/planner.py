@@ -68,7 +68,9 @@ def narrowed_product(op: F.MatmulOp, materialized: set[SSAValue], args: set[SSAV
     build on it) and writes it where another kernel reads it, and those read it, as eager and
     Inductor do; recomputing it from the f32 product in each reader read twice the bytes (GPT-2
     layer, 2026-11-26: the attention projection's f32 product was read by three kernels). None
-    when a use of the product or of a step leaves the chain."""
+    when a use of the product or of a step leaves the chain, or a step reads another kernel's
+    result (the matmul's kernel, which computes the chain, does not wait for it: fuzz seed
+    9200688 read a column minimum before its kernel wrote it)."""
     if op.partial_products or op.k_chunk is not None:
         return None  # split-K's partials: the sum's epilogue narrows
     v, size = op.result, math.prod(shape_of(op.result))
@@ -80,8 +82,11 @@ def narrowed_product(op: F.MatmulOp, materialized: set[SSAValue], args: set[SSAV
         if not isinstance(user, _NARROWING_CHAIN_OPS) or user.parent is not op.parent:
             return None
         others = [x for x in user.operands if x is not v]
-        if any(math.prod(shape_of(leaf)) >= size for x in others for leaf in leaves(x, materialized, args)):
+        reads = [leaf for x in others for leaf in leaves(x, materialized, args)]
+        if any(math.prod(shape_of(leaf)) >= size for leaf in reads):
             return None  # another full-size read: not this rule's light epilogue
+        if any(leaf not in args for leaf in reads):
+            return None  # another kernel's result: the matmul's kernel may run before it
         v = user.results[0]
         if isinstance(user, F.CastOp) and elem_bytes(F._elem(v)) < elem_bytes(F._elem(op.result)):
             # (a segment_set of it is written by the epilogue already: the `segment` epilogue merge)

@@ -73,3 +73,23 @@ func.func @epilogue_on_the_narrowed_value(%a: tensor<256x512xbf16>, %b: tensor<5
   %g = fusion.gelu %h : tensor<256x256xbf16>
   func.return %g : tensor<256x256xbf16>
 }
+
+// -----
+
+// The bias is another kernel's result (a column minimum): the matmul's kernel does not wait for
+// that kernel, so it does not compute the narrowed value; the reduction runs first and a
+// pointwise kernel adds its result to the stored product (fuzz seed 9200688 had the matmul
+// segment read the minimum before any segment wrote it).
+// CHECK-LABEL: func.func @bias_from_a_reduction
+// CHECK:         %[[M:.*]] = fusion.segment "matmul"
+// CHECK-SAME:      -> (tensor<128x128xf32>)
+// CHECK:         %[[R:.*]] = fusion.segment "reduction"
+// CHECK:         fusion.segment "pointwise" ({{.*}}%[[M]]{{.*}}%[[R]]
+func.func @bias_from_a_reduction(%a: tensor<128x64xbf16>, %b: tensor<64x128xbf16>, %x: tensor<128x128xf32>) -> (tensor<128x128xbf16>, tensor<128xf32>) {
+  %m = fusion.matmul %a, %b : tensor<128x64xbf16>, tensor<64x128xbf16> -> tensor<128x128xf32>
+  %r = fusion.reduce min %x dims [0] : tensor<128x128xf32> to tensor<128xf32>
+  %rb = fusion.broadcast %r dims [0] : tensor<128xf32> to tensor<128x128xf32>
+  %d = fusion.add %m, %rb : tensor<128x128xf32>
+  %h = fusion.cast %d : tensor<128x128xf32> to tensor<128x128xbf16>
+  func.return %h, %r : tensor<128x128xbf16>, tensor<128xf32>
+}
