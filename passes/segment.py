@@ -42,6 +42,7 @@ from fuser.lowering.planner import BOUNDARY_OPS, SCHEDULER_OF_TASK, Plan, plan_f
 from fuser.lowering.schedulers.options import PLAN_ATTR, ScheduleOptions, SchedulingPass, plan_attribute
 from fuser.lowering.reduction import reduction_schedule
 from fuser.lowering.schedulers.reduction import reduction_view
+from fuser.passes.translate_welford import decide_body, decide_in_segments
 
 
 
@@ -64,11 +65,15 @@ def segment_function(fn: func.FuncOp, opts: ScheduleOptions) -> None:
     body = fn.body.block
     for seg in [o for o in body.ops if isinstance(o, F.SegmentOp)]:
         _pull_in_pointwise_operands(seg)
+    # Welford ops nobody has decided about (fusion-translate-welford did not run) are decided
+    # here, as its mode=auto would; deciding the function's body plans it, with the result.
+    decide_in_segments(fn, "auto", opts)
     for seg in [o for o in body.ops if isinstance(o, F.SegmentOp)]:
         if "fuser.segment" not in seg.attributes:  # not planned yet
             _name_or_split(seg, opts)
     _cut_matmul_operands(body)
-    plan = plan_fusion(fn, opts)
+    plan = decide_body(fn, "auto", opts) or plan_fusion(fn, opts)
+    body = fn.body.block  # decide_body may have given fn a new (translated) body
     mapping: dict[SSAValue, SSAValue] = {a: a for a in body.args}
     ret = body.last_op
     siblings = _sibling_reductions(plan)
@@ -307,7 +312,7 @@ def describe(t: Task, plan: Plan, reads: list[SSAValue], written: list[SSAValue]
         if refused:
             what += f"; resegmented: the normalization scheduler refused its group ({refused[0].decision.reason})"
         note = op.attributes.get("fuser.welford")
-        if note is not None and note.data.startswith("kept"):
+        if note is not None and note.data.startswith("kept") and note.data != "kept (mode=never)":
             what += "; the Welford translation was tried and undone"
     elif t.kind == "matmul":
         op = t.op

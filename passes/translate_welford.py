@@ -31,11 +31,11 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
+from xdsl.pattern_rewriter import PatternRewriter
 
 from fuser.dialects import fusion as F
 from fuser.lowering.common import ScheduleError
-from fuser.lowering.planner import plan_fusion
+from fuser.lowering.planner import Plan, plan_fusion
 from fuser.lowering.schedulers.options import ScheduleOptions, SchedulingPass
 
 MODES = ("auto", "always", "never")
@@ -62,35 +62,91 @@ class TranslateWelford(SchedulingPass):
                 f"fusion-translate-welford: mode must be one of {', '.join(MODES)}, got '{self.mode}'")
         opts = self.schedule_options()
         for fn in [o for o in op.body.block.ops if isinstance(o, func.FuncOp)]:
-            # One walk in program order, no revisits: each decision sees the earlier rewrites
-            # of its function, and a kept op is never reconsidered.
-            walker = PatternRewriteWalker(TranslateWelfordPattern(fn, self.mode, opts), apply_recursively=False)
-            walker.rewrite_region(fn.body)
+            decide_function(fn, self.mode, opts)
 
 
-@dataclass
-class TranslateWelfordPattern(RewritePattern):
-    """A fusion.welford / fusion.var_mean of `fn` -> its two-pass form where `decide` says so;
-    a kept op is tagged with the reason."""
+def undecided(ops) -> list[Operation]:
+    """The Welford ops among `ops` that carry no decision (`fuser.welford`) yet."""
+    return [o for o in ops if isinstance(o, (F.WelfordOp, F.VarMeanOp)) and "fuser.welford" not in o.attributes]
 
-    fn: func.FuncOp
-    mode: str
-    opts: ScheduleOptions
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: F.WelfordOp | F.VarMeanOp, rewriter: PatternRewriter, /) -> None:
-        seg = op.parent_op()
-        if isinstance(seg, F.SegmentOp) and seg.scheduler is not None:
-            # A segment that names its scheduler is that scheduler's kernel by the user's choice.
-            op.attributes["fuser.welford"] = StringAttr(f"kept (inside a fusion.segment named '{seg.scheduler_name}')")
-            rewriter.notify_op_modified(op)
-            return
-        translated, note = decide(self.fn, op, self.mode, self.opts)
-        if translated:
-            replace_by_two_pass(op, rewriter, note)
-        else:
-            op.attributes["fuser.welford"] = StringAttr(note)
-            rewriter.notify_op_modified(op)
+def decide_function(fn: func.FuncOp, mode: str, opts: ScheduleOptions) -> Plan | None:
+    """Decide every undecided Welford op of `fn` under `mode` and record each decision (see
+    `decide_in_segments` and `decide_body`)."""
+    decide_in_segments(fn, mode, opts)
+    return decide_body(fn, mode, opts)
+
+
+def decide_in_segments(fn: func.FuncOp, mode: str, opts: ScheduleOptions) -> None:
+    """An op inside a hand-written segment is decided alone, for that segment's kernel."""
+    for seg in [o for o in fn.body.block.ops if isinstance(o, F.SegmentOp)]:
+        for w in undecided(seg.body.block.ops):
+            if seg.scheduler is not None:
+                # A segment that names its scheduler is that scheduler's kernel by the user's choice.
+                _apply(w, False, f"kept (inside a fusion.segment named '{seg.scheduler_name}')")
+            else:
+                _apply(w, *decide(fn, w, mode, opts))
+
+
+def decide_body(fn: func.FuncOp, mode: str, opts: ScheduleOptions) -> Plan | None:
+    """The undecided ops of the function's body are decided together. Under `auto` they are all
+    translated in a copy of the function, which is planned once; where each of them runs as one
+    persistent kernel, the function takes the copy's body and the copy's plan is returned (it is
+    the plan of `fn` as it now is, so fusion-segment need not plan again); otherwise each op is
+    translated or kept as that plan says, and None is returned."""
+    todo = undecided(fn.body.block.ops)
+    if mode == "auto" and todo:
+        return _decide_together(fn, todo, opts)
+    for w in todo:
+        _apply(w, *decide(fn, w, mode, opts))
+    return None
+
+
+def _apply(w: Operation, translate: bool, note: str) -> None:
+    if translate:
+        replace_by_two_pass(w, PatternRewriter(w), note)
+    else:
+        w.attributes["fuser.welford"] = StringAttr(note)
+
+
+def _decide_together(fn: func.FuncOp, todo: list[Operation], opts: ScheduleOptions) -> Plan | None:
+    copy = fn.clone()
+    position = {o: i for i, o in enumerate(fn.walk())}
+    copy_ops = list(copy.walk())
+    in_copy = {w: copy_ops[position[w]] for w in todo}
+    new_ops = {w: replace_by_two_pass(c, PatternRewriter(c), "") for w, c in in_copy.items()}
+    only_mean = (True, "only its mean is read: one sum, no second pass")
+    if all(len(r) < 2 for r in new_ops.values()):
+        for w in todo:
+            _apply(w, True, f"translated from {w.name} ({only_mean[1]})")
+        return None
+    try:
+        plan = plan_fusion(copy, opts)
+    except ScheduleError as e:
+        verdicts = {w: only_mean if len(r) < 2 else (False, f"the translated fusion cannot be scheduled: {e}")
+                    for w, r in new_ops.items()}
+        plan = None
+    else:
+        verdicts = {w: only_mean if len(r) < 2 else _persistent(plan, r) for w, r in new_ops.items()}
+    if plan is None or not all(ok for ok, _ in verdicts.values()):
+        for w, (ok, why) in verdicts.items():
+            _apply(w, ok, f"translated from {w.name} ({why})" if ok else f"kept ({why})")
+        return None
+    for w, reds in new_ops.items():
+        for r in reds:
+            r.attributes["fuser.welford"] = StringAttr(f"translated from {w.name} ({verdicts[w][1]})")
+    old = fn.body.detach_block(0)
+    fn.body.add_block(copy.body.detach_block(0))
+    old.erase(safe_erase=False)
+    return plan
+
+
+def _persistent(plan: Plan, reductions: list[Operation]) -> tuple[bool, str]:
+    """Whether `reductions` (one Welford op's two-pass form) run as one persistent kernel in `plan`."""
+    for g in plan.groups:
+        if all(r in g.ops for r in reductions):
+            return g.decision.persistent, g.decision.reason
+    return False, "its reductions would not share one kernel; the second pass would read the input again"
 
 
 def decide(fn: func.FuncOp, w: Operation, mode: str, opts: ScheduleOptions) -> tuple[bool, str]:
@@ -118,10 +174,7 @@ def persistent_if_translated(fn: func.FuncOp, w: Operation, opts: ScheduleOption
         plan = plan_fusion(scope, opts)
     except ScheduleError as e:
         return False, f"the translated fusion cannot be scheduled: {e}"
-    for g in plan.groups:
-        if all(r in g.ops for r in new_ops):
-            return g.decision.persistent, g.decision.reason
-    return False, "its reductions would not share one kernel; the second pass would read the input again"
+    return _persistent(plan, new_ops)
 
 
 def replace_by_two_pass(w: Operation, rewriter: PatternRewriter, note: str) -> list[Operation]:

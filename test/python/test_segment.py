@@ -246,14 +246,14 @@ def test_many_reductions_with_epilogues_segment_in_seconds():
     assert took < 30, f"fusion-segment took {took:.1f} s"
 
 
-@pytest.mark.parametrize("example,whole", [("bias_gelu", 1), ("row_sum", 1), ("layer_norm", 2),
+@pytest.mark.parametrize("example,whole", [("bias_gelu", 1), ("row_sum", 1), ("layer_norm", 1),
                                            ("matmul_bias_gelu", 1)])
 def test_planner_runs_per_fusion(monkeypatch, example, whole):
     """The kernel plan is made once, by fusion-segment, and read from the IR after it: the
     conversion reads each segment's task from its body and its `fuser.plan` (`segment_plan`)
-    and plans nothing. fusion-translate-welford (a var_mean) and fusion-split-k (a matmul) ask
-    the planner once more, before the cut, about the schedule their rewrite is for (split-K
-    only where two matmuls share A: whether they share a main loop)."""
+    and plans nothing. A var_mean is decided by fusion-segment from the plan of the translated
+    fusion, which it keeps; fusion-split-k asks the planner only where two matmuls share A
+    (whether they share a main loop)."""
     from pathlib import Path
 
     import fuser.lowering.fusion_to_sched as conversion

@@ -452,10 +452,12 @@ def test_scheduler_rejects_unaligned_chunk():
     assert "k_chunk must be a multiple of 64" in str(err.value)
 
 
-def test_pipelines_run_split_k_after_welford():
+def test_pipelines_run_split_k_before_segment():
+    """fusion-segment takes the Welford decisions (planning each fusion once), after split-K."""
     from fuser.passes.pipeline import NAMED_PIPELINES
     for name in ("default", "to-sched"):
-        assert "fusion-translate-welford,fusion-split-k,fusion-segment,convert-fusion-to-sched" in NAMED_PIPELINES[name]
+        assert "fusion-split-k,fusion-segment,convert-fusion-to-sched" in NAMED_PIPELINES[name]
+        assert "fusion-translate-welford" not in NAMED_PIPELINES[name]
 
 
 def test_partials_read_by_pointwise_output():

@@ -13,7 +13,6 @@
 // CHECK-NEXT:   {{ *[0-9]+\.[0-9][0-9][0-9][0-9]}} ({{ *[0-9]+\.[0-9]}}%)  parse
 // CHECK-NEXT:   {{.*}}%)  canonicalize
 // CHECK-NEXT:   {{.*}}%)  fusion-sink-reshapes
-// CHECK-NEXT:   {{.*}}%)  fusion-translate-welford
 // CHECK-NEXT:   {{.*}}%)  fusion-split-k
 // CHECK-NEXT:   {{.*}}%)  fusion-segment
 // CHECK-NEXT:   {{.*}}%)  convert-fusion-to-sched

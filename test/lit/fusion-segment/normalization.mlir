@@ -1,4 +1,7 @@
 // RUN: fuser-opt %s --split-input-file -p fusion-translate-welford,fusion-segment | filecheck %s
+// RUN: fuser-opt %s --split-input-file -p fusion-segment | filecheck %s
+// fusion-segment alone takes the Welford decisions fusion-translate-welford would (the default
+// pipeline leaves them to it, so that each fusion is planned once): the same output.
 
 // Softmax: max, exp(x - max), sum and the division read x at the row: one persistent
 // normalization segment whose record is the scheduler's geometry.

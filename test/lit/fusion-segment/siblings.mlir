@@ -1,4 +1,4 @@
-// RUN: fuser-opt %s --split-input-file -p fusion-segment | filecheck %s
+// RUN: fuser-opt %s --split-input-file -p 'fusion-translate-welford{mode=never},fusion-segment' | filecheck %s
 
 // Sibling reductions of one input: a reduction over its leading dims and one over the rest are
 // one "reduction" segment (the joint kernel reads the input once); each keeps its epilogue.

@@ -1,4 +1,6 @@
-// RUN: fuser-opt %s --split-input-file -p fusion-segment,convert-fusion-to-sched,sched-alias-smem | filecheck %s
+// RUN: fuser-opt %s --split-input-file -p 'fusion-translate-welford{mode=never},fusion-segment,convert-fusion-to-sched,sched-alias-smem' | filecheck %s
+// mode=never: these cases check the Welford state's kernels (fusion-segment alone would take the
+// two-pass form where the row stays on chip).
 // RUN: fuser-opt %s --split-input-file -p 'fusion-segment,convert-fusion-to-sched{persistent=false}' | filecheck %s --check-prefix=SPLIT
 
 // The normalization scheduler keeps a row in registers between a reduction and the outputs
