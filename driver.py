@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from fuser.lowering import ptx as ptx_mod
-from fuser.lowering.nvvm_to_llvm import lower_nvvm_to_llvm
+from fuser.lowering.target import ptx as ptx_mod
+from fuser.lowering.conversion.nvvm_to_llvm import lower_nvvm_to_llvm
 from fuser.dialects.ir import FuserDiagnostic, parse_module, print_module
 from fuser.passes.pipeline import build_pipeline, pipeline_text, run_passes, with_schedule_options
 from fuser.passes.verify_buffers import check_buffers

@@ -2,10 +2,10 @@
 planner hands to the emitters, sizes of fusion values, and queries over the fusion value graph.
 
 This module is the bottom of the lowering's imports: it builds no IR and imports no other part
-of convert-fusion-to-sched. Above it, in order: the heuristics (`lowering/schedulers/`), the
-`Evaluator` (`lowering/evaluator.py`), the planner (`lowering/planner.py`), the emitters
+of convert-fusion-to-sched. Above it, in order: the heuristics (`lowering/heuristics/`), the
+`Evaluator` (`lowering/emitters/evaluator.py`), the planner (`lowering/analysis/planner.py`), the emitters
 (`lowering/{pointwise,reduction,normalization,matmul}.py`) and the pass
-(`lowering/fusion_to_sched.py`).
+(`lowering/conversion/fusion_to_sched.py`).
 """
 
 from __future__ import annotations
@@ -146,3 +146,8 @@ def pointwise_path_only(v: SSAValue, targets: set[SSAValue], materialized, args)
             return False
         todo.extend(op.operands)
     return True
+
+
+def is_welford(op) -> bool:
+    """A Welford-state reduction (fusion.welford / fusion.var_mean), not a fusion.reduce."""
+    return not isinstance(op, F.ReduceOp)

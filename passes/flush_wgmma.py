@@ -2,8 +2,8 @@
 
 `sched.wgmma.mma_async` returns before its accumulators are written: its result, and what carries
 it on unchanged, is *in flight* until a `sched.wgmma.wait_group 0`. The analysis that finds the
-first op to read an in-flight value is lowering/wgmma_sync.py (`WgmmaFlow`, on the shared walker
-of lowering/sched_dataflow.py; loops, `scf.if` and the zero-trip rule are described there). Before
+first op to read an in-flight value is lowering/analysis/wgmma_sync.py (`WgmmaFlow`, on the shared walker
+of lowering/analysis/sched_dataflow.py; loops, `scf.if` and the zero-trip rule are described there). Before
 each such reader this pass inserts exactly one `sched.wgmma.wait_group 0`, which flushes the
 pipeline: every in-flight value that reader's position can see is threaded through the wait and
 later uses read the wait's results. Later readers need nothing until another mma refills the
@@ -14,7 +14,7 @@ No `commit_group` is added: `wait_group` only waits for committed groups, so an 
 any `sched.wgmma.commit_group` follows it is refused (`WgmmaSyncError`), not flushed.
 
 The nvvm conversion refuses a kernel that still has a reader (`inflight_readers`, re-exported
-here from lowering/wgmma_sync.py).
+here from lowering/analysis/wgmma_sync.py).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from xdsl.passes import ModulePass
 
 from fuser.dialects import sched
 from fuser.lowering.common import definition_order
-from fuser.lowering.wgmma_sync import InFlight, WgmmaFlow, inflight_readers
+from fuser.lowering.analysis.wgmma_sync import InFlight, WgmmaFlow, inflight_readers
 
 
 class WgmmaSyncError(Exception):

@@ -13,7 +13,7 @@ waiting side, the acquire load must be ordered before the async-proxy writes tha
 one `sched.fence.proxy_async global` right after the wait.
 
 Which writes may still be uncommitted, incomplete or unfenced at each op is the analysis of
-lowering/bulk_sync.py (`BulkFlow`, on the shared walker of lowering/sched_dataflow.py, which
+lowering/analysis/bulk_sync.py (`BulkFlow`, on the shared walker of lowering/analysis/sched_dataflow.py, which
 also says how `scf.if` and loops are handled). Before a `sched.semaphore.signal` reached with
 writes possibly unfenced, the pass inserts `commit_group`, `wait_group 0`,
 `fence.proxy_async global`, which clears the state; a signal reached with nothing pending gets
@@ -21,7 +21,7 @@ nothing, so a sequence already in place (the pass's own output included) is left
 is idempotent. After every `sched.semaphore.wait` it inserts one `fence.proxy_async global`
 unless one is already the next op. Nothing else changes. The nvvm conversion refuses a kernel
 whose signals may publish unfinished writes (`unsynced_signals`, re-exported here from
-lowering/bulk_sync.py).
+lowering/analysis/bulk_sync.py).
 
 Bulk async-groups belong to a thread, so the syncs only help where the thread that signals is
 the one that issued the writes (the scheduler's business: in the serial split-K epilogue one
@@ -38,7 +38,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from fuser.dialects import sched
-from fuser.lowering.bulk_sync import BulkFlow, Pending, fenced, is_global_fence, unsynced_signals
+from fuser.lowering.analysis.bulk_sync import BulkFlow, Pending, fenced, is_global_fence, unsynced_signals
 
 
 class _Inserter(BulkFlow):

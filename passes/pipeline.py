@@ -13,7 +13,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError
 
-from fuser.lowering.schedulers.options import SchedulingPass, explicit_options
+from fuser.lowering.heuristics.options import SchedulingPass, explicit_options
 from fuser.passes.named import NAMED_PIPELINES
 from fuser.passes.registry import available_passes
 
@@ -164,7 +164,7 @@ def with_schedule_options(passes: list[ModulePass], options: dict | None) -> lis
     error, as between two passes)."""
     if not options:
         return passes
-    from fuser.lowering.schedulers.options import OPTION_NAMES, ScheduleOptions, ScheduleOptionsError
+    from fuser.lowering.heuristics.options import OPTION_NAMES, ScheduleOptions, ScheduleOptionsError
 
     unknown = sorted(set(options) - set(OPTION_NAMES))
     if unknown:

@@ -1,7 +1,7 @@
 """fusion-segment: cut each fusion function into `fusion.segment` ops, one per kernel task, each
 naming the scheduler that takes it and recording that scheduler's decision.
 
-The cut is the planner's greedy merging (lowering/planner.py, whose docstring gives the rules):
+The cut is the planner's greedy merging (lowering/analysis/planner.py, whose docstring gives the rules):
 from a segment per reduction, matmul, `segment_set` and pointwise output, it takes the merge that
 saves the most memory traffic among those a scheduler accepts, until none is left. Outputs
 pointwise in a reduction's results join its segment as an epilogue; inner reductions over the
@@ -34,14 +34,14 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from fuser.dialects import fusion as F
-from fuser.lowering.combiners import is_welford
+from fuser.lowering.common import is_welford
 from fuser.lowering.common import ScheduleError, Task, definition_order, nbytes, shape_of
-from fuser.lowering.matmul import matmul_decision, matmul_schedule
-from fuser.lowering.pointwise import pointwise_schedule
-from fuser.lowering.planner import BOUNDARY_OPS, SCHEDULER_OF_TASK, Plan, plan_fusion, task_ops, task_reads, unstored_matmul_result
-from fuser.lowering.schedulers.options import PLAN_ATTR, ScheduleOptions, SchedulingPass, plan_attribute
-from fuser.lowering.reduction import reduction_schedule
-from fuser.lowering.schedulers.reduction import reduction_view
+from fuser.lowering.emitters.matmul import matmul_decision, matmul_schedule
+from fuser.lowering.emitters.pointwise import pointwise_schedule
+from fuser.lowering.analysis.planner import BOUNDARY_OPS, SCHEDULER_OF_TASK, Plan, plan_fusion, task_ops, task_reads, unstored_matmul_result
+from fuser.lowering.heuristics.options import PLAN_ATTR, ScheduleOptions, SchedulingPass, plan_attribute
+from fuser.lowering.emitters.reduction import reduction_schedule
+from fuser.lowering.heuristics.reduction import reduction_view
 from fuser.passes.translate_welford import decide_body, decide_in_segments
 
 

@@ -14,7 +14,7 @@ writes the f32 partials to a workspace, and the column-reduction kernel sums the
 epilogue (bias, activation, cast) on the sums. The partials cost S*M*N*4 bytes written and read
 once; the heuristic keeps that small by never making more work items than SMs.
 
-- `factor=auto` (default): ask the split-K heuristic (lowering/schedulers/split_k.py) and,
+- `factor=auto` (default): ask the split-K heuristic (lowering/heuristics/split_k.py) and,
   through it, the matmul scheduler's heuristic (`matmul_params`, which changes
   nothing) for the tile, count the output tiles, and split only when they fill at most half of
   the `sms` SMs and K is long (at least 64 K-slices of 64): S = min(sms // tiles, K-slices / 8),
@@ -31,7 +31,7 @@ once; the heuristic keeps that small by never making more work items than SMs.
 - `strategy=serial` keeps one kernel: `fusion.matmul ... k_chunk KC serial` keeps the product's
   type and its epilogue; the splits of a tile take turns through a semaphore in global memory and
   reduce into an f32 workspace tile with TMA bulk reductions, the last running the epilogue
-  (lowering/matmul.py). `strategy=auto` lets the cost model of lowering/schedulers/split_k.py
+  (lowering/emitters/matmul.py). `strategy=auto` lets the cost model of lowering/heuristics/split_k.py
   pick no split, two-kernel or serial.
 
 k_chunk is always a multiple of 64 (the scheduler's K-slice: a split never shares a TMA box with
@@ -56,9 +56,9 @@ from xdsl.rewriter import InsertPoint
 
 from fuser.dialects import fusion as F
 from fuser.lowering.common import ScheduleError
-from fuser.lowering.planner import plan_fusion, share_a
-from fuser.lowering.schedulers.options import ScheduleOptions, SchedulingPass
-from fuser.lowering.schedulers.split_k import (ForcedSplitError, SplitDecision, auto_decision, forced_decision,
+from fuser.lowering.analysis.planner import plan_fusion, share_a
+from fuser.lowering.heuristics.options import ScheduleOptions, SchedulingPass
+from fuser.lowering.heuristics.split_k import (ForcedSplitError, SplitDecision, auto_decision, forced_decision,
                                                serial_blocker)
 
 STRATEGIES = ("auto", "two-kernel", "serial")

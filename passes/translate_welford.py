@@ -35,8 +35,8 @@ from xdsl.pattern_rewriter import PatternRewriter
 
 from fuser.dialects import fusion as F
 from fuser.lowering.common import ScheduleError
-from fuser.lowering.planner import Plan, plan_fusion
-from fuser.lowering.schedulers.options import ScheduleOptions, SchedulingPass
+from fuser.lowering.analysis.planner import Plan, plan_fusion
+from fuser.lowering.heuristics.options import ScheduleOptions, SchedulingPass
 
 MODES = ("auto", "always", "never")
 

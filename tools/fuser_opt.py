@@ -35,7 +35,7 @@ def _load_compiler() -> None:
     global FuserDiagnostic, decode_source, parse_module, print_module, verify_module
     global PipelineError, build_pipeline, run_passes, passes_for_arch
     from fuser.dialects.ir import FuserDiagnostic, decode_source, parse_module, print_module, verify_module
-    from fuser.lowering.llvmir.arch import passes_for_arch
+    from fuser.lowering.target.llvmir.arch import passes_for_arch
     from fuser.passes.pipeline import PipelineError, build_pipeline, run_passes
 
 TARGETS = ("mlir", "llvm", "ptx")
@@ -149,11 +149,11 @@ def make_arg_parser() -> argparse.ArgumentParser:
 def _emit(module, args) -> str:
     if args.target == "mlir":
         return print_module(module, generic=args.print_op_generic, debuginfo=args.print_debuginfo)
-    from fuser.lowering import ptx as ptx_mod
+    from fuser.lowering.target import ptx as ptx_mod
     if not _has_kernels(module):
         raise FuserDiagnostic(f"error: -t {args.target} needs nvvm-level IR (a gpu.module with kernels); "
                               "run the lowering first, e.g. -p default")
-    from fuser.lowering.llvmir import TranslationError
+    from fuser.lowering.target.llvmir import TranslationError
     try:
         if args.target == "llvm":
             return ptx_mod.module_to_llvm_ir(module, args.arch)

@@ -528,7 +528,7 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 def test_named_pipeline_takes_schedule_options():
     """`default{opts}`: the options go to the planning passes of the named pipeline."""
-    from fuser.lowering.schedulers.options import SchedulingPass
+    from fuser.lowering.heuristics.options import SchedulingPass
     from fuser.passes.pipeline import PipelineError, build_pipeline, expand
 
     assert "convert-fusion-to-sched{matmul_smem_reuse=0 sms=4}" in expand("to-sched{matmul_smem_reuse=0 sms=4}")
@@ -572,7 +572,7 @@ def test_star_import_does_not_shadow_builtins():
 
 
 def test_pass_classes_from_fuser_passes():
-    from fuser.lowering.fusion_to_sched import ConvertFusionToSched
+    from fuser.lowering.conversion.fusion_to_sched import ConvertFusionToSched
     from fuser.passes import AliasSmem, ConvertFusionToSched as C
 
     assert C is ConvertFusionToSched and AliasSmem.name == "sched-alias-smem"

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from fuser.lowering.llvmir.arch import (
+from fuser.lowering.target.llvmir.arch import (
     ARCH_FEATURES,
     SUPPORTED_ARCHS,
     UnsupportedArchError,
     check_llvm_ir_arch,
     passes_for_arch,
 )
-from fuser.lowering.ptx import assemble_ptx, find_ptxas
+from fuser.lowering.target.ptx import assemble_ptx, find_ptxas
 from fuser.passes.pipeline import build_pipeline
 from fuser.passes.registry import available_passes
 
@@ -142,7 +142,7 @@ def test_llvm_abort_is_an_exception():
           "  call void @llvm.nvvm.fence.proxy.tensormap_generic.release.cta()\n"
           "  ret void\n}\n"
           "declare void @llvm.nvvm.fence.proxy.tensormap_generic.release.cta()\n")
-    r = _python("from fuser.lowering.ptx import PtxError, llvm_ir_to_ptx\n"
+    r = _python("from fuser.lowering.target.ptx import PtxError, llvm_ir_to_ptx\n"
                 "try:\n"
                 f"    llvm_ir_to_ptx({ir!r}, 'sm_80')\n"
                 "except PtxError as e:\n"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fuser.dialects.ir import FuserDiagnostic, check_strings, decode_source, parse_module
-from fuser.lowering.ptx import assemble_ptx, find_ptxas
+from fuser.lowering.target.ptx import assemble_ptx, find_ptxas
 from fuser.passes.pipeline import build_pipeline, run_passes
 from fuser.tools.fuser_opt import main as fuser_opt_main
 
@@ -96,7 +96,7 @@ def test_deep_fusions_compile_without_recursing_on_the_op_count(n):
 
 def test_pow_compiles_to_ptx():
     """fusion.pow has no NVPTX powf: it is expanded into exp2/log2 with C's special cases."""
-    from fuser.lowering.ptx import module_to_ptx
+    from fuser.lowering.target.ptx import module_to_ptx
 
     m = parse_module("""
 func.func @p(%x: tensor<1024xf32>, %y: tensor<1024xf32>) -> tensor<1024xf32> {

@@ -301,7 +301,7 @@ def test_new_families_bytes_and_flops():
 
 def test_large_k_quick_shapes_still_split():
     """fuser-bench --quick exercises the split path: the quick large-K shapes are split too."""
-    from fuser.lowering.schedulers.split_k import auto_decision
+    from fuser.lowering.heuristics.split_k import auto_decision
     for w in wl.WORKLOADS:
         if w.family == "matmul" and "split-K" in w.note:
             assert auto_decision(*w.shape).splits > 1, w.name

@@ -2,6 +2,10 @@
 
     tools -> api, driver -> passes -> lowering -> dialects        runtime -> dialects only
 
+and inside lowering/, folders that point down too:
+
+    target -> conversion -> emitters -> analysis -> heuristics -> lowering/*.py (common, provenance)
+
 Every `import` of a fuser module counts, at module level or inside a function: a lazy import
 may keep start-up fast, but it must not hide a cycle.
 """
@@ -112,8 +116,8 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_sees_the_package():
     g = _graph()
-    assert "fuser.lowering.fusion_to_sched" in g and "fuser.dialects.sched" in g
-    assert "fuser.dialects.fusion" in g["fuser.lowering.fusion_to_sched"]
+    assert "fuser.lowering.conversion.fusion_to_sched" in g and "fuser.dialects.sched" in g
+    assert "fuser.dialects.fusion" in g["fuser.lowering.conversion.fusion_to_sched"]
 
 
 def test_no_import_cycles():
@@ -146,4 +150,37 @@ def test_imports_point_down_the_layers():
         if allowed is None:
             continue  # tools and the package root may import anything below them
         bad += [f"{m} -> {d}" for d in sorted(deps) if _layer(d) not in allowed]
+    assert bad == []
+
+
+# lowering/'s folders, lowest first: a module may import its own folder and those before it.
+LOWERING_FOLDERS = ("", "heuristics", "analysis", "emitters", "conversion", "target")
+
+
+def _lowering_folder(m: str) -> str | None:
+    parts = m.split(".")
+    if parts[:2] != ["fuser", "lowering"] or len(parts) < 3:
+        return None
+    return parts[2] if len(parts) > 3 else ""
+
+
+def test_lowering_folders_point_down():
+    g = _graph()
+    rank = {f: i for i, f in enumerate(LOWERING_FOLDERS)}
+    assert {_lowering_folder(m) for m in g} - {None} == set(LOWERING_FOLDERS), "a folder of lowering/ has no rank"
+    bad = []
+    for m, deps in g.items():
+        here = _lowering_folder(m)
+        if here is None:
+            continue
+        bad += [f"{m} -> {d}" for d in sorted(deps)
+                if _lowering_folder(d) is not None and rank[_lowering_folder(d)] > rank[here]]
+    assert bad == []
+
+
+def test_passes_use_no_conversion_or_target():
+    """Passes ask analyses and heuristics; the conversions are passes of their own (registered by
+    name), and the target is the driver's."""
+    bad = [f"{m} -> {d}" for m, deps in _graph().items() if m.startswith("fuser.passes")
+           for d in sorted(deps) if _lowering_folder(d) in ("conversion", "target")]
     assert bad == []

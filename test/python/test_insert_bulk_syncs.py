@@ -352,7 +352,7 @@ def test_verify_buffers_semaphore_orders_own_writes():
 @pytest.mark.parametrize("kind", ["add", "min", "max"])
 @pytest.mark.parametrize("rank", [1, 2, 3])
 def test_reduce_assembles(kind, rank):
-    from fuser.lowering.ptx import assemble_ptx, find_ptxas, module_to_ptx
+    from fuser.lowering.target.ptx import assemble_ptx, find_ptxas, module_to_ptx
     shape = [64, 128, 256][-rank:]
     box = [8, 16, 32][-rank:]
     tm = f"!sched.tensor_map<memref<{'x'.join(map(str, shape))}xf32>, box [{', '.join(map(str, box))}], swizzle 128>"

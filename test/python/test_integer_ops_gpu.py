@@ -59,7 +59,7 @@ OPS = {  # name -> (fuser fn, torch fn, needs a nonzero divisor)
 # gcd of i16 where an operand is -32768, on an H100 (2026-11-26): with |MIN| wrapped by a
 # truncation to i16 and a sign extension, LLVM folded the pair into an i16 abs, which the GPU
 # computed as +32768 (gcd(-32768, 21667) came out 1; torch's Euclid on the wrapped |-32768|
-# gives -1). The lowering now wraps it by a compare (lowering/evaluator.py, _emit_gcd); this
+# gives -1). The lowering now wraps it by a compare (lowering/emitters/evaluator.py, _emit_gcd); this
 # test and the general one, which draws -32768 too, keep it so.
 
 

@@ -161,8 +161,8 @@ def _host_function(emit, width: int, unsigned: bool, operands: int):
     from xdsl.dialects.builtin import IntegerType
     from xdsl.ir import Block, Region
 
-    from fuser.lowering.kernel_builder import KernelBuilder
-    from fuser.lowering.llvmir import module_to_llvm_ir
+    from fuser.lowering.emitters.kernel_builder import KernelBuilder
+    from fuser.lowering.target.llvmir import module_to_llvm_ir
 
     t = IntegerType(width)
     blk = Block(arg_types=[t] * operands)
@@ -242,7 +242,7 @@ def test_integer_binary_lowering_matches_the_reference_on_host(opcls, dt):
     from xdsl.dialects.builtin import TensorType
     from xdsl.ir import Block
 
-    from fuser.lowering.evaluator import emit_int_binary
+    from fuser.lowering.emitters.evaluator import emit_int_binary
     from fuser.runtime.reference import _BINARY, _INT_BINARY
 
     et = F.DTYPE_NAMES[dt]
@@ -282,7 +282,7 @@ def test_integer_unary_lowering_on_host(dt):
     from xdsl.dialects.builtin import TensorType
     from xdsl.ir import Block
 
-    from fuser.lowering.evaluator import emit_int_unary
+    from fuser.lowering.emitters.evaluator import emit_int_unary
 
     et = F.DTYPE_NAMES[dt]
     holder = Block(arg_types=[TensorType(et, [1])])
@@ -414,7 +414,7 @@ def test_bitwise_ops_of_masks_are_the_logical_ones_on_host(opcls, fn):
     from xdsl.dialects.builtin import TensorType, i1
     from xdsl.ir import Block
 
-    from fuser.lowering.evaluator import emit_int_binary, emit_int_unary
+    from fuser.lowering.emitters.evaluator import emit_int_binary, emit_int_unary
     from fuser.runtime.reference import _BINARY, _UNARY
 
     holder = Block(arg_types=[TensorType(i1, [1])] * 2)

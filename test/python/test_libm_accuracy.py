@@ -1,4 +1,4 @@
-"""Accuracy of the math expansions LLVM IR translation emits (lowering/llvmir/libm.py).
+"""Accuracy of the math expansions LLVM IR translation emits (lowering/target/llvmir/libm.py).
 
 Evaluated in numpy float32 with the emitted coefficients, ex2 modelled as correctly rounded;
 and on the host CPU by JIT-compiling the emitted helpers with ex2 -> llvm.exp2:
@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from test_nvvm_translation import MATH_ALL, parse
 
-from fuser.lowering import llvmir
-from fuser.lowering.llvmir import module_to_llvm_ir
+from fuser.lowering.target import llvmir
+from fuser.lowering.target.llvmir import module_to_llvm_ir
 from fuser.runtime.reference import erfinv as reference_erfinv
 
 # ----------------------------------------------------------------------------------------------
@@ -202,8 +202,8 @@ F64_HELPERS = {
 def _f64_helpers() -> dict[str, ctypes.CFUNCTYPE]:
     import llvmlite.binding as lb
 
-    from fuser.lowering.llvmir.emitter import Emitter
-    from fuser.lowering.llvmir.libm import MATH_HELPERS
+    from fuser.lowering.target.llvmir.emitter import Emitter
+    from fuser.lowering.target.llvmir.libm import MATH_HELPERS
 
     class Declarations:  # the one thing the helpers ask of their module
         def __init__(self):
@@ -260,8 +260,8 @@ def _two_operand_helper(op: str):
     """The f32 helper of a two-operand op (MATH_HELPERS2), JIT-compiled for the host, vectorized."""
     import llvmlite.binding as lb
 
-    from fuser.lowering.llvmir.emitter import Emitter
-    from fuser.lowering.llvmir.libm import MATH_HELPERS2
+    from fuser.lowering.target.llvmir.emitter import Emitter
+    from fuser.lowering.target.llvmir.libm import MATH_HELPERS2
 
     class Declarations:
         def __init__(self):

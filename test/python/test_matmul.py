@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from fuser.lowering.fusion_to_sched import ScheduleError
-from fuser.lowering.schedulers.matmul import matmul_params
-from fuser.lowering.ptx import PtxasError, assemble_ptx, find_ptxas
+from fuser.lowering.conversion.fusion_to_sched import ScheduleError
+from fuser.lowering.heuristics.matmul import matmul_params
+from fuser.lowering.target.ptx import PtxasError, assemble_ptx, find_ptxas
 from fuser.dialects.ir import parse_module
 from fuser.passes.pipeline import build_pipeline, run_passes
 
@@ -38,7 +38,7 @@ GATED = """func.func @mlp(%x: tensor<300x512xbf16>, %w1: tensor<512x384xbf16>, %
 
 def lower(text, first="fusion-segment,convert-fusion-to-sched", ptx=True):
     """(sched-level IR after `first`, PTX or None)."""
-    from fuser.lowering.ptx import module_to_ptx
+    from fuser.lowering.target.ptx import module_to_ptx
     from fuser.dialects.ir import print_module
     mod = parse_module(text, "<test>")
     run_passes(build_pipeline(first), mod)
@@ -258,7 +258,7 @@ def test_cluster_assembles(ta, tb, tile, persistent):
 
 
 def test_cluster_params():
-    from fuser.lowering.schedulers.matmul import cluster_choice
+    from fuser.lowering.heuristics.matmul import cluster_choice
     assert matmul_params(8192, 8192, 8192).cluster == 1  # heuristic: off
     p = matmul_params(8192, 8192, 8192, cluster=2)
     assert (p.cluster, p.grid, p.persistent) == (2, 132, True)

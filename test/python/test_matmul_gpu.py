@@ -301,7 +301,7 @@ def test_gated_mlp():
 
 
 def test_sass_has_hgmma():
-    from fuser.lowering.ptx import assemble_ptx, find_ptxas
+    from fuser.lowering.target.ptx import assemble_ptx, find_ptxas
     tool = shutil.which("cuobjdump") or shutil.which("nvdisasm")
     if tool is None or find_ptxas() is None:
         pytest.skip("no cuobjdump/nvdisasm or ptxas")

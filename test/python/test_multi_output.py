@@ -17,7 +17,7 @@ from xdsl.dialects import func
 from fuser import api
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
-from fuser.lowering.fusion_to_sched import ConvertFusionToSched
+from fuser.lowering.conversion.fusion_to_sched import ConvertFusionToSched
 from fuser.dialects.ir import FuserDiagnostic, parse_module
 from fuser.passes.pipeline import build_pipeline, run_passes
 from fuser.passes.verify_buffers import check_buffers
@@ -131,7 +131,7 @@ func.func @twice(%x: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
   %e = fusion.exp %x : tensor<64xf32>
   func.return %e, %e : tensor<64xf32>, tensor<64xf32>
 }"""
-    from fuser.lowering.sched_to_nvvm import ConvertSchedToNVVM
+    from fuser.lowering.conversion.sched_to_nvvm import ConvertSchedToNVVM
     from fuser.passes.segment import FusionSegment
 
     with pytest.raises(FuserDiagnostic, match=r"kernel @twice_k1 reads %e \(output #0 of @twice\).*no earlier launch"):

@@ -17,8 +17,8 @@ import pytest
 from fuser import api as fuser
 from fuser.dialects.ir import FuserDiagnostic, parse_module
 from fuser.dialects.sched.core import PTX_IDENTIFIER, kernel_symbol
-from fuser.lowering.ptx import assemble_ptx, find_ptxas
-from fuser.lowering.schedulers.options import ScheduleOptions, ScheduleOptionsError
+from fuser.lowering.target.ptx import assemble_ptx, find_ptxas
+from fuser.lowering.heuristics.options import ScheduleOptions, ScheduleOptionsError
 from fuser.runtime.reference import run_reference
 
 FUSER_OPT = [sys.executable, "-m", "fuser.tools.fuser_opt"]

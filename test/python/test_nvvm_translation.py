@@ -16,8 +16,8 @@ from xdsl.dialects import arith, builtin, func, gpu, llvm, math as mathd, scf, v
 from xdsl.parser import Parser
 
 from fuser.dialects.nvvm import NVVM
-from fuser.lowering.llvmir import TranslationError, gpu_modules_to_llvm_ir, module_to_llvm_ir
-from fuser.lowering.ptx import (
+from fuser.lowering.target.llvmir import TranslationError, gpu_modules_to_llvm_ir, module_to_llvm_ir
+from fuser.lowering.target.ptx import (
     PtxasError,
     assemble_ptx,
     find_ptxas,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from fuser.dialects.ir import parse_module
-from fuser.lowering import planner
+from fuser.lowering.analysis import planner
 
 
 def _wide(n: int) -> str:

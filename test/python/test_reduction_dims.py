@@ -8,13 +8,13 @@ import pytest
 from reduction_dims_cases import CASES
 
 from fuser.dialects.ir import parse_module
-from fuser.lowering.schedulers.reduction import reduction_view
+from fuser.lowering.heuristics.reduction import reduction_view
 from fuser.passes.pipeline import build_pipeline, run_passes
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_compiles_to_ptx(name):
-    from fuser.lowering.ptx import module_to_ptx
+    from fuser.lowering.target.ptx import module_to_ptx
     m = parse_module(CASES[name])
     run_passes(build_pipeline("default"), m)
     assert ".entry" in module_to_ptx(m)

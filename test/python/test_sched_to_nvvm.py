@@ -21,7 +21,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 
 from fuser.dialects import nvvm, sched
-from fuser.lowering.sched_to_nvvm import ConvertSchedToNVVM, SchedToNVVMError
+from fuser.lowering.conversion.sched_to_nvvm import ConvertSchedToNVVM, SchedToNVVMError
 from fuser.dialects.ir import parse_module, verify_module
 from fuser.dialects.context import make_context
 
@@ -110,7 +110,7 @@ def test_index_bitwidth_32_verifies_upstream(upstream):
 
 @pytest.fixture(scope="module")
 def ptx_mod():
-    return pytest.importorskip("fuser.lowering.ptx", reason="the PTX translation is not available")
+    return pytest.importorskip("fuser.lowering.target.ptx", reason="the PTX translation is not available")
 
 
 @pytest.mark.parametrize("case", CASES)

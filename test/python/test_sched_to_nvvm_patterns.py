@@ -11,14 +11,14 @@ from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWal
 
 from fuser.dialects import nvvm, sched
 from fuser.dialects.context import make_context
-from fuser.lowering.sched_to_nvvm import ConvertSchedToNVVM, SchedToNVVMError
-from fuser.lowering.sched_to_nvvm.cluster import cluster_patterns
-from fuser.lowering.sched_to_nvvm.context import KernelContext
-from fuser.lowering.sched_to_nvvm.control import control_patterns
-from fuser.lowering.sched_to_nvvm.indices import index_patterns
-from fuser.lowering.sched_to_nvvm.memory import memory_patterns
-from fuser.lowering.sched_to_nvvm.tma import tma_patterns
-from fuser.lowering.sched_to_nvvm.wgmma import wgmma_patterns
+from fuser.lowering.conversion.sched_to_nvvm import ConvertSchedToNVVM, SchedToNVVMError
+from fuser.lowering.conversion.sched_to_nvvm.cluster import cluster_patterns
+from fuser.lowering.conversion.sched_to_nvvm.context import KernelContext
+from fuser.lowering.conversion.sched_to_nvvm.control import control_patterns
+from fuser.lowering.conversion.sched_to_nvvm.indices import index_patterns
+from fuser.lowering.conversion.sched_to_nvvm.memory import memory_patterns
+from fuser.lowering.conversion.sched_to_nvvm.tma import tma_patterns
+from fuser.lowering.conversion.sched_to_nvvm.wgmma import wgmma_patterns
 from fuser.dialects.ir import parse_module, verify_module
 
 

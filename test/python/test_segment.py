@@ -125,7 +125,7 @@ def test_five_thousand_ops_segment_and_schedule():
 
 
 def _plan(text: str):
-    from fuser.lowering.planner import plan_fusion
+    from fuser.lowering.analysis.planner import plan_fusion
     m = parse_module(text)
     run_passes(build_pipeline("canonicalize,fusion-sink-reshapes,fusion-translate-welford,fusion-split-k"), m)
     return plan_fusion(_func(m))
@@ -138,7 +138,7 @@ def test_playing_rivals_out_never_costs_more_than_plain_greedy(seed, monkeypatch
     only be as cheap or cheaper than plain greedy merging's, never dearer."""
     import functools
 
-    from fuser.lowering import planner
+    from fuser.lowering.analysis import planner
     text = fuzz.random_fusion(seed)
     try:
         with_lookahead = _plan(text)
@@ -177,7 +177,7 @@ def test_playing_rivals_out_on_competing_merges(seed, monkeypatch):
     plain greedy merging can pick the dearer plan."""
     import functools
 
-    from fuser.lowering import planner
+    from fuser.lowering.analysis import planner
     text = _rivals_fusion(seed)
     best = _plan(text)
     monkeypatch.setattr(planner, "merge_greedily", functools.partial(planner.merge_greedily, lookahead=False))
@@ -191,7 +191,7 @@ def test_playing_rivals_out_finds_the_cheaper_plan(monkeypatch):
     traffic) are cheaper."""
     import functools
 
-    from fuser.lowering import planner
+    from fuser.lowering.analysis import planner
     v = "tensor<256xf32>"
     text = (f"func.func @f(%x1: tensor<256x1024xf32>, %x2: tensor<256x512xf32>, %y: {v}, %z: {v}, %w: {v})"
             f" -> ({v}, {v}, {v}, {v}) {{\n"
@@ -256,8 +256,8 @@ def test_planner_runs_per_fusion(monkeypatch, example, whole):
     (whether they share a main loop)."""
     from pathlib import Path
 
-    import fuser.lowering.fusion_to_sched as conversion
-    import fuser.lowering.planner as planner
+    import fuser.lowering.conversion.fusion_to_sched as conversion
+    import fuser.lowering.analysis.planner as planner
     import fuser.passes.segment as segment
     import fuser.passes.split_k as split_k
     import fuser.passes.translate_welford as welford
@@ -281,8 +281,8 @@ def test_conversion_plans_a_segment_only_when_asked(monkeypatch):
     """A segment without a `fuser.plan` (written by hand, converted directly) is planned alone,
     and so is one whose recorded plan an option given to the conversion overrides; a segment
     fusion-segment planned is read, not planned."""
-    import fuser.lowering.fusion_to_sched as conversion
-    import fuser.lowering.planner as planner
+    import fuser.lowering.conversion.fusion_to_sched as conversion
+    import fuser.lowering.analysis.planner as planner
 
     calls = []
 

@@ -24,12 +24,12 @@ import pytest
 from xdsl.dialects.builtin import IntegerAttr, StringAttr
 
 from fuser.dialects import sched
-from fuser.lowering.schedulers.reduction import outer_reduction_params
-from fuser.lowering.schedulers.matmul import matmul_params
-from fuser.lowering.ptx import assemble_ptx, find_ptxas
+from fuser.lowering.heuristics.reduction import outer_reduction_params
+from fuser.lowering.heuristics.matmul import matmul_params
+from fuser.lowering.target.ptx import assemble_ptx, find_ptxas
 from fuser.dialects.ir import parse_module, print_module
 from fuser.passes.pipeline import build_pipeline, run_passes
-from fuser.lowering.schedulers.split_k import auto_decision, chunking
+from fuser.lowering.heuristics.split_k import auto_decision, chunking
 from fuser.runtime.reference import reference_from_text
 from fuser.passes.named import NAMED_PIPELINES
 
@@ -423,7 +423,7 @@ def _assemble(ptx: str) -> None:
                                 "convert-fusion-to-sched{matmul_cluster=2 matmul_persistent=1 sms=4},sched-flush-wgmma,sched-alias-smem,cse,convert-sched-to-nvvm,cse"),
 ])
 def test_split_ptx_assembles(text, pipeline):
-    from fuser.lowering.ptx import module_to_ptx
+    from fuser.lowering.target.ptx import module_to_ptx
     mod = parse_module(text, "<test>")
     run_passes(build_pipeline(pipeline), mod)
     ptx = module_to_ptx(mod)

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.gpu
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fuser import api  # noqa: E402
-from fuser.lowering.schedulers.split_k import auto_decision  # noqa: E402
+from fuser.lowering.heuristics.split_k import auto_decision  # noqa: E402
 from test_matmul import matmul_text  # noqa: E402
 
 TOL = {"bf16": 1.6e-2, "f16": 4e-3, "f32": 3e-3}

@@ -7,13 +7,13 @@ import pytest
 from transpose_cases import CASES, TILED
 
 from fuser.dialects.ir import parse_module
-from fuser.lowering.schedulers.transpose import transpose_params
+from fuser.lowering.heuristics.transpose import transpose_params
 from fuser.passes.pipeline import build_pipeline, run_passes
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_compiles_with_the_expected_kernel(name):
-    from fuser.lowering.ptx import module_to_ptx
+    from fuser.lowering.target.ptx import module_to_ptx
     m = parse_module(CASES[name])
     run_passes(build_pipeline("to-sched"), m)
     assert ("fuser.schedule = \"transpose: " in str(m)) == (name in TILED)

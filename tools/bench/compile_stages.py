@@ -18,7 +18,7 @@ import fuser.driver as drv
 from fuser.runtime import cache as cache_mod
 import fuser.dialects.ir as irm
 import fuser.passes.pipeline as pl
-import fuser.lowering.ptx as ptx_mod
+import fuser.lowering.target.ptx as ptx_mod
 import llvmlite.binding as llvm
 T_IMPORT = CLOCK() - t
 acc = collections.defaultdict(float)

@@ -131,7 +131,7 @@ def check(case: FuzzCase, text: str, options: str, inputs, want, gpu: bool, mags
     """('ok' | 'refused' | 'mismatch' | 'crash', detail) for one fusion text."""
     from fuser import api
     from fuser.dialects.ir import FuserDiagnostic
-    from fuser.lowering.ptx import PtxasError, assemble_ptx, find_ptxas
+    from fuser.lowering.target.ptx import PtxasError, assemble_ptx, find_ptxas
     from fuser.runtime.reference import reference_from_text
 
     try:

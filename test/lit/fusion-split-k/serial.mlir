@@ -2,7 +2,7 @@
 // RUN: not fuser-opt %s --split-input-file -p 'fusion-split-k{strategy=serial factor=4}' 2>/dev/null | filecheck %s --check-prefix=FOUR
 // RUN: not fuser-opt %s --split-input-file -p 'fusion-split-k{strategy=serial}' 2>&1 | filecheck %s --check-prefix=SERIAL
 
-// strategy=auto (the default) asks the cost model (lowering/schedulers/split_k.py) for the
+// strategy=auto (the default) asks the cost model (lowering/heuristics/split_k.py) for the
 // time of each strategy and takes the fastest; the decision and the modelled times are in
 // fuser.split_k. The serial form keeps the result's type and its uses: the splits reduce
 // inside the matmul kernel, whose last split runs the epilogue.

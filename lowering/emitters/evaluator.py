@@ -1,0 +1,529 @@
+"""The `Evaluator`: emits the scalars of a fusion value at a multi-index inside a kernel,
+recomputing pointwise and shape ops and loading materialized values; `emit_unary` and
+`emit_binary` spell the fusion's math ops in arith/math ops.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from xdsl.dialects import arith
+from xdsl.dialects import math as mathd
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import Float64Type, IntegerType, i1
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from fuser.dialects import fusion as F
+from fuser.dialects import sched
+from fuser.dialects.arith_ext import RemFOp
+from fuser.dialects.math_ext import ErfcOp, ErfinvOp
+from fuser.lowering.common import ScheduleError, shape_of
+from fuser.lowering.emitters.kernel_builder import KernelBuilder, f32, index
+from fuser.lowering.provenance import located
+
+
+class Evaluator:
+    """Emits the scalars of a fusion value at a multi-index, each in its compute type
+    (`compute_type`: f32 for f16, bf16 and f32; signless i8 for u8; f64, i1 and the other
+    integers as themselves).
+
+    `lanes` > 1 asks for that many consecutive elements along the value's last dimension
+    (lane 0 at `idx`, whose last coordinate is a multiple of `lanes`). Materialized values and
+    function arguments are loaded from their buffers; everything else is recomputed.
+    """
+
+    def __init__(self, kb: KernelBuilder, buffers: dict[SSAValue, SSAValue],
+                 overrides: dict[SSAValue, SSAValue] | None = None, index_maps: dict | None = None):
+        self.kb = kb
+        self.buffers = buffers          # fusion value -> kernel memref argument (or a shared-memory copy)
+        self.overrides = overrides if overrides is not None else {}  # fusion value -> f32 scalar in registers
+        self.index_maps = index_maps or {}  # fusion value -> f(index) -> index into its buffer
+        self.memo: dict = {}
+
+    def __call__(self, v: SSAValue, idx: Sequence[SSAValue], lanes: int = 1) -> list[SSAValue]:
+        idx = tuple(idx)
+        if (v, idx, lanes) not in self.memo:
+            # The elementwise ops under `v` read their operands at the same index: evaluate them
+            # operands first, in the order a recursive walk would, so that a long chain of them
+            # (thousands of ops) needs no deep recursion; only shape ops recurse.
+            for u in self._elementwise_cone(v, idx, lanes):
+                self.memo[(u, idx, lanes)] = self._eval(u, list(idx), lanes)
+        return self.memo[(v, idx, lanes)]
+
+    def _elementwise_cone(self, v: SSAValue, idx: tuple, lanes: int) -> list[SSAValue]:
+        """`v` and the not yet evaluated values it reads at the same index, operands first."""
+        order: list[SSAValue] = []
+        done: set[SSAValue] = set()
+        todo: list[tuple[SSAValue, bool]] = [(v, False)]
+        while todo:
+            u, expanded = todo.pop()
+            if u in done or (u, idx, lanes) in self.memo:
+                continue
+            op = u.owner
+            leaf = u in self.overrides or u in self.buffers or not isinstance(op, F.POINTWISE_OPS)
+            if expanded or leaf:
+                done.add(u)
+                order.append(u)
+                continue
+            todo.append((u, True))
+            todo.extend((o, False) for o in reversed(op.operands))
+        return order
+
+    def _per_lane(self, fn: Callable[[list[SSAValue]], list[SSAValue]], idx: list[SSAValue], lanes: int) -> list[SSAValue]:
+        out = []
+        for k in range(lanes):
+            lane_idx = idx[:-1] + [self.kb.add(idx[-1], k)] if idx else idx
+            out += fn(lane_idx)
+        return out
+
+    def _eval(self, v: SSAValue, idx: list[SSAValue], lanes: int) -> list[SSAValue]:
+        with located(v.owner if isinstance(v.owner, Operation) else None):  # the ops emitted for v's op
+            return self._eval_value(v, idx, lanes)
+
+    def _eval_value(self, v: SSAValue, idx: list[SSAValue], lanes: int) -> list[SSAValue]:
+        kb = self.kb
+        if v in self.overrides:
+            return [self.overrides[v]] * lanes
+        if v in self.buffers:
+            buf = self.buffers[v]
+            if v in self.index_maps:
+                idx = self.index_maps[v](idx)
+            if not idx:  # rank-0 tensor
+                return [kb.ext(kb.load(buf, [], 1)[0])] * lanes
+            vals = kb.load(buf, idx, lanes)
+            return [kb.ext(x) if F.is_float(x.type) else x for x in vals]
+        op = v.owner
+        if isinstance(op, F.FullOp):
+            et = F._elem(v)
+            if isinstance(et, IntegerType):  # (a u8's 200 is the i8 -56: the same bits)
+                w = et.width.data
+                n = int(op.value.value.data) % (1 << w) if w > 1 else int(op.value.value.data)
+                return [kb.const(n - (1 << w) if w > 1 and n >= 1 << (w - 1) else n, compute_type(et))] * lanes
+            return [kb.cf(_round_const(op.value.value.data, et))] * lanes
+        if isinstance(op, F.BroadcastOp):
+            new = set(op.dims.get_values())
+            rank = len(shape_of(v))
+            sub = [i for d, i in enumerate(idx) if d not in new]
+            if (rank - 1) in new:  # last dim is new: every lane reads the same element
+                return self(op.input, sub, 1) * lanes
+            return self(op.input, sub, lanes)
+        if isinstance(op, F.ReshapeOp):
+            out_shape, in_shape = shape_of(v), shape_of(op.input)
+            keep = _common_suffix(out_shape, in_shape)
+            if keep:  # trailing dims the reshape keeps map through as they are: no division for them
+                head = kb.delinearize(kb.linearize(idx[:-keep], out_shape[:-keep]), in_shape[:-keep])
+                return self(op.input, head + list(idx[-keep:]), lanes)
+            lin = kb.linearize(idx, out_shape)
+            if lanes > 1 and in_shape and in_shape[-1] % lanes == 0:
+                return self(op.input, kb.delinearize(lin, in_shape), lanes)
+            return [x for k in range(lanes) for x in self(op.input, kb.delinearize(kb.add(lin, k), in_shape), 1)]
+        if isinstance(op, F.PermuteOp):
+            perm = list(op.perm.get_values())
+            def at(ix: list[SSAValue]) -> list[SSAValue]:
+                sub = [None] * len(perm)
+                for i, p in enumerate(perm):
+                    sub[p] = ix[i]
+                return sub
+            if lanes > 1 and perm[-1] == len(perm) - 1:
+                return self(op.input, at(idx), lanes)
+            return self._per_lane(lambda ix: self(op.input, at(ix), 1), idx, lanes)
+        if isinstance(op, F.SegmentSetOp):  # the kernel that writes it (an epilogue) computes its operand
+            return self(op.input, idx, lanes)
+        if isinstance(op, F.CastOp):
+            return [emit_cast(kb, x, F._elem(v), F._elem(op.input)) for x in self(op.input, idx, lanes)]
+        if isinstance(op, F.UnaryOp) and (F.is_integer(F._elem(v)) or F._elem(v) == i1):
+            return [emit_int_unary(kb, op, x) for x in self(op.input, idx, lanes)]
+        if isinstance(op, F.UnaryOp):
+            return [emit_unary(kb, op, x) for x in self(op.input, idx, lanes)]
+        if isinstance(op, F.BinaryOp) and (F.is_integer(F._elem(v)) or F._elem(v) == i1):
+            a, b = self(op.lhs, idx, lanes), self(op.rhs, idx, lanes)
+            unsigned = F.is_unsigned(F._elem(v))
+            return [emit_int_binary(kb, op, x, y, unsigned) for x, y in zip(a, b)]
+        if isinstance(op, F.BinaryOp):
+            a, b = self(op.lhs, idx, lanes), self(op.rhs, idx, lanes)
+            return [self._round(emit_binary(kb, op, x, y), v) for x, y in zip(a, b)]
+        if isinstance(op, F.FloatTestOp):
+            return [emit_float_test(kb, op, x) for x in self(op.input, idx, lanes)]
+        if isinstance(op, F.LogicalNotOp):
+            return [kb.v(arith.XOrIOp(x, kb.const(1, i1))) for x in self(op.input, idx, lanes)]
+        if isinstance(op, F.LogicalBinaryOp):
+            combine = {F.LogicalAndOp: arith.AndIOp, F.LogicalOrOp: arith.OrIOp, F.LogicalXorOp: arith.XOrIOp}[type(op)]
+            a, b = self(op.lhs, idx, lanes), self(op.rhs, idx, lanes)
+            return [kb.v(combine(x, y)) for x, y in zip(a, b)]
+        if isinstance(op, F.CmpOp):
+            a, b = self(op.lhs, idx, lanes), self(op.rhs, idx, lanes)
+            et, p = F._elem(op.lhs), op.predicate.data
+            if isinstance(et, IntegerType):  # u8 and masks (false < true) compare unsigned
+                sign = "u" if F.is_unsigned(et) or et == i1 else "s"
+                pred = p if p in ("eq", "ne") else sign + p
+                return [kb.v(arith.CmpiOp(x, y, pred)) for x, y in zip(a, b)]
+            pred = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}[p]
+            return [kb.v(arith.CmpfOp(x, y, pred)) for x, y in zip(a, b)]
+        if isinstance(op, F.WhereOp):
+            c, a, b = self(op.cond, idx, lanes), self(op.lhs, idx, lanes), self(op.rhs, idx, lanes)
+            return [kb.v(arith.SelectOp(ci, x, y)) for ci, x, y in zip(c, a, b)]
+        raise ScheduleError(f"'{op.name}' cannot be recomputed inside a kernel")
+
+    def _round(self, x: SSAValue, v: SSAValue) -> SSAValue:
+        # f16/bf16 ops round their result, as the reference does.
+        return self.kb.round_to(x, F._elem(v)) if F.is_float(F._elem(v)) else x
+
+
+def compute_type(t: Attribute) -> Attribute:
+    """The type a kernel computes values of element type `t` in: f16 and bf16 widen to f32 (and
+    ops round their results back), ui8 is a signless i8 (the ops reading it take the unsigned
+    forms), every other type is its own."""
+    return f32 if F.is_float(t) else sched.value_type(t)
+
+
+def emit_cast(kb: KernelBuilder, x: SSAValue, to: Attribute, src_elem: Attribute | None = None) -> SSAValue:
+    """`fusion.cast` of one scalar `x` (in its compute type; `src_elem`, the operand's element
+    type, tells a u8 from an i8) to element type `to`, with torch's semantics: to i1 is `x != 0`
+    (NaN is true); from i1 gives 0 or 1; integers widen by sign (u8 by zeros) and narrow by
+    wrapping; integer to float rounds to nearest (f16/bf16 results from i32, i64 or f64 through
+    f32, as torch converts them). Float to i32 or i64 truncates toward zero, saturating at the
+    type's limits, NaN giving 0: what the GPU's cvt.rzi does (torch's CUDA casts compile to it;
+    out-of-range casts are undefined in C++, and torch on the CPU gives other values; LLVM's
+    fptosi is poison there, so the limits are explicit selects); float to i8 or i16 goes so
+    through i32 and wraps (what torch gives on an H100: 300.7 -> 44, inf -> -1). Float to u8 goes
+    through i64 and wraps, as torch defines it (c10's cast note: -1.0 -> 255)."""
+    src = x.type
+    unsigned_src = src_elem is not None and F.is_unsigned(src_elem)
+    ct = compute_type(to)
+    if src == ct and unsigned_src == F.is_unsigned(to):
+        return kb.round_to(x, to) if F.is_float(to) else x
+    if to == i1:
+        if isinstance(src, IntegerType):
+            return kb.v(arith.CmpiOp(x, kb.const(0, src), "ne"))
+        return kb.v(arith.CmpfOp(x, kb.const(0.0, src), "une"))
+    if isinstance(to, IntegerType):
+        if src == i1 or (unsigned_src and src.width.data < ct.width.data):
+            return kb.v(arith.ExtUIOp(x, ct))
+        if isinstance(src, IntegerType):
+            if src.width.data == ct.width.data:  # u8 <-> i8: the same bits
+                return x
+            wider = src.width.data < ct.width.data
+            return kb.v(arith.ExtSIOp(x, ct) if wider else arith.TruncIOp(x, ct))
+        if F.is_unsigned(to):  # through i64, wrapping (torch's rule)
+            return kb.v(arith.TruncIOp(_float_to_signed(kb, x, IntegerType(64)), ct))
+        if ct.width.data < 32:  # through i32, wrapping (what torch's CUDA casts give: cvt.rzi.s32)
+            return kb.v(arith.TruncIOp(_float_to_signed(kb, x, IntegerType(32)), ct))
+        return _float_to_signed(kb, x, ct)
+    wide = compute_type(to)  # f32 or f64
+    if src == i1 or unsigned_src:
+        y = kb.v(arith.UIToFPOp(x, wide))
+    elif isinstance(src, IntegerType):
+        y = kb.v(arith.SIToFPOp(x, wide))
+    elif src.bitwidth < wide.bitwidth:
+        y = kb.v(arith.ExtFOp(x, wide))
+    else:
+        y = kb.v(arith.TruncFOp(x, wide))
+    return kb.round_to(y, to) if wide == f32 else y
+
+
+def _float_to_signed(kb: KernelBuilder, x: SSAValue, to: IntegerType) -> SSAValue:
+    """A float truncated toward zero to the signed integer type `to`, saturating at its limits
+    (2**(w-1) is exact in f32 and f64), NaN giving 0."""
+    bits = to.width.data - 1
+    src = x.type
+    r = kb.v(arith.FPToSIOp(x, to))
+    r = kb.v(arith.SelectOp(kb.v(arith.CmpfOp(x, kb.const(2.0 ** bits, src), "oge")), kb.const(2 ** bits - 1, to), r))
+    r = kb.v(arith.SelectOp(kb.v(arith.CmpfOp(x, kb.const(-2.0 ** bits, src), "olt")), kb.const(-(2 ** bits), to), r))
+    return kb.v(arith.SelectOp(kb.v(arith.CmpfOp(x, x, "uno")), kb.const(0, to), r))
+
+
+def _round_const(x: float, t) -> float:
+    if F.dtype_name(t) == "f16":
+        return float(np.float16(x))
+    if F.dtype_name(t) == "bf16":
+        bits = np.array([x], dtype=np.float32).view(np.uint32)[0]
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        return float(np.array([bits], dtype=np.uint32).view(np.float32)[0])
+    return float(np.float32(x))
+
+
+# Unary ops that are one math-dialect op (lowered by LLVM intrinsics or fuser's f32 helpers).
+_ONE_MATH_OP = {
+    F.AbsOp: mathd.AbsFOp, F.ExpOp: mathd.ExpOp, F.LogOp: mathd.LogOp, F.TanhOp: mathd.TanhOp,
+    F.SqrtOp: mathd.SqrtOp, F.RsqrtOp: mathd.RsqrtOp, F.ErfOp: mathd.ErfOp, F.Exp2Op: mathd.Exp2Op,
+    F.Log2Op: mathd.Log2Op, F.Log10Op: mathd.Log10Op, F.Log1pOp: mathd.Log1pOp, F.FloorOp: mathd.FloorOp,
+    F.CeilOp: mathd.CeilOp, F.TruncOp: mathd.TruncOp, F.RoundOp: mathd.RoundEvenOp,  # halves to even
+    F.SinOp: mathd.SinOp, F.CosOp: mathd.CosOp, F.TanOp: mathd.TanOp, F.AsinOp: mathd.AsinOp,
+    F.AcosOp: mathd.AcosOp, F.AtanOp: mathd.AtanOp, F.SinhOp: mathd.SinhOp, F.CoshOp: mathd.CoshOp,
+    F.AsinhOp: mathd.AsinhOp, F.AcoshOp: mathd.AcoshOp, F.AtanhOp: mathd.AtanhOp, F.Expm1Op: mathd.ExpM1Op,
+    F.ErfcOp: ErfcOp, F.ErfinvOp: ErfinvOp,
+}
+
+
+def emit_unary(kb: KernelBuilder, op: F.UnaryOp, x: SSAValue) -> SSAValue:
+    one = kb.cf(1.0)
+    half = kb.cf(0.5)
+    r: SSAValue
+    if type(op) in _ONE_MATH_OP:
+        return kb.round_to(kb.math1(_ONE_MATH_OP[type(op)], x), F._elem(op.result))
+    match op:
+        case F.NegOp():
+            r = kb.v(arith.NegfOp(x))
+        case F.ReluOp():
+            r = kb.fmax(x, kb.cf(0.0))
+        case F.SigmoidOp():
+            r = kb.fdiv_approx(one, kb.fadd(one, kb.math1(mathd.ExpOp, kb.v(arith.NegfOp(x)))))
+        case F.SiluOp():
+            r = kb.fdiv_approx(x, kb.fadd(one, kb.math1(mathd.ExpOp, kb.v(arith.NegfOp(x)))))
+        case F.GeluOp() if op.approximate == "tanh":
+            # 0.5*x*(1 + tanh(u)) == x / (1 + exp(-2u)): one exp and one division, no branch.
+            # A huge divisor (exp -> inf for very negative u) gives 0, the right limit.
+            u2 = kb.fmul(kb.cf(-2.0 * math.sqrt(2.0 / math.pi)),
+                         kb.fadd(x, kb.fmul(kb.cf(0.044715), kb.fmul(x, kb.fmul(x, x)))))
+            r = kb.fdiv_approx(x, kb.fadd(one, kb.math1(mathd.ExpOp, u2)))
+        case F.GeluOp():
+            r = kb.fmul(kb.fmul(half, x), kb.fadd(one, kb.math1(mathd.ErfOp, kb.fmul(x, kb.cf(1.0 / math.sqrt(2.0))))))
+        case F.ReciprocalOp():
+            r = kb.fdiv(one, x)  # correctly rounded, as torch.reciprocal
+        case F.SignOp():  # (x > 0) - (x < 0): NaN and both zeros give 0, as torch.sign
+            zero = kb.cf(0.0)
+            pos = kb.v(arith.SelectOp(kb.v(arith.CmpfOp(x, zero, "ogt")), one, zero))
+            r = kb.fsub(pos, kb.v(arith.SelectOp(kb.v(arith.CmpfOp(x, zero, "olt")), one, zero)))
+        case _:
+            raise ScheduleError(f"'{op.name}' has no lowering")
+    return kb.round_to(r, F._elem(op.result))
+
+
+def emit_float_test(kb: KernelBuilder, op: F.FloatTestOp, x: SSAValue) -> SSAValue:
+    """The i1 of a fusion.isnan / isinf / isfinite / isposinf / isneginf / signbit of one scalar
+    (in its compute type: f16 and bf16 widen exactly, sign and NaN included)."""
+    inf = kb.const(math.inf, x.type)
+    match op:
+        case F.IsNanOp():
+            return kb.v(arith.CmpfOp(x, x, "uno"))
+        case F.IsInfOp():
+            return kb.v(arith.CmpfOp(kb.math1(mathd.AbsFOp, x), inf, "oeq"))
+        case F.IsFiniteOp():  # |x| < inf is false for NaN
+            return kb.v(arith.CmpfOp(kb.math1(mathd.AbsFOp, x), inf, "olt"))
+        case F.IsPosInfOp():
+            return kb.v(arith.CmpfOp(x, inf, "oeq"))
+        case F.IsNegInfOp():
+            return kb.v(arith.CmpfOp(x, kb.const(-math.inf, x.type), "oeq"))
+        case F.SignbitOp():  # the bit itself: -0.0 and negative NaNs too
+            width = 64 if isinstance(x.type, Float64Type) else 32
+            bits = kb.v(arith.BitcastOp(x, IntegerType(width)))
+            return kb.v(arith.CmpiOp(bits, kb.const(0, IntegerType(width)), "slt"))
+    raise ScheduleError(f"'{op.name}' has no lowering")
+
+
+def emit_binary(kb: KernelBuilder, op: F.BinaryOp, a: SSAValue, b: SSAValue) -> SSAValue:
+    match op:
+        case F.AddOp():
+            return kb.fadd(a, b)
+        case F.SubOp():
+            return kb.fsub(a, b)
+        case F.MulOp():
+            return kb.fmul(a, b)
+        case F.DivOp():
+            return kb.fdiv(a, b)
+        case F.MaxOp():
+            return kb.fmax(a, b)
+        case F.MinOp():
+            return kb.fmin(a, b)
+        case F.PowOp():
+            return emit_pow(kb, a, b)
+        case F.Atan2Op():
+            return kb.v(mathd.Atan2Op(a, b))
+        case F.FmodOp():
+            return kb.v(RemFOp(a, b))  # (exact: lowering/target/llvmir/libm.py's fmod)
+        case F.RemainderOp():  # torch's: fmod, plus b where it is nonzero and its sign is not b's
+            r = kb.v(RemFOp(a, b))
+            zero = kb.cf(0.0)
+            differs = kb.v(arith.XOrIOp(kb.v(arith.CmpfOp(r, zero, "olt")), kb.v(arith.CmpfOp(b, zero, "olt"))))
+            fix = kb.v(arith.AndIOp(kb.v(arith.CmpfOp(r, zero, "one")), differs))
+            return kb.v(arith.SelectOp(fix, kb.fadd(r, b), r))
+    raise ScheduleError(f"'{op.name}' has no lowering")
+
+
+def emit_int_unary(kb: KernelBuilder, op: F.UnaryOp, x: SSAValue) -> SSAValue:
+    """neg and abs of an integer, wrapping (abs of MIN is MIN, as torch's); a u8 is its own abs."""
+    if isinstance(op, F.BitwiseNotOp):  # (of an i1: logical not)
+        return kb.v(arith.XOrIOp(x, kb.const(-1 if x.type != i1 else 1, x.type)))
+    zero = kb.const(0, x.type)
+    match op:
+        case F.NegOp():
+            return kb.v(arith.SubiOp(zero, x))
+        case F.AbsOp() if F.is_unsigned(F._elem(op.input)):
+            return x
+        case F.AbsOp():
+            return kb.v(arith.SelectOp(kb.v(arith.CmpiOp(x, zero, "slt")), kb.v(arith.SubiOp(zero, x)), x))
+    raise ScheduleError(f"'{op.name}' has no lowering for integers")
+
+
+def emit_int_binary(kb: KernelBuilder, op: F.BinaryOp, a: SSAValue, b: SSAValue, unsigned: bool) -> SSAValue:
+    """A binary op of two integers of one type (`unsigned`: u8), wrapping as torch's. Division
+    and remainder never reach LLVM's sdiv/udiv with a divisor of 0 (undefined behaviour there) or
+    the overflowing MIN / -1: the divisor is made 1 in those lanes and the answer selected, a / 0
+    = a % 0 = -1 (all bits set), MIN / -1 = MIN (wrapped), a % -1 = 0 (fusion.trunc_div's
+    definition)."""
+    match op:
+        case F.AddOp():
+            return kb.v(arith.AddiOp(a, b))
+        case F.SubOp():
+            return kb.v(arith.SubiOp(a, b))
+        case F.MulOp():
+            return kb.v(arith.MuliOp(a, b))
+        case F.MaxOp():
+            return kb.v(arith.MaxUIOp(a, b) if unsigned else arith.MaxSIOp(a, b))
+        case F.MinOp():
+            return kb.v(arith.MinUIOp(a, b) if unsigned else arith.MinSIOp(a, b))
+        case F.PowOp():
+            return emit_int_pow(kb, a, b, unsigned)
+        case F.TruncDivOp() | F.FloorDivOp() | F.FmodOp() | F.RemainderOp():
+            return _emit_int_division(kb, op, a, b, unsigned)
+        case F.BitwiseAndOp():
+            return kb.v(arith.AndIOp(a, b))
+        case F.BitwiseOrOp():
+            return kb.v(arith.OrIOp(a, b))
+        case F.BitwiseXorOp():
+            return kb.v(arith.XOrIOp(a, b))
+        case F.ShiftLeftOp() | F.ShiftRightOp() | F.LogicalShiftRightOp():
+            return _emit_shift(kb, op, a, b, unsigned)
+        case F.GcdOp():
+            return _emit_gcd(kb, a, b, unsigned)
+    raise ScheduleError(f"'{op.name}' has no lowering for integers")
+
+
+def _emit_shift(kb: KernelBuilder, op: F.BinaryOp, a: SSAValue, b: SSAValue, unsigned: bool) -> SSAValue:
+    """Shifts as torch defines them: LLVM's shl/ashr/lshr are poison for a shift of the width
+    or more (and b < 0 is such a shift, read unsigned), so the amount is made 0 there and the
+    answer selected: 0, or for an arithmetic right shift a >> (width - 1), the sign."""
+    t = a.type
+    width = t.width.data
+    inside = kb.v(arith.CmpiOp(b, kb.const(width, t), "ult"))  # (also false for b < 0)
+    safe = kb.v(arith.SelectOp(inside, b, kb.const(0, t)))
+    if isinstance(op, F.ShiftLeftOp):
+        return kb.v(arith.SelectOp(inside, kb.v(arith.ShLIOp(a, safe)), kb.const(0, t)))
+    if isinstance(op, F.LogicalShiftRightOp) or unsigned:
+        return kb.v(arith.SelectOp(inside, kb.v(arith.ShRUIOp(a, safe)), kb.const(0, t)))
+    sign = kb.v(arith.ShRSIOp(a, kb.const(width - 1, t)))
+    return kb.v(arith.SelectOp(inside, kb.v(arith.ShRSIOp(a, safe)), sign))
+
+
+def _euclid_steps(width: int) -> int:
+    """Remainder steps Euclid's algorithm takes at most on operands below 2**width in
+    magnitude (Lame: n steps need operands of at least Fibonacci(n + 2)), plus one."""
+    f0, f1, n = 1, 1, 0
+    while f1 <= 1 << width:
+        f0, f1, n = f1, f0 + f1, n + 1
+    return n + 1
+
+
+def _emit_gcd(kb: KernelBuilder, a: SSAValue, b: SSAValue, unsigned: bool) -> SSAValue:
+    """torch.gcd: x, y = |a|, |b| (|MIN| wraps to MIN); while x != 0: x, y = y % x, x; y. An
+    scf.for of Euclid's worst-case step count for the width (12 for i8, 93 for i64), each step
+    a no-op once x is 0; the divisor is never 0 (made 1) nor a -1 under MIN (made 1). Types
+    narrower than 32 bits run in i32 on their sign- (u8: zero-) extended values, |MIN| wrapped
+    by a compare (an i16 loop, and then a truncation and extension, both let LLVM and the GPU
+    keep |-32768| as +32768: gcd(-6596, -32768) came out 4 on an H100, torch's is -4)."""
+    t = a.type
+    width = t.width.data
+    wide = IntegerType(32) if width < 32 else t
+    if wide != t:
+        a, b = (kb.v(arith.ExtUIOp(v, wide) if unsigned else arith.ExtSIOp(v, wide)) for v in (a, b))
+    if not unsigned:
+        zero = kb.const(0, wide)
+
+        def wrapped_abs(v: SSAValue) -> SSAValue:
+            r = kb.v(arith.SelectOp(kb.v(arith.CmpiOp(v, zero, "slt")), kb.v(arith.SubiOp(zero, v)), v))
+            if wide == t:
+                return r
+            # |MIN| wraps to MIN by a compare, not a truncation and sign extension: LLVM folds
+            # that pair into an i16 abs, which the H100 then computed as +32768.
+            top = kb.const(1 << (width - 1), wide)
+            return kb.v(arith.SelectOp(kb.v(arith.CmpiOp(r, top, "eq")), kb.const(-(1 << (width - 1)), wide), r))
+        a, b = wrapped_abs(a), wrapped_abs(b)
+    blk = Block(arg_types=[index, wide, wide])
+    lb = kb.at(blk)
+    _, x, y = blk.args
+    zero, one = lb.const(0, wide), lb.const(1, wide)
+    live = lb.v(arith.CmpiOp(x, zero, "ne"))
+    unsafe = lb.v(arith.OrIOp(lb.v(arith.CmpiOp(x, zero, "eq")), lb.v(arith.CmpiOp(x, lb.const(-1, wide), "eq")))) \
+        if not unsigned else lb.v(arith.CmpiOp(x, zero, "eq"))
+    safe = lb.v(arith.SelectOp(unsafe, one, x))
+    r = lb.v(arith.RemUIOp(y, safe) if unsigned else arith.RemSIOp(y, safe))  # (y % -1 is 0: so is y % 1)
+    lb.emit(scf.YieldOp(lb.v(arith.SelectOp(live, r, x)), lb.v(arith.SelectOp(live, x, y))))
+    loop = kb.emit(scf.ForOp(kb.c(0), kb.c(_euclid_steps(width)), kb.c(1), [a, b], Region(blk)))
+    g = loop.results[1]
+    return kb.v(arith.TruncIOp(g, t)) if wide != t else g
+
+
+def _emit_int_division(kb: KernelBuilder, op: F.BinaryOp, a: SSAValue, b: SSAValue, unsigned: bool) -> SSAValue:
+    t = a.type
+    zero, one, all_ones = kb.const(0, t), kb.const(1, t), kb.const(-1, t)
+    by_zero = kb.v(arith.CmpiOp(b, zero, "eq"))
+    unsafe = by_zero if unsigned else kb.v(arith.OrIOp(by_zero, kb.v(arith.CmpiOp(b, all_ones, "eq"))))
+    safe = kb.v(arith.SelectOp(unsafe, one, b))
+    quotient = kb.v(arith.DivUIOp(a, safe) if unsigned else arith.DivSIOp(a, safe))
+    rem = kb.v(arith.RemUIOp(a, safe) if unsigned else arith.RemSIOp(a, safe))  # (0 where b = -1: a % 1)
+    floor = isinstance(op, (F.FloorDivOp, F.RemainderOp))
+    if floor and not unsigned:  # toward -inf: one less (or b more) where the remainder's sign is not b's
+        differs = kb.v(arith.XOrIOp(kb.v(arith.CmpiOp(rem, zero, "slt")), kb.v(arith.CmpiOp(safe, zero, "slt"))))
+        fix = kb.v(arith.AndIOp(kb.v(arith.CmpiOp(rem, zero, "ne")), differs))
+        quotient = kb.v(arith.SelectOp(fix, kb.v(arith.SubiOp(quotient, one)), quotient))
+        rem = kb.v(arith.SelectOp(fix, kb.v(arith.AddiOp(rem, safe)), rem))
+    if isinstance(op, (F.FmodOp, F.RemainderOp)):
+        return kb.v(arith.SelectOp(by_zero, all_ones, rem))
+    if not unsigned:  # a / -1 = -a, wrapping (MIN stays MIN)
+        quotient = kb.v(arith.SelectOp(kb.v(arith.CmpiOp(b, all_ones, "eq")), kb.v(arith.SubiOp(zero, a)), quotient))
+    return kb.v(arith.SelectOp(by_zero, all_ones, quotient))
+
+
+def emit_int_pow(kb: KernelBuilder, a: SSAValue, b: SSAValue, unsigned: bool) -> SSAValue:
+    """a ** b of integers: square and multiply over the exponent's bits (width - 1 steps for a
+    signed type, whose negative exponents are answered apart; width steps for u8), wrapping; for
+    b < 0 as torch's CUDA kernel: 1 for a = 1, +-1 for a = -1 (the sign of an odd b), else 0."""
+    t = a.type
+    zero, one = kb.const(0, t), kb.const(1, t)
+    steps = t.width.data if unsigned else t.width.data - 1
+    result, base = one, a
+    for k in range(steps):
+        bit = kb.v(arith.CmpiOp(kb.v(arith.AndIOp(kb.v(arith.ShRUIOp(b, kb.const(k, t))), one)), zero, "ne"))
+        result = kb.v(arith.SelectOp(bit, kb.v(arith.MuliOp(result, base)), result))
+        if k + 1 < steps:
+            base = kb.v(arith.MuliOp(base, base))
+    if unsigned:
+        return result
+    odd = kb.v(arith.CmpiOp(kb.v(arith.AndIOp(b, one)), zero, "ne"))
+    minus_one = kb.const(-1, t)
+    of_minus_one = kb.v(arith.SelectOp(odd, minus_one, one))
+    negative = kb.v(arith.SelectOp(kb.v(arith.CmpiOp(a, one, "eq")), one,
+                                   kb.v(arith.SelectOp(kb.v(arith.CmpiOp(a, minus_one, "eq")), of_minus_one, zero))))
+    return kb.v(arith.SelectOp(kb.v(arith.CmpiOp(b, zero, "slt")), negative, result))
+
+
+def emit_pow(kb: KernelBuilder, a: SSAValue, b: SSAValue) -> SSAValue:
+    """a ** b as C's powf (and numpy) define it, from exp2 and log2 (NVPTX has no powf):
+    |a| ** b = exp2(b * log2|a|), which also gives 0 ** b (inf for b < 0, 0 for b > 0); a
+    negative base takes the sign of an odd integer exponent and is NaN for a non-integer one;
+    b == 0 or a == 1 give 1 exactly. Accuracy: lg2.approx's error scaled by |b * log2|a||,
+    within a few ulp for results of ordinary size."""
+    def cmp(x, y, pred):
+        return kb.v(arith.CmpfOp(x, y, pred))
+
+    def select(c, x, y):
+        return kb.v(arith.SelectOp(c, x, y))
+
+    mag = kb.v(mathd.Exp2Op(kb.fmul(b, kb.v(mathd.Log2Op(kb.v(mathd.AbsFOp(a)))))))
+    b_int = cmp(kb.v(mathd.TruncOp(b)), b, "oeq")
+    half = kb.fmul(b, kb.cf(0.5))
+    b_odd = kb.v(arith.AndIOp(b_int, cmp(kb.v(mathd.TruncOp(half)), half, "one")))
+    negative = select(b_odd, kb.fsub(kb.cf(0.0), mag), mag)
+    r = select(cmp(a, kb.cf(0.0), "olt"), select(b_int, negative, kb.cf(math.nan)), mag)
+    one = kb.v(arith.OrIOp(cmp(b, kb.cf(0.0), "oeq"), cmp(a, kb.cf(1.0), "oeq")))
+    return select(one, kb.cf(1.0), r)
+
+
+def _common_suffix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many trailing dims two shapes share (8x1024x50257 and 8192x50257: one)."""
+    n = 0
+    while n < min(len(a), len(b)) and a[len(a) - 1 - n] == b[len(b) - 1 - n]:
+        n += 1
+    return n

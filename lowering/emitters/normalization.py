@@ -1,0 +1,237 @@
+"""The normalization (persistent) scheduler's emitter: statistics and the normalize step in one kernel.
+
+A *normalization group* is a set of inner reductions (sum/max/min, Welford, var_mean) over the
+same rows of one input shape, together with the outputs computed from their results at the row
+(`x - mean`, `(x - mean) * rstd * w + b`, `exp(x - max)`, `rsqrt(var + eps)`, ...). When the row
+fits on chip, one kernel does it all: each thread loads its part of the row once into registers
+(16-byte vectors), the reductions run over those registers (a reduction that needs another's
+result, like a two-pass variance, runs in a later *stage* over the same registers), and the
+outputs are computed from the registers and stored. Layer norm thus reads its input once and
+writes its output once.
+
+The planner forms the groups (`_normalization_merges`, lowering/analysis/planner.py) and asks the heuristic
+(`normalization_params`, lowering/heuristics/normalization.py) whether each keeps its rows on
+chip; when the row does not fit the group is not formed and the general plan runs instead (a
+reduction kernel, then a pointwise kernel that reads the input again).
+"""
+
+from __future__ import annotations
+
+import math
+
+from xdsl.dialects import arith
+
+from xdsl.ir import Block, SSAValue
+
+from fuser.dialects import sched
+from fuser.dialects import fusion as F
+from fuser.lowering.emitters.combiners import Joint, finalize, is_welford, select_state, state_for
+from fuser.lowering.common import Task, by_name, elem_bytes, leaves, reaches, shape_of
+from fuser.lowering.emitters.emitter import KernelEmitter
+from fuser.lowering.emitters.evaluator import Evaluator
+from fuser.lowering.emitters.kernel_builder import KernelBuilder, emit_if
+from fuser.lowering.analysis.planner import NormGroup
+from fuser.lowering.emitters.reduction import block_reduce, store_row_outputs
+
+
+# Registers a thread gives to loads in flight while copying rows to shared memory: a 1024-thread
+# block has 32 a thread when two blocks share an SM.
+COPY_BATCH_REGISTERS = 16
+
+
+def _stages(g: NormGroup, materialized: set, args: set) -> list[list]:
+    """Reductions grouped by how many other group results their input needs first."""
+    stage: dict = {}
+    for op in g.ops:
+        before = [p for p in g.ops if p is not op and p in stage
+                  and reaches(op.input, set(p.results), materialized, args)]
+        stage[op] = 1 + max((stage[p] for p in before), default=-1)
+    return [[op for op in g.ops if stage[op] == s] for s in range(max(stage.values()) + 1)]
+
+
+def emit_persistent(em: KernelEmitter, task: Task, materialized: set, args: set) -> None:
+    """One kernel for the normalization task `task` (its group's reductions and outputs)."""
+    g: NormGroup = task.group
+    p = g.decision.params
+    row_shape, col_shape = g.in_shape[:g.k], g.in_shape[g.k:]
+    rows = math.prod(row_shape)
+    cols = math.prod(col_shape)
+    row_vecs = cols // p.lanes
+    results = g.results
+    outputs = list(task.outputs)
+    reads: set[SSAValue] = set()
+    for e in [op.input for op in g.ops] + g.full_outputs + g.row_outputs:
+        reads |= leaves(e, g.materialized | results, args)
+    reads = by_name(reads - results - set(outputs))
+    vals = outputs + reads
+    host_bufs = em.kernel_buffers(vals)
+    stages = _stages(g, g.materialized, args)
+
+    def body(kb: KernelBuilder, kargs):
+        amap = em.arg_map(host_bufs, kargs, vals)
+        tx, ty = kb.tid("x"), kb.tid("y")
+        row = kb.add(kb.mul(kb.bid("x"), p.by), ty)
+        row_c = kb.v(arith.MinUIOp(row, kb.c(rows - 1)))   # tail rows recompute row R-1, never store
+        row_idx = kb.delinearize(row_c, row_shape)
+        overrides: dict[SSAValue, SSAValue] = {}   # reduction results, filled stage by stage
+        sources = {v: amap[v] for v in reads}
+        if p.smem:
+            copies = _rows_in_shared(kb, g, p, stages, sources, overrides, row_c, row_idx, tx, ty, amap)
+        else:
+            cache = _rows_in_registers(kb, g, p, stages, sources, overrides, row_idx, tx, ty)
+        ok_row = kb.lt(row, rows)
+        row_outs = [r for r in g.result_list if r in outputs] + g.row_outputs  # unread statistics stay in registers
+        emit_if(kb, kb.andi(kb.eq(tx, 0), ok_row),
+                lambda b: store_row_outputs(b, row_outs, amap, row, dict(overrides)))
+        if p.smem:
+            _store_outputs_looped(kb, g, p, sources, overrides, copies, row_idx, ty, ok_row, amap)
+        else:
+            _store_outputs_unrolled(kb, g, p, cache, ok_row, amap)
+
+    em.kernel(host_bufs, (math.ceil(rows / p.by), 1, 1), (p.bx, p.by, 1), body, schedule=p.describe())
+
+
+def _slots(kb: KernelBuilder, p, row_idx: list, col_shape, row_vecs: int, tx) -> tuple[list, list]:
+    """Each slot's index into the row and, for the slots that may fall past its end, the
+    condition that this thread's vector is inside it."""
+    idx, valid = [], []
+    for s in range(p.slots):
+        j = kb.add(tx, s * p.bx)
+        if (s + 1) * p.bx > row_vecs:   # the last slots may fall past the row's end
+            valid.append(kb.lt(j, row_vecs))
+            j = kb.v(arith.MinUIOp(j, kb.c(row_vecs - 1)))
+        else:
+            valid.append(None)
+        idx.append(row_idx + kb.delinearize(kb.mul(j, p.lanes), col_shape))
+    return idx, valid
+
+
+def _fold_element(kb: KernelBuilder, st, s_op: list, x, shift) -> list:
+    x = kb.ext(x)
+    return st.update(kb, s_op, kb.fsub(x, shift) if shift is not None else x)
+
+
+def _welford_shift(kb: KernelBuilder, ev: Evaluator, op, row_idx: list, ncols: int):
+    """Welford runs on x - (the row's first element); see combiners.py."""
+    return kb.ext(ev(op.input, row_idx + [kb.c(0)] * ncols, 1)[0]) if is_welford(op) else None
+
+
+def _finish_stage(kb: KernelBuilder, ops, joint: Joint, state: list, shifts: dict, overrides: dict, tx, ty, p) -> None:
+    state = block_reduce(kb, joint, state, tx, ty, p.bx, p.by)
+    for op, s_op in zip(ops, joint.split(state)):
+        overrides.update(finalize(kb, op, s_op, shifts.get(op)))
+
+
+def _rows_in_registers(kb: KernelBuilder, g: NormGroup, p, stages, sources, overrides, row_idx, tx, ty) -> tuple:
+    """Every stage reads the row through one Evaluator, unrolled over the slots: a value loaded
+    or computed at a slot is reused by every later stage and output (its memo is the register
+    cache). Returns (the Evaluator, the slots' indices, their conditions) for the outputs."""
+    col_shape = g.in_shape[g.k:]
+    row_vecs = math.prod(col_shape) // p.lanes
+    idx, valid = _slots(kb, p, row_idx, col_shape, row_vecs, tx)
+    ev = Evaluator(kb, sources, overrides)
+    for ops in stages:
+        parts = [state_for(op) for op in ops]
+        state, shifts = [], {}
+        for op, st in zip(ops, parts):
+            s_op = st.identity(kb)
+            shifts[op] = _welford_shift(kb, ev, op, row_idx, len(col_shape))
+            for s in range(p.slots):
+                for x in ev(op.input, idx[s], p.lanes):
+                    new = _fold_element(kb, st, s_op, x, shifts[op])
+                    s_op = new if valid[s] is None else select_state(kb, valid[s], new, s_op)
+            state += st.settle(kb, s_op)
+        _finish_stage(kb, ops, Joint(parts), state, shifts, overrides, tx, ty, p)
+    return ev, idx, valid
+
+
+def _store_outputs_unrolled(kb: KernelBuilder, g: NormGroup, p, cache: tuple, ok_row, amap) -> None:
+    ev, idx, valid = cache
+    for o in g.full_outputs:
+        t = F._elem(o)
+        for s in range(p.slots):
+            xs = [kb.trunc(x, t) if F.is_float(t) else x for x in ev(o, idx[s], p.lanes)]
+            cond = ok_row if valid[s] is None else kb.andi(ok_row, valid[s])
+            emit_if(kb, cond, lambda b, xs=xs, s=s: b.store(xs, amap[o], idx[s]))
+
+
+def _shared_evaluator(b: KernelBuilder, sources: dict, overrides: dict, copies: dict, ty, col_shape) -> Evaluator:
+    """An Evaluator at `b` that reads the cached rows from their shared-memory copies."""
+    maps = {v: (lambda ix, kv=kv: [ty, b.linearize(ix[kv:], col_shape)]) for v, (_, kv) in copies.items()}
+    return Evaluator(b, {**sources, **{v: buf for v, (buf, _) in copies.items()}}, overrides, maps)
+
+
+def _row_loop(kb: KernelBuilder, row_vecs: int, init: list) -> tuple[KernelBuilder, SSAValue, list, sched.ForOp]:
+    """A loop over the row's vectors, thread tx taking tx, tx + bx, ...: (its body's builder,
+    the vector index, the loop-carried values, the loop)."""
+    loop = sched.ForOp(kb.c(0), kb.c(row_vecs), kb.c(1), init,
+                       Block(arg_types=[sched.IndexType()] + [SSAValue.get(x).type for x in init]), bind="thread.x")
+    kb.emit(loop)
+    j, *carried = loop.body.block.args
+    return kb.at(loop.body.block), j, carried, loop
+
+
+def _rows_in_shared(kb: KernelBuilder, g: NormGroup, p, stages, sources, overrides, row_c, row_idx, tx, ty,
+                    amap) -> dict:
+    """Copy the cached rows into shared memory once, unrolled so that a thread's loads are in
+    flight together; each stage then loops over the row there, so that no slot's value or index
+    stays live from one stage to the next (a 1024-thread block has 64 registers a thread, a
+    50257-wide row 50 slots). Returns the copies: value -> (buffer, its number of row dims)."""
+    col_shape = g.in_shape[g.k:]
+    cols = math.prod(col_shape)
+    row_vecs = cols // p.lanes
+    copies = {}
+    for v in g.cached:
+        kv = len(shape_of(v)) - len(col_shape)   # the rows may be split differently (a reshape)
+        v_row = kb.delinearize(row_c, shape_of(v)[:kv])
+        buf = kb.alloc([p.by, cols], F._elem(v), f"row_{v.name_hint}" if v.name_hint else "row")
+        copies[v] = (buf, kv)
+        # Loads in batches ahead of their stores, so that a batch is in flight at once.
+        batch = max(1, COPY_BATCH_REGISTERS // math.ceil(p.lanes * elem_bytes(F._elem(v)) / 4))
+        for first in range(0, p.slots, batch):
+            loaded = []
+            for s in range(first, min(first + batch, p.slots)):
+                j = kb.add(tx, s * p.bx)
+                if (s + 1) * p.bx > row_vecs:   # past the end: copy the last vector again
+                    j = kb.v(arith.MinUIOp(j, kb.c(row_vecs - 1)))
+                col = kb.mul(j, p.lanes)
+                loaded.append((kb.load(amap[v], v_row + kb.delinearize(col, col_shape), p.lanes), col))
+            for x, col in loaded:
+                kb.store(x, buf, [ty, col])
+    kb.emit(sched.BarrierOp())
+    for ops in stages:
+        parts = [state_for(op) for op in ops]
+        first = _shared_evaluator(kb, sources, overrides, copies, ty, col_shape)
+        shifts = {op: _welford_shift(kb, first, op, row_idx, len(col_shape)) for op in ops}
+        lb, j, carried, loop = _row_loop(kb, row_vecs, [x for st in parts for x in st.identity(kb)])
+        ev = _shared_evaluator(lb, sources, overrides, copies, ty, col_shape)
+        ix = row_idx + lb.delinearize(lb.mul(j, p.lanes), col_shape)
+        folded, at = [], 0
+        for op, st in zip(ops, parts):
+            s_op = carried[at:at + st.width]
+            at += st.width
+            for x in ev(op.input, ix, p.lanes):
+                s_op = _fold_element(lb, st, s_op, x, shifts[op])
+            folded += s_op
+        lb.emit(sched.YieldOp(*folded))
+        res, state, at = list(loop.results), [], 0
+        for st in parts:
+            state += st.settle(kb, res[at:at + st.width])
+            at += st.width
+        _finish_stage(kb, ops, Joint(parts), state, shifts, overrides, tx, ty, p)
+    return copies
+
+
+def _store_outputs_looped(kb: KernelBuilder, g: NormGroup, p, sources, overrides, copies, row_idx, ty, ok_row,
+                          amap) -> None:
+    if not g.full_outputs:
+        return
+    col_shape = g.in_shape[g.k:]
+    lb, j, _, _ = _row_loop(kb, math.prod(col_shape) // p.lanes, [])
+    ev = _shared_evaluator(lb, sources, overrides, copies, ty, col_shape)
+    ix = row_idx + lb.delinearize(lb.mul(j, p.lanes), col_shape)
+    for o in g.full_outputs:
+        t = F._elem(o)
+        xs = [lb.trunc(x, t) if F.is_float(t) else x for x in ev(o, ix, p.lanes)]
+        emit_if(lb, ok_row, lambda b, xs=xs, o=o: b.store(xs, amap[o], ix))
+    lb.emit(sched.YieldOp())

@@ -1,0 +1,99 @@
+"""The pointwise scheduler's emitter: each thread handles one 16-byte vector of the output per
+iteration of a grid-stride loop; a grid of up to `sms * 8` blocks keeps every SM full
+(`pointwise_params`, lowering/heuristics/pointwise.py). Also the copy kernel of an output that
+is an input, or a value returned twice.
+"""
+
+from __future__ import annotations
+
+import math
+
+from xdsl.ir import Block, SSAValue
+
+from fuser.dialects import fusion as F
+from fuser.dialects import sched
+from fuser.lowering.common import by_name, elem_bytes, leaves, shape_of, vector_lanes
+from fuser.lowering.emitters.emitter import KernelEmitter, WorkspaceValue
+from fuser.lowering.emitters.evaluator import Evaluator
+from fuser.lowering.emitters.kernel_builder import KernelBuilder
+from fuser.lowering.heuristics.pointwise import pointwise_params
+from fuser.lowering.emitters.transpose import emit_transpose, plan_transpose
+
+
+def _inputs(outputs: list[SSAValue], materialized: set, args: set) -> tuple[dict, list[SSAValue]]:
+    """What each output is computed from (a segment_set's buffer is filled from its operand's
+    expression), and the values the kernel reads, in parameter order."""
+    expr = {o: (o.owner.input if isinstance(o.owner, F.SegmentSetOp) else o) for o in outputs}
+    return expr, by_name(set().union(*(leaves(expr[o], materialized - {o}, args) for o in outputs)))
+
+
+def _grid_stride(outputs: list[SSAValue], reads: list[SSAValue], opts) -> tuple[int, int, int, int]:
+    """(lanes per access, vectors, threads per block, blocks) of the grid-stride kernel."""
+    shape = shape_of(outputs[0])
+    max_bytes = max(elem_bytes(F._elem(v)) for v in list(outputs) + reads)
+    lanes = vector_lanes(shape[-1], max_bytes, opts.vector) if shape else 1
+    nvec = math.prod(shape) // lanes
+    block, grid = pointwise_params(nvec, opts.sms, opts.block)
+    return lanes, nvec, block, grid
+
+
+def pointwise_schedule(outputs: list[SSAValue], materialized: set, args: set, opts) -> dict[str, int] | None:
+    """The pointwise scheduler's decision for these outputs under `opts`, as schedule options
+    (`block`, `vector`: threads per block and elements per access), or None where the transpose
+    scheduler takes them. fusion-segment writes it into the segment's plan."""
+    expr, reads = _inputs(outputs, materialized, args)
+    if plan_transpose(outputs, expr, materialized, args) is not None:
+        return None
+    lanes, _, block, _ = _grid_stride(outputs, reads, opts)
+    return {"block": block, "vector": lanes}
+
+
+def emit_pointwise(em: KernelEmitter, outputs: list[SSAValue], materialized: set, args: set) -> None:
+    """One kernel computing `outputs` (all of one shape) from the values they read."""
+    shape = shape_of(outputs[0])
+    expr, reads = _inputs(outputs, materialized, args)
+    tiled = plan_transpose(outputs, expr, materialized, args)
+    if tiled is not None:  # a permute moves its input's contiguous dim: the transpose scheduler
+        emit_transpose(em, outputs, expr, reads, *tiled)
+        return
+    all_vals = list(outputs) + reads
+    lanes, nvec, block, grid = _grid_stride(outputs, reads, em.opts)
+    host_bufs = em.kernel_buffers(list(outputs) + reads)
+
+    def body(kb: KernelBuilder, kargs):
+        amap = em.arg_map(host_bufs, kargs, all_vals)
+        loop = sched.ForOp(kb.c(0), kb.c(nvec), kb.c(1), [], Block(arg_types=[sched.IndexType()]), bind="grid.x")
+        kb.emit(loop)
+        lb = kb.at(loop.body.block)
+        i = loop.body.block.args[0]
+        idx = lb.delinearize(lb.mul(i, lanes), shape) if shape else []
+        ev = Evaluator(lb, {v: amap[v] for v in reads})
+        for o in outputs:
+            vals = ev(expr[o], idx, lanes)
+            t = F._elem(o)
+            lb.store([lb.trunc(x, t) if F.is_float(t) else x for x in vals], amap[o], idx)
+        lb.emit(sched.YieldOp())
+
+    em.kernel(host_bufs, (grid, 1, 1), (block, 1, 1), body)
+
+
+def emit_copy(em: KernelEmitter, src: SSAValue, dst: SSAValue) -> None:
+    """Copy the buffer of `src` into the host buffer `dst`."""
+    alias = WorkspaceValue(dst)
+    alias.type = src.type
+    em.buffers[alias] = dst
+    shape = shape_of(src)
+    lanes = vector_lanes(shape[-1], elem_bytes(F._elem(src))) if shape else 1
+    nvec = math.prod(shape) // lanes
+    block, grid = pointwise_params(nvec, em.opts.sms, em.opts.block)
+    host_bufs = [em.buffers[src], dst]
+
+    def body(kb, kargs):
+        loop = sched.ForOp(kb.c(0), kb.c(nvec), kb.c(1), [], Block(arg_types=[sched.IndexType()]), bind="grid.x")
+        kb.emit(loop)
+        lb = kb.at(loop.body.block)
+        idx = lb.delinearize(lb.mul(loop.body.block.args[0], lanes), shape) if shape else []
+        lb.store(lb.load(kargs[0], idx, lanes), kargs[1], idx)
+        lb.emit(sched.YieldOp())
+
+    em.kernel(host_bufs, (grid, 1, 1), (block, 1, 1), body)
