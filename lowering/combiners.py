@@ -36,12 +36,12 @@ import math
 from collections.abc import Callable
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, i1, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, i1, i32, i64
 from xdsl.ir import Attribute, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.lowering.evaluator import compute_type, emit_cast
-from fuser.lowering.kernel_builder import KernelBuilder, combine, f32, index, reduce_identity
+from fuser.lowering.kernel_builder import KernelBuilder, combine, f32, reduce_identity
 
 State = list[SSAValue]
 Position = Callable[[], SSAValue] | None   # an element's index within the reduced dims, made on demand
