@@ -32,6 +32,7 @@ reference interpreter and every stage's IR at hand.
 
 from __future__ import annotations
 
+import builtins
 import numbers
 import os
 import sys
@@ -48,7 +49,7 @@ from fuser.dialects import fusion as F
 from fuser.dialects.ir import decode_source, parse_module
 from fuser.runtime.reference import find_func, run_reference
 
-# `compile`, `abs`, `pow`, `round` and `sum` are left out of __all__ so that `from fuser import *`
+# `compile`, `abs`, `pow`, `round`, `sum`, `any` and `all` are left out of __all__ so that `from fuser import *`
 # does not shadow the builtins; use them as `fuser.compile`, `fuser.sum`, ...
 __all__ = [
     "FusionBuilder", "Tensor", "CompiledFusion",
@@ -61,7 +62,8 @@ __all__ = [
     "logical_not", "logical_and", "logical_or", "logical_xor",
     "add", "sub", "mul", "div", "floor_divide", "maximum", "minimum", "where", "cast", "full",
     "promote_types", "result_dtype",
-    "broadcast_to", "broadcast", "reshape", "permute", "amax", "amin", "welford", "var_mean",
+    "broadcast_to", "broadcast", "reshape", "permute", "amax", "amin", "prod", "argmax", "argmin", "welford",
+    "var_mean",
     "matmul", "segment_set",
 ]
 
@@ -113,7 +115,7 @@ class FusionBuilder:
     def input(self, shape: Shape, dtype: str = "f32", name: str | None = None) -> Tensor:
         """A function argument; `name` (unique in the fusion) also names it at call time."""
         self._check_open()
-        if name is not None and any(a.name_hint == name for a in self._block.args):
+        if name is not None and builtins.any(a.name_hint == name for a in self._block.args):
             raise ValueError(f"input name {name!r} is already taken in fusion '{self.name}'")
         t = F.tensor(_shape_tuple(shape), _dtype_attr(dtype))
         arg = self._block.insert_arg(t, len(self._block.args))
@@ -193,10 +195,10 @@ class FusionBuilder:
 def _shape_tuple(shape: Shape | int) -> tuple[int, ...]:
     if isinstance(shape, numbers.Integral):
         shape = (shape,)
-    if isinstance(shape, (str, bytes)) or not all(isinstance(d, numbers.Integral) for d in shape):
+    if isinstance(shape, (str, bytes)) or not builtins.all(isinstance(d, numbers.Integral) for d in shape):
         raise TypeError(f"shape must be an int or a sequence of ints, got {shape!r}")
     out = tuple(int(d) for d in shape)
-    if any(d < 0 for d in out):
+    if builtins.any(d < 0 for d in out):
         raise ValueError(f"shape {out} has a negative extent")
     return out
 
@@ -894,7 +896,7 @@ def _norm_dim(d: int, rank: int) -> int:
 def _norm_dims(dims: int | Sequence[int], rank: int) -> list[int]:
     if isinstance(dims, numbers.Integral):
         dims = [dims]
-    if not all(isinstance(d, numbers.Integral) for d in dims):
+    if not builtins.all(isinstance(d, numbers.Integral) for d in dims):
         raise TypeError(f"dims must be integers, got {list(dims)!r}")
     out = [_norm_dim(int(d), rank) for d in dims]
     if len(set(out)) != len(out):
@@ -945,35 +947,86 @@ def segment_set(x: Tensor) -> Tensor:
 # ----------------------------------------------------------------- reductions
 
 
-def _reduce(kind: str, x: Tensor, dims: int | Sequence[int], keepdim: bool, dtype: str | None) -> Tensor:
+Dims = int | Sequence[int] | None
+
+
+def _reduce(kind: str, x: Tensor, dims: Dims, keepdim: bool, dtype: str | None) -> Tensor:
+    """`fusion.reduce kind` over `dims` (None: all). `dtype` as torch's: the result's type, the
+    input cast to it first unless the reduction gives that type itself (f32 from bf16)."""
     x = _as_tensor(x, kind)
+    dims = list(range(x.ndim)) if dims is None else _norm_dims(dims, x.ndim)
     if dtype is not None:
-        _dtype_attr(dtype)
-    return x.builder._emit(F.ReduceOp(kind, x.value, _norm_dims(dims, x.ndim), keepdim, dtype))
+        want = _dtype_attr(dtype)
+        if want not in F.reduce_result_types(kind, x.type.element_type):
+            x = cast(x, dtype)
+            if want not in F.reduce_result_types(kind, want):
+                raise ValueError(f"{kind}: dtype {dtype} is not a result type of {kind} (a sum or product of "
+                                 f"masks is an integer)")
+    return x.builder._emit(F.ReduceOp(kind, x.value, dims, keepdim, dtype))
 
 
-def sum(x: Tensor, dims: int | Sequence[int], keepdim: bool = False, dtype: str | None = None) -> Tensor:  # noqa: A001
-    """Sum over `dims` (accumulated in f32); the result is x's dtype, or `dtype` ("f32")."""
+def sum(x: Tensor, dims: Dims = None, keepdim: bool = False, dtype: str | None = None) -> Tensor:  # noqa: A001
+    """Sum over `dims` (None: all), as torch.sum: floats accumulated in f32, the result x's
+    dtype; integers and bools (counted) in i64, wrapping, the result i64. `dtype` as torch's:
+    x is cast to it first ("f32" from bf16/f16 only names the result)."""
     return _reduce("sum", x, dims, keepdim, dtype)
 
 
-def amax(x: Tensor, dims: int | Sequence[int], keepdim: bool = False, dtype: str | None = None) -> Tensor:
+def prod(x: Tensor, dims: Dims = None, keepdim: bool = False, dtype: str | None = None) -> Tensor:
+    """Product over `dims` (None: all), as torch.prod: floats in f32, integers and bools in
+    i64 (wrapping, an i64 result); `dtype` as in `sum`."""
+    return _reduce("prod", x, dims, keepdim, dtype)
+
+
+def amax(x: Tensor, dims: Dims = None, keepdim: bool = False, dtype: str | None = None) -> Tensor:
+    """Maximum over `dims` in x's dtype (NaN propagates; of bools: any)."""
     return _reduce("max", x, dims, keepdim, dtype)
 
 
-def amin(x: Tensor, dims: int | Sequence[int], keepdim: bool = False, dtype: str | None = None) -> Tensor:
+def amin(x: Tensor, dims: Dims = None, keepdim: bool = False, dtype: str | None = None) -> Tensor:
+    """Minimum over `dims` in x's dtype (NaN propagates; of bools: all)."""
     return _reduce("min", x, dims, keepdim, dtype)
+
+
+def any(x: Tensor, dims: Dims = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    """Whether some element over `dims` is nonzero (NaN is), a bool tensor."""
+    return _reduce("any", x, dims, keepdim, None)
+
+
+def all(x: Tensor, dims: Dims = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    """Whether every element over `dims` is nonzero (NaN is), a bool tensor."""
+    return _reduce("all", x, dims, keepdim, None)
+
+
+def argmax(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """The i64 index of the first maximum along `dim` (None: of the flattened tensor, as
+    torch.argmax; with keepdim every dim stays as 1); NaN counts as the maximum."""
+    return _reduce("argmax", x, dim, keepdim, None)
+
+
+def argmin(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """The i64 index of the first minimum along `dim` (None: flattened); NaN counts as the
+    minimum."""
+    return _reduce("argmin", x, dim, keepdim, None)
+
+
+def _float_statistics(x: Tensor, what: str) -> Tensor:
+    x = _as_tensor(x, what)
+    if not F.is_float(x.type.element_type):
+        raise TypeError(f"{what}: {x.dtype} input; {what} takes floating-point tensors only, as torch's "
+                        f"(cast it first: {what}(x.cast('f32'), ...))")
+    return x
 
 
 def welford(x: Tensor, dims: int | Sequence[int], keepdim: bool = False) -> tuple[Tensor, Tensor, Tensor]:
     """(avg, M2, N) over `dims`: avg and M2 in f32, N in i64."""
-    x = _as_tensor(x, "welford")
+    x = _float_statistics(x, "welford")
     return x.builder._emit(F.WelfordOp(x.value, _norm_dims(dims, x.ndim), keepdim))
 
 
 def var_mean(x: Tensor, dims: int | Sequence[int], correction: int = 1, keepdim: bool = False) -> tuple[Tensor, Tensor]:
     """(var, mean) over `dims` in f32; var = M2 / (N - correction)."""
-    x = _as_tensor(x, "var_mean")
+    x = _float_statistics(x, "var_mean")
     return x.builder._emit(F.VarMeanOp(x.value, _norm_dims(dims, x.ndim), int(correction), keepdim))
 
 

@@ -420,11 +420,7 @@ def _eval_op(it: _Interp, op: Operation, ins: list[np.ndarray]) -> list[np.ndarr
     if name == "fusion.segment_set":
         return [ins[0].copy()]
     if name == "fusion.reduce":
-        dims, keep, kind = _dims_of(op), op.keepdim is not None, op.kind.data
-        if kind == "sum":
-            return [np.sum(ins[0].astype(np.float64), axis=dims, keepdims=keep)]
-        f = np.max if kind == "max" else np.min  # both propagate NaN
-        return [f(it.up(ins[0]), axis=dims, keepdims=keep)]
+        return [_reduce(it, op.kind.data, ins[0], _dims_of(op), op.keepdim is not None)]
     if name == "fusion.welford":
         dims, keep = _dims_of(op), op.keepdim is not None
         mean, m2, n = _moments(ins[0], dims, keep)
@@ -448,6 +444,26 @@ def _eval_op(it: _Interp, op: Operation, ins: list[np.ndarray]) -> list[np.ndarr
         k = a.shape[1]
         return [np.stack([a[:, s:s + kc] @ b[s:s + kc, :] for s in range(0, k, kc)])]
     raise UnsupportedOpError(f"reference interpreter: no semantics for op '{name}'")
+
+
+def _reduce(it: _Interp, kind: str, x: np.ndarray, dims: list[int], keep: bool) -> np.ndarray:
+    """fusion.reduce: floats summed and multiplied in float64, integers and masks in int64
+    (wrapping, as the kernels' i64 accumulators); the caller rounds to the result type."""
+    if kind in ("sum", "prod"):
+        acc = x.astype(np.float64 if x.dtype.kind == "f" or x.dtype == NUMPY_DTYPES["bf16"] else np.int64)
+        with np.errstate(over="ignore"):
+            return (np.sum if kind == "sum" else np.prod)(acc, axis=tuple(dims), keepdims=keep)
+    if kind in ("max", "min"):  # both propagate NaN; of masks they are any and all
+        return (np.max if kind == "max" else np.min)(it.up(x), axis=tuple(dims), keepdims=keep)
+    if kind in ("any", "all"):  # nonzero, NaN included
+        return (np.any if kind == "any" else np.all)(x != 0, axis=tuple(dims), keepdims=keep)
+    # argmax / argmin: the reduced dims moved last and flattened; numpy's arg functions take the
+    # first extreme and count NaN as both extremes (the first NaN wins), as torch's do.
+    kept = [d for d in range(x.ndim) if d not in dims]
+    flat = np.transpose(x, kept + sorted(dims)).reshape([x.shape[d] for d in kept] + [-1])
+    flat = flat.astype(np.float64) if flat.dtype == NUMPY_DTYPES["bf16"] else flat
+    idx = (np.argmax if kind == "argmax" else np.argmin)(flat, axis=-1).astype(np.int64)
+    return idx.reshape([1 if d in dims else x.shape[d] for d in range(x.ndim)]) if keep else idx
 
 
 def _check_args(func: FuncOp, args: Sequence[object]) -> list[np.ndarray]:

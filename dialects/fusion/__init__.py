@@ -112,6 +112,7 @@ from .pointwise import (
     _float_text,
 )
 from .reduction import (
+    REDUCE_INPUT_TYPES,
     REDUCE_KINDS,
     ReduceOp,
     VarMeanOp,
@@ -120,6 +121,7 @@ from .reduction import (
     _print_reduction_head,
     _reduced_shape,
     _ReductionBase,
+    reduce_result_types,
 )
 from .segment import SCHEDULERS, SegmentOp, YieldOp, new_segment
 from .shape import SHAPE_OPS, BroadcastOp, PermuteOp, ReshapeOp, SegmentSetOp
@@ -177,7 +179,7 @@ __all__ = [
     # shape
     "BroadcastOp", "ReshapeOp", "PermuteOp", "SegmentSetOp", "SHAPE_OPS",
     # reduction
-    "REDUCE_KINDS", "_reduced_shape", "_ReductionBase", "_print_reduction_head", "ReduceOp",
+    "REDUCE_KINDS", "REDUCE_INPUT_TYPES", "reduce_result_types", "_reduced_shape", "_ReductionBase", "_print_reduction_head", "ReduceOp",
     "_parse_multi_result_reduction", "WelfordOp", "VarMeanOp",
     # matmul
     "MatmulOp",

@@ -1,10 +1,10 @@
-"""Reduction `fusion` ops: reduce (sum, max, min), welford and var_mean."""
+"""Reduction `fusion` ops: reduce (sum, prod, max, min, any, all, argmax, argmin), welford and var_mean."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DenseArrayBase, Float32Type, IntegerAttr, StringAttr, TensorType, UnitAttr, i64
+from xdsl.dialects.builtin import DenseArrayBase, Float32Type, IntegerAttr, StringAttr, TensorType, UnitAttr, i1, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def, traits_def
 from xdsl.parser import Parser
@@ -15,17 +15,38 @@ from xdsl.utils.exceptions import VerifyException
 from .types import (
     DTYPE_NAMES,
     FLOAT_TYPES,
+    INT_TYPES,
     _check_dims_list,
     _check_tensor,
     _dims,
     _elem,
+    _fmt,
     _i64_array,
     _parse_int_list,
     _print_attrs,
     _print_int_list,
 )
 
-REDUCE_KINDS = ("sum", "max", "min")
+REDUCE_KINDS = ("sum", "max", "min", "prod", "any", "all", "argmax", "argmin")
+# What fusion.reduce takes: floats (accumulated in f32), integers and masks (in i64 where they
+# are added or multiplied). Welford and var_mean take floats only (torch refuses integers).
+REDUCE_INPUT_TYPES = FLOAT_TYPES + INT_TYPES + (i1,)
+
+
+def reduce_result_types(kind: str, et: Attribute) -> tuple[Attribute, ...]:
+    """The element types a `fusion.reduce` of `kind` over elements of type `et` may have, the
+    first being the default (torch's: a sum or product of integers or masks is i64; max and
+    min keep the type, of masks they are any and all; any and all give masks, argmax and
+    argmin i64 indices)."""
+    if kind in ("any", "all"):
+        return (i1,)
+    if kind in ("argmax", "argmin"):
+        return (i64,)
+    if isinstance(et, FLOAT_TYPES):
+        return (et, Float32Type()) if et != Float32Type() else (et,)
+    if kind in ("sum", "prod"):
+        return (i64,) if et in (i1, i64) else (i64, et)   # the input's type: the i64 result wrapped
+    return (et,)
 
 
 def _reduced_shape(shape: Sequence[int], dims: Sequence[int], keepdim: bool) -> list[int]:
@@ -44,8 +65,9 @@ class _ReductionBase(IRDLOperation):
     def reduced_dims(self) -> list[int]:
         return list(self.dims.get_values())
 
-    def _verify_reduction(self, results: Sequence[SSAValue], names: Sequence[str]) -> None:
-        t = _check_tensor(self, "operand #0 ('input')", self.input.type, FLOAT_TYPES)
+    def _verify_reduction(self, results: Sequence[SSAValue], names: Sequence[str],
+                          allowed: tuple = FLOAT_TYPES) -> None:
+        t = _check_tensor(self, "operand #0 ('input')", self.input.type, allowed)
         dims = self.reduced_dims
         if not dims:
             raise VerifyException(f"'{self.name}' op reduces no dimension: 'dims' is empty")
@@ -78,7 +100,12 @@ def _print_reduction_head(printer: Printer, op: _ReductionBase, extra: str = "")
 class ReduceOp(_ReductionBase):
     """`fusion.reduce sum %x dims [1] keepdim : tensor<3x4xbf16> to tensor<3x1xf32>`.
 
-    Accumulation is in f32 whatever the input type; the result type may be f32 or the input's.
+    Kinds: sum, prod, max, min (floats accumulated in f32, the result f32 or the input's type;
+    integers and masks summed and multiplied in i64, wrapping, the result i64 or the input's
+    type; max and min of integers in their type, of masks any and all); any and all (a mask:
+    some / every element nonzero, NaN counting as nonzero); argmax and argmin (i64: the
+    position of the first extreme element within the reduced dims, NaN counting as both the
+    largest and the smallest; over one dim or over all of them, as torch's).
     """
 
     name = "fusion.reduce"
@@ -90,16 +117,24 @@ class ReduceOp(_ReductionBase):
         props: dict[str, Attribute] = {"kind": StringAttr(kind), "dims": _i64_array(dims)}
         if keepdim:
             props["keepdim"] = UnitAttr()
-        et = DTYPE_NAMES[dtype] if dtype else _elem(input)
+        et = DTYPE_NAMES[dtype] if dtype else reduce_result_types(kind, _elem(input))[0]
         super().__init__(operands=[input], result_types=[TensorType(et, shape)], properties=props)
 
     def verify_(self) -> None:
         if self.kind.data not in REDUCE_KINDS:
             raise VerifyException(f"'fusion.reduce' op kind '{self.kind.data}' is not one of {', '.join(REDUCE_KINDS)}")
-        self._verify_reduction([self.result], ["result"])
-        et = _elem(self.result)
-        if et != Float32Type() and et != _elem(self.input):
-            raise VerifyException(f"'fusion.reduce' op result element type {et} must be f32 or the input's {_elem(self.input)}")
+        kind, xt = self.kind.data, _elem(self.input)
+        self._verify_reduction([self.result], ["result"], REDUCE_INPUT_TYPES)
+        et, allowed = _elem(self.result), reduce_result_types(kind, xt)
+        if et not in allowed:
+            if isinstance(xt, FLOAT_TYPES) and kind in ("sum", "prod", "max", "min"):
+                raise VerifyException(f"'fusion.reduce' op result element type {et} must be f32 or the input's {xt}")
+            raise VerifyException(f"'fusion.reduce' op {kind} of {xt} has result element type {et}, expected "
+                                  f"{' or '.join(str(a) for a in allowed)}")
+        rank, dims = len(_dims(self.input.type)), self.reduced_dims
+        if kind in ("argmax", "argmin") and len(dims) != 1 and sorted(dims) != list(range(rank)):
+            raise VerifyException(f"'fusion.reduce' op {kind} reduces dims {dims} of {_fmt(self.input.type)}: "
+                                  f"it takes one dim or all of them")
 
     # Custom syntax: the kind is a bare identifier and `dims` a bare integer list (the declarative
     # format would print the array property of any element type as `array<i64: ...>`).

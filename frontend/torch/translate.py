@@ -532,16 +532,28 @@ def _dims(ctx: Ctx, x: fa.Tensor, i: int) -> list[int]:
 
 
 def _reduce_rule(kind: str, mean: bool = False, all_dims: bool = False) -> Rule:
+    """sum, mean, prod, amax, amin. Floats accumulate in f32; integer and bool tensors as torch
+    (issue 31): sums and products in i64, max and min in their type, the result cast to the
+    node's dtype; a dtype= other than a float's accumulation type casts the input first, as
+    torch."""
     def rule(ctx: Ctx) -> fa.Tensor:
         x = ctx.tensor(0)
-        out = _math_dtype(ctx)
-        if x.dtype not in MATH or x.ndim == 0:
+        out = ctx.out_dtype
+        if x.ndim == 0 or (x.dtype not in MATH and (mean or x.dtype not in INTS + ("i1",))):
             raise Unsupported(f"{kind} of {x.dtype} rank {x.ndim}")
-        dims = list(range(x.ndim)) if all_dims else _dims(ctx, x, 1)
+        if out not in MATH + INTS + ("i1",):
+            raise Unsupported(f"{ctx.node.target}: result dtype {out}")
+        given = ctx.node.kwargs.get("dtype")
+        if given is not None and not (x.dtype in MATH and DTYPES[given] in MATH):
+            x = fa.cast(x, DTYPES[given])   # dtype= casts the input first, as torch (floats: below)
+        if kind == "prod" and not all_dims:
+            dims = [int(ctx.arg(1, "dim")) % x.ndim]
+        else:
+            dims = list(range(x.ndim)) if all_dims else _dims(ctx, x, 1)
         keepdim = False if all_dims else bool(ctx.arg(2, "keepdim", False))
-        if kind == "sum":
+        if kind in ("sum", "prod"):
             acc = "f32" if x.dtype in HALF else None
-            y = fa.sum(x, dims, keepdim, dtype=acc)
+            y = (fa.sum if kind == "sum" else fa.prod)(x, dims, keepdim, dtype=acc)
             if mean:
                 n = math.prod(x.shape[d] for d in dims)
                 y = fa.div(y, float(n))
@@ -555,8 +567,38 @@ entry(aten.sum.dim_IntList)(_reduce_rule("sum"))
 entry(aten.sum.default)(_reduce_rule("sum", all_dims=True))
 entry(aten.mean.dim)(_reduce_rule("sum", mean=True))
 entry(aten.mean.default)(_reduce_rule("sum", mean=True, all_dims=True))
+entry(aten.prod.dim_int)(_reduce_rule("prod"))
+entry(aten.prod.default)(_reduce_rule("prod", all_dims=True))
 entry(aten.amax.default)(_reduce_rule("max"))
 entry(aten.amin.default)(_reduce_rule("min"))
+
+
+def _logical_reduce_rule(kind: str) -> Rule:
+    """any / all (.default, .dim, .dims) of any type: the nonzero test (NaN is nonzero); bool,
+    or uint8 for a uint8 input, as torch."""
+    def rule(ctx: Ctx) -> fa.Tensor:
+        x = ctx.tensor(0)
+        if x.ndim == 0 or x.dtype not in MATH + INTS + ("i1",):
+            raise Unsupported(f"{kind} of {x.dtype} rank {x.ndim}")
+        y = (fa.any if kind == "any" else fa.all)(x, _dims(ctx, x, 1), bool(ctx.arg(2, "keepdim", False)))
+        return fa.cast(y, ctx.out_dtype)
+    return rule
+
+
+entry(aten.any.default, aten.any.dim, aten.any.dims)(_logical_reduce_rule("any"))
+entry(aten.all.default, aten.all.dim, aten.all.dims)(_logical_reduce_rule("all"))
+
+
+@entry(aten.argmax.default, aten.argmin.default)
+def _argmax(ctx: Ctx) -> fa.Tensor:
+    """The first extreme's i64 index along `dim` (None: of the flattened tensor; with keepdim
+    every dim kept as 1); NaN counts as the extreme, as torch's."""
+    x = ctx.tensor(0)
+    if x.ndim == 0 or x.dtype not in MATH + INTS + ("i1",):
+        raise Unsupported(f"{ctx.node.target} of {x.dtype} rank {x.ndim}")
+    d = ctx.arg(1, "dim")
+    fn = fa.argmax if ctx.node.target is aten.argmax.default else fa.argmin
+    return fn(x, None if d is None else int(d) % x.ndim, bool(ctx.arg(2, "keepdim", False)))
 
 
 @entry(aten.var_mean.correction, aten.var.correction)

@@ -4,7 +4,14 @@ Every reduction kernel (row, column, persistent) is written once against this in
 sum, a max and a Welford mean/variance share the loops, the warp shuffles and the shared-memory
 and workspace steps; only the state and its two rules differ.
 
-- `Fold` (sum/max/min): the state is one f32.
+- `Fold` (sum/prod/max/min of floats): the state is one f32.
+- `IntFold` (sum/prod/max/min of integers and masks; any/all of anything): one i64 (every
+  integer widened by its sign, u8 and masks by zeros, so sums and products wrap in i64 as
+  torch's and max/min compare in order), or for any/all one i32 holding 0 or 1.
+- `ArgState` (argmax/argmin): (value, index): the value f32 for floats, i64 for integers, the
+  index the element's i64 position within the reduced dims. Two states merge by a total order
+  (NaN first, then the value, then the lower index), so any merge order gives the first
+  extreme, as torch's.
 - `WelfordState`: the state is (avg, M2, n) in f32. A thread folds its elements as shifted
   sums and `settle`s them into a state; two partial states merge with the parallel formula of
   Chan, Golub and LeVeque:
@@ -12,6 +19,9 @@ and workspace steps; only the state and its two rules differ.
       avg = avg_a + delta * nb / n,   M2 = M2_a + M2_b + delta^2 * na * nb / n
   which never forms a difference of two large sums, so a large mean with a small spread
   (1e4 + N(0, 1e-2)) keeps its variance.
+
+Each state knows its components' types (`types`): shared-memory and workspace partials keep one
+buffer per distinct type (`plane_groups`), so a float state's single f32 buffer is as before.
 
 A mean that dwarfs the spread is the hard case in f32: a mean is only known to half an ulp of
 itself (5e-4 at 1e4), a large error against deviations of 1e-2. So the kernels reduce *shifted*
@@ -23,21 +33,28 @@ from __future__ import annotations
 
 import math
 
+from collections.abc import Callable
+
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr, i64
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import IntegerAttr, i1, i32, i64
+from xdsl.ir import Attribute, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.lowering.common import is_welford
-from fuser.lowering.emitters.kernel_builder import KernelBuilder, combine, reduce_identity
+from fuser.lowering.emitters.evaluator import compute_type, emit_cast
+from fuser.lowering.emitters.kernel_builder import KernelBuilder, combine, f32, reduce_identity
 
 State = list[SSAValue]
+Position = Callable[[], SSAValue] | None   # an element's index within the reduced dims, made on demand
+
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 class Fold:
-    """sum / max / min: a one-value state."""
+    """sum / prod / max / min of floats: a one-value f32 state."""
 
     width = 1
+    types = (f32,)
 
     def __init__(self, kind: str):
         self.kind = kind
@@ -45,7 +62,7 @@ class Fold:
     def identity(self, kb: KernelBuilder) -> State:
         return [kb.cf(reduce_identity(self.kind))]
 
-    def update(self, kb: KernelBuilder, s: State, x: SSAValue) -> State:
+    def update(self, kb: KernelBuilder, s: State, x: SSAValue, pos: Position = None) -> State:
         return [combine(kb, self.kind, s[0], x)]
 
     def settle(self, kb: KernelBuilder, s: State) -> State:
@@ -53,6 +70,97 @@ class Fold:
 
     def merge(self, kb: KernelBuilder, a: State, b: State) -> State:
         return [combine(kb, self.kind, a[0], b[0])]
+
+    def result(self, kb: KernelBuilder, s: State, et: Attribute) -> SSAValue:
+        return s[0]
+
+
+class IntFold:
+    """sum / prod / max / min of integers and masks in an i64 (wrapping); any / all of any type
+    in an i32 of 0 or 1 (the nonzero test of each element, NaN nonzero)."""
+
+    width = 1
+
+    def __init__(self, kind: str, elem: Attribute):
+        self.kind, self.elem = kind, elem
+        self.logical = kind in ("any", "all")
+        self.types = (i32,) if self.logical else (i64,)
+
+    def identity(self, kb: KernelBuilder) -> State:
+        t = self.types[0]
+        return [kb.const({"sum": 0, "prod": 1, "max": I64_MIN, "min": I64_MAX, "any": 0, "all": 1}[self.kind], t)]
+
+    def convert(self, kb: KernelBuilder, x: SSAValue) -> SSAValue:
+        """An element (in its compute type) as a state value."""
+        if self.logical:
+            return kb.v(arith.ExtUIOp(emit_cast(kb, x, i1, self.elem), i32))
+        return emit_cast(kb, x, i64, self.elem)
+
+    def update(self, kb: KernelBuilder, s: State, x: SSAValue, pos: Position = None) -> State:
+        return self.merge(kb, s, [self.convert(kb, x)])
+
+    def settle(self, kb: KernelBuilder, s: State) -> State:
+        return s
+
+    def merge(self, kb: KernelBuilder, a: State, b: State) -> State:
+        op = {"sum": arith.AddiOp, "prod": arith.MuliOp, "max": arith.MaxSIOp, "min": arith.MinSIOp,
+              "any": arith.OrIOp, "all": arith.AndIOp}[self.kind]
+        return [kb.v(op(a[0], b[0]))]
+
+    def result(self, kb: KernelBuilder, s: State, et: Attribute) -> SSAValue:
+        """The state as a value of the result's element type `et` (in its compute type): a
+        mask, or the i64 wrapped to a narrower integer (a u8's as its i8 bits)."""
+        ct = compute_type(et)
+        if self.logical:
+            return kb.v(arith.CmpiOp(s[0], kb.const(0, i32), "ne"))
+        return s[0] if ct == i64 else kb.v(arith.TruncIOp(s[0], ct))
+
+
+class ArgState:
+    """argmax / argmin: (value, index); see the module's docstring for the order."""
+
+    width = 2
+
+    def __init__(self, kind: str, elem: Attribute):
+        self.largest = kind == "argmax"
+        self.elem = elem
+        self.floats = F.is_float(elem)
+        self.types = (f32 if self.floats else i64, i64)
+
+    def identity(self, kb: KernelBuilder) -> State:
+        if self.floats:
+            v = kb.cf(-math.inf if self.largest else math.inf)
+        else:
+            v = kb.const(I64_MIN if self.largest else I64_MAX, i64)
+        return [v, kb.const(I64_MAX, i64)]   # any element's index is lower: it wins a tie
+
+    def update(self, kb: KernelBuilder, s: State, x: SSAValue, pos: Position = None) -> State:
+        assert pos is not None, "argmax/argmin need each element's position"
+        v = x if self.floats else emit_cast(kb, x, i64, self.elem)
+        return self.merge(kb, s, [v, kb.v(arith.IndexCastOp(pos(), i64))])
+
+    def settle(self, kb: KernelBuilder, s: State) -> State:
+        return s
+
+    def merge(self, kb: KernelBuilder, a: State, b: State) -> State:
+        (va, ia), (vb, ib) = a, b
+        earlier = kb.v(arith.CmpiOp(ib, ia, "slt"))
+        if self.floats:
+            b_nan = kb.v(arith.CmpfOp(vb, vb, "uno"))
+            a_nan = kb.v(arith.CmpfOp(va, va, "uno"))
+            beyond = kb.v(arith.CmpfOp(vb, va, "ogt" if self.largest else "olt"))   # false with a NaN
+            same = kb.v(arith.OrIOp(kb.v(arith.CmpfOp(vb, va, "oeq")), kb.andi(a_nan, b_nan)))
+            # b wins: NaN against a number, a larger (smaller) number, or the same and earlier.
+            b_first = kb.v(arith.OrIOp(kb.andi(b_nan, kb.v(arith.XOrIOp(a_nan, kb.const(1, i1)))), beyond))
+        else:
+            beyond = kb.v(arith.CmpiOp(vb, va, "sgt" if self.largest else "slt"))
+            same = kb.v(arith.CmpiOp(vb, va, "eq"))
+            b_first = beyond
+        take_b = kb.v(arith.OrIOp(b_first, kb.andi(same, earlier)))
+        return [kb.v(arith.SelectOp(take_b, vb, va)), kb.v(arith.SelectOp(take_b, ib, ia))]
+
+    def result(self, kb: KernelBuilder, s: State, et: Attribute) -> SSAValue:
+        return s[1]
 
 
 class WelfordState:
@@ -65,12 +173,13 @@ class WelfordState:
     """
 
     width = 3
+    types = (f32, f32, f32)
 
     def identity(self, kb: KernelBuilder) -> State:
         z = kb.cf(0.0)
         return [z, z, z]   # both as sums and as a state: nothing seen
 
-    def update(self, kb: KernelBuilder, s: State, x: SSAValue) -> State:
+    def update(self, kb: KernelBuilder, s: State, x: SSAValue, pos: Position = None) -> State:
         s1, s2, n = s
         return [kb.fadd(s1, x), kb.fadd(s2, kb.fmul(x, x)), kb.fadd(n, kb.cf(1.0))]
 
@@ -96,10 +205,30 @@ def select_state(kb: KernelBuilder, cond: SSAValue, a: State, b: State) -> State
     return [kb.v(arith.SelectOp(cond, x, y)) for x, y in zip(a, b)]
 
 
-def state_for(op) -> Fold | WelfordState:
-    if isinstance(op, F.ReduceOp):
-        return Fold(op.kind.data)
-    return WelfordState()
+def state_for(op) -> Fold | IntFold | ArgState | WelfordState:
+    if not isinstance(op, F.ReduceOp):
+        return WelfordState()
+    kind, elem = op.kind.data, F._elem(op.input)
+    if kind in ("argmax", "argmin"):
+        return ArgState(kind, elem)
+    if kind in ("any", "all") or not F.is_float(elem):
+        return IntFold(kind, elem)
+    return Fold(kind)
+
+
+def needs_position(op) -> bool:
+    """Whether the op's state folds each element's position (argmax, argmin)."""
+    return isinstance(op, F.ReduceOp) and op.kind.data in ("argmax", "argmin")
+
+
+def plane_groups(types) -> list[tuple[Attribute, list[int]]]:
+    """The distinct types of a state's components, in order of first appearance, each with the
+    components of that type: a buffer of partial states holds one plane per component, in one
+    buffer per type."""
+    groups: dict = {}
+    for c, t in enumerate(types):
+        groups.setdefault(t, []).append(c)
+    return list(groups.items())
 
 
 def reduced_count(op) -> int:
@@ -111,7 +240,7 @@ def finalize(kb: KernelBuilder, op, s: State, shift: SSAValue | None = None) -> 
     """The op's results as scalars from its final state (f32; Welford's N as an i64 constant).
     `shift` is what was subtracted from every element before a Welford update."""
     if isinstance(op, F.ReduceOp):
-        return {op.result: s[0]}
+        return {op.result: state_for(op).result(kb, s, F._elem(op.result))}
     avg, m2, _ = s
     if shift is not None:
         avg = kb.fadd(avg, shift)
@@ -131,6 +260,7 @@ class Joint:
     def __init__(self, parts: list):
         self.parts = parts
         self.width = sum(p.width for p in parts)
+        self.types = tuple(t for p in parts for t in p.types)
 
     def split(self, s: State) -> list[State]:
         out, at = [], 0

@@ -200,12 +200,14 @@ class KernelBuilder:
 
 
 def reduce_identity(kind: str) -> float:
-    return {"sum": 0.0, "max": -math.inf, "min": math.inf}[kind]
+    return {"sum": 0.0, "prod": 1.0, "max": -math.inf, "min": math.inf}[kind]
 
 
 def combine(kb: KernelBuilder, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
     if kind == "sum":
         return kb.fadd(a, b)
+    if kind == "prod":
+        return kb.fmul(a, b)
     if kind == "max":
         return kb.fmax(a, b)
     return kb.fmin(a, b)

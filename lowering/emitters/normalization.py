@@ -106,9 +106,10 @@ def _slots(kb: KernelBuilder, p, row_idx: list, col_shape, row_vecs: int, tx) ->
     return idx, valid
 
 
-def _fold_element(kb: KernelBuilder, st, s_op: list, x, shift) -> list:
+def _fold_element(kb: KernelBuilder, st, s_op: list, x, shift, pos) -> list:
+    """Fold one element; `pos()` is its position in the row (for argmax and argmin)."""
     x = kb.ext(x)
-    return st.update(kb, s_op, kb.fsub(x, shift) if shift is not None else x)
+    return st.update(kb, s_op, kb.fsub(x, shift) if shift is not None else x, pos)
 
 
 def _welford_shift(kb: KernelBuilder, ev: Evaluator, op, row_idx: list, ncols: int):
@@ -137,8 +138,9 @@ def _rows_in_registers(kb: KernelBuilder, g: NormGroup, p, stages, sources, over
             s_op = st.identity(kb)
             shifts[op] = _welford_shift(kb, ev, op, row_idx, len(col_shape))
             for s in range(p.slots):
-                for x in ev(op.input, idx[s], p.lanes):
-                    new = _fold_element(kb, st, s_op, x, shifts[op])
+                for l, x in enumerate(ev(op.input, idx[s], p.lanes)):
+                    pos = lambda s=s, l=l: kb.add(kb.mul(kb.add(tx, s * p.bx), p.lanes), l)  # noqa: E731
+                    new = _fold_element(kb, st, s_op, x, shifts[op], pos)
                     s_op = new if valid[s] is None else select_state(kb, valid[s], new, s_op)
             state += st.settle(kb, s_op)
         _finish_stage(kb, ops, Joint(parts), state, shifts, overrides, tx, ty, p)
@@ -210,8 +212,8 @@ def _rows_in_shared(kb: KernelBuilder, g: NormGroup, p, stages, sources, overrid
         for op, st in zip(ops, parts):
             s_op = carried[at:at + st.width]
             at += st.width
-            for x in ev(op.input, ix, p.lanes):
-                s_op = _fold_element(lb, st, s_op, x, shifts[op])
+            for l, x in enumerate(ev(op.input, ix, p.lanes)):
+                s_op = _fold_element(lb, st, s_op, x, shifts[op], lambda l=l: lb.add(lb.mul(j, p.lanes), l))
             folded += s_op
         lb.emit(sched.YieldOp(*folded))
         res, state, at = list(loop.results), [], 0

@@ -15,7 +15,7 @@ stored by the reduction kernel itself (`store_row_outputs`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import TensorType
@@ -23,7 +23,7 @@ from xdsl.ir import Block, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
-from fuser.lowering.emitters.combiners import finalize, is_welford, select_state, state_for
+from fuser.lowering.emitters.combiners import finalize, is_welford, plane_groups, select_state, state_for
 from fuser.lowering.common import ScheduleError, Task, by_name, elem_bytes, leaves, next_pow2, shape_of, vector_lanes
 from fuser.lowering.emitters.emitter import KernelEmitter, WorkspaceValue
 from fuser.lowering.emitters.evaluator import Evaluator
@@ -143,12 +143,52 @@ def _input_reads(op, src: SSAValue, materialized: set, args: set) -> list[SSAVal
     return by_name(leaves(src, materialized - set(op.results), args))
 
 
-def _partials(em: KernelEmitter, shape: Sequence[int], width: int) -> WorkspaceValue:
-    """A workspace of `width` partial-state planes: [width, *shape] f32."""
-    ws = em.workspace([width, *shape])
-    part = WorkspaceValue(ws)
-    em.buffers[part] = ws
-    return part
+class Partials:
+    """Partial states in workspaces: one plane per state component, [planes, *shape], in one
+    workspace per component type (a float state's in one f32 workspace)."""
+
+    def __init__(self, em: KernelEmitter, shape: Sequence[int], types: Sequence):
+        self.groups: list[tuple[WorkspaceValue, list[int]]] = []
+        for t, comps in plane_groups(types):
+            ws = em.workspace([len(comps), *shape], dtype=t)
+            part = WorkspaceValue(ws)
+            em.buffers[part] = ws
+            self.groups.append((part, comps))
+        self.width = len(types)
+
+    @property
+    def values(self) -> list[WorkspaceValue]:
+        return [part for part, _ in self.groups]
+
+    def store(self, kb: KernelBuilder, amap: dict, state: Sequence[SSAValue], idx: Callable[[], list[SSAValue]]) -> None:
+        """Store `state` at `idx()` (called once per plane)."""
+        for part, comps in self.groups:
+            for plane, c in enumerate(comps):
+                kb.store([state[c]], amap[part], [kb.c(plane), *idx()])
+
+    def load(self, kb: KernelBuilder, amap: dict, idx: Callable[[], list[SSAValue]], lanes: int) -> list[list[SSAValue]]:
+        """Each lane's state at `idx()` (called once per plane: the index of lane 0)."""
+        planes: list = [None] * self.width
+        for part, comps in self.groups:
+            for plane, c in enumerate(comps):
+                planes[c] = kb.load(amap[part], [kb.c(plane), *idx()], lanes)
+        return [[p[l] for p in planes] for l in range(lanes)]
+
+
+def smem_planes(kb: KernelBuilder, shape: Callable[[int], list[int]], types: Sequence, name: str
+                ) -> list[tuple[SSAValue, list[int]]]:
+    """Shared buffers of partial states, one per component type (`plane_groups`), each of
+    `shape(its number of components)`: (the buffer, the components it holds)."""
+    return [(kb.alloc(shape(len(comps)), t, name if g == 0 else f"{name}_{F.dtype_name(t)}"), comps)
+            for g, (t, comps) in enumerate(plane_groups(types))]
+
+
+def _plane_of(groups: list, c: int) -> tuple[SSAValue, int, int]:
+    """(buffer, plane, planes in it) of component `c` in `smem_planes`' buffers."""
+    for buf, comps in groups:
+        if c in comps:
+            return buf, comps.index(c), len(comps)
+    raise AssertionError(c)
 
 
 def _inner(em: KernelEmitter, task: Task, materialized: set, args: set, src: SSAValue, view: ReductionView) -> None:
@@ -177,7 +217,7 @@ def _inner(em: KernelEmitter, task: Task, materialized: set, args: set, src: SSA
         xs = [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(src, idx, n_lanes)]
         if shift is not None:
             xs = [kb.fsub(x, shift) for x in xs]
-        return [st.update(kb, s, x) for s, x in zip(states, xs)]
+        return [st.update(kb, s, x, lambda l=l: kb.add(kb.mul(vec, n_lanes), l)) for l, (s, x) in enumerate(zip(states, xs))]
 
     def store(kb, amap, row, state):
         shift = first_of_row(kb, amap, row) if shifted else None
@@ -190,21 +230,19 @@ def _inner(em: KernelEmitter, task: Task, materialized: set, args: set, src: SSA
                            fold_elements, store, prepare=prepare, schedule=view.describe())
         return
     # Two kernels: partial states [*, row, chunk], then merge the chunks of each row.
-    part = _partials(em, [rows, chunks], st.width)
+    part = Partials(em, [rows, chunks], st.types)
 
     def store_partial(kb, amap, row, state, chunk):
-        for c, x in enumerate(state):
-            kb.store([x], amap[part], [kb.c(c), row, chunk])
+        part.store(kb, amap, state, lambda: [row, chunk])
 
-    vals1 = in_reads + [part]
+    vals1 = in_reads + part.values
     _row_reduce_kernel(em, em.kernel_buffers(vals1), vals1, rows, row_vecs, lanes, bx, by, chunks, st,
                        fold_elements, store_partial, prepare=prepare, schedule=view.describe())
 
     def merge_partials(kb, amap, row, chunk, n_lanes, states, _pre):
-        got = [kb.load(amap[part], [kb.c(c), row, chunk], 1)[0] for c in range(st.width)]
-        return [st.merge(kb, states[0], got)]
+        return [st.merge(kb, states[0], part.load(kb, amap, lambda: [row, chunk], 1)[0])]
 
-    vals2 = list(dict.fromkeys(list(task.outputs) + epi_reads + (in_reads if shifted else []))) + [part]
+    vals2 = list(dict.fromkeys(list(task.outputs) + epi_reads + (in_reads if shifted else []))) + part.values
     bx2 = min(1024, max(32, next_pow2(chunks)))
     _row_reduce_kernel(em, em.kernel_buffers(vals2), vals2, rows, chunks, 1, bx2, max(1, 256 // bx2), 1, st,
                        merge_partials, store, settle=False)
@@ -220,6 +258,7 @@ def _row_reduce_kernel(em: KernelEmitter, host_bufs, values, rows, row_vecs, lan
     """
     vecs_per_chunk = math.ceil(row_vecs / chunks)
     w = st.width
+    types = list(st.types)
 
     def body(kb: KernelBuilder, kargs):
         amap = em.arg_map(host_bufs, kargs, values)
@@ -232,7 +271,7 @@ def _row_reduce_kernel(em: KernelEmitter, host_bufs, values, rows, row_vecs, lan
         pre = prepare(kb, amap, row_c, lanes) if prepare else None
         init = st.identity(kb) * lanes
         loop = sched.ForOp(start, end, kb.c(1), init,
-                           Block(arg_types=[sched.IndexType()] + [f32] * (w * lanes)), bind="thread.x")
+                           Block(arg_types=[sched.IndexType()] + types * lanes), bind="thread.x")
         kb.emit(loop)
         lb = kb.at(loop.body.block)
         j, *flat = loop.body.block.args
@@ -285,7 +324,7 @@ def _outer(em: KernelEmitter, task: Task, materialized: set, args: set, src: SSA
         xs = [kb.ext(x) for x in Evaluator(kb, {v: amap[v] for v in in_reads})(src, idx, n_lanes)]
         if shifts is not None:
             xs = [kb.fsub(x, k) for x, k in zip(xs, shifts)]
-        return [st.update(kb, s, x) for s, x in zip(states, xs)]
+        return [st.update(kb, s, x, lambda: row) for s, x in zip(states, xs)]
 
     def store_out(kb, amap, col, state):
         col_idx = kb.delinearize(col, col_shape) if col_shape else []
@@ -297,13 +336,12 @@ def _outer(em: KernelEmitter, task: Task, materialized: set, args: set, src: SSA
         _col_reduce_kernel(em, em.kernel_buffers(vals), vals, rows, col_vecs, lanes, bx, by, 1, st,
                            fold_elements, store_out, prepare=prepare, schedule=view.describe())
         return
-    part = _partials(em, [chunks, cols], st.width)
+    part = Partials(em, [chunks, cols], st.types)
 
     def store_partial(kb, amap, col, state, chunk):
-        for c, x in enumerate(state):
-            kb.store([x], amap[part], [kb.c(c), chunk, col])
+        part.store(kb, amap, state, lambda: [chunk, col])
 
-    vals1 = in_reads + [part]
+    vals1 = in_reads + part.values
     _col_reduce_kernel(em, em.kernel_buffers(vals1), vals1, rows, col_vecs, lanes, bx, by, chunks, st,
                        fold_elements, store_partial, prepare=prepare, schedule=view.describe())
 
@@ -311,18 +349,18 @@ def _outer(em: KernelEmitter, task: Task, materialized: set, args: set, src: SSA
                     store_out)
 
 
-def _merge_partials(em: KernelEmitter, part: WorkspaceValue, chunks: int, cols: int, st, values: list[SSAValue],
+def _merge_partials(em: KernelEmitter, part: Partials, chunks: int, cols: int, st, values: list[SSAValue],
                     store) -> None:
-    """The kernel that merges `chunks` partial states of each of `cols` columns (the workspace
-    `part`, [width, chunks, cols]) and stores them with `store(kb, amap, col, state)`, which
+    """The kernel that merges `chunks` partial states of each of `cols` columns (the workspaces
+    `part`, [planes, chunks, cols]) and stores them with `store(kb, amap, col, state)`, which
     uses `values`."""
     lanes = vector_lanes(cols, 4)
 
     def merge(kb, amap, chunk, cvec, n_lanes, states, _pre):
-        planes = [kb.load(amap[part], [kb.c(c), chunk, kb.mul(cvec, n_lanes)], n_lanes) for c in range(st.width)]
-        return [st.merge(kb, s, [p[l] for p in planes]) for l, s in enumerate(states)]
+        got = part.load(kb, amap, lambda: [chunk, kb.mul(cvec, n_lanes)], n_lanes)
+        return [st.merge(kb, s, g) for s, g in zip(states, got)]
 
-    vals = list(dict.fromkeys(values)) + [part]
+    vals = list(dict.fromkeys(values)) + part.values
     bx, by, _ = outer_reduction_params(chunks, cols // lanes, em.opts.sms)
     _col_reduce_kernel(em, em.kernel_buffers(vals), vals, chunks, cols // lanes, lanes, bx, by, 1, st,
                        merge, store, settle=False)
@@ -367,7 +405,7 @@ def emit_joint_reduction(em: KernelEmitter, task: Task, materialized: set, args:
     def store_rows(kb, amap, row, state):
         store_row_outputs(kb, row_outs, amap, row, finalize(kb, row_op, state))
 
-    rowpart = _partials(em, [col_blocks, rows], rst.width) if col_blocks > 1 else None
+    rowpart = Partials(em, [col_blocks, rows], rst.types) if col_blocks > 1 else None
     rows_per_chunk = math.ceil(rows / chunks)
 
     # A row's partial goes to shared memory, not to global memory, inside the loop: a global store
@@ -375,7 +413,7 @@ def emit_joint_reduction(em: KernelEmitter, task: Task, materialized: set, args:
     # workspace from the input), and the loop would wait on each load in turn.
     def prepare(kb, amap, _cvec, _n_lanes):
         start = kb.mul(kb.bid("y"), rows_per_chunk) if chunks > 1 else kb.c(0)
-        return kb.alloc([rows_per_chunk, rst.width], f32, "row_partials"), start
+        return smem_planes(kb, lambda n: [rows_per_chunk, n], rst.types, "row_partials"), start
 
     def fold_both(kb, amap, row, cvec_c, n_lanes, states, pre):
         buf, start = pre
@@ -384,12 +422,17 @@ def emit_joint_reduction(em: KernelEmitter, task: Task, materialized: set, args:
         tx = kb.tid("x")
         in_range = kb.lt(kb.add(kb.mul(kb.bid("x"), bx), tx), col_vecs)  # clamped threads add nothing to the row
         part = rst.identity(kb)
-        for v in xs:
-            part = rst.update(kb, part, v)
+        for l, v in enumerate(xs):
+            part = rst.update(kb, part, v, lambda l=l: kb.add(kb.mul(cvec_c, n_lanes), l))
         part = warp_reduce(kb, rst, select_state(kb, in_range, part, rst.identity(kb)))
         local = kb.v(arith.SubiOp(row, start))
-        emit_if(kb, kb.eq(tx, 0), lambda b: [b.store([v], buf, [local, b.c(c)]) for c, v in enumerate(part)])
-        return [cst.update(kb, s, v) for s, v in zip(states, xs)]
+
+        def keep(b):
+            for c, v in enumerate(part):
+                sbuf, plane, _ = _plane_of(buf, c)
+                b.store([v], sbuf, [local, b.c(plane)])
+        emit_if(kb, kb.eq(tx, 0), keep)
+        return [cst.update(kb, s, v, lambda: row) for s, v in zip(states, xs)]
 
     def write_rows(kb, amap, pre):
         # Each warp writes a run of the chunk's rows, its 32 threads side by side.
@@ -404,28 +447,29 @@ def emit_joint_reduction(em: KernelEmitter, task: Task, materialized: set, args:
         kb.emit(loop)
         lb = kb.at(loop.body.block)
         i = loop.body.block.args[0]
-        state = [lb.load(buf, [i, lb.c(c)], 1)[0] for c in range(rst.width)]
+        state = []
+        for c in range(rst.width):
+            sbuf, plane, _ = _plane_of(buf, c)
+            state.append(lb.load(sbuf, [i, lb.c(plane)], 1)[0])
         row = lb.add(start, i)
         if rowpart is None:
             store_rows(lb, amap, row, state)
         else:
-            for c, v in enumerate(state):
-                lb.store([v], amap[rowpart], [lb.c(c), lb.bid("x"), row])
+            rowpart.store(lb, amap, state, lambda: [lb.bid("x"), row])
         lb.emit(sched.YieldOp())
 
     schedule = (f"joint row and column reduction of {list(shape)} as {rows} rows x {cols} columns: {bx}x{by} threads "
                 f"over {lanes}-element column vectors, {chunks} row chunk(s); each row folded per {bx} column vectors"
                 + (f", {col_blocks} partials per row merged by the next kernel" if rowpart is not None else ""))
-    row_vals = [rowpart] if rowpart is not None else row_outs + row_epi
+    row_vals = rowpart.values if rowpart is not None else row_outs + row_epi
     if chunks == 1:
         vals, store_col = list(dict.fromkeys(col_outs + row_vals + in_reads + col_epi)), store_cols
     else:
-        colpart = _partials(em, [chunks, cols], cst.width)
-        vals = list(dict.fromkeys(row_vals + in_reads + [colpart]))
+        colpart = Partials(em, [chunks, cols], cst.types)
+        vals = list(dict.fromkeys(row_vals + in_reads + colpart.values))
 
         def store_col(kb, amap, col, state, chunk):
-            for c, v in enumerate(state):
-                kb.store([v], amap[colpart], [kb.c(c), chunk, col])
+            colpart.store(kb, amap, state, lambda: [chunk, col])
     _col_reduce_kernel(em, em.kernel_buffers(vals), vals, rows, col_vecs, lanes, bx, by, chunks, cst,
                        fold_both, store_col, prepare=prepare, schedule=schedule, after_loop=write_rows)
     if rowpart is not None:
@@ -452,7 +496,7 @@ def _col_reduce_kernel(em: KernelEmitter, host_bufs, values, rows, col_vecs, lan
         end = kb.v(arith.MinUIOp(kb.add(start, rows_per_chunk), kb.c(rows))) if chunk is not None else kb.c(rows)
         pre = prepare(kb, amap, cvec_c, lanes) if prepare else None
         loop = sched.ForOp(start, end, kb.c(1), st.identity(kb) * lanes,
-                           Block(arg_types=[sched.IndexType()] + [f32] * (w * lanes)), bind="thread.y")
+                           Block(arg_types=[sched.IndexType()] + list(st.types) * lanes), bind="thread.y")
         kb.emit(loop)
         lb = kb.at(loop.body.block)
         r, *flat = loop.body.block.args
@@ -474,14 +518,21 @@ def _col_reduce_kernel(em: KernelEmitter, host_bufs, values, rows, col_vecs, lan
                     store(b, amap, col, s)
 
         if by > 1:
-            smem = kb.alloc([by, bx * lanes * w], f32, "column_partials")
-            for l, s in enumerate(states):
-                for c, x in enumerate(s):
-                    kb.store([x], smem, [ty, kb.add(kb.mul(tx, lanes * w), l * w + c)])
+            smem = smem_planes(kb, lambda n: [by, bx * lanes * n], st.types, "column_partials")
+            for buf, comps in smem:
+                n = len(comps)
+                for l, s in enumerate(states):
+                    for plane, c in enumerate(comps):
+                        kb.store([s[c]], buf, [ty, kb.add(kb.mul(tx, lanes * n), l * n + plane)])
             kb.emit(sched.BarrierOp())
 
-            def slot(b: KernelBuilder, y, l, c):
-                return [y, b.add(b.mul(tx, lanes * w), l * w + c)]
+            def at(b: KernelBuilder, y, l, c):
+                buf, plane, n = _plane_of(smem, c)
+                return buf, [y, b.add(b.mul(tx, lanes * n), l * n + plane)]
+
+            def load(b: KernelBuilder, y, l, c):
+                buf, ix = at(b, y, l, c)
+                return b.load(buf, ix, 1)[0]
 
             # Fold the `by` partial states of each column as a tree: every step halves the
             # rows still holding a state, all threads of those rows merging in parallel.
@@ -491,17 +542,17 @@ def _col_reduce_kernel(em: KernelEmitter, host_bufs, values, rows, col_vecs, lan
                 def merge_pair(b: KernelBuilder, half=half):
                     other = b.add(ty, half)
                     for l in range(lanes):
-                        mine = [b.load(smem, slot(b, ty, l, c), 1)[0] for c in range(w)]
-                        theirs = [b.load(smem, slot(b, other, l, c), 1)[0] for c in range(w)]
+                        mine = [load(b, ty, l, c) for c in range(w)]
+                        theirs = [load(b, other, l, c) for c in range(w)]
                         for c, x in enumerate(st.merge(b, mine, theirs)):
-                            b.store([x], smem, slot(b, ty, l, c))
+                            buf, ix = at(b, ty, l, c)
+                            b.store([x], buf, ix)
                 emit_if(kb, kb.lt(ty, half), merge_pair)
                 kb.emit(sched.BarrierOp())
                 half //= 2
 
             def store_row0(b: KernelBuilder):
-                emit_stores(b, [[b.load(smem, slot(b, b.c(0), l, c), 1)[0] for c in range(w)]
-                                for l in range(lanes)])
+                emit_stores(b, [[load(b, b.c(0), l, c) for c in range(w)] for l in range(lanes)])
             emit_if(kb, kb.andi(kb.eq(ty, 0), kb.lt(cvec, col_vecs)), store_row0)
         else:
             emit_if(kb, kb.lt(cvec, col_vecs), lambda b: emit_stores(b, states))
@@ -525,13 +576,22 @@ def block_reduce(kb: KernelBuilder, st, state: list[SSAValue], tx: SSAValue, ty:
     nwarps = bx // 32
     if nwarps <= 1:
         return state
-    w = len(state)
-    smem = kb.alloc([by * nwarps * w], f32, "warp_partials")
+    smem = smem_planes(kb, lambda n: [by * nwarps * n], st.types, "warp_partials")
     lane, warp = kb.rem(tx, 32), kb.div(tx, 32)
-    slot = kb.mul(kb.add(kb.mul(ty, nwarps), warp), w)
-    emit_if(kb, kb.eq(lane, 0), lambda b: [b.store([x], smem, [b.add(slot, c)]) for c, x in enumerate(state)])
+    mine = kb.add(kb.mul(ty, nwarps), warp)
+    slots = [kb.mul(mine, len(comps)) for _, comps in smem]
+
+    def keep(b: KernelBuilder):
+        for (buf, comps), slot in zip(smem, slots):
+            for plane, c in enumerate(comps):
+                b.store([state[c]], buf, [b.add(slot, plane)])
+    emit_if(kb, kb.eq(lane, 0), keep)
     kb.emit(sched.BarrierOp())
-    src = kb.mul(kb.add(kb.mul(ty, nwarps), kb.v(arith.MinUIOp(lane, kb.c(nwarps - 1)))), w)
-    got = [kb.load(smem, [kb.add(src, c)], 1)[0] for c in range(w)]
+    theirs = kb.add(kb.mul(ty, nwarps), kb.v(arith.MinUIOp(lane, kb.c(nwarps - 1))))
+    got: list = [None] * len(state)
+    for buf, comps in smem:
+        src = kb.mul(theirs, len(comps))
+        for plane, c in enumerate(comps):
+            got[c] = kb.load(buf, [kb.add(src, plane)], 1)[0]
     state = select_state(kb, kb.lt(lane, nwarps), got, st.identity(kb))
     return warp_reduce(kb, st, state)

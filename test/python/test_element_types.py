@@ -110,6 +110,8 @@ def _must_compile(op: str, dt: str) -> bool:
         return dt == "i1"
     if op in ORDERED_OPS:
         return dt in FLOATS + INTS + ["i1"]
+    if op == "fusion.reduce":  # a sum of integers (issue 31; of masks it must be i64, refused here)
+        return dt in FLOATS + INTS
     if op in INT_ONLY:
         return dt in INTS
     if op in INT_AND_MASK:

@@ -110,6 +110,28 @@ def _derive(op: str, rhs: str, operands: list[Value], dtype: str) -> tuple[bool,
     return False, level, dc
 
 
+def _reduction(kind: str, axis: tuple, keep: bool):
+    """fusion.reduce of `kind`, as torch's: integers and masks summed and multiplied in int64
+    (wrapping), floats in float64; any/all the nonzero test (NaN is nonzero); argmax/argmin the
+    first extreme's index within the reduced dims (numpy's, which counts NaN as both extremes),
+    over one dim or all of them."""
+    def wide(x):
+        return x.astype(np.int64) if x.dtype.kind in "biu" else x
+
+    def arg(x):
+        fn = np.argmax if kind == "argmax" else np.argmin
+        kept = [d for d in range(x.ndim) if d not in axis]
+        flat = np.transpose(x, kept + sorted(axis)).reshape([x.shape[d] for d in kept] + [-1])
+        out = fn(flat, axis=-1)
+        return out.reshape([1 if d in axis else x.shape[d] for d in range(x.ndim)]) if keep else out
+    fns = {"sum": lambda x: np.sum(wide(x), axis=axis, keepdims=keep),
+           "prod": lambda x: np.prod(wide(x), axis=axis, keepdims=keep),
+           "max": lambda x: np.max(x, axis=axis, keepdims=keep), "min": lambda x: np.min(x, axis=axis, keepdims=keep),
+           "any": lambda x: np.any(x != 0, axis=axis, keepdims=keep),
+           "all": lambda x: np.all(x != 0, axis=axis, keepdims=keep), "argmax": arg, "argmin": arg}
+    return fns[kind]
+
+
 def _elems(rhs: str) -> list[str]:
     """The element types of the tensor types in an op's text, in order (short names: u8 for ui8)."""
     return [{"ui8": "u8"}.get(t, t) for t in re.findall(r"x([a-z]+\d*)>", rhs)]
@@ -350,10 +372,7 @@ class _Semantics:
         if op in _INT_NUMPY and _elems(rhs)[-1] in INTS:
             return _INT_NUMPY[op]
         if op == "reduce":
-            fn = {"sum": np.sum, "max": np.max, "min": np.min}[rhs.split()[1]]
-            axis = _dims_of(rhs)
-            keep = "keepdim" in rhs
-            return lambda x: fn(x, axis=axis, keepdims=keep)
+            return _reduction(rhs.split()[1], _dims_of(rhs), "keepdim" in rhs)
         if op == "permute":
             perm = tuple(int(d) for d in re.search(r"\[([\d, ]*)\]", rhs).group(1).split(","))
             return lambda x: np.transpose(x, perm)
@@ -386,8 +405,14 @@ class _Semantics:
         if op in _STEP:  # exact where it counts (don't-care where the operand's error may flip it)
             return lambda vals, mags: np.abs(fn(vals[0]))
         if op == "reduce":
-            axis, keep = _dims_of(rhs), "keepdim" in rhs
-            return lambda vals, mags: np.sum(mags[0], axis=axis, keepdims=keep) if "sum" in rhs.split()[1] else \
+            axis, keep, red = _dims_of(rhs), "keepdim" in rhs, rhs.split()[1]
+            if red == "prod":  # each factor's relative error, and a rounding per product
+                def prod_magnitude(vals, mags):
+                    n = np.prod([vals[0].shape[a] for a in axis])
+                    rel = np.sum(mags[0] / np.abs(vals[0]), axis=axis, keepdims=keep)
+                    return np.abs(fn(vals[0])) * (rel + n)
+                return prod_magnitude
+            return lambda vals, mags: np.sum(mags[0], axis=axis, keepdims=keep) if red == "sum" else \
                 np.max(mags[0], axis=axis, keepdims=keep)
         if op in ("add", "sub"):
             return lambda vals, mags: mags[0] + mags[1]

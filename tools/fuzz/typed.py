@@ -19,7 +19,10 @@ dropout-backward pattern grad * cast(keep) * 1.25, sometimes summed; broadcast, 
 reshape and segment_set of i1, integer, f64, f16 and bf16 values (so masks and integers cross
 kernel boundaries); div, pow, sqrt, rsqrt and tanh-form gelu; rarely a float far outside i64
 (saturating) or a NaN cast to i1 or an integer. The values it returns are masks, integers, f64,
-f16 and bf16 values and f32 ones.
+f16 and bf16 values and f32 ones. Reductions of issue 31 (`typed_reduce`): sum, prod, max and
+min of integer and mask values (in i64 or their type), any and all of every type, argmax and
+argmin of exact integers, masks and f32 / bf16 inputs (ties and, in floats, NaN), and f32
+products of factors near 1, over rows or columns.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ class _TypedPart:
         start = len(self.made)
         features = [(self.cmp_alone, 2), (self.where, 3), (self.dropout, 2), (self.use_int, 3), (self.f64, 3),
                     (self.lowp, 3), (self.shape_op, 7), (self.float_op, 3), (self.special, 0.4), (self.int_casts, 6),
-                    (self.int_math, 6)]
+                    (self.int_math, 6), (self.typed_reduce, 8)]
         for _ in range(rng.randint(3, 8)):
             rng.choices([f for f, _ in features], [w for _, w in features])[0]()
         leaves = [v for v in self.made[start:] if not self.uses.get(v.name)]
@@ -73,6 +76,48 @@ class _TypedPart:
         outs = rng.sample(typed, min(n, len(typed)))
         outs += rng.sample(floats, min(n - len(outs), len(floats)))
         return [self.out_cast(v) for v in outs]
+
+    def typed_reduce(self) -> Value:
+        """A reduction of issue 31 over the rows or columns of an exact value: sum, prod, max or
+        min of an integer or a mask; any, all, argmax or argmin of those or of an f32 or bf16
+        input (ties: bf16 values, or small integers cast to f32; NaN where the input is past
+        1.9 now and then); an f32 product of factors 1 + x / n, which stays in range."""
+        rng = self.rng
+        op = rng.choice(["sum", "prod", "max", "min", "any", "all", "argmax", "argmin"])
+        floats = ("f32", "bf16") if op in ("any", "all", "argmax", "argmin") else ("f32",) if op == "prod" else ()
+        dtype = rng.choice(DISCRETE + floats)
+        rank = len(self.shape("full"))
+        kind = rng.choice([k for k in self.reduced_kinds() if not op.startswith("arg") or len(self.dims(k)[0]) in (1, rank)])
+        dims, n = self.dims(kind)
+        ty = self.ty("full")
+        if dtype in DISCRETE:
+            x = self.make(dtype, "full")
+            if x.dc or not x.exact:
+                x = self.new_input("full", dtype)
+        elif op == "prod":
+            x = self.new_input("full", dtype)
+            y = self.emit("pf", "full", f"fusion.mul %{x.name}, %{(c := self.const(1.0 / n, 'full')).name} : {ty}",
+                          [x, c], listed=False)
+            x = self.emit("pf", "full", f"fusion.add %{y.name}, %{(c := self.const(1.0, 'full')).name} : {ty}",
+                          [y, c], listed=False)
+        else:
+            x = self.new_input("full", dtype) if dtype == "bf16" or rng.random() < 0.5 else \
+                self.cast(self.new_input("full", "i8"), "f32")
+            if rng.random() < 0.4:  # NaN is nonzero, and the max and the min
+                t = self.ty("full", dtype)
+                m = self.emit("nm", "full", f"fusion.cmp gt, %{x.name}, %{(c := self.const(1.9, 'full', dtype)).name}"
+                                            f" : {t}", [x, c], "i1", listed=False)
+                x = self.emit("nw", "full", f"fusion.where %{m.name}, %{(c := self.const(math.nan, 'full', dtype)).name}"
+                                            f", %{x.name} : {t}", [m, c, x], dtype, listed=False)
+        out = {"sum": "i64", "prod": "i64", "any": "i1", "all": "i1", "argmax": "i64", "argmin": "i64"}.get(op, dtype)
+        if op == "prod" and dtype not in DISCRETE:
+            out = dtype
+        v = self.emit("rd", kind, f"fusion.reduce {op} %{x.name} dims {dims} : {self.ty('full', x.dtype)} to "
+                                  f"{self.ty(kind, out)}", [x], out, listed=False)
+        if out in INTS:
+            v.bound = {"sum": min(n * max(x.bound, 1.0), INT_LIMIT["i64"]), "prod": INT_LIMIT["i64"], "argmax": float(n),
+                       "argmin": float(n)}.get(op, x.bound)
+        return self.keep(v)
 
     def keep(self, v: Value) -> Value:
         """File a value of the typed part: f32 ones with the float values, others with the typed."""

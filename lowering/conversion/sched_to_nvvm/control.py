@@ -5,7 +5,8 @@
   the step is a constant. When the trip count is a constant that the binding covers, the loop becomes
   an `scf.if` (or, when it covers it exactly, straight-line code). The `sched.yield` of a loop that
   stays a loop becomes `scf.yield` when the walker reaches it, after the body;
-- `sched.barrier` / `sched.shfl_xor` become `nvvm.barrier` / `nvvm.shfl.sync bfly`;
+- `sched.barrier` / `sched.shfl_xor` become `nvvm.barrier` / `nvvm.shfl.sync bfly` (an i64 as two
+  shuffles of its 32-bit halves);
 - `sched.griddepcontrol wait|launch_dependents` becomes `nvvm.griddepcontrol` of the same kind;
 - `sched.return` becomes `llvm.return`.
 """
@@ -13,7 +14,7 @@
 from __future__ import annotations
 
 from xdsl.dialects import arith, llvm, scf
-from xdsl.dialects.builtin import i32
+from xdsl.dialects.builtin import i32, i64
 from xdsl.ir import Block, Region
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
@@ -102,7 +103,19 @@ class LowerShflXor(KernelPattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: sched.ShflXorOp, rewriter: PatternRewriter) -> None:
         c = self.k.const
-        rewriter.replace(op, ShflOp(ShflKind.BFLY, c(-1, i32), op.value, c(op.offset.value.data, i32), c(0x1F, i32)))
+
+        def shfl(v):
+            return ShflOp(ShflKind.BFLY, c(-1, i32), v, c(op.offset.value.data, i32), c(0x1F, i32))
+        if op.value.type != i64:
+            rewriter.replace(op, shfl(op.value))
+            return
+        # A 64-bit value goes as its two 32-bit halves (shfl.sync moves 32 bits).
+        lo = arith.TruncIOp(op.value, i32)
+        hi = arith.TruncIOp(arith.ShRUIOp(op.value, c(32, i64)), i32)
+        lo2, hi2 = shfl(lo), shfl(hi)
+        wide = [arith.ExtUIOp(lo2, i64), arith.ExtUIOp(hi2, i64)]
+        up = arith.ShLIOp(wide[1], c(32, i64))
+        rewriter.replace(op, [lo, hi.input.owner, hi, lo2, hi2, *wide, up, arith.OrIOp(wide[0], up)])
 
 
 class LowerGridDepControl(RewritePattern):

@@ -262,9 +262,9 @@ func.func @add_i8_u8(%x: tensor<4xi8>, %y: tensor<4xui8>) -> tensor<4xi8> {
 
 // -----
 
-// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.reduce' op kind 'prod' is not one of sum, max, min
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.reduce' op kind 'mean' is not one of sum, max, min, prod, any, all, argmax, argmin
 func.func @reduce_kind(%x: tensor<4x8xf32>) -> tensor<4xf32> {
-  %0 = fusion.reduce prod %x dims [1] : tensor<4x8xf32> to tensor<4xf32>
+  %0 = fusion.reduce mean %x dims [1] : tensor<4x8xf32> to tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
 
@@ -302,10 +302,68 @@ func.func @reduce_dtype(%x: tensor<4x8xf16>) -> tensor<4xbf16> {
 
 // -----
 
-// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.reduce' op operand #0 ('input') has element type i64, expected one of bf16, f16, f32
-func.func @reduce_int(%x: tensor<4x8xi64>) -> tensor<4xi64> {
-  %0 = fusion.reduce sum %x dims [1] : tensor<4x8xi64> to tensor<4xi64>
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.reduce' op operand #0 ('input') has element type f64, expected one of bf16, f16, f32, i8, i16, i32, i64, u8, i1
+func.func @reduce_f64(%x: tensor<4x8xf64>) -> tensor<4xf64> {
+  %0 = fusion.reduce sum %x dims [1] : tensor<4x8xf64> to tensor<4xf64>
+  func.return %0 : tensor<4xf64>
+}
+
+// -----
+
+// A sum of masks counts them: its result is i64, never i1
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.reduce' op sum of i1 has result element type i1, expected i64
+func.func @reduce_sum_mask(%x: tensor<4x8xi1>) -> tensor<4xi1> {
+  %0 = fusion.reduce sum %x dims [1] : tensor<4x8xi1> to tensor<4xi1>
+  func.return %0 : tensor<4xi1>
+}
+
+// -----
+
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.reduce' op sum of i8 has result element type i32, expected i64 or i8
+func.func @reduce_sum_i8(%x: tensor<4x8xi8>) -> tensor<4xi32> {
+  %0 = fusion.reduce sum %x dims [1] : tensor<4x8xi8> to tensor<4xi32>
+  func.return %0 : tensor<4xi32>
+}
+
+// -----
+
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.reduce' op max of i16 has result element type i64, expected i16
+func.func @reduce_max_i16(%x: tensor<4x8xi16>) -> tensor<4xi64> {
+  %0 = fusion.reduce max %x dims [1] : tensor<4x8xi16> to tensor<4xi64>
   func.return %0 : tensor<4xi64>
+}
+
+// -----
+
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.reduce' op any of f32 has result element type f32, expected i1
+func.func @reduce_any_type(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  %0 = fusion.reduce any %x dims [1] : tensor<4x8xf32> to tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.reduce' op argmax of bf16 has result element type i32, expected i64
+func.func @reduce_argmax_type(%x: tensor<4x8xbf16>) -> tensor<4xi32> {
+  %0 = fusion.reduce argmax %x dims [1] : tensor<4x8xbf16> to tensor<4xi32>
+  func.return %0 : tensor<4xi32>
+}
+
+// -----
+
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.reduce' op argmin reduces dims [0, 2] of tensor<4x8x3xf32>: it takes one dim or all of them
+func.func @reduce_argmin_dims(%x: tensor<4x8x3xf32>) -> tensor<8xi64> {
+  %0 = fusion.reduce argmin %x dims [0, 2] : tensor<4x8x3xf32> to tensor<8xi64>
+  func.return %0 : tensor<8xi64>
+}
+
+// -----
+
+// As torch's: integer variances are refused (cast to a float first)
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.var_mean' op operand #0 ('input') has element type i32, expected one of bf16, f16, f32
+func.func @var_mean_int(%x: tensor<4x8xi32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %v, %m = fusion.var_mean %x dims [1] correction 1 : tensor<4x8xi32> to tensor<4xf32>, tensor<4xf32>
+  func.return %v, %m : tensor<4xf32>, tensor<4xf32>
 }
 
 // -----
