@@ -102,7 +102,10 @@ def test_iota_equals_torch_arange(dtype):
         fb.output(fuser.arange(start, end, step, dtype=dtype, builder=fb))
     got = torch.as_tensor(fuser.compile(fb)())
     tdt = {"i64": torch.int64, "i32": torch.int32, "f32": torch.float32, "bf16": torch.bfloat16, "f64": torch.float64}
-    want = torch.arange(start, end, step, dtype=tdt[dtype], device="cuda").cpu()
+    # (torch's bf16 arange rounds i * step and the sum each to bf16; fuser computes in f32 and
+    # rounds once: torch's f32 arange rounded to bf16)
+    want = torch.arange(start, end, step, dtype=tdt["f32" if dtype == "bf16" else dtype], device="cuda")
+    want = want.to(tdt[dtype]).cpu()
     torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0)
 
 
@@ -142,4 +145,10 @@ def test_dropout_residual_layer_norm_forward_and_backward(dtype):
         inputs = [torch.randn(s, device="cuda", dtype=torch.float32).to(workloads.torch_dtype(torch, d))
                   for s, d in w.inputs(w.shape, dtype)]
         got = fuser.compile(w.fusion())(*inputs)
-        assert w.check(got, inputs) <= w.rtol
+        if w.check is not None:  # (the forward: torch's result recomputed from fuser's mask)
+            assert w.check(got, inputs) <= w.rtol
+        else:
+            want = w.torch_fn(*inputs)
+            for g, r in zip(got, want):
+                assert g.dtype == r.dtype
+                assert ((g.double() - r.double()).norm() / r.double().norm()).item() <= w.rtol

@@ -588,7 +588,7 @@ def dropout_residual_layer_norm_backward(dtype: str, shape: Shape, quick_shape: 
         c1 = fapi.sum(xhat * wdy, [1]) * (1.0 / c)
         c2 = fapi.sum(wdy, [1]) * (1.0 / c)
         ds = (wdy - xhat * fapi.broadcast(c1, s, [1]) - fapi.broadcast(c2, s, [1])) * fapi.broadcast(rstd, s, [1])
-        return _finish(fb, _round_out(ds, d), _named(fapi.dropout_backward(ds, m, DROPOUT_P), "dx"))
+        return _finish(fb, _round_out(ds, d), _named(fapi.cast(fapi.dropout_backward(ds, m, DROPOUT_P), d), "dx"))
 
     def ref(dy, s, w, mean, rstd, m):
         c = s.shape[-1]
