@@ -33,12 +33,14 @@ reference interpreter and every stage's IR at hand.
 from __future__ import annotations
 
 import builtins
+import math
 import numbers
 import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
@@ -65,6 +67,7 @@ __all__ = [
     "broadcast_to", "broadcast", "reshape", "permute", "amax", "amin", "prod", "argmax", "argmin", "welford",
     "var_mean",
     "matmul", "segment_set",
+    "iota", "arange", "uniform", "normal", "rand_like", "randn_like", "dropout", "dropout_backward",
 ]
 
 Shape = Sequence[int]
@@ -882,6 +885,114 @@ def cast(x: Tensor, dtype: str) -> Tensor:
 
 def full(value: float, shape: Shape, dtype: str = "f32", *, builder: FusionBuilder) -> Tensor:
     return builder.full(value, shape, dtype)
+
+
+# ------------------------------------------------------ creation and random numbers
+
+
+def iota(length: int | Shape, start: float = 0, step: float = 1, dtype: str = "i64", *,
+         builder: FusionBuilder) -> Tensor:
+    """nvFuser's iota: `start + i * step` for i = 0 .. length - 1 (`fusion.iota`; a shape gives
+    the values by row-major linear index). Floats compute in f32 (f64 in f64), integers in i64
+    wrapping to `dtype`."""
+    return builder._emit(F.IotaOp(_shape_tuple(length), _dtype_attr(dtype), start, step))
+
+
+def arange(start: float, end: float | None = None, step: float = 1, dtype: str | None = None, *,
+           builder: FusionBuilder) -> Tensor:
+    """torch.arange: `arange(end)` or `arange(start, end, step)`, ceil((end - start) / step)
+    values; dtype i64 when every bound is an int, else f32 (torch's default)."""
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise ValueError("arange: step must be nonzero")
+    if dtype is None:
+        dtype = "i64" if builtins.all(isinstance(v, numbers.Integral) for v in (start, end, step)) else "f32"
+    length = max(0, math.ceil((end - start) / step))
+    return iota(length, start, step, dtype, builder=builder)
+
+
+def _rng_operand(x: Tensor | int, what: str, builder: FusionBuilder | None) -> Tensor:
+    """A seed or offset: a 0-d i64 input (a runtime value: `fb.input((), "i64")`) or a Python int
+    (a constant in the IR, at most 2^53)."""
+    if isinstance(x, Tensor):
+        if x.shape != () or x.dtype != "i64":
+            raise TypeError(f"{what} must be a 0-d i64 tensor (fb.input((), 'i64')) or an int, got {x.type}")
+        return x
+    if isinstance(x, numbers.Integral) and not isinstance(x, bool):
+        if builder is None:
+            raise TypeError(f"{what}: an int seed and offset need builder=")
+        return builder.full(int(x), (), "i64")
+    raise TypeError(f"{what} must be a 0-d i64 tensor or an int, got {type(x).__name__}")
+
+
+def _random(cls, shape: Shape, seed: Tensor | int, offset: Tensor | int, p0: float, p1: float, dtype: str,
+            builder: FusionBuilder | None) -> Tensor:
+    fb = builder or next((t.builder for t in (seed, offset) if isinstance(t, Tensor)), None)
+    seed, offset = _rng_operand(seed, "seed", fb), _rng_operand(offset, "offset", fb)
+    if seed.builder is not offset.builder:
+        raise ValueError("seed and offset belong to different FusionBuilders")
+    return seed.builder._emit(cls(seed.value, offset.value, _shape_tuple(shape), _dtype_attr(dtype), p0, p1))
+
+
+def uniform(shape: Shape, seed: Tensor | int, offset: Tensor | int, low: float = 0.0, high: float = 1.0,
+            dtype: str = "f32", *, builder: FusionBuilder | None = None) -> Tensor:
+    """Uniform random numbers in [low, high) (`fusion.uniform`, Philox 4x32-10): the same
+    seed and offset give the same numbers in every schedule and in the reference; draw again with
+    the next offset. f32, f16, bf16 or f64. Not torch's stream."""
+    return _random(F.UniformOp, shape, seed, offset, low, high, dtype, builder)
+
+
+def normal(shape: Shape, seed: Tensor | int, offset: Tensor | int, mean: float = 0.0, std: float = 1.0,
+           dtype: str = "f32", *, builder: FusionBuilder | None = None) -> Tensor:
+    """Normal random numbers (`fusion.normal`, Box-Muller on Philox 4x32-10); f32, f16, bf16."""
+    return _random(F.NormalOp, shape, seed, offset, mean, std, dtype, builder)
+
+
+def rand_like(x: Tensor, seed: Tensor | int, offset: Tensor | int, dtype: str | None = None) -> Tensor:
+    """torch.rand_like: uniform [0, 1) numbers of x's shape and (float) dtype."""
+    x = _as_tensor(x, "rand_like")
+    return uniform(x.shape, seed, offset, 0.0, 1.0, dtype or x.dtype, builder=x.builder)
+
+
+def randn_like(x: Tensor, seed: Tensor | int, offset: Tensor | int, dtype: str | None = None) -> Tensor:
+    """torch.randn_like: standard normal numbers of x's shape and (float) dtype."""
+    x = _as_tensor(x, "randn_like")
+    return normal(x.shape, seed, offset, 0.0, 1.0, dtype or x.dtype, builder=x.builder)
+
+
+def dropout(x: Tensor, p: float, seed: Tensor | int, offset: Tensor | int, train: bool = True
+            ) -> tuple[Tensor, Tensor]:
+    """torch.native_dropout: (x * mask / (1 - p), mask), the mask an i1 tensor (true: kept)
+    drawn as uniform < 1 - p (an f32 uniform of x's shape; 1 - p rounded to f32, which the
+    24-bit uniform numbers compare exactly). The product is computed in f32 (f64 for f64) and
+    rounded once to x's dtype, as torch's kernel does. p = 1 drops
+    everything; train=False keeps everything (x itself and an all-true mask)."""
+    x = _as_tensor(x, "dropout")
+    if _category(x.dtype) < 2:
+        raise TypeError(f"dropout: expected a float tensor, got {x.type}")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout: p must be in [0, 1], got {p}")
+    fb = x.builder
+    if not train or p == 0.0:
+        _rng_operand(seed, "seed", fb), _rng_operand(offset, "offset", fb)
+        return x, fb.full(1, x.shape, "i1")
+    keep = float(np.float32(1.0 - p))
+    mask = uniform(x.shape, seed, offset, 0.0, 1.0, "f32", builder=fb) < keep
+    return dropout_backward(x, mask, p), mask
+
+
+def dropout_backward(grad: Tensor, mask: Tensor, p: float) -> Tensor:
+    """torch.native_dropout_backward: grad * mask / (1 - p), rounded once to grad's dtype (0
+    everywhere for p = 1)."""
+    grad, mask = _as_tensor(grad, "dropout_backward"), _as_tensor(mask, "dropout_backward")
+    if mask.dtype != "i1":
+        raise TypeError(f"dropout_backward: the mask must be an i1 tensor, got {mask.type}")
+    if _category(grad.dtype) < 2:
+        raise TypeError(f"dropout_backward: expected a float tensor, got {grad.type}")
+    wide = "f64" if grad.dtype == "f64" else "f32"  # (the scale is not rounded to bf16 / f16 first)
+    scaled = cast(grad, wide) * (1.0 / (1.0 - p) if p < 1.0 else 0.0)
+    return cast(where(mask, scaled, 0.0), grad.dtype)
 
 
 # ------------------------------------------------------------------ shape ops

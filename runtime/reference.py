@@ -28,6 +28,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from fuser.dialects.fusion import dtype_name
 from fuser.dialects.ir import parse_module
+from fuser.runtime import philox
 from fuser.runtime.arrays import ArgumentError  # the same error the GPU executor raises
 
 
@@ -443,6 +444,8 @@ def _eval_op(it: _Interp, op: Operation, ins: list[np.ndarray]) -> list[np.ndarr
         # split-K: one partial product per K-chunk (the last may be shorter), stacked on axis 0
         k = a.shape[1]
         return [np.stack([a[:, s:s + kc] @ b[s:s + kc, :] for s in range(0, k, kc)])]
+    if name in ("fusion.iota", "fusion.uniform", "fusion.normal"):
+        return [_creation(it, op, ins)]
     raise UnsupportedOpError(f"reference interpreter: no semantics for op '{name}'")
 
 
@@ -464,6 +467,26 @@ def _reduce(it: _Interp, kind: str, x: np.ndarray, dims: list[int], keep: bool) 
     flat = flat.astype(np.float64) if flat.dtype == NUMPY_DTYPES["bf16"] else flat
     idx = (np.argmax if kind == "argmax" else np.argmin)(flat, axis=-1).astype(np.int64)
     return idx.reshape([1 if d in dims else x.shape[d] for d in range(x.ndim)]) if keep else idx
+
+
+def _creation(it: _Interp, op: Operation, ins: list[np.ndarray]) -> np.ndarray:
+    """fusion.iota, uniform and normal (dialects/fusion/creation.py): from each element's linear
+    index, floats computed in f32 (f64 for f64 results and in f64 precision), as the kernels do."""
+    shape, dtype = _shape(op.result), _elem_name(op.result)
+    n = math.prod(shape)
+    ftype = np.float64 if it.f64 or dtype == "f64" else np.float32
+    if op.name == "fusion.iota" and dtype not in _FLOAT_NAMES:  # in i64, wrapping
+        i = np.arange(n, dtype=np.int64)
+        out = i * np.int64(op.step.value.data) + np.int64(op.start.value.data)
+    elif op.name == "fusion.iota":
+        out = np.arange(n, dtype=np.int64).astype(ftype) * ftype(op.step.value.data) + ftype(op.start.value.data)
+    else:
+        seed, offset = int(ins[0]), int(ins[1])
+        if op.name == "fusion.uniform":
+            out = philox.uniform(n, dtype, seed, offset, op.low.value.data, op.high.value.data, ftype)
+        else:
+            out = philox.normal(n, seed, offset, op.mean.value.data, op.std.value.data, ftype)
+    return out.reshape(shape)
 
 
 def _check_args(func: FuncOp, args: Sequence[object]) -> list[np.ndarray]:

@@ -15,6 +15,7 @@ The package, by concern:
     pointwise  unary and binary math, cmp, where, cast, full
     shape      broadcast, reshape, permute, segment_set
     reduction  reduce, welford, var_mean
+    creation   iota and the random numbers uniform, normal (Philox 4x32-10)
     matmul     matmul (and its split-K form)
     segment    segment (the ops of one kernel task, from fusion-segment or by hand) and yield
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from xdsl.ir import Dialect
 
+from .creation import CREATION_OPS, RANDOM_OPS, IotaOp, NormalOp, RandomOp, UniformOp
 from .matmul import MatmulOp
 from .pointwise import (
     BINARY_OPS,
@@ -155,7 +157,7 @@ from .types import (
 Fusion = Dialect(
     "fusion",
     [*UNARY_OPS, *BINARY_OPS, *FLOAT_TEST_OPS, *LOGICAL_OPS, CmpOp, WhereOp, CastOp, BroadcastOp, ReshapeOp, PermuteOp, SegmentSetOp, FullOp,
-     ReduceOp, WelfordOp, VarMeanOp, MatmulOp, SegmentOp, YieldOp],
+     ReduceOp, WelfordOp, VarMeanOp, MatmulOp, SegmentOp, YieldOp, *CREATION_OPS],
     [],
 )
 
@@ -176,6 +178,8 @@ __all__ = [
     "FloatTestOp", "IsNanOp", "IsInfOp", "IsFiniteOp", "IsPosInfOp", "IsNegInfOp", "SignbitOp", "FLOAT_TEST_OPS",
     "LogicalNotOp", "LogicalBinaryOp", "LogicalAndOp", "LogicalOrOp", "LogicalXorOp", "LOGICAL_OPS",
     "CMP_PREDICATES", "CmpOp", "WhereOp", "CastOp", "FullOp", "_float_text", "POINTWISE_OPS",
+    # creation
+    "IotaOp", "RandomOp", "UniformOp", "NormalOp", "RANDOM_OPS", "CREATION_OPS",
     # shape
     "BroadcastOp", "ReshapeOp", "PermuteOp", "SegmentSetOp", "SHAPE_OPS",
     # reduction

@@ -22,6 +22,7 @@ from fuser.dialects.math_ext import ErfcOp, ErfinvOp
 from fuser.lowering.common import ScheduleError, shape_of
 from fuser.lowering.emitters.kernel_builder import KernelBuilder, f32, index
 from fuser.lowering.provenance import located
+from fuser.lowering.emitters.random import emit_iota, emit_random
 
 
 class Evaluator:
@@ -102,6 +103,10 @@ class Evaluator:
                 n = int(op.value.value.data) % (1 << w) if w > 1 else int(op.value.value.data)
                 return [kb.const(n - (1 << w) if w > 1 and n >= 1 << (w - 1) else n, compute_type(et))] * lanes
             return [kb.cf(_round_const(op.value.value.data, et))] * lanes
+        if isinstance(op, F.IotaOp):
+            return emit_iota(kb, op, idx, lanes)
+        if isinstance(op, F.RandomOp):  # (its seed and offset are 0-d: read at the empty index)
+            return emit_random(kb, op, self(op.seed, [], 1)[0], self(op.offset, [], 1)[0], idx, lanes)
         if isinstance(op, F.BroadcastOp):
             new = set(op.dims.get_values())
             rank = len(shape_of(v))

@@ -30,7 +30,8 @@ def _inputs(outputs: list[SSAValue], materialized: set, args: set) -> tuple[dict
 def _grid_stride(outputs: list[SSAValue], reads: list[SSAValue], opts) -> tuple[int, int, int, int]:
     """(lanes per access, vectors, threads per block, blocks) of the grid-stride kernel."""
     shape = shape_of(outputs[0])
-    max_bytes = max(elem_bytes(F._elem(v)) for v in list(outputs) + reads)
+    # (a 0-d read, such as a random op's seed, is one scalar load: it does not narrow the vectors)
+    max_bytes = max(elem_bytes(F._elem(v)) for v in list(outputs) + [r for r in reads if shape_of(r)])
     lanes = vector_lanes(shape[-1], max_bytes, opts.vector) if shape else 1
     nvec = math.prod(shape) // lanes
     block, grid = pointwise_params(nvec, opts.sms, opts.block)

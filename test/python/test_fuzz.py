@@ -187,7 +187,7 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
                 seen[("reduce", op.kind.data, name(op.input.type))] += 1
             if isinstance(op, (*F.SHAPE_OPS, F.SegmentSetOp, F.CmpOp)):
                 seen[(op.name, name(op.operands[0].type))] += 1
-            if isinstance(op, (F.WhereOp, F.FullOp, F.UnaryOp, F.BinaryOp)):
+            if isinstance(op, (F.WhereOp, F.FullOp, F.UnaryOp, F.BinaryOp, *F.CREATION_OPS)):
                 seen[(op.name, name(op.results[0].type))] += 1
     types, floats = list(F.DTYPE_NAMES), [F.dtype_name(t()) for t in F.FLOAT_TYPES]
     want = {("op", op.name) for op in F.Fusion.operations if op.name not in NOT_FUZZED}
@@ -203,6 +203,10 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
     want |= {(op.name, t) for op in (F.CmpOp, F.WhereOp, F.FullOp) for t in ints + ["i1"]}
     # every reduce kind over every integer type, masks and f32 (issue 31)
     want |= {("reduce", k, t) for k in F.REDUCE_KINDS for t in ints + ["i1", "f32"]}
+    # iota over every numeric type, uniform and normal over each float type they take (issue 31)
+    from fuser.dialects.fusion.creation import IOTA_TYPES
+    for op, allowed in ((F.IotaOp, IOTA_TYPES), (F.UniformOp, F.UniformOp.ELEMENTS), (F.NormalOp, F.NormalOp.ELEMENTS)):
+        want |= {(op.name, F.dtype_name(t() if isinstance(t, type) else t)) for t in allowed}
     missing = sorted(want - set(seen))
     assert not missing, f"never generated over {COVERAGE_SEEDS} seeds: {missing}"
     assert fuzz.CMP_PREDICATES == F.CMP_PREDICATES

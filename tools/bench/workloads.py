@@ -25,7 +25,7 @@ from fuser.api import FusionBuilder, Tensor
 Shape = tuple[int, ...]
 
 GiB = 1 << 30
-ELEM_BYTES = {"f32": 4, "bf16": 2, "f16": 2}
+ELEM_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "i64": 8, "i1": 1}
 NORM_RTOL = {"f32": 1e-4, "bf16": 1e-2, "f16": 1e-2}
 MATMUL_RTOL = 2e-2   # norm-wise, against cuBLAS's bf16 output: a few bf16 ulps of the output scale
 LN_EPS = 1e-5
@@ -64,6 +64,9 @@ class Workload:
     # Options for this row's fusion-split-k ("strategy=serial"), added to the run's pipeline:
     # the large-K rows compare the split-K strategies side by side.
     split_k: str = ""
+    # check(fuser's outputs, inputs) -> relative error, for rows whose outputs torch cannot
+    # reproduce (random numbers: torch's own dropout mask differs); None: against torch_fn's.
+    check: Callable[[Any, list[Any]], float] | None = None
 
     def scales_for(self, shape: Shape) -> list[float]:
         n = len(self.inputs(shape, self.dtype))
@@ -499,6 +502,113 @@ def matmul(epilogue: str, shape: Shape, quick_shape: Shape, dtype: str = "bf16",
 # Full shapes follow PERF.md's anchors; quick shapes keep the aspect and stay small.
 _BIG_1D = (GiB // 2,)                  # 2^29 elements: 2 GiB f32, 1 GiB bf16
 _QUICK_1D = (1 << 22,)
+DROPOUT_P = 0.1
+
+
+def torch_dtype(torch: Any, d: str) -> Any:
+    return {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "i64": torch.int64,
+            "i1": torch.bool}[d]
+
+
+def _rel_err(got: Sequence[Any], want: Sequence[Any]) -> float:
+    worst = 0.0
+    for g, w in zip(got, want):
+        g, w = g.double(), w.double()
+        worst = max(worst, ((g - w).norm() / max(w.norm(), 1e-30)).item())
+    return worst
+
+
+def _ln_forward(torch: Any, h: Any, res: Any, w: Any, b: Any) -> tuple:
+    s = h + res
+    y, mean, rstd = torch.native_layer_norm(s, (s.shape[-1],), w, b, LN_EPS)
+    return s, y, mean.squeeze(-1), rstd.squeeze(-1)
+
+
+def dropout_residual_layer_norm(dtype: str, shape: Shape, quick_shape: Shape) -> Workload:
+    """A transformer block's tail: s = dropout(x, p) + residual, y = layer_norm(s) * w + b; outputs
+    s, y, the i1 dropout mask and the row statistics (mean, rstd) for the backward. One fusion;
+    the mask is fuser's Philox stream (seed and offset are runtime inputs), so the check
+    recomputes torch's result from fuser's mask. Peer: torch.native_dropout + add +
+    native_layer_norm."""
+    def build(s: Shape, d: str) -> FusionBuilder:
+        r, c = s
+        fb = FusionBuilder(f"dropout_residual_layer_norm_{d}")
+        x, res = fb.input(s, d, name="x"), fb.input(s, d, name="res")
+        w, b = fb.input((c,), d, name="w"), fb.input((c,), d, name="b")
+        seed, off = fb.input((), "i64", name="seed"), fb.input((), "i64", name="offset")
+        h, m = fapi.dropout(x, DROPOUT_P, seed, off)
+        sm = _named(h + res, "s")
+        v, mean = fapi.var_mean(_to_f32(sm, "s_f"), [1], correction=0)
+        rstd = _named(fapi.rsqrt(v + LN_EPS), "rstd")
+        xn = (_to_f32(sm, "s_f2") - fapi.broadcast(mean, s, [1])) * fapi.broadcast(rstd, s, [1])
+        y = xn * fapi.broadcast(_to_f32(w, "w_f"), s, [0]) + fapi.broadcast(_to_f32(b, "b_f"), s, [0])
+        return _finish(fb, sm, _round_out(y, d), _named(m, "mask"), _named(mean, "mean"), rstd)
+
+    def ref(x, res, w, b, seed, off):
+        import torch
+        h, m = torch.native_dropout(x, DROPOUT_P, True)
+        s, y, mean, rstd = _ln_forward(torch, h, res, w, b)
+        return s, y, m, mean, rstd
+
+    def check(got, ins) -> float:
+        import torch
+        x, res, w, b = ins[:4]
+        m = got[2]
+        if abs(m.float().mean().item() - (1 - DROPOUT_P)) > 0.01:
+            return math.inf
+        h = (x.float() * m * (1 / (1 - DROPOUT_P))).to(x.dtype)
+        want = _ln_forward(torch, h, res, w, b)
+        return _rel_err([got[0], got[1], got[3], got[4]], want)
+
+    return Workload(
+        name=f"dropout_residual_layer_norm_{dtype}_{fmt_shape(shape)}", family="dropout", shape=shape, dtype=dtype,
+        quick_shape=quick_shape,
+        inputs=lambda s, d: [(s, d), (s, d), ((s[1],), d), ((s[1],), d), ((), "i64"), ((), "i64")],
+        torch_fn=_torch_fn("dropout_residual_layer_norm", ref),
+        bytes_moved=lambda s, d: 4 * nbytes(s, d) + nbytes(s, "i1") + 2 * nbytes((s[1],), d) + 8 * s[0],
+        build=build, rtol=NORM_RTOL[dtype], check=check,
+        note="x, res read; s, y, mask, mean, rstd written",
+    )
+
+
+def dropout_residual_layer_norm_backward(dtype: str, shape: Shape, quick_shape: Shape) -> Workload:
+    """The backward of `dropout_residual_layer_norm` to its inputs: ds = layer_norm's input
+    gradient of dy (from s, mean, rstd, w: two row sums), the residual's gradient ds and x's
+    ds * mask / (1 - p) (the mask the forward wrote). dw and db are left out (column sums: the
+    peer computes the same formula in eager ops and torch.compile)."""
+    def build(s: Shape, d: str) -> FusionBuilder:
+        r, c = s
+        fb = FusionBuilder(f"dropout_residual_layer_norm_backward_{d}")
+        dy, sm = fb.input(s, d, name="dy"), fb.input(s, d, name="s")
+        w = fb.input((c,), d, name="w")
+        mean, rstd = fb.input((r,), "f32", name="mean"), fb.input((r,), "f32", name="rstd")
+        m = fb.input(s, "i1", name="mask")
+        xhat = (_to_f32(sm, "s_f") - fapi.broadcast(mean, s, [1])) * fapi.broadcast(rstd, s, [1])
+        wdy = _to_f32(dy, "dy_f") * fapi.broadcast(_to_f32(w, "w_f"), s, [0])
+        c1 = fapi.sum(xhat * wdy, [1]) * (1.0 / c)
+        c2 = fapi.sum(wdy, [1]) * (1.0 / c)
+        ds = (wdy - xhat * fapi.broadcast(c1, s, [1]) - fapi.broadcast(c2, s, [1])) * fapi.broadcast(rstd, s, [1])
+        return _finish(fb, _round_out(ds, d), _named(fapi.cast(fapi.dropout_backward(ds, m, DROPOUT_P), d), "dx"))
+
+    def ref(dy, s, w, mean, rstd, m):
+        c = s.shape[-1]
+        xhat = (s.float() - mean[:, None]) * rstd[:, None]
+        wdy = dy.float() * w.float()
+        c1 = (xhat * wdy).sum(-1, keepdim=True) / c
+        c2 = wdy.sum(-1, keepdim=True) / c
+        ds = (wdy - xhat * c1 - c2) * rstd[:, None]
+        return ds.to(dy.dtype), (ds * m * (1 / (1 - DROPOUT_P))).to(dy.dtype)
+
+    return Workload(
+        name=f"dropout_residual_layer_norm_backward_{dtype}_{fmt_shape(shape)}", family="dropout", shape=shape,
+        dtype=dtype, quick_shape=quick_shape,
+        inputs=lambda s, d: [(s, d), (s, d), ((s[1],), d), ((s[0],), "f32"), ((s[0],), "f32"), (s, "i1")],
+        torch_fn=_torch_fn("dropout_residual_layer_norm_backward", ref),
+        bytes_moved=lambda s, d: 4 * nbytes(s, d) + nbytes(s, "i1") + nbytes((s[1],), d) + 8 * s[0],
+        build=build, rtol=NORM_RTOL[dtype], note="dy, s, mask read; ds, dx written",
+    )
+
+
 REDUCTION_SHAPES = [((32768, 4096), (1024, 4096)),
                     ((8192, 16384), (256, 16384)),
                     ((262144, 1024), (8192, 1024))]
@@ -551,6 +661,9 @@ def _register_defaults() -> None:
     for dt in ("f32", "bf16"):
         register(rms_norm((32768, 4096), dt, (256, 4096)))
     register(log_softmax((8, 1024, 50257), "bf16", (2, 64, 50257)))
+    for dt in ("f32", "bf16"):
+        register(dropout_residual_layer_norm(dt, (32768, 4096), (256, 4096)))
+        register(dropout_residual_layer_norm_backward(dt, (32768, 4096), (256, 4096)))
     for full, quick in MATMUL_SHAPES:
         register(matmul("none", full, quick))
     for full, quick in MATMUL_LARGE_K_SHAPES:  # each split-K strategy, then auto's choice

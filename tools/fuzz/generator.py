@@ -58,6 +58,7 @@ class _Gen(_Semantics, _TypedPart):
     def __init__(self, rng: random.Random, name: str):
         self.rng = rng
         self.variants: random.Random | None = None  # draws VARIANTS (fuzz_case sets it)
+        self.creations: random.Random | None = None  # draws `creation` ops (fuzz_case sets it)
         self.name = name
         self.rows, self.cols = rng.choice(SHAPES)
         self.lead: tuple[int, ...] = ()  # a 3-D case's leading extent (B,)
@@ -77,7 +78,7 @@ class _Gen(_Semantics, _TypedPart):
 
     def ty(self, kind: str, dtype: str = "f32") -> str:
         """The tensor type of a kind and a dtype (short names: u8 is spelled ui8)."""
-        return "tensor<" + "x".join(str(d) for d in self.shape(kind)) + f"x{'ui8' if dtype == 'u8' else dtype}>"
+        return "tensor<" + "".join(f"{d}x" for d in self.shape(kind)) + f"{'ui8' if dtype == 'u8' else dtype}>"
 
     def fresh(self, stem: str) -> str:
         self.count += 1
@@ -98,7 +99,7 @@ class _Gen(_Semantics, _TypedPart):
         v.bound = max((o.bound for o in operands if o.dtype in INTS), default=0.0)
         self.lines.append(f"  %{v.name} = {rhs}")
         dc, needs_margin = self._dontcare(op, rhs, kind, operands, dtype)
-        unrounded = self._numpy(rhs, kind, rounding=False) if op in ("cast", "full") else None
+        unrounded = self._numpy(rhs, kind, rounding=False) if op in ("cast", "full", "iota", "uniform", "normal") else None
         self.steps.append(Step([v.name], self._numpy(rhs, kind), [o.name for o in operands], self._magnitude(rhs, kind),
                                dc, needs_margin, unrounded))
         self.info[v.name] = v
@@ -114,7 +115,8 @@ class _Gen(_Semantics, _TypedPart):
         return {"full": b + (m, n), "row": b + (m,), "col": (n,), "rowk": b + (m, 1),
                 "mid": b + (n,), "ends": (m,),  # 3-D only: reduced over the middle dim / the two outer ones
                 "tr": b + (n, m),                # a full value with its last two dims swapped
-                "mma": (k, m) if self.ta else (m, k), "mmb": (n, k) if self.tb else (k, n)}[kind]
+                "mma": (k, m) if self.ta else (m, k), "mmb": (n, k) if self.tb else (k, n),
+                "scalar": ()}[kind]  # (a random op's seed or offset)
 
     def reduced_kinds(self) -> list[str]:
         """What a full value reduces to: rows and columns, and in a 3-D case (B x R x C) also over
@@ -149,6 +151,8 @@ class _Gen(_Semantics, _TypedPart):
         return self.variants.choice(VARIANTS[op])
 
     def unary(self) -> Value:
+        if self.creations is not None and self.creations.random() < 0.12:
+            self.creation()  # (a value more for this op and later ones to pick)
         x = self.pick()
         r = self.rng.random()
         if r < 0.12:  # exp of a bounded value
@@ -167,6 +171,31 @@ class _Gen(_Semantics, _TypedPart):
             return self.emit(op[:2], x.kind, f"fusion.{op} %{arg.name} : {self.ty(x.kind)}", [arg])
         op = self.variant(self.rng.choice(UNARY))
         return self.emit(op[:2], x.kind, f"fusion.{op} %{x.name} : {self.ty(x.kind)}", [x])
+
+    def creation(self) -> Value:
+        """Before a unary op (from its own stream, `creations`): iota of any numeric type, uniform
+        (f32, f16, bf16, f64) or normal (f32, f16, bf16) of a full value, with constant seed and
+        offset, cast to f32 where drawn of another type."""
+        rng = self.creations
+        op = rng.choice(["uniform", "normal", "iota", "iota"])
+        operands: list[Value] = []
+        if op == "iota":
+            dtype = rng.choice(["f32", "f64", "f16", "bf16", *INTS])  # each type alike: all must be drawn
+            if dtype in INTS:
+                start, step = rng.randint(0 if dtype == "u8" else -50, 50), rng.randint(-3, 3)
+            else:
+                start, step = round(rng.uniform(-4, 4), 3), round(rng.uniform(-0.01, 0.01), 5)
+            rhs = f"fusion.iota start {start} step {step} : {self.ty('full', dtype)}"
+        else:
+            dtype = rng.choice(["f32", "f32", "bf16", "f16"] + (["f64"] if op == "uniform" else []))
+            operands = [self.const(float(rng.randint(0, 10 ** 6)), "scalar", "i64"),
+                        self.const(float(rng.randint(0, 5)), "scalar", "i64")]
+            params = "low -2.0 high 3.0" if op == "uniform" else "mean 0.5 std 1.5"
+            rhs = f"fusion.{op} %{operands[0].name}, %{operands[1].name} {params} : {self.ty('full', dtype)}"
+        v = self.emit(op[:2], "full", rhs, operands, dtype, listed=dtype == "f32")
+        if dtype != "f32":
+            v = self.emit("x", "full", f"fusion.cast %{v.name} : {self.ty('full', dtype)} to {self.ty('full')}", [v])
+        return v
 
     def binary(self) -> Value:
         a = self.pick()

@@ -90,7 +90,8 @@ ROUNDING_SLACK = 16 * 2.0 ** -24
 OVERFLOW = {"f16": 65520.0, "bf16": 3.3961e38}
 
 
-_EXACT_OPS = {"neg", "abs", "relu", "max", "min", "where", "cast", "broadcast", "reshape", "permute", "segment_set"}
+_EXACT_OPS = {"neg", "abs", "relu", "max", "min", "where", "cast", "broadcast", "reshape", "permute", "segment_set",
+              "uniform", "iota"}  # (the kernels' uniform numbers are the reference's, bit for bit)
 
 
 def _derive(op: str, rhs: str, operands: list[Value], dtype: str) -> tuple[bool, str, bool]:
@@ -134,7 +135,7 @@ def _reduction(kind: str, axis: tuple, keep: bool):
 
 def _elems(rhs: str) -> list[str]:
     """The element types of the tensor types in an op's text, in order (short names: u8 for ui8)."""
-    return [{"ui8": "u8"}.get(t, t) for t in re.findall(r"x([a-z]+\d*)>", rhs)]
+    return [{"ui8": "u8"}.get(t, t) for t in re.findall(r"[<x]([a-z]+\d*)>", rhs)]
 
 
 def _as(x, dtype: str) -> np.ndarray:
@@ -175,6 +176,30 @@ def _trunc_int(x, dst: str) -> np.ndarray:
         return t.astype(_NP_INT[dst])
     info = np.iinfo(np.int32)  # i32 saturates; i8 and i16 wrap what i32 holds (torch on CUDA)
     return np.clip(t, info.min, info.max).astype(np.int32).astype(_NP_INT[dst])
+
+
+def _creation(op: str, rhs: str, shape: tuple[int, ...], rounding: bool = True):
+    """fusion.iota, uniform and normal of the op's text: iota computed as the kernels do (f32(i)
+    * step + start in f32, f64 in f64, integers in i64 wrapping); the random numbers from the
+    stream's numpy form (runtime/philox.py), which the kernels must match (uniform bit for bit).
+    `rounding=False`: in float64, unrounded, as the reference's f64 mode."""
+    from fuser.runtime import philox
+
+    params = {k: float(v) for k, v in re.findall(r"(start|step|low|high|mean|std) (-?[\d.e+-]+)", rhs)}
+    dtype, n = _elems(rhs)[-1], math.prod(shape)
+    ft = np.float64 if dtype == "f64" or not rounding else np.float32
+
+    def done(x: np.ndarray) -> np.ndarray:
+        x = x.astype(np.float64)
+        return (_round_to(x, dtype) if rounding else x).reshape(shape)
+    if op == "iota" and dtype in INTS:
+        i = np.arange(n, dtype=np.int64) * np.int64(params["step"]) + np.int64(params["start"])
+        return lambda: i.astype(_NP_INT[dtype]).reshape(shape)
+    if op == "iota":
+        return lambda: done(np.arange(n).astype(ft) * ft(params["step"]) + ft(params["start"]))
+    if op == "uniform":
+        return lambda seed, off: done(philox.uniform(n, dtype, int(seed), int(off), params["low"], params["high"], ft))
+    return lambda seed, off: done(philox.normal(n, int(seed), int(off), params["mean"], params["std"], ft))
 
 
 def _cast(x: np.ndarray, src: str, dst: str, rounding: bool = True) -> np.ndarray:
@@ -382,6 +407,8 @@ class _Semantics:
         if op == "matmul":
             ta, tb = self.ta, self.tb
             return lambda a, b: (a.T if ta else a) @ (b.T if tb else b)
+        if op in ("iota", "uniform", "normal"):
+            return _creation(op, rhs, self.shape(kind), rounding)
         return _NUMPY[op]
 
     def _magnitude(self, rhs: str, kind: str):
@@ -404,6 +431,8 @@ class _Semantics:
             return lambda vals, mags: mags[0]
         if op in _STEP:  # exact where it counts (don't-care where the operand's error may flip it)
             return lambda vals, mags: np.abs(fn(vals[0]))
+        if op in ("iota", "uniform", "normal"):  # (normal: the kernels' log near 1 is off by 2^-22 absolute)
+            return lambda vals, mags: np.abs(fn(*vals)) + (1.0 if op == "normal" else 0.0)
         if op == "reduce":
             axis, keep, red = _dims_of(rhs), "keepdim" in rhs, rhs.split()[1]
             if red == "prod":  # each factor's relative error, and a rounding per product

@@ -218,6 +218,18 @@ def _remf(ft: FunctionTranslator, op: Operation) -> None:
         _math_helper(ft, op)
 
 
+def _mului_extended(ft: FunctionTranslator, op: Operation) -> None:
+    """arith.mului_extended of i32 (Philox's rounds, lowering/emitters/random.py): the low word a `mul`,
+    the high one NVVM's mulhi (`mul.hi.u32`; ptxas pairs the two into one wide multiply). A
+    64-bit product of zero-extended words instead let LLVM keep the rounds' words in 64-bit
+    registers and multiply them with `mul.lo.s64`."""
+    a, b = op.operands
+    if llvm_type(a.type) != "i32":
+        raise ft.error(op, "only i32 scalars are supported")
+    ft.values[op.results[0]] = ft.e.inst(f"mul i32 {ft.v(a)}, {ft.v(b)}")
+    ft.values[op.results[1]] = ft.e.call("i32", "llvm.nvvm.mulhi.ui", [("i32", ft.v(a)), ("i32", ft.v(b))])
+
+
 # vector (1-D vectors of scalars only)
 
 
@@ -267,6 +279,7 @@ HANDLERS: dict[str, Callable[[FunctionTranslator, Operation], None]] = {
     **{name: partial(_cast, inst) for name, inst in _LLVM_CASTS.items()},
     **{name: _math_helper for name in [*MATH_HELPERS, *MATH_HELPERS2]},
     "arith.remf": _remf,
+    "arith.mului_extended": _mului_extended,
     "arith.index_cast": partial(_index_cast, "sext"),
     "arith.index_castui": partial(_index_cast, "zext"),
     "arith.constant": _constant,

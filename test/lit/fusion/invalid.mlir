@@ -462,3 +462,68 @@ func.func @cast_to_u16(%x: tensor<4xf32>) -> tensor<4xf32> {
   %1 = fusion.cast %0 : tensor<4xui16> to tensor<4xf32>
   func.return %1 : tensor<4xf32>
 }
+
+// -----
+
+// The seed and offset of a random op are 0-d i64 tensors (runtime values).
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.uniform' op operand #0 ('seed') has type tensor<1xi64>, expected tensor<i64> (a 0-d i64 tensor: the seed and offset are runtime values)
+func.func @uniform_seed(%s: tensor<1xi64>, %o: tensor<i64>) -> tensor<4xf32> {
+  %u = "fusion.uniform"(%s, %o) <{low = 0.0 : f64, high = 1.0 : f64}> : (tensor<1xi64>, tensor<i64>) -> tensor<4xf32>
+  func.return %u : tensor<4xf32>
+}
+
+// -----
+
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.uniform' op operand #1 ('offset') has type tensor<i32>, expected tensor<i64>
+func.func @uniform_offset(%s: tensor<i64>, %o: tensor<i32>) -> tensor<4xf32> {
+  %u = "fusion.uniform"(%s, %o) <{low = 0.0 : f64, high = 1.0 : f64}> : (tensor<i64>, tensor<i32>) -> tensor<4xf32>
+  func.return %u : tensor<4xf32>
+}
+
+// -----
+
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.normal' op result has element type f64, expected one of bf16, f16, f32
+func.func @normal_f64(%s: tensor<i64>, %o: tensor<i64>) -> tensor<4xf64> {
+  %n = fusion.normal %s, %o mean 0.0 std 1.0 : tensor<4xf64>
+  func.return %n : tensor<4xf64>
+}
+
+// -----
+
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.uniform' op result has element type i32, expected one of bf16, f16, f32, f64
+func.func @uniform_int(%s: tensor<i64>, %o: tensor<i64>) -> tensor<4xi32> {
+  %u = fusion.uniform %s, %o low 0 high 10 : tensor<4xi32>
+  func.return %u : tensor<4xi32>
+}
+
+// -----
+
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.iota' op step 0.5 must be an integer of at most 2^53 in magnitude for element type i32
+func.func @iota_fraction() -> tensor<4xi32> {
+  %i = fusion.iota start 0 step 0.5 : tensor<4xi32>
+  func.return %i : tensor<4xi32>
+}
+
+// -----
+
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.iota' op result has element type i1, expected one of bf16, f16, f32, f64, i8, i16, i32, i64, u8
+func.func @iota_mask() -> tensor<4xi1> {
+  %i = fusion.iota start 0 step 1 : tensor<4xi1>
+  func.return %i : tensor<4xi1>
+}
+
+// -----
+
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.iota' op start -1 is negative for the unsigned element type ui8
+func.func @iota_u8() -> tensor<4xui8> {
+  %i = fusion.iota start -1 step 1 : tensor<4xui8>
+  func.return %i : tensor<4xui8>
+}
+
+// -----
+
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.uniform' op high inf is not finite
+func.func @uniform_inf(%s: tensor<i64>, %o: tensor<i64>) -> tensor<4xf32> {
+  %u = "fusion.uniform"(%s, %o) <{low = 0.0 : f64, high = 0x7FF0000000000000 : f64}> : (tensor<i64>, tensor<i64>) -> tensor<4xf32>
+  func.return %u : tensor<4xf32>
+}
