@@ -12,7 +12,7 @@ import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import Float64Type, IntegerType, i1
+from xdsl.dialects.builtin import Float16Type, Float64Type, IntegerType, i1
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from fuser.dialects import fusion as F
@@ -225,7 +225,23 @@ def emit_cast(kb: KernelBuilder, x: SSAValue, to: Attribute, src_elem: Attribute
         y = kb.v(arith.ExtFOp(x, wide))
     else:
         y = kb.v(arith.TruncFOp(x, wide))
-    return kb.round_to(y, to) if wide == f32 else y
+    if wide != f32:
+        return y
+    if isinstance(src, IntegerType) and F.dtype_name(to) == "f16":
+        return _int_to_f16(kb, y)
+    return kb.round_to(y, to)
+
+
+F16_OVERFLOW = 65520.0  # the least f32 that rounds to f16's infinity (65504 + half its ulp, ties to even)
+
+
+def _int_to_f16(kb: KernelBuilder, y: SSAValue) -> SSAValue:
+    """f32 `y`, converted from an integer, rounded to f16 with its overflow to +-inf explicit:
+    LLVM folds ext(trunc(sitofp x)) back to sitofp x where it knows x has few significant bits
+    (an integer from a bf16), ignoring f16's exponent range (-15925248 stayed itself on an H100)."""
+    r = kb.round_to(y, Float16Type())
+    r = kb.v(arith.SelectOp(kb.v(arith.CmpfOp(y, kb.const(F16_OVERFLOW, f32), "oge")), kb.const(math.inf, f32), r))
+    return kb.v(arith.SelectOp(kb.v(arith.CmpfOp(y, kb.const(-F16_OVERFLOW, f32), "ole")), kb.const(-math.inf, f32), r))
 
 
 def _float_to_signed(kb: KernelBuilder, x: SSAValue, to: IntegerType) -> SSAValue:

@@ -42,3 +42,18 @@ func.func @icasts(%u: tensor<1000xui8>, %b: tensor<1000xi8>, %s: tensor<1000xi16
   %7 = fusion.cast %u : tensor<1000xui8> to tensor<1000xi8>
   func.return %0, %1, %2, %3, %4, %5, %6, %7 : tensor<1000xi32>, tensor<1000xi32>, tensor<1000xf32>, tensor<1000xf32>, tensor<1000xi16>, tensor<1000xi16>, tensor<1000xui8>, tensor<1000xi8>
 }
+
+// An integer cast to f16 overflows to +-inf explicitly: LLVM folds the f16 round trip of an
+// integer it knows to have few significant bits (here one from a bf16) back to the integer's
+// f32, ignoring f16's range (-15925248 came back as itself on an H100; GPU fuzz seed 9310671).
+// CHECK-LABEL: func.func @int_to_f16_overflows
+// PTX-LABEL: .entry int_to_f16_overflows
+// PTX:         cvt.rn.f32.s64
+// PTX:         selp.f32 {{.*}}, 0f7F800000,
+// PTX:         selp.f32 {{.*}}, 0fFF800000,
+func.func @int_to_f16_overflows(%x: tensor<2x1024xbf16>) -> tensor<2x1024xf32> {
+  %i = fusion.cast %x : tensor<2x1024xbf16> to tensor<2x1024xi64>
+  %h = fusion.cast %i : tensor<2x1024xi64> to tensor<2x1024xf16>
+  %f = fusion.cast %h : tensor<2x1024xf16> to tensor<2x1024xf32>
+  func.return %f : tensor<2x1024xf32>
+}
