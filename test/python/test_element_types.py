@@ -92,7 +92,9 @@ OPS = _UNARY + _BINARY + _TESTS + _LOGICAL + ["fusion.logical_not", "fusion.cmp"
                           "fusion.var_mean", "fusion.matmul"]
 # Made by passes or around other ops, not on their own: a cast has its own sweep below.
 NOT_SWEPT = {"fusion.cast": "test_every_cast_compiles", "fusion.segment": "written by fusion-segment",
-             "fusion.yield": "the terminator of fusion.segment"}
+             "fusion.yield": "the terminator of fusion.segment",
+             "fusion.iota": "test_creation_ops_on_every_element_type", "fusion.uniform": "(the same)",
+             "fusion.normal": "(the same)"}
 # What must compile, not merely be refused: shape ops on every supported type, the rest on floats.
 SHAPE_LIKE = {"fusion.broadcast", "fusion.reshape", "fusion.permute", "fusion.segment_set"}
 # The matmul scheduler takes bf16 and f16 operands; on a 33-row output of f32 operands it refuses.
@@ -167,3 +169,25 @@ def test_every_cast_compiles(src):
 def test_the_sweep_covers_every_op():
     ops = {op.name for op in F.Fusion.operations}
     assert ops == set(OPS) | set(NOT_SWEPT), sorted(ops ^ (set(OPS) | set(NOT_SWEPT)))
+
+
+# What the creation ops take (issue 31): iota every number type, uniform the floats, normal the
+# floats the kernels have log, sin and cos for (not f64).
+CREATION_TYPES = {"fusion.iota": FLOATS + ["f64"] + INTS, "fusion.uniform": FLOATS + ["f64"], "fusion.normal": FLOATS}
+
+
+@pytest.mark.parametrize("dt", SUPPORTED + UNSUPPORTED[:1])
+@pytest.mark.parametrize("op", sorted(CREATION_TYPES))
+def test_creation_ops_on_every_element_type(op, dt):
+    """A creation op of each result type compiles to PTX where the op takes that type; elsewhere
+    the verifier refuses it, naming the op."""
+    x, key = _t((R, C), dt), "tensor<i64>"
+    line = {"fusion.iota": f"%r = fusion.iota start 1 step 2 : {x}",
+            "fusion.uniform": f"%r = fusion.uniform %s, %o low 0.0 high 1.0 : {x}",
+            "fusion.normal": f"%r = fusion.normal %s, %o mean 0.0 std 1.0 : {x}"}[op]
+    text = f"func.func @sweep(%s: {key}, %o: {key}) -> {x} {{\n  {line}\n  func.return %r : {x}\n}}\n"
+    error = _compile_or_refusal(text)
+    if dt in CREATION_TYPES[op]:
+        assert error is None, error
+    else:
+        assert error is not None and (f"'{op}'" in error or "is not supported" in error), (op, dt, error)
