@@ -7,7 +7,8 @@ last place. Shapes include extents that are not multiples of anything (7x33, 256
 too long for one block (64x65536), many short rows (100000x64) and few long columns (3x16384
 reduced over the first axis).
 
-The Welford-or-two-pass choice is the `fusion-translate-welford{mode=...}` pass: `never` keeps
+The Welford-or-two-pass choice is the `fusion-translate-welford{mode=...}` pass (put before
+fusion-segment here; the default pipeline leaves it to fusion-segment, as mode=auto): `never` keeps
 the Welford path, `always` rewrites to the two-pass form, `auto` lets the compiler choose; the
 main cases run under all three. The hard case x = 1e4 + N(0, 1e-2) (f32) runs through both.
 
@@ -59,18 +60,19 @@ def _id(shape):
 
 
 def pipeline(mode: str | None) -> str:
-    """The default pipeline with its fusion-translate-welford given `mode` (None: as it is)."""
+    """The default pipeline with fusion-translate-welford{mode} before its fusion-segment (None:
+    the default pipeline, where fusion-segment takes the decision as mode=auto would)."""
     from fuser.passes.pipeline import NAMED_PIPELINES
 
     default = NAMED_PIPELINES["default"]
-    assert "fusion-translate-welford," in default
-    return default if mode is None else default.replace("fusion-translate-welford,",
-                                                        f"fusion-translate-welford{{mode={mode}}},")
+    assert "fusion-translate-welford" not in default and ",fusion-segment," in default
+    return default if mode is None else default.replace(",fusion-segment,",
+                                                        f",fusion-translate-welford{{mode={mode}}},fusion-segment,")
 
 
 def test_pipeline_text():
     text = pipeline("always")
-    assert "fusion-translate-welford{mode=always}," in text
+    assert "fusion-translate-welford{mode=always},fusion-segment," in text
     assert text.count("fusion-translate-welford") == 1
 
 

@@ -100,7 +100,7 @@ def test_iota_equals_torch_arange(dtype):
     start, end, step = (3, 1000003, 7) if integer else (0.5, 700.0, 0.25)
     with fuser.FusionBuilder("arange") as fb:
         fb.output(fuser.arange(start, end, step, dtype=dtype, builder=fb))
-    out = fuser.compile(fb)()  # (numpy arrays: no torch input to give back the kind of; bf16 is ml_dtypes')
+    out = fuser.compile(fb)().numpy()  # (a DeviceArray: no input to give back the kind of; bf16 is ml_dtypes')
     got = torch.as_tensor(out.astype(np.float32)).to(torch.bfloat16) if dtype == "bf16" else torch.as_tensor(out)
     tdt = {"i64": torch.int64, "i32": torch.int32, "f32": torch.float32, "bf16": torch.bfloat16, "f64": torch.float64}
     # (torch's bf16 arange rounds i * step and the sum each to bf16; fuser computes in f32 and

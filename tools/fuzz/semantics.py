@@ -107,7 +107,10 @@ def _derive(op: str, rhs: str, operands: list[Value], dtype: str) -> tuple[bool,
     keeps = op in _EXACT_OPS or (op == "reduce" and rhs.split()[1] in ("max", "min"))
     if op == "full" or (keeps and not inexact):
         return True, "f64", dc
-    level = max([o.level for o in inexact] + ["f32"] + ([dtype] if op == "cast" else []), key=TOLERANCE.__getitem__)
+    # (a cast rounds to its type, and so does a normal draw of f16 or bf16: its inexact value
+    # may cross one of that type's rounding boundaries)
+    level = max([o.level for o in inexact] + ["f32"] + ([dtype] if op in ("cast", "normal") else []),
+                key=TOLERANCE.__getitem__)
     return False, level, dc
 
 
