@@ -185,7 +185,9 @@ class _Gen(_Semantics, _TypedPart):
                 start, step = rng.randint(0 if dtype == "u8" else -50, 50), rng.randint(-3, 3)
             else:
                 start, step = round(rng.uniform(-4, 4), 3), round(rng.uniform(-0.01, 0.01), 5)
-            rhs = f"fusion.iota start {start} step {step} : {self.ty('full', dtype)}"
+            # (MLIR float literals need a point: 5e-05 is not one, 5.000000000e-05 is)
+            lit = (lambda v: str(v)) if dtype in INTS else (lambda v: f"{v:.9e}")
+            rhs = f"fusion.iota start {lit(start)} step {lit(step)} : {self.ty('full', dtype)}"
         else:
             dtype = rng.choice(["f32", "f32", "bf16", "f16"] + (["f64"] if op == "uniform" else []))
             operands = [self.const(float(rng.randint(0, 10 ** 6)), "scalar", "i64"),
