@@ -103,6 +103,30 @@ _JOINT = """func.func @joint(%x: tensor<2051x333xbf16>) -> (tensor<2051xbf16>, t
   func.return %rb, %c : tensor<2051xbf16>, tensor<333xf32>
 }"""
 
+_INT_REDUCTIONS = """func.func @ints(%x: tensor<37x5003xf32>, %n: tensor<4093x129xi16>, %b: tensor<37x5003xi1>) -> (tensor<37xi64>, tensor<129xi64>, tensor<37xi1>, tensor<129xi16>) {
+  %a = fusion.reduce argmax %x dims [1] : tensor<37x5003xf32> to tensor<37xi64>
+  %s = fusion.reduce sum %n dims [0] : tensor<4093x129xi16> to tensor<129xi64>
+  %y = fusion.reduce any %b dims [1] : tensor<37x5003xi1> to tensor<37xi1>
+  %m = fusion.reduce min %n dims [0] : tensor<4093x129xi16> to tensor<129xi16>
+  func.return %a, %s, %y, %m : tensor<37xi64>, tensor<129xi64>, tensor<37xi1>, tensor<129xi16>
+}"""
+"""Integer reductions (issue 31): an argmax's (value, index) states and an i64 sum's partials
+across warps (two 32-bit shuffles each) and through shared memory, row and column layouts."""
+
+_DROPOUT = """func.func @dropout(%x: tensor<61x1031xf32>, %seed: tensor<i64>, %off: tensor<i64>) -> (tensor<61x1031xf32>, tensor<61xf32>) {
+  %u = fusion.uniform %seed, %off low 0.0 high 1.0 : tensor<61x1031xf32>
+  %p = fusion.full 0.8 : tensor<61x1031xf32>
+  %keep = fusion.cmp lt, %u, %p : tensor<61x1031xf32>
+  %z = fusion.full 0.0 : tensor<61x1031xf32>
+  %xd = fusion.where %keep, %x, %z : tensor<61x1031xf32>
+  %sc = fusion.full 1.25 : tensor<61x1031xf32>
+  %y = fusion.mul %xd, %sc : tensor<61x1031xf32>
+  %s = fusion.reduce sum %y dims [1] : tensor<61x1031xf32> to tensor<61xf32>
+  func.return %y, %s : tensor<61x1031xf32>, tensor<61xf32>
+}"""
+"""Philox random numbers (issue 31) in a normalization-style row kernel: the seed and offset are
+0-d device arguments."""
+
 _MASKS = """func.func @masks(%x: tensor<130x97xf32>, %keep: tensor<130x97xi1>, %n: tensor<130x97xi64>) -> (tensor<97x130xi1>, tensor<130x97xf32>, tensor<97x130xf64>) {
   %z = fusion.full 0.0 : tensor<130x97xf32>
   %m = fusion.cmp gt, %x, %z : tensor<130x97xf32>
@@ -147,6 +171,8 @@ CASES: dict[str, tuple[str, str]] = {
     "middle_dim_split": (_MIDDLE, "default"),
     "joint_reduction": (_JOINT, "default"),
     "masks_and_casts": (_MASKS, "default"),
+    "int_reductions": (_INT_REDUCTIONS, "default"),
+    "dropout": (_DROPOUT, "default"),
 }
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
