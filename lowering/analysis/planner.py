@@ -838,10 +838,15 @@ def _normalization_merges(tasks: list[Task], graph: FusionGraph, considered: dic
                 results |= set(t.op.results)
                 state = state_after(state, t.op)
         # Outputs computed from the group's results at the row. Inside the kernel they are
-        # computed in registers, never read back from their buffers.
+        # computed in registers, never read back from their buffers. So are full-size outputs
+        # computed from nothing but what the group reads already (a residual sum, a dropout mask
+        # that a layer norm's input is made of): written by the kernel that has them at hand,
+        # they cost no second read of the group's inputs.
         rows = math.prod(g.in_shape[:g.k])
         absorbed: set[SSAValue] = set()
         member_ids = {id(m) for m in members}
+        group_reads = set().union(*(reads(op.input) for op in g.ops))
+        producers: list[SSAValue] = []
         for t in tasks:
             if t.kind != "pointwise" and id(t) not in member_ids:
                 continue
@@ -849,7 +854,11 @@ def _normalization_merges(tasks: list[Task], graph: FusionGraph, considered: dic
                 if o in results or o in args:
                     continue
                 deps = reads(o)
-                if not (deps & results) or any(d not in results and lvl(d) >= seed.level for d in deps):
+                if any(d not in results and lvl(d) >= seed.level for d in deps):
+                    continue
+                if not (deps & results):  # a producer's value: full-size, of the group's reads only
+                    if shape_of(o) == g.in_shape and deps <= group_reads and aligned(o, g, results, state, False):
+                        producers.append(o)
                     continue
                 if shape_of(o) == g.in_shape and aligned(o, g, results, state, False):
                     g.full_outputs.append(o)
@@ -859,6 +868,8 @@ def _normalization_merges(tasks: list[Task], graph: FusionGraph, considered: dic
                     absorbed.add(o)
         if len(g.ops) == 1 and not g.full_outputs:
             continue  # a lone reduction: the reduction schedulers (with row splitting) do better
+        g.full_outputs += producers  # (they join a group; they do not make one)
+        absorbed.update(producers)
         if any(o not in results and o not in absorbed for m in members for o in m.outputs):
             continue  # a member's epilogue the row cannot compute: it keeps its own kernel
         _decide(g, mat, args, graph.opts)

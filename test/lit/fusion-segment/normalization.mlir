@@ -136,3 +136,24 @@ func.func @member_read_early(%a: tensor<200x64xbf16>, %b: tensor<64x264xbf16>, %
   %w = fusion.add %q, %mm : tensor<200x264xf32>
   func.return %r, %w : tensor<200xf32>, tensor<200x264xf32>
 }
+
+// -----
+// A residual sum that the layer norm reads and the fusion returns (a transformer block's residual
+// stream) is written by the normalization kernel, which has it at hand: x and r are read once.
+// A producer output only joins a group; with a lone sum and nothing computed from it, it stays
+// apart (see basic.mlir's reduce_epilogue).
+// CHECK-LABEL: func.func @add_layer_norm
+// CHECK:         %{{.*}}, %[[S:.*]] = fusion.segment "normalization" (%{{.*}} = %x : tensor<64x1024xf32>, %{{.*}} = %r : tensor<64x1024xf32>) -> (tensor<64x1024xf32>, tensor<64x1024xf32>)
+// CHECK-NOT:     fusion.segment "pointwise"
+func.func @add_layer_norm(%x: tensor<64x1024xf32>, %r: tensor<64x1024xf32>) -> (tensor<64x1024xf32>, tensor<64x1024xf32>) {
+  %s = fusion.add %x, %r : tensor<64x1024xf32>
+  %var, %mean = fusion.var_mean %s dims [1] correction 0 : tensor<64x1024xf32> to tensor<64xf32>, tensor<64xf32>
+  %eps = fusion.full 1.0e-05 : tensor<64xf32>
+  %ve = fusion.add %var, %eps : tensor<64xf32>
+  %rstd = fusion.rsqrt %ve : tensor<64xf32>
+  %mb = fusion.broadcast %mean dims [1] : tensor<64xf32> to tensor<64x1024xf32>
+  %rb = fusion.broadcast %rstd dims [1] : tensor<64xf32> to tensor<64x1024xf32>
+  %d = fusion.sub %s, %mb : tensor<64x1024xf32>
+  %y = fusion.mul %d, %rb : tensor<64x1024xf32>
+  func.return %y, %s : tensor<64x1024xf32>, tensor<64x1024xf32>
+}
