@@ -259,6 +259,7 @@ class FusionRegion(torch.nn.Module):
         for n in fused:
             env[n] = translate_node(n, fb, env)
             self.op_count += 1
+        self.rng_seeds = getattr(fb, "rng_seeds", 0)  # seed inputs of random ops, after the tensors
         # Outputs: computed by the fusion in the dim order torch recorded, or boundary views.
         self.output_meta = [node_meta(o) for o in outputs]
         self.output_from: list[tuple[str, Any]] = []  # ("fusion", (index, order)) or ("boundary", node)
@@ -338,6 +339,10 @@ class FusionRegion(torch.nn.Module):
                 log.debug("%s: input of shape %s made contiguous", self.name, tuple(a.shape))
                 a = a.contiguous()
             ins.append(a)
+        # Each random op's seed, drawn from torch's generator of the region's device: repeatable
+        # under torch.manual_seed, new numbers on every call (fuser's stream, not torch's).
+        dev = ins[0].device if ins else torch.device(self.device if self.device in ("cpu", "cuda") else "cpu")
+        ins += [torch.randint(0, 2 ** 62, (), dtype=torch.int64, device=dev) for _ in range(self.rng_seeds)]
         executor = self.config.get("executor", "auto")
         devs = {a.device.type for a in ins} or {self.device}
         if executor == "torch" or len(devs) != 1 or devs - {"cpu", "cuda"}:

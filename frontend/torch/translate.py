@@ -813,6 +813,79 @@ def _scalar_tensor(ctx: Ctx) -> fa.Tensor:
     return ctx.fb.full(_scalar(ctx.arg(0, "s")), (), _math_dtype(ctx))
 
 
+@entry(aten.arange.default, aten.arange.start, aten.arange.start_step)
+def _arange(ctx: Ctx) -> fa.Tensor:
+    """arange(end), arange(start, end) and arange(start, end, step), of the dtype torch recorded."""
+    ctx.kwarg_is("layout", None, torch.strided)
+    bounds = [a for a in ctx.node.args if isinstance(a, numbers.Number)]
+    if len(bounds) != len(ctx.node.args) or not bounds:
+        raise Unsupported(f"{ctx.node.target} with bounds that are not numbers")
+    if ctx.out_dtype not in RANDOM_TYPES + ("i8", "i16", "i32", "i64", "u8"):
+        raise Unsupported(f"arange of {ctx.out_dtype}")
+    start, end, step = (0, bounds[0], 1) if len(bounds) == 1 else (*bounds, 1)[:3]
+    y = fa.arange(start, end, step, ctx.out_dtype, builder=ctx.fb)
+    if tuple(y.shape) != ctx.out_shape:  # (torch counts its length in double; so does fuser, but say it)
+        raise Unsupported(f"arange({start}, {end}, {step}): {y.shape} values, torch made {ctx.out_shape}")
+    return y
+
+
+# ------------------------------------------------------------------ random numbers
+# torch's generator state cannot be reproduced, so each random op of a region draws from fuser's
+# own stream (Philox 4x32-10, fusion.uniform / fusion.normal) with a seed that is an input of the
+# fusion: FusionRegion draws it from torch's generator on every call (torch.randint on the
+# region's device), so torch.manual_seed makes a run repeatable and each call gets new numbers;
+# the numbers are not torch's. The inputs are declared here, after the region's tensor inputs,
+# and counted on the builder (`rng_seeds`).
+RANDOM_TYPES = ("f32", "f16", "bf16", "f64")
+
+
+def _rng_seed(ctx: Ctx) -> tuple[fa.Tensor, int]:
+    """A new seed input of the fusion (an i64 scalar), and offset 0."""
+    n = getattr(ctx.fb, "rng_seeds", 0)
+    ctx.fb.rng_seeds = n + 1
+    return ctx.fb.input((), "i64", name=f"rng_seed{n}"), 0
+
+
+def _random_like(kind: str) -> Rule:
+    def rule(ctx: Ctx) -> fa.Tensor:
+        ctx.kwarg_is("layout", None, torch.strided)
+        ctx.kwarg_is("memory_format", None, torch.preserve_format, torch.contiguous_format)
+        dt = ctx.out_dtype
+        if dt not in (RANDOM_TYPES if kind == "uniform" else MATH):
+            raise Unsupported(f"{ctx.node.target} of {dt}")
+        seed, offset = _rng_seed(ctx)
+        draw = fa.uniform if kind == "uniform" else fa.normal
+        return draw(ctx.out_shape, seed, offset, 0.0, 1.0, dt, builder=ctx.fb)
+    return rule
+
+
+entry(aten.rand_like.default)(_random_like("uniform"))
+entry(aten.randn_like.default)(_random_like("normal"))
+
+
+@entry(aten.native_dropout.default)
+def _native_dropout(ctx: Ctx) -> tuple:
+    """(x * mask / (1 - p), mask) with mask = uniform < 1 - p, in training; torch's own
+    native_dropout(train=False) gives (x, ones)."""
+    x, p, train = ctx.tensor(0), _scalar(ctx.arg(1, "p")), ctx.arg(2, "train")
+    if x.dtype not in RANDOM_TYPES:
+        raise Unsupported(f"native_dropout of {x.dtype}")
+    if train is False:
+        return x, ctx.fb.full(1, x.shape, "i1")
+    seed, offset = _rng_seed(ctx)
+    return fa.dropout(x, p, seed, offset)
+
+
+@entry(aten.native_dropout_backward.default)
+def _native_dropout_backward(ctx: Ctx) -> fa.Tensor:
+    """grad * mask * scale (scale = 1 / (1 - p)), in f32 and rounded once, as torch's kernel."""
+    g, m, scale = ctx.tensor(0), ctx.tensor(1), _scalar(ctx.arg(2, "scale"))
+    if g.dtype not in RANDOM_TYPES or m.dtype != "i1":
+        raise Unsupported(f"native_dropout_backward of {g.dtype} with a {m.dtype} mask")
+    wide = "f64" if g.dtype == "f64" else "f32"
+    return fa.cast(fa.where(m, fa.cast(g, wide) * scale, 0.0), g.dtype)
+
+
 # ------------------------------------------------------------------ backward ops
 
 

@@ -234,6 +234,13 @@ CASES: list[tuple[str, tuple, object]] = [
     ("alias", (aten.alias.default,), lambda T: aten.alias(T.a * 2) + 1),
     ("detach", (aten.detach.default,), lambda T: aten.detach(T.a * 2) + 1),
     ("full", (aten.full.default,), lambda T: torch.full((4, 8), 2.0) * T.a),
+    ("arange_end", (aten.arange.default, aten.arange.start, aten.arange.start_step), lambda T: torch.arange(8) + T.i),
+    ("arange_start", (aten.arange.start, aten.arange.start_step), lambda T: torch.arange(2, 10) * T.i),
+    ("arange_float_step", (aten.arange.start_step,), lambda T: torch.arange(0.5, 4.5, 0.5) * T.a),
+    ("native_dropout_backward", (aten.native_dropout_backward.default,),
+     lambda T: aten.native_dropout_backward(T.a, T.m, 1.25)),
+    ("native_dropout_backward_bf16", (aten.native_dropout_backward.default,),
+     lambda T: aten.native_dropout_backward(T.bf, T.m, 1.25)),
     ("scalar_tensor", (aten.scalar_tensor.default,), lambda T: aten.scalar_tensor(1.5) * T.a),
     ("threshold_backward", (aten.threshold_backward.default,), lambda T: aten.threshold_backward(T.b, T.a, 0.0)),
     ("sigmoid_backward", (aten.sigmoid_backward.default,), lambda T: aten.sigmoid_backward(T.b, torch.sigmoid(T.a))),
@@ -326,10 +333,51 @@ NOT_IN_ATEN_GRAPHS = {aten.reshape.default, aten.where.ScalarOther, aten.where.S
                       aten.detach.default}
 
 
+# Random ops: fuser's stream is not torch's, so their cases check what the numbers must be
+# (test_random_ops_run_in_fuser), not torch's values.
+RANDOM_ENTRIES = {aten.rand_like.default, aten.randn_like.default, aten.native_dropout.default}
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_random_ops_run_in_fuser(device):
+    """rand_like, randn_like and native_dropout in one region: fuser's Philox numbers, with a seed
+    drawn from torch's generator on each call (repeatable under torch.manual_seed, new numbers
+    on the next call); dropout's output is x * mask / (1 - p) for the mask it returns. On the
+    GPU the region's kernels draw them (seeds drawn on the device)."""
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA device")
+    be = ft.backend()
+
+    def f(x, h):
+        y, m = aten.native_dropout(x, 0.25, True)
+        return y * 2.0, m, torch.rand_like(x) + 1.0, torch.randn_like(x) * 3.0, torch.rand_like(h)
+
+    x, h = torch.randn(128, 257, device=device), torch.randn(16, 64, device=device).half()
+    cf = torch.compile(f, backend=be, dynamic=False, fullgraph=True)
+    cf(x, h)  # (compiling draws from torch's generator too)
+    torch.manual_seed(5)
+    y, m, u, n, uh = cf(x, h)
+    torch.manual_seed(5)
+    again = cf(x, h)
+    later = cf(x, h)
+    assert be.stats.torch_nodes == {}, be.stats.torch_nodes
+    assert (be.stats.gpu_calls if device == "cuda" else be.stats.reference_calls) >= 4
+    seen = {nd.target for r in be.regions() for nd in r.graph_module.graph.nodes if nd.op == "call_function"}
+    assert RANDOM_ENTRIES <= seen
+    assert all(torch.equal(a, b) for a, b in zip((y, m, u, n, uh), again))
+    assert not torch.equal(u, later[2]) and not torch.equal(m, later[1])
+    assert m.dtype == torch.bool and abs(m.float().mean().item() - 0.75) < 0.01
+    torch.testing.assert_close(y, (x * m / 0.75) * 2.0)
+    assert 1.0 <= u.min().item() and u.max().item() < 2.0 and abs(u.mean().item() - 1.5) < 0.01
+    assert abs(n.mean().item()) < 0.05 and abs(n.std().item() - 3.0) < 0.05
+    assert uh.dtype == torch.float16 and 0.0 <= uh.min().item() and uh.max().item() < 1.0
+
+
 def test_every_entry_is_tested(cases):
     be, _, _ = cases
     seen = {n.target for r in be.regions() for n in r.graph_module.graph.nodes if n.op == "call_function"}
-    cased = {op for _, ops, _ in CASES for op in ops}
+    seen |= RANDOM_ENTRIES  # (test_random_ops_run_in_fuser checks they are translated)
+    cased = {op for _, ops, _ in CASES for op in ops} | RANDOM_ENTRIES
     assert set(TABLE) <= cased, f"entries without a case: {set(TABLE) - cased}"
     missing = set(TABLE) - seen - NOT_IN_ATEN_GRAPHS
     assert not missing, f"entries never translated inside a region: {missing}"
