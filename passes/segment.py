@@ -34,13 +34,11 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from fuser.dialects import fusion as F
-from fuser.lowering.common import is_welford
-from fuser.lowering.common import ScheduleError, Task, definition_order, nbytes, shape_of
-from fuser.lowering.emitters.matmul import matmul_decision, matmul_schedule
-from fuser.lowering.emitters.pointwise import pointwise_schedule
-from fuser.lowering.analysis.planner import BOUNDARY_OPS, SCHEDULER_OF_TASK, Plan, plan_fusion, task_ops, task_reads, unstored_matmul_result
+from fuser.lowering.analysis.planner import (BOUNDARY_OPS, SCHEDULER_OF_TASK, Plan, plan_fusion, task_ops, task_reads,
+                                             unstored_matmul_result)
+from fuser.lowering.analysis.schedules import matmul_decision, matmul_schedule, pointwise_schedule, reduction_schedule
+from fuser.lowering.common import ScheduleError, Task, definition_order, is_welford, nbytes, shape_of
 from fuser.lowering.heuristics.options import PLAN_ATTR, ScheduleOptions, SchedulingPass, plan_attribute
-from fuser.lowering.emitters.reduction import reduction_schedule
 from fuser.lowering.heuristics.reduction import reduction_view
 from fuser.passes.translate_welford import decide_body, decide_in_segments
 

@@ -40,7 +40,6 @@ from xdsl.dialects.builtin import IntegerAttr, i1, i32, i64
 from xdsl.ir import Attribute, SSAValue
 
 from fuser.dialects import fusion as F
-from fuser.lowering.common import is_welford
 from fuser.lowering.emitters.evaluator import compute_type, emit_cast
 from fuser.lowering.emitters.kernel_builder import KernelBuilder, combine, f32, reduce_identity
 

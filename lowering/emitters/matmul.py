@@ -90,13 +90,13 @@ from xdsl.ir import Block, Region, SSAValue
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
 from fuser.dialects.host_attrs import CORESIDENT_ATTR
+from fuser.lowering.analysis.schedules import check_matmul_dtype, matmul_schedule, out_elem_bytes
 from fuser.lowering.common import ScheduleError, Task, by_name, leaves, shape_of
 from fuser.lowering.emitters.emitter import KernelEmitter
 from fuser.lowering.emitters.kernel_builder import KernelBuilder, emit_if, emit_if_else, f32
-from fuser.lowering.emitters.matmul_epilogue import (Staging, emit_epilogue, out_elem_bytes, store_partial, tma_store_blocker,
-                                            wg_named_barrier)
+from fuser.lowering.emitters.matmul_epilogue import Staging, emit_epilogue, store_partial, wg_named_barrier
 from fuser.lowering.analysis.planner import matmul_results
-from fuser.lowering.heuristics.matmul import BK, MatmulParams, matmul_params
+from fuser.lowering.heuristics.matmul import BK, MatmulParams
 
 
 def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> None:
@@ -114,66 +114,8 @@ def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> 
                  materialized - matmul_results(task), args).emit()
 
 
-def matmul_schedule(task: Task, opts) -> tuple[MatmulParams, list[SSAValue]] | None:
-    """The matmul scheduler's decision for `task` under `opts` (tile, pipeline stages, grid,
-    store path; `matmul_params`) and the outputs its epilogue stores, or None when it stores
-    nothing. fusion-segment writes the decision into the segment's plan."""
-    op: F.MatmulOp = task.op
-    mats = [op] + task.siblings
-    m, n, k = op.mnk()
-    for x in mats:
-        _check_dtype(x)
-    tile = None
-    if opts.tile:
-        try:
-            tile = tuple(int(x) for x in opts.tile.lower().split("x"))
-            assert len(tile) == 2
-        except (ValueError, AssertionError):
-            raise ScheduleError(f"convert-fusion-to-sched: tile={opts.tile!r} must read like 128x256", op) from None
-    # Split-K (k_chunk): work item w is tile w % tiles of split w // tiles, over K-slices
-    # [z * kcs, min(ktiles, (z + 1) * kcs)); it stores its f32 tile at rows z * M.. of the partials.
-    nsplit, kc = op.splits, op.chunk
-    if kc is not None and kc % BK:
-        raise ScheduleError(f"'fusion.matmul' k_chunk {kc}: the Hopper matmul splits K between its {BK}-element "
-                            f"K-slices, so k_chunk must be a multiple of {BK}", op)
-    if nsplit > 1 and len(mats) > 1:
-        raise ScheduleError("'fusion.matmul' with k_chunk cannot share a main loop with another matmul", op)
-    serial = op.serial is not None and nsplit > 1  # (one split is an ordinary matmul)
-    if serial and n % 4:
-        raise ScheduleError(f"'fusion.matmul' k_chunk {kc} serial: N={n}, but the f32 workspace the splits reduce into "
-                            f"takes TMA reductions, whose rows must be a multiple of 16 bytes (N a multiple of 4); "
-                            f"use fusion-split-k{{strategy=two-kernel}}", op)
-    results = matmul_results(task)
-    store = set(results) if task.store_results is None else task.store_results
-    outputs = [o for o in dict.fromkeys(task.outputs) if o not in results or o in store]
-    if not outputs:
-        return None
-    try:
-        p = matmul_params(m, n, min(k, kc or k), 2, opts.sms, len(mats), tile, opts.stages,
-                          opts.matmul_persistent, opts.matmul_pingpong, opts.matmul_cluster, opts.matmul_store,
-                          tma_store_blocker(outputs, n), nsplit, opts.matmul_smem_reuse, serial)
-    except ValueError as err:
-        raise ScheduleError(f"'fusion.matmul' {m}x{n}x{k}: {err}", op) from None
-    return p, outputs
-
-
-def matmul_decision(p: MatmulParams) -> dict[str, object]:
-    """A matmul schedule as the schedule options that reproduce it (what fusion-segment records).
-    The pipeline depth is not among them: it follows from the tile and the store path, and the
-    conversion's epilogue plan says how (`fuser.matmul_epilogue`)."""
-    return {"tile": f"{p.bm}x{p.bn}", "matmul_persistent": int(p.persistent),
-            "matmul_pingpong": int(p.pingpong), "matmul_cluster": p.cluster,
-            "matmul_store": "tma" if p.tma_store else "direct"}
-
-
-def _check_dtype(op: F.MatmulOp) -> None:
-    et = F.dtype_name(F._elem(op.a))
-    if et not in ("bf16", "f16"):
-        raise ScheduleError(f"'fusion.matmul' operands are {et}; the Hopper matmul takes bf16 or f16 (cast them first)", op)
-
-
 def _check_operands(op: F.MatmulOp, em: KernelEmitter) -> None:
-    _check_dtype(op)
+    check_matmul_dtype(op)
     for what, v, inner in (("a", op.a, shape_of(op.a)[1]), ("b", op.b, shape_of(op.b)[1])):
         if v not in em.buffers:
             raise ScheduleError(f"'fusion.matmul' operand '{what}' must be a function argument or a materialized value "

@@ -12,6 +12,7 @@ from xdsl.ir import SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
+from fuser.lowering.analysis.schedules import ELEM_BYTES
 from fuser.lowering.emitters.evaluator import Evaluator
 from fuser.lowering.emitters.kernel_builder import KernelBuilder, emit_if, emit_if_else
 from fuser.lowering.heuristics.matmul import STAGING_BYTES, STAGING_TOTAL
@@ -22,25 +23,6 @@ def wg_named_barrier(kb: KernelBuilder, is_wg0: SSAValue, action: str, ids: tupl
     id is an immediate, so the two warpgroups take the two sides of a branch)."""
     emit_if_else(kb, is_wg0, lambda q: q.emit(sched.NamedBarrierOp(action, ids[0], count)),
                  lambda q: q.emit(sched.NamedBarrierOp(action, ids[1], count)))
-
-
-ELEM_BYTES = {"f32": 4, "bf16": 2, "f16": 2}  # the element types the TMA-store epilogue takes
-
-
-def out_elem_bytes(v: SSAValue) -> int:
-    """Bytes per element of an epilogue output (0: a type the TMA stores do not take)."""
-    return ELEM_BYTES.get(F.dtype_name(F._elem(v)), 0)
-
-
-def tma_store_blocker(outputs, n: int) -> str:
-    """Why the epilogue's outputs cannot be written by TMA stores ("" when they can)."""
-    for o in outputs:
-        eb = out_elem_bytes(o)
-        if not eb:
-            return f"output {o.type} is not f32, bf16 or f16"
-        if n * eb % 16:
-            return f"output {o.type} has rows of {n * eb} bytes; TMA stores need a multiple of 16"
-    return ""
 
 
 class Staging:
@@ -176,7 +158,6 @@ def emit_epilogue(b: KernelBuilder, accs, mats, outputs, reads, amap, m, n, m0, 
         if staging is not None:
             staging.store_chunks(b, values, outputs, wg, ltid, warp, lane, b.add(b.add(m0, wg_row), 64 * i), n0, bn,
                                  lead)
-
 
 
 def store_partial(b: KernelBuilder, accs, msubs: int, bn: int, staging: Staging, ws, wg, ltid, warp, lane, row0, n0,

@@ -25,8 +25,8 @@ from xdsl.ir import Block, SSAValue
 
 from fuser.dialects import sched
 from fuser.dialects import fusion as F
-from fuser.lowering.emitters.combiners import Joint, finalize, is_welford, select_state, state_for
-from fuser.lowering.common import Task, by_name, elem_bytes, leaves, reaches, shape_of
+from fuser.lowering.emitters.combiners import Joint, finalize, select_state, state_for
+from fuser.lowering.common import Task, by_name, elem_bytes, is_welford, leaves, reaches, shape_of
 from fuser.lowering.emitters.emitter import KernelEmitter
 from fuser.lowering.emitters.evaluator import Evaluator
 from fuser.lowering.emitters.kernel_builder import KernelBuilder, emit_if

@@ -12,53 +12,25 @@ from xdsl.ir import Block, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
-from fuser.lowering.common import by_name, elem_bytes, leaves, shape_of, vector_lanes
+from fuser.lowering.analysis.schedules import grid_stride, plan_transpose, pointwise_inputs
+from fuser.lowering.common import elem_bytes, shape_of, vector_lanes
 from fuser.lowering.emitters.emitter import KernelEmitter, WorkspaceValue
 from fuser.lowering.emitters.evaluator import Evaluator
 from fuser.lowering.emitters.kernel_builder import KernelBuilder
 from fuser.lowering.heuristics.pointwise import pointwise_params
-from fuser.lowering.emitters.transpose import emit_transpose, plan_transpose
-
-
-def _inputs(outputs: list[SSAValue], materialized: set, args: set) -> tuple[dict, list[SSAValue]]:
-    """What each output is computed from (a segment_set's buffer is filled from its operand's
-    expression), and the values the kernel reads, in parameter order."""
-    expr = {o: (o.owner.input if isinstance(o.owner, F.SegmentSetOp) else o) for o in outputs}
-    return expr, by_name(set().union(*(leaves(expr[o], materialized - {o}, args) for o in outputs)))
-
-
-def _grid_stride(outputs: list[SSAValue], reads: list[SSAValue], opts) -> tuple[int, int, int, int]:
-    """(lanes per access, vectors, threads per block, blocks) of the grid-stride kernel."""
-    shape = shape_of(outputs[0])
-    # (a 0-d read, such as a random op's seed, is one scalar load: it does not narrow the vectors)
-    max_bytes = max(elem_bytes(F._elem(v)) for v in list(outputs) + [r for r in reads if shape_of(r)])
-    lanes = vector_lanes(shape[-1], max_bytes, opts.vector) if shape else 1
-    nvec = math.prod(shape) // lanes
-    block, grid = pointwise_params(nvec, opts.sms, opts.block)
-    return lanes, nvec, block, grid
-
-
-def pointwise_schedule(outputs: list[SSAValue], materialized: set, args: set, opts) -> dict[str, int] | None:
-    """The pointwise scheduler's decision for these outputs under `opts`, as schedule options
-    (`block`, `vector`: threads per block and elements per access), or None where the transpose
-    scheduler takes them. fusion-segment writes it into the segment's plan."""
-    expr, reads = _inputs(outputs, materialized, args)
-    if plan_transpose(outputs, expr, materialized, args) is not None:
-        return None
-    lanes, _, block, _ = _grid_stride(outputs, reads, opts)
-    return {"block": block, "vector": lanes}
+from fuser.lowering.emitters.transpose import emit_transpose
 
 
 def emit_pointwise(em: KernelEmitter, outputs: list[SSAValue], materialized: set, args: set) -> None:
     """One kernel computing `outputs` (all of one shape) from the values they read."""
     shape = shape_of(outputs[0])
-    expr, reads = _inputs(outputs, materialized, args)
+    expr, reads = pointwise_inputs(outputs, materialized, args)
     tiled = plan_transpose(outputs, expr, materialized, args)
     if tiled is not None:  # a permute moves its input's contiguous dim: the transpose scheduler
         emit_transpose(em, outputs, expr, reads, *tiled)
         return
     all_vals = list(outputs) + reads
-    lanes, nvec, block, grid = _grid_stride(outputs, reads, em.opts)
+    lanes, nvec, block, grid = grid_stride(outputs, reads, em.opts)
     host_bufs = em.kernel_buffers(list(outputs) + reads)
 
     def body(kb: KernelBuilder, kargs):

@@ -23,76 +23,13 @@ from xdsl.ir import Block, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
-from fuser.lowering.emitters.combiners import finalize, is_welford, plane_groups, select_state, state_for
-from fuser.lowering.common import ScheduleError, Task, by_name, elem_bytes, leaves, next_pow2, shape_of, vector_lanes
+from fuser.lowering.analysis.schedules import inner_geometry, input_reads, joint_geometry, joint_ops, outer_geometry
+from fuser.lowering.common import Task, by_name, is_welford, leaves, next_pow2, shape_of, vector_lanes
+from fuser.lowering.emitters.combiners import finalize, plane_groups, select_state, state_for
 from fuser.lowering.emitters.emitter import KernelEmitter, WorkspaceValue
 from fuser.lowering.emitters.evaluator import Evaluator
-from fuser.lowering.emitters.kernel_builder import KernelBuilder, emit_if, f32
-from fuser.lowering.heuristics.reduction import (JOINT_BX, JOINT_MAX_ROWS, ReductionView, inner_reduction_params,
-                                                 joint_reduction_params, outer_reduction_params, reduction_view)
-
-
-def _row_col(view_shape: Sequence[int], k: int) -> tuple[int, int, tuple[int, ...]]:
-    """(rows, cols, col_shape) of an input viewed with its first `k` dims as rows."""
-    return math.prod(view_shape[:k]), math.prod(view_shape[k:]), tuple(view_shape[k:])
-
-
-def _max_read_bytes(in_reads: list[SSAValue]) -> int:
-    return max([elem_bytes(F._elem(v)) for v in in_reads] + [4 if not in_reads else 1])
-
-
-def _inner_geometry(rows: int, cols: int, col_shape, in_reads, opts) -> tuple[int, int, int, int]:
-    """(lanes, bx threads per row, by rows per block, chunks per row) of an inner reduction."""
-    lanes = vector_lanes(col_shape[-1], _max_read_bytes(in_reads), opts.vector)
-    bx, by, chunks = inner_reduction_params(rows, cols // lanes, opts.sms, opts.block)
-    return lanes, bx, by, opts.split if opts.split >= 1 else chunks
-
-
-def _outer_geometry(rows: int, cols: int, col_shape, in_reads, opts) -> tuple[int, int, int, int]:
-    """(lanes, bx threads over column vectors, by threads over rows, row chunks) of an outer
-    reduction."""
-    lanes = vector_lanes(col_shape[-1], _max_read_bytes(in_reads), opts.vector) if col_shape else 1
-    bx, by, chunks = outer_reduction_params(rows, cols // lanes, opts.sms)
-    return lanes, bx, by, opts.split if opts.split >= 1 else chunks
-
-
-def _joint_ops(task: Task):
-    """(the column reduction, the row reduction) of a joint task."""
-    ops = [task.op] + task.siblings
-    col_op = next(op for op in ops if not reduction_view(shape_of(op.input), op.reduced_dims).inner)
-    return col_op, next(op for op in ops if op is not col_op)
-
-
-def _joint_geometry(rows: int, cols: int, col_shape, in_reads, opts) -> tuple[int, int, int]:
-    """(lanes, by threads over rows, row chunks) of the joint row and column kernel."""
-    lanes = vector_lanes(col_shape[-1], _max_read_bytes(in_reads), opts.vector)
-    by, chunks = joint_reduction_params(rows, cols // lanes, opts.sms)
-    if opts.split >= 1:  # forced, but never past what a block's shared memory holds
-        chunks = max(opts.split, math.ceil(rows / JOINT_MAX_ROWS))
-    return lanes, by, chunks
-
-
-def reduction_schedule(task: Task, materialized: set, args: set, opts) -> dict[str, int]:
-    """The reduction scheduler's decision for `task` under `opts`, as the schedule options that
-    reproduce it: `vector` (elements per access) and `split` (chunks per row or column), and
-    for an inner reduction `block` (threads per row). fusion-segment writes it into the
-    segment's plan; the emitters below make their kernels from the same functions."""
-    if task.siblings:
-        col_op, row_op = _joint_ops(task)
-        x = col_op.input
-        own = set(col_op.results) | set(row_op.results)
-        rows, cols, col_shape = _row_col(shape_of(x), len(col_op.reduced_dims))
-        lanes, _, chunks = _joint_geometry(rows, cols, col_shape, by_name(leaves(x, materialized - own, args)), opts)
-        return {"vector": lanes, "split": chunks}
-    op = task.op
-    view = reduction_view(shape_of(op.input), op.reduced_dims)
-    rows, cols, col_shape = _row_col(view.shape, view.k)
-    in_reads = _input_reads(op, op.input, materialized, args)
-    if view.inner:
-        lanes, bx, _, chunks = _inner_geometry(rows, cols, col_shape, in_reads, opts)
-        return {"block": bx, "vector": lanes, "split": chunks}
-    lanes, _, _, chunks = _outer_geometry(rows, cols, col_shape, in_reads, opts)
-    return {"vector": lanes, "split": chunks}
+from fuser.lowering.emitters.kernel_builder import KernelBuilder, emit_if
+from fuser.lowering.heuristics.reduction import JOINT_BX, ReductionView, outer_reduction_params, reduction_view
 
 
 def emit_reduction(em: KernelEmitter, task: Task, materialized: set, args: set) -> None:
@@ -137,10 +74,6 @@ def _epilogue_reads(task: Task, materialized: set, args: set, outputs: Sequence[
     for o in task.outputs if outputs is None else outputs:
         found |= leaves(o, (materialized | results) - {o}, args)
     return by_name(found - results)
-
-
-def _input_reads(op, src: SSAValue, materialized: set, args: set) -> list[SSAValue]:
-    return by_name(leaves(src, materialized - set(op.results), args))
 
 
 class Partials:
@@ -197,8 +130,8 @@ def _inner(em: KernelEmitter, task: Task, materialized: set, args: set, src: SSA
     in_shape, k = view.shape, view.k
     row_shape, col_shape = in_shape[:k], in_shape[k:]
     rows, cols = math.prod(row_shape), math.prod(col_shape)
-    in_reads = _input_reads(op, src, materialized, args)
-    lanes, bx, by, chunks = _inner_geometry(rows, cols, col_shape, in_reads, em.opts)
+    in_reads = input_reads(op, src, materialized, args)
+    lanes, bx, by, chunks = inner_geometry(rows, cols, col_shape, in_reads, em.opts)
     row_vecs = cols // lanes
 
     shifted = is_welford(op)
@@ -301,8 +234,8 @@ def _outer(em: KernelEmitter, task: Task, materialized: set, args: set, src: SSA
     in_shape, k = view.shape, view.k
     row_shape, col_shape = in_shape[:k], in_shape[k:]
     rows, cols = math.prod(row_shape), math.prod(col_shape)
-    in_reads = _input_reads(op, src, materialized, args)
-    lanes, bx, by, chunks = _outer_geometry(rows, cols, col_shape, in_reads, em.opts)
+    in_reads = input_reads(op, src, materialized, args)
+    lanes, bx, by, chunks = outer_geometry(rows, cols, col_shape, in_reads, em.opts)
     col_vecs = cols // lanes
     epi_reads = _epilogue_reads(task, materialized, args)
 
@@ -378,7 +311,7 @@ def emit_joint_reduction(em: KernelEmitter, task: Task, materialized: set, args:
     (none when one block spans the columns: kernel 1 then stores the rows itself); split rows
     (few column blocks) merge their column partials in one more kernel, as the outer reduction's
     do. Each output is stored by the kernel that finishes the reduction it is computed from."""
-    col_op, row_op = _joint_ops(task)
+    col_op, row_op = joint_ops(task)
     x = col_op.input
     shape = shape_of(x)
     k = len(col_op.reduced_dims)
@@ -386,7 +319,7 @@ def emit_joint_reduction(em: KernelEmitter, task: Task, materialized: set, args:
     rows, cols = math.prod(row_shape), math.prod(col_shape)
     own = set(col_op.results) | set(row_op.results)
     in_reads = by_name(leaves(x, materialized - own, args))
-    lanes, by, chunks = _joint_geometry(rows, cols, col_shape, in_reads, em.opts)
+    lanes, by, chunks = joint_geometry(rows, cols, col_shape, in_reads, em.opts)
     col_vecs = cols // lanes
     bx = JOINT_BX
     col_blocks = math.ceil(col_vecs / bx)

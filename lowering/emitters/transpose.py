@@ -15,41 +15,10 @@ from xdsl.ir import SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
-from fuser.lowering.common import elem_bytes
 from fuser.lowering.emitters.emitter import KernelEmitter
 from fuser.lowering.emitters.evaluator import Evaluator, compute_type
 from fuser.lowering.emitters.kernel_builder import KernelBuilder, emit_if
-from fuser.lowering.heuristics.transpose import TransposeParams, transpose_params
-
-
-def moved_permutes(outputs: list[SSAValue], expr: dict, materialized: set, args: set) -> list[F.PermuteOp]:
-    """The permutes that the outputs read at their own index (through elementwise ops only) and
-    that move their input's last dim."""
-    found: dict[F.PermuteOp, None] = {}
-    todo, seen = [expr[o] for o in outputs], set()
-    while todo:
-        v = todo.pop()
-        if v in seen or v in materialized or v in args:
-            continue
-        seen.add(v)
-        op = v.owner
-        if isinstance(op, F.PermuteOp):
-            perm = list(op.perm.get_values())
-            if perm[-1] != len(perm) - 1:
-                found[op] = None
-        elif isinstance(op, F.POINTWISE_OPS):
-            todo.extend(op.operands)
-    return list(found)
-
-
-def plan_transpose(outputs: list[SSAValue], expr: dict, materialized: set, args: set
-                   ) -> tuple[TransposeParams, list[F.PermuteOp]] | None:
-    """The transpose kernel's tiling and the permutes it stages, or None for the pointwise kernel."""
-    perms = moved_permutes(outputs, expr, materialized, args)
-    shape = tuple(outputs[0].type.get_shape())
-    widest = max(elem_bytes(F._elem(v)) for v in list(outputs) + [op.result for op in perms])
-    p = transpose_params(shape, [list(op.perm.get_values()) for op in perms], widest)
-    return (p, perms) if p is not None else None
+from fuser.lowering.heuristics.transpose import TransposeParams
 
 
 def emit_transpose(em: KernelEmitter, outputs: list[SSAValue], expr: dict, reads: list[SSAValue],
@@ -115,6 +84,5 @@ def emit_transpose(em: KernelEmitter, outputs: list[SSAValue], expr: dict, reads
     for g in p.grid_shape:
         grid *= g
     em.kernel(host_bufs, (grid, 1, 1), (T // V, R, 1), body, schedule=p.describe())
-
 
 
