@@ -198,6 +198,10 @@ def precompile(regions: list["FusionRegion"], workers: int) -> float:
     return time.perf_counter() - start
 
 
+class NoInputs(Unsupported):
+    """A region that reads no tensor: it stays in PyTorch."""
+
+
 class FusionRegion(torch.nn.Module):
     """One partition as one fuser fusion. Built once (the fusion text); called with the
     region's input tensors, it runs the fusion in the reference interpreter (CPU tensors) or
@@ -249,6 +253,10 @@ class FusionRegion(torch.nn.Module):
         # Fusion inputs: boundary values that a fused node reads.
         fused = [n for n in graph.nodes if n.op == "call_function" and n not in inside]
         self.fusion_inputs = [b for b in boundary if any(u in fused for u in b.users)]
+        if not self.fusion_inputs:
+            # Factories only (position ids from arange): nothing to fuse with, and on CUDA the
+            # outputs must come from torch's allocator and stream (CUDA graph pools included).
+            raise NoInputs(f"region {self.name} reads no tensor (factories only): PyTorch makes its values")
         fb = fa.FusionBuilder("fuser_region")
         env: dict[fx.Node, Any] = {}
         self.input_orders: list[list[int] | None] = []
@@ -501,6 +509,9 @@ def partition_graph(gm: fx.GraphModule, config: dict[str, Any], stats: Stats, ki
         input_meta = [a.meta.get("val") for a in node.args]
         try:
             region = FusionRegion(f"{kind}_{node.target}", sub, input_meta, config, stats)
+        except NoInputs as e:
+            log.debug("%s: %s", kind, e)
+            continue
         except Unsupported as e:  # should not happen: every node passed the same check
             log.warning("%s: region %s stays in PyTorch: %s", kind, node.target, e)
             continue

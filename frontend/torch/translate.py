@@ -813,22 +813,6 @@ def _scalar_tensor(ctx: Ctx) -> fa.Tensor:
     return ctx.fb.full(_scalar(ctx.arg(0, "s")), (), _math_dtype(ctx))
 
 
-@entry(aten.arange.default, aten.arange.start, aten.arange.start_step)
-def _arange(ctx: Ctx) -> fa.Tensor:
-    """arange(end), arange(start, end) and arange(start, end, step), of the dtype torch recorded."""
-    ctx.kwarg_is("layout", None, torch.strided)
-    bounds = [a for a in ctx.node.args if isinstance(a, numbers.Number)]
-    if len(bounds) != len(ctx.node.args) or not bounds:
-        raise Unsupported(f"{ctx.node.target} with bounds that are not numbers")
-    if ctx.out_dtype not in RANDOM_TYPES + ("i8", "i16", "i32", "i64", "u8"):
-        raise Unsupported(f"arange of {ctx.out_dtype}")
-    start, end, step = (0, bounds[0], 1) if len(bounds) == 1 else (*bounds, 1)[:3]
-    y = fa.arange(start, end, step, ctx.out_dtype, builder=ctx.fb)
-    if tuple(y.shape) != ctx.out_shape:  # (torch counts its length in double; so does fuser, but say it)
-        raise Unsupported(f"arange({start}, {end}, {step}): {y.shape} values, torch made {ctx.out_shape}")
-    return y
-
-
 # ------------------------------------------------------------------ random numbers
 # torch's generator state cannot be reproduced, so each random op of a region draws from fuser's
 # own stream (Philox 4x32-10, fusion.uniform / fusion.normal) with a seed that is an input of the

@@ -234,9 +234,6 @@ CASES: list[tuple[str, tuple, object]] = [
     ("alias", (aten.alias.default,), lambda T: aten.alias(T.a * 2) + 1),
     ("detach", (aten.detach.default,), lambda T: aten.detach(T.a * 2) + 1),
     ("full", (aten.full.default,), lambda T: torch.full((4, 8), 2.0) * T.a),
-    ("arange_end", (aten.arange.default, aten.arange.start, aten.arange.start_step), lambda T: torch.arange(8) + T.i),
-    ("arange_start", (aten.arange.start, aten.arange.start_step), lambda T: torch.arange(2, 10) * T.i),
-    ("arange_float_step", (aten.arange.start_step,), lambda T: torch.arange(0.5, 4.5, 0.5) * T.a),
     ("native_dropout_backward", (aten.native_dropout_backward.default,),
      lambda T: aten.native_dropout_backward(T.a, T.m, 1.25)),
     ("native_dropout_backward_bf16", (aten.native_dropout_backward.default,),
@@ -371,6 +368,23 @@ def test_random_ops_run_in_fuser(device):
     assert 1.0 <= u.min().item() and u.max().item() < 2.0 and abs(u.mean().item() - 1.5) < 0.01
     assert abs(n.mean().item()) < 0.05 and abs(n.std().item() - 3.0) < 0.05
     assert uh.dtype == torch.float16 and 0.0 <= uh.min().item() and uh.max().item() < 1.0
+
+
+def test_a_region_without_inputs_stays_in_pytorch():
+    """A region that reads no tensor (factories only: position ids from arange, before an op
+    fuser leaves to PyTorch) is refused, so it stays in PyTorch: on CUDA a region's outputs must
+    come from torch's allocator and stream (CUDA graph pools included), which the runtime takes
+    from its tensor inputs."""
+    import torch.fx as fx
+
+    from fuser.torch.partition import FusionRegion, NoInputs, Stats
+
+    g = fx.Graph()
+    n = g.call_function(aten.full.default, ((4,), 2.0), {"dtype": torch.float32})
+    n.meta["val"] = torch.empty(4)
+    g.output(n)
+    with pytest.raises(NoInputs, match="reads no tensor"):
+        FusionRegion("r", fx.GraphModule(torch.nn.Module(), g), [], {}, Stats())
 
 
 def test_every_entry_is_tested(cases):
