@@ -349,8 +349,8 @@ class FusionRegion(torch.nn.Module):
             ins.append(a)
         # Each random op's seed, drawn from torch's generator of the region's device: repeatable
         # under torch.manual_seed, new numbers on every call (fuser's stream, not torch's).
-        dev = ins[0].device if ins else torch.device(self.device if self.device in ("cpu", "cuda") else "cpu")
-        ins += [torch.randint(0, 2 ** 62, (), dtype=torch.int64, device=dev) for _ in range(self.rng_seeds)]
+        if self.rng_seeds:
+            ins += [torch.randint(0, 2 ** 62, (), dtype=torch.int64, device=ins[0].device) for _ in range(self.rng_seeds)]
         executor = self.config.get("executor", "auto")
         devs = {a.device.type for a in ins} or {self.device}
         if executor == "torch" or len(devs) != 1 or devs - {"cpu", "cuda"}:

@@ -34,9 +34,8 @@ from xdsl.dialects import func
 from xdsl.ir import Block, SSAValue
 
 from fuser.dialects import fusion as F
-from fuser.lowering.common import is_welford
-from fuser.lowering.common import (REDUCTION_OPS, SHAPE_OPS, ScheduleError, Task, by_name, elem_bytes, leaves, nbytes,
-                                   pointwise_path_only, reaches, shape_of, vector_lanes)
+from fuser.lowering.common import (REDUCTION_OPS, SHAPE_OPS, ScheduleError, Task, by_name, elem_bytes, is_welford, leaves,
+                                   nbytes, pointwise_path_only, reaches, shape_of, vector_lanes)
 from fuser.lowering.heuristics.normalization import NormDecision, normalization_params
 from fuser.lowering.heuristics.options import ScheduleOptions
 

@@ -21,8 +21,8 @@ from fuser.dialects.arith_ext import RemFOp
 from fuser.dialects.math_ext import ErfcOp, ErfinvOp
 from fuser.lowering.common import ScheduleError, shape_of
 from fuser.lowering.emitters.kernel_builder import KernelBuilder, f32, index
-from fuser.lowering.provenance import located
 from fuser.lowering.emitters.random import emit_iota, emit_random
+from fuser.lowering.provenance import located
 
 
 class Evaluator:
