@@ -33,6 +33,7 @@ reference interpreter and every stage's IR at hand.
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import numbers
 import os
@@ -51,7 +52,7 @@ from fuser.dialects import fusion as F
 from fuser.dialects.ir import decode_source, parse_module
 from fuser.runtime.reference import find_func, run_reference
 
-# `compile`, `abs`, `pow`, `round`, `sum`, `any` and `all` are left out of __all__ so that `from fuser import *`
+# `compile`, `abs`, `pow`, `round`, `sum`, `any`, `all` and `slice` are left out of __all__ so that `from fuser import *`
 # does not shadow the builtins; use them as `fuser.compile`, `fuser.sum`, ...
 __all__ = [
     "FusionBuilder", "Tensor", "CompiledFusion",
@@ -64,7 +65,8 @@ __all__ = [
     "logical_not", "logical_and", "logical_or", "logical_xor",
     "add", "sub", "mul", "div", "floor_divide", "maximum", "minimum", "where", "cast", "full",
     "promote_types", "result_dtype",
-    "broadcast_to", "broadcast", "reshape", "permute", "amax", "amin", "prod", "argmax", "argmin", "welford",
+    "broadcast_to", "broadcast", "reshape", "permute", "select", "narrow", "pad", "cat", "split",
+    "flip", "expand", "squeeze", "unsqueeze", "triu", "tril", "amax", "amin", "prod", "argmax", "argmin", "welford",
     "var_mean",
     "matmul", "segment_set",
     "iota", "arange", "uniform", "normal", "rand_like", "randn_like", "dropout", "dropout_backward",
@@ -1047,6 +1049,166 @@ def permute(x: Tensor, perm: Sequence[int]) -> Tensor:
     op = F.PermuteOp.create(operands=[x.value], result_types=[F.tensor(shape, x.type.element_type)],
                             properties={"perm": F._i64_array(perm)})
     return x.builder._emit(op)
+
+
+def slice(x: Tensor, dim: int, start: int | None = None, stop: int | None = None, step: int = 1) -> Tensor:
+    """`x` sliced along `dim` as Python slices a sequence: `start:stop:step`, negative and
+    out-of-range bounds included (`fusion.slice`). A negative step reverses first
+    (`flip`), as `x.flip(dim)[...]` would, keeping Python's meaning of the bounds."""
+    x = _as_tensor(x, "slice")
+    d = _norm_dim(dim, x.ndim)
+    if not isinstance(step, numbers.Integral) or step == 0:
+        raise ValueError(f"slice: step must be a nonzero integer, got {step!r}")
+    lo, hi, k = builtins.slice(start, stop, step).indices(x.shape[d])
+    if k < 0:  # element lo, lo+k, ... (> hi): flip, then the same elements counted from the end
+        n = x.shape[d]
+        x = flip(x, d)
+        lo, hi, k = n - 1 - lo, n - 1 - hi, -k
+    hi = builtins.max(lo, hi)
+    if (lo, hi, k) == (0, x.shape[d], 1):
+        return x
+    start_, stop_, step_ = [0] * x.ndim, list(x.shape), [1] * x.ndim
+    start_[d], stop_[d], step_[d] = lo, hi, k
+    return x.builder._emit(F.SliceOp(x.value, start_, stop_, step_))
+
+
+def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """torch.narrow: `length` elements of `dim` from `start` (negative: from the end)."""
+    x = _as_tensor(x, "narrow")
+    n = x.shape[_norm_dim(dim, x.ndim)]
+    if not -n <= start <= n or length < 0 or (start % n if n else 0) + length > n:
+        raise ValueError(f"narrow: start {start} and length {length} do not fit dim {dim} of {x.type}")
+    start = start + n if start < 0 else start
+    return slice(x, dim, start, start + length)
+
+
+def select(x: Tensor, dim: int, index: int) -> Tensor:
+    """torch.select: the slice at `index` of `dim` (negative: from the end), that dim removed."""
+    x = _as_tensor(x, "select")
+    d = _norm_dim(dim, x.ndim)
+    n = x.shape[d]
+    if not -n <= index < n:
+        raise IndexError(f"select: index {index} is out of range for dim {dim} of extent {n}")
+    index %= n
+    return squeeze(slice(x, d, index, index + 1), d)
+
+
+def split(x: Tensor, sizes: int | Sequence[int], dim: int = 0) -> list[Tensor]:
+    """torch.split: pieces of `sizes` elements along `dim` (an int: that many each, the last
+    smaller); each piece is a slice."""
+    x = _as_tensor(x, "split")
+    d = _norm_dim(dim, x.ndim)
+    n = x.shape[d]
+    if isinstance(sizes, numbers.Integral):
+        if sizes <= 0:
+            raise ValueError(f"split: size {sizes} must be positive")
+        sizes = [builtins.min(sizes, n - s) for s in range(0, n, sizes)] or [0]
+    if builtins.sum(sizes) != n or builtins.any(k < 0 for k in sizes):
+        raise ValueError(f"split: sizes {list(sizes)} do not add up to extent {n} of dim {dim}")
+    starts = np.cumsum([0, *sizes])
+    return [slice(x, d, int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
+
+
+def pad(x: Tensor, pads: Sequence[int], value: float = 0.0) -> Tensor:
+    """torch.nn.functional.pad, constant mode: `pads` lists (before, after) pairs from the last
+    dim backwards; a negative pad removes elements (`fusion.pad`). `value` in x's dtype."""
+    x = _as_tensor(x, "pad")
+    pads = [int(p) for p in pads]
+    if len(pads) % 2 or len(pads) > 2 * x.ndim:
+        raise ValueError(f"pad: {pads} must hold pairs for at most the {x.ndim} dims of {x.type}")
+    low, high = [0] * x.ndim, [0] * x.ndim
+    for i in range(len(pads) // 2):
+        low[x.ndim - 1 - i], high[x.ndim - 1 - i] = pads[2 * i], pads[2 * i + 1]
+    for d, (n, lo, hi) in enumerate(zip(x.shape, low, high)):
+        if n + builtins.min(lo, 0) + builtins.min(hi, 0) < 0 or n + lo + hi < 0:
+            raise ValueError(f"pad: pads ({lo}, {hi}) of dim {d} remove more than its {n} elements")
+    if not builtins.any(low) and not builtins.any(high):
+        return x
+    fill = x.builder.full(value, (), x.dtype)
+    return x.builder._emit(F.PadOp(x.value, fill.value, low, high))
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """torch.cat: `tensors` joined along `dim` (`fusion.cat`); they share every other extent and
+    are promoted to one dtype as torch does."""
+    tensors = [_as_tensor(t, "cat") for t in tensors]
+    if not tensors:
+        raise ValueError("cat: needs at least one tensor")
+    fb = tensors[0].builder
+    if builtins.any(t.builder is not fb for t in tensors):
+        raise ValueError("cat: tensors belong to different FusionBuilders")
+    d = _norm_dim(dim, tensors[0].ndim)
+    for i, t in enumerate(tensors):
+        if t.ndim != tensors[0].ndim or [n for k, n in enumerate(t.shape) if k != d] != \
+                [n for k, n in enumerate(tensors[0].shape) if k != d]:
+            raise ValueError(f"cat: tensor {i} has shape {list(t.shape)}; along every dim but {dim} it must match "
+                             f"tensor 0's {list(tensors[0].shape)}")
+    dtype = functools.reduce(promote_types, [t.dtype for t in tensors])
+    tensors = [cast(t, dtype) for t in tensors]
+    if len(tensors) == 1:
+        return tensors[0]
+    return fb._emit(F.CatOp([t.value for t in tensors], d))
+
+
+def flip(x: Tensor, dims: int | Sequence[int]) -> Tensor:
+    """torch.flip: the elements of `dims` in reverse order (`fusion.flip`)."""
+    x = _as_tensor(x, "flip")
+    dims = [d for d in _norm_dims(dims, x.ndim) if x.shape[d] > 1]
+    return x.builder._emit(F.FlipOp(x.value, dims)) if dims else x
+
+
+def squeeze(x: Tensor, dims: int | Sequence[int] | None = None) -> Tensor:
+    """torch.squeeze: `dims` of extent 1 removed (None: every such dim; others in `dims` stay,
+    as torch leaves them)."""
+    x = _as_tensor(x, "squeeze")
+    dims = range(x.ndim) if dims is None else _norm_dims(dims, x.ndim)
+    drop = {d for d in dims if x.shape[d] == 1}
+    return reshape(x, [n for d, n in enumerate(x.shape) if d not in drop])
+
+
+def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    """torch.unsqueeze: a new dim of extent 1 at `dim` (-1: last)."""
+    x = _as_tensor(x, "unsqueeze")
+    d = _norm_dim(dim, x.ndim + 1)
+    return reshape(x, [*x.shape[:d], 1, *x.shape[d:]])
+
+
+def expand(x: Tensor, shape: Shape) -> Tensor:
+    """torch.expand: x's extent-1 dims (and new leading dims) repeated to `shape`; -1 keeps a
+    dim. No copy: the kernels read the one element."""
+    x = _as_tensor(x, "expand")
+    shape = list(shape)
+    lead = len(shape) - x.ndim
+    if lead < 0:
+        raise ValueError(f"expand: {shape} has fewer dims than {x.type}")
+    shape = [x.shape[i - lead] if n == -1 and i >= lead else int(n) for i, n in enumerate(shape)]
+    for i, n in enumerate(x.shape):
+        if n != 1 and n != shape[lead + i]:
+            raise ValueError(f"expand: dim {i} of {x.type} has extent {n}, not 1 or {shape[lead + i]}")
+    return broadcast_to(x, shape)
+
+
+def triu(x: Tensor, diagonal: int = 0) -> Tensor:
+    """torch.triu: the elements on and above `diagonal` of the last two dims (col - row >=
+    diagonal), zero elsewhere; an iota comparison inside the consumer's kernel."""
+    return _triangle(x, diagonal, upper=True)
+
+
+def tril(x: Tensor, diagonal: int = 0) -> Tensor:
+    """torch.tril: the elements on and below `diagonal` (col - row <= diagonal), zero elsewhere."""
+    return _triangle(x, diagonal, upper=False)
+
+
+def _triangle(x: Tensor, diagonal: int, upper: bool) -> Tensor:
+    x = _as_tensor(x, "triu" if upper else "tril")
+    if x.ndim < 2:
+        raise ValueError(f"{'triu' if upper else 'tril'}: needs at least 2 dims, got {x.type}")
+    fb, (r, c) = x.builder, x.shape[-2:]
+    rows = broadcast(iota(r, builder=fb), (r, c), [1])
+    cols = broadcast(iota(c, builder=fb), (r, c), [0])
+    diff = cols - rows
+    keep = broadcast_to(diff >= diagonal if upper else diff <= diagonal, x.shape)
+    return where(keep, x, fb.full(0, x.shape, x.dtype))
 
 
 def segment_set(x: Tensor) -> Tensor:

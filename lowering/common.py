@@ -18,7 +18,7 @@ from xdsl.ir import BlockArgument, SSAValue
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
 
-SHAPE_OPS = (F.BroadcastOp, F.ReshapeOp, F.PermuteOp)
+SHAPE_OPS = F.SHAPE_OPS
 REDUCTION_OPS = (F.ReduceOp, F.WelfordOp, F.VarMeanOp)
 
 

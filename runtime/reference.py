@@ -418,6 +418,19 @@ def _eval_op(it: _Interp, op: Operation, ins: list[np.ndarray]) -> list[np.ndarr
         return [ins[0].reshape(_shape(op.result))]
     if name == "fusion.permute":
         return [np.transpose(ins[0], _dims_of(op, "perm")).copy()]
+    if name == "fusion.slice":
+        return [ins[0][tuple(slice(a, b, k) for a, b, k in zip(_dims_of(op, "start"), _dims_of(op, "stop"),
+                                                                   _dims_of(op, "step")))].copy()]
+    if name == "fusion.pad":
+        x = ins[0]
+        low, high = _dims_of(op, "low"), _dims_of(op, "high")
+        # Negative pads crop first; the rest is a constant pad.
+        x = x[tuple(slice(max(-lo, 0), n - max(-hi, 0)) for n, lo, hi in zip(x.shape, low, high))]
+        return [np.pad(x, [(max(lo, 0), max(hi, 0)) for lo, hi in zip(low, high)], constant_values=ins[1].item())]
+    if name == "fusion.cat":
+        return [np.concatenate(ins, axis=op.dim.data)]
+    if name == "fusion.flip":
+        return [np.flip(ins[0], _dims_of(op)).copy()]
     if name == "fusion.segment_set":
         return [ins[0].copy()]
     if name == "fusion.reduce":

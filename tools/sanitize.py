@@ -3,7 +3,7 @@ shared-memory and synchronization path the schedulers emit (the matmul epilogue 
 operand slots and in bytes of its own, stores straight from the registers, 2-CTA clusters, the persistent and ping-pong grids,
 two-kernel split-K with its reduction, serial split-K's turns and bulk reductions, block reductions that share scratch, normalization rows kept in
 shared memory, the column-reduction tree, the transpose tiles, a middle-dim reduction split over
-blocks), each compiled and run once by `fuser-run` under
+blocks, the index maps' clamped reads), each compiled and run once by `fuser-run` under
 `compute-sanitizer --tool T` for each tool T. It prints one line per case and tool: the
 hazards the tool reported and whether the outputs matched the float64 reference.
 
@@ -143,6 +143,24 @@ _MASKS = """func.func @masks(%x: tensor<130x97xf32>, %keep: tensor<130x97xi1>, %
 transpose of i1 and of f64 through shared-memory tiles (one tile of each type)."""
 
 
+_INDEX_MAPS = """func.func @index_maps(%x: tensor<37x128xbf16>, %y: tensor<37x62xbf16>) -> (tensor<37x192xbf16>, tensor<39x64xf32>) {
+  %lo = fusion.slice %x start [0, 0] stop [37, 64] step [1, 1] : tensor<37x128xbf16> to tensor<37x64xbf16>
+  %hi = fusion.slice %x start [0, 64] stop [37, 128] step [1, 1] : tensor<37x128xbf16> to tensor<37x64xbf16>
+  %v = fusion.full -2.0 : tensor<bf16>
+  %yp = fusion.pad %y, %v low [0, 1] high [0, 1] : tensor<37x62xbf16> to tensor<37x64xbf16>
+  %c = fusion.cat %hi, %lo, %yp dim 1 : tensor<37x64xbf16>, tensor<37x64xbf16>, tensor<37x64xbf16> to tensor<37x192xbf16>
+  %xf = fusion.cast %x : tensor<37x128xbf16> to tensor<37x128xf32>
+  %s = fusion.slice %xf start [0, 1] stop [37, 128] step [1, 2] : tensor<37x128xf32> to tensor<37x64xf32>
+  %f = fusion.flip %s dims [0, 1] : tensor<37x64xf32> to tensor<37x64xf32>
+  %z = fusion.full 0.0 : tensor<f32>
+  %p = fusion.pad %f, %z low [3, 0] high [-1, 0] : tensor<37x64xf32> to tensor<39x64xf32>
+  func.return %c, %p : tensor<37x192xbf16>, tensor<39x64xf32>
+}"""
+"""The index maps (issue 32): a cat of two slices (lane groups of 8 bf16, clamped as one) and of a
+pad of odd width (lanes mapped alone), and a strided slice, flipped, padded and cropped, at the
+edges of odd row counts."""
+
+
 def _default_with_split_k(options: str) -> str:
     """The default pipeline with fusion-split-k{options}."""
     return NAMED_PIPELINES["default"].replace("fusion-split-k", f"fusion-split-k{{{options}}}", 1)
@@ -173,6 +191,7 @@ CASES: dict[str, tuple[str, str]] = {
     "masks_and_casts": (_MASKS, "default"),
     "int_reductions": (_INT_REDUCTIONS, "default"),
     "dropout": (_DROPOUT, "default"),
+    "index_maps": (_INDEX_MAPS, "default"),
 }
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")

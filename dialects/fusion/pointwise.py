@@ -836,7 +836,7 @@ class FullOp(IRDLOperation):
         super().__init__(result_types=[tensor(shape, dtype)], properties={"value": FloatAttr(float(value), Float64Type())})
 
     def verify_(self) -> None:
-        t = _check_tensor(self, "result", self.result.type, ORDERED_TYPES)
+        t = _check_tensor(self, "result", self.result.type, ORDERED_TYPES + (Float64Type,))  # (every type)
         v = self.value.value.data
         et = t.element_type
         if isinstance(et, IntegerType) and not (math.isfinite(v) and v == int(v)):

@@ -1,14 +1,19 @@
-"""Shape `fusion` ops: broadcast, reshape, permute, and segment_set (a forced kernel boundary)."""
+"""Shape `fusion` ops: broadcast, reshape, permute, the index maps slice, pad, cat and flip, and
+segment_set (a forced kernel boundary).
+
+A shape op is an index computation: the kernel that reads its result reads its operand at the
+mapped index (`lowering/emitters/evaluator.py`), so none of them is a copy of its own."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DenseArrayBase, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, IntAttr, TensorType
 from xdsl.ir import Attribute, SSAValue
-from xdsl.irdl import irdl_op_definition, prop_def
+from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, prop_def, result_def, traits_def, var_operand_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
+from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from .types import (
@@ -21,6 +26,7 @@ from .types import (
     _elem,
     _i64_array,
     _parse_int_list,
+    _print_attrs,
     _print_int_list,
 )
 
@@ -101,6 +107,235 @@ class PermuteOp(_ConvertLikeExtra):
             raise VerifyException(f"'fusion.permute' op result {r} does not match {t} permuted by {perm}")
 
 
+def _check_same_element(op, what: str, t: TensorType, r: TensorType) -> None:
+    if r.element_type != t.element_type:
+        raise VerifyException(f"'{op.name}' op result element type {r.element_type} differs from {what}'s {t.element_type}")
+
+
+def _check_per_dim(op, name: str, values: Sequence[int], rank: int) -> None:
+    if len(values) != rank:
+        raise VerifyException(f"'{op.name}' op {name} {list(values)} has {len(values)} entries; the operand has rank {rank}")
+
+
+@irdl_op_definition
+class SliceOp(_ConvertLikeExtra):
+    """Every `step`-th element from `start` up to (not including) `stop`, per dim:
+    `fusion.slice %x start [0, 2] stop [4, 9] step [1, 3] : tensor<4x10xf32> to tensor<4x3xf32>`.
+
+    Bounds are normalized (0 <= start <= stop <= extent; the Python API takes negative and
+    out-of-range bounds as Python slicing does) and steps are positive (`fusion.flip` reverses);
+    result extent d is ceil((stop - start) / step), and result element i reads start + i * step.
+    """
+
+    name = "fusion.slice"
+    start = prop_def(DenseArrayBase)
+    stop = prop_def(DenseArrayBase)
+    step = prop_def(DenseArrayBase)
+
+    def __init__(self, input: SSAValue, start: Sequence[int], stop: Sequence[int], step: Sequence[int]):
+        shape = [-(-(e - s) // k) if k > 0 else 0 for s, e, k in zip(start, stop, step)]
+        super().__init__(operands=[input], result_types=[TensorType(_elem(input), shape)],
+                         properties={"start": _i64_array(start), "stop": _i64_array(stop), "step": _i64_array(step)})
+
+    def _print_extra(self, printer: Printer) -> None:
+        for name in ("start", "stop", "step"):
+            printer.print_string(f" {name} ")
+            _print_int_list(printer, getattr(self, name).get_values())
+
+    @classmethod
+    def _parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
+        props = {}
+        for name in ("start", "stop", "step"):
+            parser.parse_keyword(name)
+            props[name] = _i64_array(_parse_int_list(parser))
+        return props
+
+    def verify_(self) -> None:
+        t = _check_tensor(self, "operand #0 ('input')", self.input.type)
+        r = _check_tensor(self, "result", self.result.type)
+        _check_same_element(self, "the operand", t, r)
+        start, stop, step = (list(getattr(self, n).get_values()) for n in ("start", "stop", "step"))
+        for name, values in (("start", start), ("stop", stop), ("step", step)):
+            _check_per_dim(self, name, values, t.get_num_dims())
+        expected = []
+        for d, (s, e, k, n) in enumerate(zip(start, stop, step, _dims(t))):
+            if k <= 0:
+                raise VerifyException(f"'fusion.slice' op step {k} of dim {d} is not positive; reverse a dim with "
+                                      "fusion.flip, then slice it")
+            if not 0 <= s <= e <= n:
+                raise VerifyException(f"'fusion.slice' op dim {d}: start {s} and stop {e} must satisfy "
+                                      f"0 <= start <= stop <= {n} (the operand's extent)")
+            expected.append(-(-(e - s) // k))
+        if list(_dims(r)) != expected:
+            raise VerifyException(f"'fusion.slice' op result {r} should have shape {expected}")
+
+
+@irdl_op_definition
+class PadOp(IRDLOperation):
+    """Widen each dim by `low` elements before and `high` after, filled with the 0-d operand
+    `value`; a negative pad removes that many elements instead:
+    `fusion.pad %x, %zero low [1, 0] high [0, -2] : tensor<4x5xf32> to tensor<5x3xf32>`
+    (`%zero : tensor<f32>`, of the operand's element type)."""
+
+    name = "fusion.pad"
+    input = operand_def(TensorType)
+    value = operand_def(TensorType)
+    result = result_def(TensorType)
+    low = prop_def(DenseArrayBase)
+    high = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+
+    def __init__(self, input: SSAValue, value: SSAValue, low: Sequence[int], high: Sequence[int]):
+        shape = [n + lo + hi for n, lo, hi in zip(_dims(input.type), low, high)]
+        super().__init__(operands=[input, value], result_types=[TensorType(_elem(input), shape)],
+                         properties={"low": _i64_array(low), "high": _i64_array(high)})
+
+    def verify_(self) -> None:
+        t = _check_tensor(self, "operand #0 ('input')", self.input.type)
+        r = _check_tensor(self, "result", self.result.type)
+        _check_same_element(self, "the operand", t, r)
+        if self.value.type != TensorType(t.element_type, []):
+            raise VerifyException(f"'fusion.pad' op operand #1 ('value') has type {self.value.type}, "
+                                  f"expected {TensorType(t.element_type, [])}")
+        low, high = list(self.low.get_values()), list(self.high.get_values())
+        _check_per_dim(self, "low", low, t.get_num_dims())
+        _check_per_dim(self, "high", high, t.get_num_dims())
+        expected = [n + lo + hi for n, lo, hi in zip(_dims(t), low, high)]
+        for d, (n, lo, hi) in enumerate(zip(_dims(t), low, high)):
+            if -lo > n or -hi > n or n + lo + hi < 0:
+                raise VerifyException(f"'fusion.pad' op dim {d}: pads {lo} and {hi} remove more than its {n} elements")
+        if list(_dims(r)) != expected:
+            raise VerifyException(f"'fusion.pad' op result {r} should have shape {expected}")
+
+    # Custom syntax: `value`'s 0-d type is the operand's element type, so only the two shapes are spelled.
+    @classmethod
+    def parse(cls, parser: Parser):
+        x = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        v = parser.parse_unresolved_operand()
+        parser.parse_keyword("low")
+        low = _parse_int_list(parser)
+        parser.parse_keyword("high")
+        high = _parse_int_list(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        xt = parser.parse_type()
+        parser.parse_keyword("to")
+        t = parser.parse_type()
+        vt = TensorType(xt.element_type, []) if isinstance(xt, TensorType) else xt
+        op = cls.create(operands=[parser.resolve_operand(x, xt), parser.resolve_operand(v, vt)], result_types=[t],
+                        properties={"low": _i64_array(low), "high": _i64_array(high)})
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer):
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_string(" low ")
+        _print_int_list(printer, self.low.get_values())
+        printer.print_string(" high ")
+        _print_int_list(printer, self.high.get_values())
+        _print_attrs(printer, self, [])
+        printer.print_string(" : ")
+        printer.print_attribute(self.input.type)
+        printer.print_string(" to ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
+class CatOp(IRDLOperation):
+    """Concatenation along `dim`: `fusion.cat %a, %b dim 1 : tensor<2x3xf32>, tensor<2x4xf32> to
+    tensor<2x7xf32>`; the operands agree on every other extent and on the element type."""
+
+    name = "fusion.cat"
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    dim = prop_def(IntAttr)
+    traits = traits_def(Pure())
+
+    def __init__(self, inputs: Sequence[SSAValue], dim: int):
+        shape = list(_dims(inputs[0].type))
+        shape[dim] = sum(_dims(x.type)[dim] for x in inputs)
+        super().__init__(operands=[list(inputs)], result_types=[TensorType(_elem(inputs[0]), shape)],
+                         properties={"dim": IntAttr(dim)})
+
+    def verify_(self) -> None:
+        if not self.inputs:
+            raise VerifyException("'fusion.cat' op needs at least one operand")
+        r = _check_tensor(self, "result", self.result.type)
+        dim, rank = self.dim.data, r.get_num_dims()
+        if not 0 <= dim < rank:
+            raise VerifyException(f"'fusion.cat' op dim {dim} is out of range for rank {rank}")
+        for i, x in enumerate(self.inputs):
+            t = _check_tensor(self, f"operand #{i}", x.type)
+            _check_same_element(self, f"operand #{i}", t, r)
+            others = [n for d, n in enumerate(_dims(t)) if d != dim]
+            if t.get_num_dims() != rank or others != [n for d, n in enumerate(_dims(r)) if d != dim]:
+                raise VerifyException(f"'fusion.cat' op operand #{i} has shape {list(_dims(t))}; along dims other than "
+                                      f"{dim} it must match the result {r}")
+        total = sum(_dims(x.type)[dim] for x in self.inputs)
+        if _dims(r)[dim] != total:
+            raise VerifyException(f"'fusion.cat' op result extent {_dims(r)[dim]} of dim {dim} is not the operands' sum {total}")
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        names = [parser.parse_unresolved_operand()]
+        while parser.parse_optional_punctuation(",") is not None:
+            names.append(parser.parse_unresolved_operand())
+        parser.parse_keyword("dim")
+        dim = parser.parse_integer()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types = [parser.parse_type()]
+        while parser.parse_optional_punctuation(",") is not None:
+            types.append(parser.parse_type())
+        parser.parse_keyword("to")
+        t = parser.parse_type()
+        if len(types) != len(names):
+            parser.raise_error(f"'fusion.cat' has {len(names)} operands but {len(types)} operand types")
+        op = cls.create(operands=[parser.resolve_operand(n, ty) for n, ty in zip(names, types)], result_types=[t],
+                        properties={"dim": IntAttr(dim)})
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer):
+        printer.print_string(" ")
+        printer.print_list(self.inputs, printer.print_operand)
+        printer.print_string(f" dim {self.dim.data}")
+        _print_attrs(printer, self, [])
+        printer.print_string(" : ")
+        printer.print_list([x.type for x in self.inputs], printer.print_attribute)
+        printer.print_string(" to ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
+class FlipOp(_ConvertLikeExtra):
+    """Reverse the order of elements along `dims`: `fusion.flip %x dims [1] : tensor<4x5xf32> to
+    tensor<4x5xf32>`."""
+
+    name = "fusion.flip"
+    dims = prop_def(DenseArrayBase)
+
+    def __init__(self, input: SSAValue, dims: Sequence[int]):
+        super().__init__(operands=[input], result_types=[input.type], properties={"dims": _i64_array(dims)})
+
+    def _print_extra(self, printer: Printer) -> None:
+        printer.print_string(" dims ")
+        _print_int_list(printer, self.dims.get_values())
+
+    @classmethod
+    def _parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
+        parser.parse_keyword("dims")
+        return {"dims": _i64_array(_parse_int_list(parser))}
+
+    def verify_(self) -> None:
+        t = _check_tensor(self, "operand #0 ('input')", self.input.type)
+        _check_dims_list(self, list(self.dims.get_values()), t.get_num_dims())
+        if self.result.type != t:
+            raise VerifyException(f"'fusion.flip' op result type {self.result.type} must equal the operand's {t}")
+
+
 @irdl_op_definition
 class SegmentSetOp(_ConvertLike):
     """Identity that forces a kernel boundary: its operand is written to memory."""
@@ -113,4 +348,6 @@ class SegmentSetOp(_ConvertLike):
             raise VerifyException(f"'fusion.segment_set' op result type {self.result.type} must equal operand type {self.input.type}")
 
 
-SHAPE_OPS = (BroadcastOp, ReshapeOp, PermuteOp)
+INDEX_MAP_OPS = (SliceOp, PadOp, CatOp, FlipOp)
+"""Shape ops whose result element reads an operand element at an offset index (or a pad value)."""
+SHAPE_OPS = (BroadcastOp, ReshapeOp, PermuteOp) + INDEX_MAP_OPS

@@ -8,6 +8,7 @@ import atexit
 
 import hashlib
 import logging
+import operator
 import os
 import time
 from dataclasses import dataclass, field
@@ -34,11 +35,14 @@ log = logging.getLogger("fuser.torch")
 
 aten = torch.ops.aten
 
-# Ops that move no data by themselves: a region made of these alone stays in PyTorch.
+# Ops that move no data by themselves (views in PyTorch): a region made of these alone stays in
+# PyTorch, where they cost nothing. (cat, constant_pad_nd and flip copy in PyTorch: not these.)
 SHAPE_OPS = {
     aten.view.default, aten.reshape.default, aten._unsafe_view.default, aten.unsqueeze.default,
     aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.permute.default, aten.t.default,
     aten.transpose.int, aten.expand.default, aten.clone.default, aten.detach.default, aten.alias.default,
+    aten.slice.Tensor, aten.select.int, aten.narrow.default, aten.split.Tensor, aten.split_with_sizes.default,
+    operator.getitem,
 }
 
 

@@ -714,8 +714,9 @@ def _matmul_operand(ctx: Ctx, i: int) -> tuple[fa.Tensor, bool]:
     transposed = isinstance(owner, F.PermuteOp) and list(owner.perm.get_values()) == [1, 0]
     if transposed:
         t = fa.Tensor(owner.operands[0], t.builder)
-    if not t.is_input:
-        t = fa.segment_set(t)
+    if not t.is_input:  # (once: both matmuls of a backward read one materialized operand)
+        stored = next((u.operation.result for u in t.value.uses if isinstance(u.operation, F.SegmentSetOp)), None)
+        t = fa.Tensor(stored, t.builder) if stored is not None else fa.segment_set(t)
     return t, transposed
 
 
@@ -791,6 +792,64 @@ def _transpose(ctx: Ctx) -> fa.Tensor:
 @entry(aten.expand.default)
 def _expand(ctx: Ctx) -> fa.Tensor:
     return fa.broadcast_to(ctx.tensor(0), ctx.out_shape)
+
+
+def _int_or_none(v: Any) -> int | None:
+    if v is None or isinstance(v, numbers.Integral):
+        return None if v is None else int(v)
+    raise Unsupported(f"a symbolic bound {v!r}")
+
+
+@entry(aten.slice.Tensor)
+def _slice(ctx: Ctx) -> fa.Tensor:
+    """A view in torch, an index computation in the fusion (`fusion.slice`); torch's end may be
+    past the extent (2^63 - 1 for `x[a:]`), as Python slicing allows."""
+    return fa.slice(ctx.tensor(0), int(ctx.arg(1, "dim", 0)), _int_or_none(ctx.arg(2, "start")),
+                    _int_or_none(ctx.arg(3, "end")), int(ctx.arg(4, "step", 1)))
+
+
+@entry(aten.select.int)
+def _select(ctx: Ctx) -> fa.Tensor:
+    return fa.select(ctx.tensor(0), int(ctx.arg(1, "dim")), int(ctx.arg(2, "index")))
+
+
+@entry(aten.narrow.default)
+def _narrow(ctx: Ctx) -> fa.Tensor:
+    return fa.narrow(ctx.tensor(0), int(ctx.arg(1, "dim")), int(ctx.arg(2, "start")), int(ctx.arg(3, "length")))
+
+
+@entry(aten.split.Tensor, aten.split_with_sizes.default)
+def _split(ctx: Ctx) -> tuple:
+    return tuple(fa.split(ctx.tensor(0), ctx.arg(1), int(ctx.arg(2, "dim", 0))))
+
+
+@entry(aten.cat.default)
+def _cat(ctx: Ctx) -> fa.Tensor:
+    """`fusion.cat` of the operands cast to the result's dtype (torch promotes them)."""
+    parts = [ctx.value(t) for t in ctx.arg(0, "tensors")]
+    if not parts or not all(isinstance(t, fa.Tensor) for t in parts):
+        raise Unsupported("cat of a value that is not a tensor of the region")
+    return fa.cat([fa.cast(t, ctx.out_dtype) for t in parts], int(ctx.arg(1, "dim", 0)))
+
+
+@entry(aten.constant_pad_nd.default)
+def _constant_pad_nd(ctx: Ctx) -> fa.Tensor:
+    x = ctx.tensor(0)
+    value = _scalar(ctx.arg(2, "value", 0))
+    if F.is_integer(fa._dtype_attr(x.dtype)) and value != int(value):
+        raise Unsupported(f"constant_pad_nd of {x.dtype} with the value {value}")
+    return fa.pad(x, [int(p) for p in ctx.arg(1, "pad")], value)
+
+
+@entry(aten.flip.default)
+def _flip(ctx: Ctx) -> fa.Tensor:
+    return fa.flip(ctx.tensor(0), [int(d) for d in ctx.arg(1, "dims")])
+
+
+@entry(aten.triu.default, aten.tril.default)
+def _triangle(ctx: Ctx) -> fa.Tensor:
+    fn = fa.triu if ctx.node.target is aten.triu.default else fa.tril
+    return fn(ctx.tensor(0), int(ctx.arg(1, "diagonal", 0)))
 
 
 @entry(aten.clone.default, aten.detach.default, aten.alias.default)

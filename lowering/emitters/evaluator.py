@@ -102,6 +102,8 @@ class Evaluator:
                 w = et.width.data
                 n = int(op.value.value.data) % (1 << w) if w > 1 else int(op.value.value.data)
                 return [kb.const(n - (1 << w) if w > 1 and n >= 1 << (w - 1) else n, compute_type(et))] * lanes
+            if isinstance(et, Float64Type):
+                return [kb.const(op.value.value.data, et)] * lanes
             return [kb.cf(_round_const(op.value.value.data, et))] * lanes
         if isinstance(op, F.IotaOp):
             return emit_iota(kb, op, idx, lanes)
@@ -134,6 +136,8 @@ class Evaluator:
             if lanes > 1 and perm[-1] == len(perm) - 1:
                 return self(op.input, at(idx), lanes)
             return self._per_lane(lambda ix: self(op.input, at(ix), 1), idx, lanes)
+        if isinstance(op, F.INDEX_MAP_OPS):
+            return self._index_map(op, idx, lanes)
         if isinstance(op, F.SegmentSetOp):  # the kernel that writes it (an epilogue) computes its operand
             return self(op.input, idx, lanes)
         if isinstance(op, F.CastOp):
@@ -170,6 +174,74 @@ class Evaluator:
             c, a, b = self(op.cond, idx, lanes), self(op.lhs, idx, lanes), self(op.rhs, idx, lanes)
             return [kb.v(arith.SelectOp(ci, x, y)) for ci, x, y in zip(c, a, b)]
         raise ScheduleError(f"'{op.name}' cannot be recomputed inside a kernel")
+
+    def _index_map(self, op, idx: list[SSAValue], lanes: int) -> list[SSAValue]:
+        """A slice, pad, cat or flip at `idx`: its operands read at the mapped index. A pad or
+        cat reads each of its sources at an index clamped into that source and selects the one
+        the index falls in (loads stay in bounds with no branch; the clamped reads of the others
+        hit the same few cached elements). `lanes` consecutive elements stay one vector access
+        where the last dim's offsets keep every lane group inside one source, aligned; else
+        each lane is mapped alone."""
+        kb, last = self.kb, len(idx) - 1
+        if isinstance(op, F.SliceOp):
+            start, step = list(op.start.get_values()), list(op.step.get_values())
+            def at(ix: list[SSAValue]) -> list[SSAValue]:
+                return [kb.add(kb.mul(i, k), s) for i, s, k in zip(ix, start, step)]
+            whole = step[last] == 1 and start[last] % lanes == 0 and shape_of(op.input)[last] % lanes == 0
+            if lanes == 1 or whole:
+                return self(op.input, at(idx), lanes)
+            return self._per_lane(lambda ix: self(op.input, at(ix), 1), idx, lanes)
+        if isinstance(op, F.FlipOp):
+            flipped = set(op.dims.get_values())
+            shape = shape_of(op.input)
+            def at(ix: list[SSAValue], width: int = 1) -> list[SSAValue]:  # (width: lanes reversed as a group)
+                return [kb.v(arith.SubiOp(kb.c(shape[d] - width), i)) if d in flipped else i for d, i in enumerate(ix)]
+            if lanes == 1 or last not in flipped:
+                return self(op.input, at(idx), lanes)
+            return self(op.input, at(idx, lanes), lanes)[::-1]  # (the last extent is a multiple of lanes)
+        # pad and cat: (source, where it starts in the result, per dim) for each source
+        if isinstance(op, F.PadOp):
+            low = list(op.low.get_values())
+            sources = [(op.input, low)]
+            fill = self(op.value, [], 1)[0]
+        else:
+            sources, offset, dim = [], 0, op.dim.data
+            for x in op.inputs:
+                sources.append((x, [offset if d == dim else 0 for d in range(len(idx))]))
+                offset += shape_of(x)[dim]
+            fill = None
+        sources = [(x, off) for x, off in sources if 0 not in shape_of(x)]
+        out_shape = shape_of(op.result)
+        aligned = lanes == 1 or all(off[last] % lanes == 0 and shape_of(x)[last] % lanes == 0 for x, off in sources)
+        if not aligned:
+            return self._per_lane(lambda ix: self._select_source(sources, fill, out_shape, ix, 1), idx, lanes)
+        return self._select_source(sources, fill, out_shape, idx, lanes)
+
+    def _select_source(self, sources: list, fill: SSAValue | None, out_shape: tuple, idx: list[SSAValue],
+                       lanes: int) -> list[SSAValue]:
+        """The element at `idx` of a pad (`fill` outside its one source) or a cat (the source
+        whose range holds `idx`); a source `(x, off)` starts at `off` in the result."""
+        kb, last = self.kb, len(idx) - 1
+        out: list[SSAValue] | None = None if fill is None else [fill] * lanes
+        for x, off in reversed(sources):
+            shape, inside, at = shape_of(x), None, []
+            for d, (i, o) in enumerate(zip(idx, off)):
+                if o == 0 and shape[d] == out_shape[d]:
+                    at.append(i)
+                    continue
+                width = lanes if d == last else 1  # (a lane group stays whole: aligned, clamped as one)
+                if o > 0:
+                    clamped = kb.v(arith.SubiOp(kb.v(arith.MaxUIOp(i, kb.c(o))), kb.c(o)))
+                    shifted = kb.v(arith.SubiOp(i, kb.c(o))) if out is not None else None  # (wraps below 0)
+                else:
+                    clamped = shifted = kb.add(i, -o)
+                if out is not None:  # (a cat's last source needs no test: it takes every index the others leave)
+                    ok = kb.lt(shifted, shape[d])  # unsigned: a wrapped negative index fails too
+                    inside = ok if inside is None else kb.andi(inside, ok)
+                at.append(kb.v(arith.MinUIOp(clamped, kb.c(shape[d] - width))))
+            vals = self(x, at, lanes)
+            out = vals if out is None or inside is None else [kb.v(arith.SelectOp(inside, a, b)) for a, b in zip(vals, out)]
+        return out
 
     def _round(self, x: SSAValue, v: SSAValue) -> SSAValue:
         # f16/bf16 ops round their result, as the reference does.

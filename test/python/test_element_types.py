@@ -57,6 +57,12 @@ def _case(op: str, dt: str) -> str:
         "fusion.reshape": f"%r = fusion.reshape %x : {x} to {flat}",
         "fusion.permute": f"%r = fusion.permute %x [1, 0] : {x} to {_t((C, R), dt)}",
         "fusion.segment_set": f"%r = fusion.segment_set %x : {x} to {x}",
+        "fusion.slice": f"%r = fusion.slice %x start [1, 3] stop [R_, 64] step [2, 3] : {x} to {_t((16, 21), dt)}".replace(
+            "R_", str(R)),
+        "fusion.pad": f"%v = fusion.full 0 : tensor<{_t((1,), dt)[9:]}\n  %r = fusion.pad %x, %v low [1, -2] high [0, 3] : "
+                      f"{x} to {_t((R + 1, C + 1), dt)}",
+        "fusion.cat": f"%r = fusion.cat %x, %y, %x dim 0 : {x}, {x}, {x} to {_t((3 * R, C), dt)}",
+        "fusion.flip": f"%r = fusion.flip %x dims [0, 1] : {x} to {x}",
         "fusion.reduce": f"%r = fusion.reduce sum %x dims [1] : {x} to {red}",
         "fusion.welford": f"%a, %q, %r = fusion.welford %x dims [1] : {x} to {red32}, {red32}, {_t((R,), 'i64')}",
         "fusion.var_mean": f"%r, %mean = fusion.var_mean %x dims [1] correction 1 : {x} to {red32}, {red32}",
@@ -88,7 +94,8 @@ _BINARY = [op.name for op in F.BINARY_OPS]
 _TESTS = [op.name for op in F.FLOAT_TEST_OPS]
 _LOGICAL = [op.name for op in F.LOGICAL_OPS if op.name != "fusion.logical_not"]
 OPS = _UNARY + _BINARY + _TESTS + _LOGICAL + ["fusion.logical_not", "fusion.cmp", "fusion.where", "fusion.full", "fusion.broadcast", "fusion.reshape",
-                          "fusion.permute", "fusion.segment_set", "fusion.reduce", "fusion.welford",
+                          "fusion.permute", "fusion.slice", "fusion.pad", "fusion.cat", "fusion.flip",
+                          "fusion.segment_set", "fusion.reduce", "fusion.welford",
                           "fusion.var_mean", "fusion.matmul"]
 # Made by passes or around other ops, not on their own: a cast has its own sweep below.
 NOT_SWEPT = {"fusion.cast": "test_every_cast_compiles", "fusion.segment": "written by fusion-segment",
@@ -96,7 +103,8 @@ NOT_SWEPT = {"fusion.cast": "test_every_cast_compiles", "fusion.segment": "writt
              "fusion.iota": "test_creation_ops_on_every_element_type", "fusion.uniform": "(the same)",
              "fusion.normal": "(the same)"}
 # What must compile, not merely be refused: shape ops on every supported type, the rest on floats.
-SHAPE_LIKE = {"fusion.broadcast", "fusion.reshape", "fusion.permute", "fusion.segment_set"}
+SHAPE_LIKE = {"fusion.broadcast", "fusion.reshape", "fusion.permute", "fusion.slice", "fusion.pad", "fusion.cat",
+              "fusion.flip", "fusion.segment_set", "fusion.full"}  # (full: of every type, f64 too)
 # The matmul scheduler takes bf16 and f16 operands; on a 33-row output of f32 operands it refuses.
 MATMUL_TYPES = {"bf16", "f16"}
 

@@ -262,6 +262,21 @@ CASES: list[tuple[str, tuple, object]] = [
      lambda T: (T.bf * 2).permute(1, 0) @ T.xb),
     ("addmm_linear", (aten.addmm.default,), lambda T: Fn.linear(T.bf, T.wt, T.cb)),
     ("addmm_alpha_beta", (aten.addmm.default,), lambda T: torch.addmm(T.cb, T.bf, T.wb, beta=0.5, alpha=2.0)),
+    # shape and indexing ops (issue 32): index computations inside the region's kernels
+    ("slice", (aten.slice.Tensor,), lambda T: T.a[1:3, ::3] * 2),
+    ("slice_open_end_bf16", (aten.slice.Tensor,), lambda T: T.bf[:, 5:] + 1),
+    ("select", (aten.select.int,), lambda T: T.a[:, 2] + T.b[-1, :4]),
+    ("narrow", (aten.narrow.default,), lambda T: T.a.narrow(1, 2, 3) * T.b.narrow(1, -4, 3)),
+    ("split", (aten.split.Tensor,), lambda T: sum(p.sum(1) for p in torch.split(T.a, 3, 1))),
+    ("split_with_sizes", (aten.split_with_sizes.default,),
+     lambda T: torch.cat(list(reversed(torch.split(T.i, [1, 5, 2], 1))), 1).float()),
+    ("cat", (aten.cat.default,), lambda T: torch.cat([T.a, T.b * 2], 1)),
+    ("cat_promotes", (aten.cat.default,), lambda T: torch.cat([T.a, T.h, T.m], 0) * 1),
+    ("constant_pad_nd", (aten.constant_pad_nd.default,), lambda T: Fn.pad(T.a, [1, -2, 2, 0], value=3.0) - 1),
+    ("constant_pad_nd_int", (aten.constant_pad_nd.default,), lambda T: Fn.pad(T.i32, [3, 3], value=-7).double()),
+    ("flip", (aten.flip.default,), lambda T: torch.flip(T.a, [0, 1]) + T.b),
+    ("triu", (aten.triu.default,), lambda T: torch.triu(T.a, 1) * 2),
+    ("tril_bool", (aten.tril.default,), lambda T: torch.tril(T.m, -1) | T.m.flip(0)),
 ]
 
 
@@ -327,7 +342,7 @@ def test_cases_run_in_fuser(cases):
 # and detach, which the backend decomposes): kept for graphs from elsewhere; their cases still run
 # (as what they decompose into).
 NOT_IN_ATEN_GRAPHS = {aten.reshape.default, aten.where.ScalarOther, aten.where.ScalarSelf, aten.where.Scalar,
-                      aten.detach.default}
+                      aten.detach.default, aten.narrow.default}
 
 
 # Random ops: fuser's stream is not torch's, so their cases check what the numbers must be
@@ -845,8 +860,10 @@ def test_unaligned_matmuls_are_padded():
         if pad:
             assert be.stats.padded_matmuls == 2 and len(mms) == 2, be.stats
             (gm,) = [gm for _, gm in be.graphs]
+            # grad padded once (in the graph, or in a region: fuser translates the pad too)
             pads = [n for n in gm.graph.nodes if n.target is aten.constant_pad_nd.default]
-            assert [p.args[0].name for p in pads].count("arg0_1") == 1  # grad padded once
+            pads += [n for r in be.regions() for n in r.graph_module.graph.nodes if n.target is aten.constant_pad_nd.default]
+            assert [p.args[0].name for p in pads].count("arg0_1") == 1, pads
         else:
             assert be.stats.padded_matmuls == 0 and not mms and be.stats.torch_nodes.get("aten.mm.default") == 2
 

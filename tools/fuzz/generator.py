@@ -111,6 +111,8 @@ class _Gen(_Semantics, _TypedPart):
         return v
 
     def shape(self, kind: str) -> tuple[int, ...]:
+        if kind.startswith("="):  # an explicit shape ("=7x33"): a slice's result, of no kind
+            return tuple(int(d) for d in kind[1:].split("x"))
         m, n, k, b = self.rows, self.cols, self.k, self.lead
         return {"full": b + (m, n), "row": b + (m,), "col": (n,), "rowk": b + (m, 1),
                 "mid": b + (n,), "ends": (m,),  # 3-D only: reduced over the middle dim / the two outer ones

@@ -90,8 +90,9 @@ ROUNDING_SLACK = 16 * 2.0 ** -24
 OVERFLOW = {"f16": 65520.0, "bf16": 3.3961e38}
 
 
+_INDEX_MAPS = ("slice", "pad", "cat", "flip")  # shape ops that move elements to other indices
 _EXACT_OPS = {"neg", "abs", "relu", "max", "min", "where", "cast", "broadcast", "reshape", "permute", "segment_set",
-              "uniform", "iota"}  # (the kernels' uniform numbers are the reference's, bit for bit)
+              "uniform", "iota", *_INDEX_MAPS}  # (the kernels' uniform numbers are the reference's, bit for bit)
 
 
 def _derive(op: str, rhs: str, operands: list[Value], dtype: str) -> tuple[bool, str, bool]:
@@ -216,6 +217,30 @@ def _cast(x: np.ndarray, src: str, dst: str, rounding: bool = True) -> np.ndarra
         return _round_to(x.astype(np.float32), dst)
     y = x.astype(np.float64)  # i1: 0 or 1; integers: exact up to 2^53
     return _round_to(y, dst) if rounding else y
+
+
+def _int_list(rhs: str, key: str) -> list[int]:
+    return [int(d) for d in re.search(key + r" \[([-\d, ]*)\]", rhs).group(1).split(",") if d.strip()]
+
+
+def _index_map(op: str, rhs: str):
+    """The numpy function of a fusion.slice, pad, cat or flip, from its text."""
+    if op == "slice":
+        sl = tuple(slice(a, b, k) for a, b, k in zip(_int_list(rhs, "start"), _int_list(rhs, "stop"),
+                                                     _int_list(rhs, "step")))
+        return lambda x: x[sl]
+    if op == "flip":
+        dims = tuple(_int_list(rhs, "dims"))
+        return lambda x: np.flip(x, dims)
+    if op == "cat":
+        dim = int(re.search(r" dim (\d+)", rhs).group(1))
+        return lambda *xs: np.concatenate(xs, axis=dim)
+    low, high = _int_list(rhs, "low"), _int_list(rhs, "high")
+
+    def pad(x, value):
+        x = x[tuple(slice(max(-lo, 0), n - max(-hi, 0)) for n, lo, hi in zip(x.shape, low, high))]
+        return np.pad(x, [(max(lo, 0), max(hi, 0)) for lo, hi in zip(low, high)], constant_values=np.asarray(value).item())
+    return pad
 
 
 def _dims_of(rhs: str) -> tuple[int, ...]:
@@ -407,6 +432,8 @@ class _Semantics:
         if op == "reshape":
             shape = self.shape(kind)
             return lambda x: np.reshape(x, shape)
+        if op in _INDEX_MAPS:
+            return _index_map(op, rhs)
         if op == "matmul":
             ta, tb = self.ta, self.tb
             return lambda a, b: (a.T if ta else a) @ (b.T if tb else b)
@@ -428,7 +455,7 @@ class _Semantics:
         if op == "full":
             value = abs(float(rhs.split()[1]))
             return lambda vals, mags: value
-        if op in ("broadcast", "reshape", "permute", "matmul"):  # linear in each operand's magnitude
+        if op in ("broadcast", "reshape", "permute", "matmul", *_INDEX_MAPS):  # linear in each operand's magnitude
             return lambda vals, mags: fn(*mags)
         if op in ("cast", "segment_set", "neg", "abs", "relu"):
             return lambda vals, mags: mags[0]
@@ -491,6 +518,15 @@ class _Semantics:
         if op in ("broadcast", "reshape", "permute"):
             move = self._numpy(rhs, kind)
             return (lambda vals, dcs, margins: None if dcs[0] is None else move(dcs[0])), False
+        if op in _INDEX_MAPS:  # each element's mask moves with it (a pad value is exact: never don't-care)
+            move = self._numpy(rhs, kind)
+
+            def moved(vals, dcs, margins):
+                if all(d is None for d in dcs):
+                    return None
+                return move(*[np.zeros(np.shape(v), bool) if d is None else np.broadcast_to(d, np.shape(v))
+                              for v, d in zip(vals, dcs)])
+            return moved, False
         if op == "reduce":
             axis, keep = _dims_of(rhs), "keepdim" in rhs
             return (lambda vals, dcs, margins: None if dcs[0] is None else

@@ -65,8 +65,8 @@ class _TypedPart:
         self.rng = rng
         start = len(self.made)
         features = [(self.cmp_alone, 2), (self.where, 3), (self.dropout, 2), (self.use_int, 3), (self.f64, 3),
-                    (self.lowp, 3), (self.shape_op, 7), (self.float_op, 3), (self.special, 0.4), (self.int_casts, 6),
-                    (self.int_math, 6), (self.typed_reduce, 8)]
+                    (self.lowp, 3), (self.shape_op, 7), (self.index_maps, 5), (self.float_op, 3), (self.special, 0.4), (self.int_casts, 6),
+                    (self.int_math, 6), (self.typed_reduce, 10)]
         for _ in range(rng.randint(3, 8)):
             rng.choices([f for f, _ in features], [w for _, w in features])[0]()
         leaves = [v for v in self.made[start:] if not self.uses.get(v.name)]
@@ -408,14 +408,79 @@ class _TypedPart:
                 "segment_set": rng.choice(["full", "row", "col"])}[op]
         return self.moved(self.make(dtype, kind), op)
 
+    def index_maps(self) -> Value:
+        """Slices, pads, cats or a flip (`reindexed`) of a full value of any type."""
+        return self.reindexed(self.make(self.rng.choice(["f32", "f32", "i1", "f64", "f16", "bf16", *INTS]), "full"))
+
+    def reindexed(self, x: Value) -> Value:
+        """Full value `x` through the index-map ops back to the full shape, along one dim `d`: a
+        flip, a shift (a pad negative on one side), a slice (maybe strided) padded back, x's
+        leading elements beside another value's trailing ones (a cat of two slices), or x's
+        even elements before its odd ones."""
+        rng, t = self.rng, x.dtype
+        full = self.shape("full")
+        d = rng.randrange(len(full))
+        n = full[d]
+        ty = self.ty("full", t)
+        form = rng.choice(["flip", "flip", "shift", "slice_pad", "cat", "deinterleave"]) if n > 1 else "flip"
+
+        def emit(stem: str, rhs: str, operands: list[Value], shape: tuple[int, ...]) -> Value:
+            kind = "full" if shape == full else "=" + "x".join(map(str, shape))
+            return self.emit(stem, kind, rhs, operands, t, listed=False)
+
+        def sliced(v: Value, start: int, stop: int, step: int = 1) -> Value:
+            lo, hi, k = [0] * len(full), list(full), [1] * len(full)
+            lo[d], hi[d], k[d] = start, stop, step
+            shape = tuple(-(-(b - a) // c) for a, b, c in zip(lo, hi, k))
+            return emit("sl", f"fusion.slice %{v.name} start {lo} stop {hi} step {k} : {self.ty(v.kind, t)} to "
+                              f"{self.ty('=' + 'x'.join(map(str, shape)), t)}", [v], shape)
+
+        def padded(v: Value, low: int, high: int) -> Value:
+            fill = {"i1": 1.0, "u8": 200.0}.get(t, -3.0 if t in INTS else rng.choice([0.0, -1.5, 2.0]))
+            c = self.const(fill, "scalar", t)
+            lo, hi = [0] * len(full), [0] * len(full)
+            lo[d], hi[d] = low, high
+            shape = tuple(m + a + b for m, a, b in zip(self.shape(v.kind), lo, hi))
+            return emit("pd", f"fusion.pad %{v.name}, %{c.name} low {lo} high {hi} : {self.ty(v.kind, t)} to "
+                              f"{self.ty('=' + 'x'.join(map(str, shape)), t)}", [v, c], shape)
+
+        def cat(parts: list[Value]) -> Value:
+            types = ", ".join(self.ty(p.kind, t) for p in parts)
+            return emit("ct", f"fusion.cat {', '.join('%' + p.name for p in parts)} dim {d} : {types} to {ty}", parts, full)
+
+        if form == "flip":
+            dims = sorted(rng.sample(range(len(full)), rng.randint(1, len(full))))
+            r = emit("fl", f"fusion.flip %{x.name} dims {dims} : {ty} to {ty}", [x], full)
+        elif form == "shift":
+            a = rng.randint(1, n - 1)
+            r = padded(x, -a, a) if rng.random() < 0.5 else padded(x, a, -a)
+        elif form == "slice_pad":
+            start = rng.randrange(n)
+            stop, step = rng.randint(start + 1, n), rng.choice([1, 1, 2, 3])
+            v = sliced(x, start, stop, step)
+            m = self.shape(v.kind)[d]
+            low = rng.randint(-(m // 2), n - m + m // 2)
+            r = padded(v, low, n - m - low)
+        elif form == "cat":
+            y = self.make(t, "full")
+            k = rng.randint(1, n - 1)
+            r = cat([sliced(x, 0, k), sliced(y, k, n)])
+        else:
+            r = cat([sliced(x, 0, n, 2), sliced(x, 1, n, 2)])
+        return self.keep(r)
+
     def moved(self, x: Value, op: str | None = None, back: bool = False) -> Value:
         """`x` through a shape op (`op`, or one that fits its kind), the value used in its place:
-        a row or column broadcast, a full value transposed (and maybe, or if `back`, back), a row
-        reshaped to R x 1 (and maybe, or if `back`, back), or a segment_set (a kernel boundary)."""
+        a row or column broadcast, a full value transposed (and maybe, or if `back`, back) or
+        reindexed (`reindexed`), a row reshaped to R x 1 (and maybe, or if `back`, back), or a
+        segment_set (a kernel boundary)."""
         rng = self.rng
         op = op or rng.choice([o for o, kinds in (("broadcast", self.reduced_kinds()), ("permute", ["full"]),
-                                                   ("reshape", ["row"]), ("segment_set", [x.kind])) if x.kind in kinds])
+                                                   ("reshape", ["row"]), ("segment_set", [x.kind]),
+                                                   ("reindex", ["full"])) if x.kind in kinds])
         t = x.dtype
+        if op == "reindex":
+            return self.reindexed(x)
         if op == "broadcast":
             return self.broadcast(x.kind, x=x)
         if op == "permute":

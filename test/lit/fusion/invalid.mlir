@@ -209,15 +209,6 @@ func.func @segment_set_type(%x: tensor<4x8xf32>) -> tensor<32xf32> {
 
 // -----
 
-// A full of f64 (a storage type: no f64 math yet)
-// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.full' op result has element type f64, expected one of bf16, f16, f32, i8, i16, i32, i64, u8, i1
-func.func @full_f64() -> tensor<4xf64> {
-  %0 = fusion.full 1.0 : tensor<4xf64>
-  func.return %0 : tensor<4xf64>
-}
-
-// -----
-
 // A full of an integer type holds an integer in its range (issue 31)
 // CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.full' op value 2.5 is not an integer, as its element type i8 needs
 func.func @full_int_fraction() -> tensor<4xi8> {

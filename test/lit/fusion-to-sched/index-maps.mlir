@@ -1,0 +1,81 @@
+// RUN: fuser-opt %s | fuser-opt | filecheck %s --check-prefix=ROUND
+// RUN: fuser-opt %s -p fusion-segment,convert-fusion-to-sched | filecheck %s
+// RUN: fuser-opt %s -p default -t ptx | filecheck %s --check-prefix=PTX
+
+// The index-map shape ops (issue 32) are index computations inside the kernel that reads them,
+// never a copy: a cat reads each source at an index clamped into it and selects the one the
+// index falls in, a pad selects its value outside its source, a slice scales and offsets the
+// index, a flip counts from the end. Lane groups that stay inside one source, aligned, remain
+// one vector access (the rotary-embedding half swap below: 8 bf16 lanes); a strided slice maps
+// each lane alone.
+
+// ROUND: %c = fusion.cat %n, %lo dim 1 : tensor<8x32xbf16>, tensor<8x32xbf16> to tensor<8x64xbf16>
+// ROUND: %s = fusion.slice %x start [0, 1] stop [5, 33] step [1, 2] : tensor<5x33xf32> to tensor<5x16xf32>
+// ROUND: %v = fusion.full -1.5 : tensor<f64>
+// ROUND: %f = fusion.flip %x dims [0] : tensor<6x30xf64> to tensor<6x30xf64>
+// ROUND: %p = fusion.pad %f, %v low [0, 2] high [0, 0] : tensor<6x30xf64> to tensor<6x32xf64>
+
+// One kernel: both halves of x read in place, the second half for the first result half.
+// CHECK-LABEL: sched.kernel @rope_k0
+// CHECK-SAME: (%{{.*}} : memref<8x64xbf16>, %[[X:[0-9]+]] : memref<8x64xbf16>)
+// CHECK: %[[COL:.*]] = arith.remui %{{.*}}, %{{.*}} : index
+// CHECK: %[[HALF:.*]] = arith.constant 32 : index
+// CHECK: %[[UP:.*]] = arith.maxui %[[COL]], %[[HALF]] : index
+// CHECK: %[[SHIFT:.*]] = arith.subi %[[UP]], %[[HALF]] : index
+// CHECK: %[[LAST:.*]] = arith.constant 24 : index
+// CHECK: %[[LO_AT:.*]] = arith.minui %[[SHIFT]], %[[LAST]] : index
+// CHECK: sched.load %[[X]][%{{.*}}, %[[LO_AT]]] : memref<8x64xbf16> -> vector<8xbf16>
+// CHECK: %[[FIRST:.*]] = arith.cmpi ult, %[[COL]], %[[HALF]] : index
+// CHECK: %[[HI_CLAMP:.*]] = arith.minui %[[COL]], %[[LAST]] : index
+// CHECK: %[[HI_AT:.*]] = arith.addi %[[HI_CLAMP]], %[[HALF]] : index
+// CHECK: sched.load %[[X]][%{{.*}}, %[[HI_AT]]] : memref<8x64xbf16> -> vector<8xbf16>
+// CHECK: arith.negf
+// CHECK: arith.select %[[FIRST]], %{{.*}}, %{{.*}} : f32
+// CHECK: sched.store %{{.*}} : vector<8xbf16>, memref<8x64xbf16>
+// CHECK-NOT: sched.kernel @rope_k1
+func.func @rope(%x: tensor<8x64xbf16>) -> tensor<8x64xbf16> {
+  %lo = fusion.slice %x start [0, 0] stop [8, 32] step [1, 1] : tensor<8x64xbf16> to tensor<8x32xbf16>
+  %hi = fusion.slice %x start [0, 32] stop [8, 64] step [1, 1] : tensor<8x64xbf16> to tensor<8x32xbf16>
+  %n = fusion.neg %hi : tensor<8x32xbf16>
+  %c = fusion.cat %n, %lo dim 1 : tensor<8x32xbf16>, tensor<8x32xbf16> to tensor<8x64xbf16>
+  func.return %c : tensor<8x64xbf16>
+}
+
+// Every other element from the second: each lane reads column 2 j + 1 alone.
+// CHECK-LABEL: sched.kernel @odd_k0
+// CHECK: %[[J:.*]] = arith.remui
+// CHECK: %[[TWO:.*]] = arith.constant 2 : index
+// CHECK: %[[J2:.*]] = arith.muli %[[J]], %[[TWO]] : index
+// CHECK: %[[ONE:.*]] = arith.constant 1 : index
+// CHECK: %[[AT:.*]] = arith.addi %[[J2]], %[[ONE]] : index
+// CHECK: sched.load %{{.*}}[%{{.*}}, %[[AT]]] : memref<5x33xf32> -> f32
+// CHECK-COUNT-3: sched.load %{{.*}} : memref<5x33xf32> -> f32
+// CHECK: sched.store %{{.*}} : vector<4xf32>, memref<5x16xf32>
+func.func @odd(%x: tensor<5x33xf32>) -> tensor<5x16xf32> {
+  %s = fusion.slice %x start [0, 1] stop [5, 33] step [1, 2] : tensor<5x33xf32> to tensor<5x16xf32>
+  func.return %s : tensor<5x16xf32>
+}
+
+// Rows read from the end (5 - row), two f64 columns a lane group, -1.5 (an f64 full) in the
+// first two columns.
+// CHECK-LABEL: sched.kernel @pad_flip_k0
+// CHECK: %[[ROW:.*]] = arith.divui
+// CHECK: %[[FILL:.*]] = arith.constant -1.500000e+00 : f64
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %{{.*}}, %{{.*}} : index
+// CHECK: %[[FIVE:.*]] = arith.constant 5 : index
+// CHECK: %[[FROM_END:.*]] = arith.subi %[[FIVE]], %[[ROW]] : index
+// CHECK: sched.load %{{.*}}[%[[FROM_END]], %{{.*}}] : memref<6x30xf64> -> vector<2xf64>
+// CHECK: arith.select %[[IN]], %{{.*}}, %[[FILL]] : f64
+func.func @pad_flip(%x: tensor<6x30xf64>) -> tensor<6x32xf64> {
+  %v = fusion.full -1.5 : tensor<f64>
+  %f = fusion.flip %x dims [0] : tensor<6x30xf64> to tensor<6x30xf64>
+  %p = fusion.pad %f, %v low [0, 2] high [0, 0] : tensor<6x30xf64> to tensor<6x32xf64>
+  func.return %p : tensor<6x32xf64>
+}
+
+// PTX-LABEL: .entry rope_k0
+// PTX-COUNT-2: ld.global.v4.b32
+// PTX-LABEL: .entry odd_k0
+// PTX-COUNT-4: ld.global.b32
+// PTX-LABEL: .entry pad_flip_k0
+// PTX: ld.global.v2.b64

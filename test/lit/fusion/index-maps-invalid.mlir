@@ -1,0 +1,113 @@
+// RUN: fuser-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+// The index-map shape ops (issue 32): slice, pad, cat, flip. Each error names the op and the
+// operand, dim or list at fault.
+
+// Steps are positive: a reversed dim is a fusion.flip.
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.slice' op step -1 of dim 1 is not positive; reverse a dim with fusion.flip, then slice it
+func.func @slice_negative_step(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
+  %0 = fusion.slice %x start [0, 9] stop [4, 0] step [1, -1] : tensor<4x10xf32> to tensor<4x10xf32>
+  func.return %0 : tensor<4x10xf32>
+}
+
+// -----
+
+// Bounds are normalized: 0 <= start <= stop <= extent.
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.slice' op dim 1: start 2 and stop 11 must satisfy 0 <= start <= stop <= 10 (the operand's extent)
+func.func @slice_past_end(%x: tensor<4x10xf32>) -> tensor<4x9xf32> {
+  %0 = fusion.slice %x start [0, 2] stop [4, 11] step [1, 1] : tensor<4x10xf32> to tensor<4x9xf32>
+  func.return %0 : tensor<4x9xf32>
+}
+
+// -----
+
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.slice' op result tensor<4x3xf32> should have shape [4, 4]
+func.func @slice_shape(%x: tensor<4x10xf32>) -> tensor<4x3xf32> {
+  %0 = fusion.slice %x start [0, 0] stop [4, 10] step [1, 3] : tensor<4x10xf32> to tensor<4x3xf32>
+  func.return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.slice' op start [0] has 1 entries; the operand has rank 2
+func.func @slice_rank(%x: tensor<4x10xf32>) -> tensor<4x10xf32> {
+  %0 = fusion.slice %x start [0] stop [4, 10] step [1, 1] : tensor<4x10xf32> to tensor<4x10xf32>
+  func.return %0 : tensor<4x10xf32>
+}
+
+// -----
+
+// The pad value is a 0-d tensor of the operand's element type (generic form: the custom one derives it).
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 3]]:3: error: 'fusion.pad' op operand #1 ('value') has type tensor<f16>, expected tensor<f32>
+func.func @pad_value_type(%x: tensor<4x5xf32>) -> tensor<5x5xf32> {
+  %v = fusion.full 0.0 : tensor<f16>
+  %0 = "fusion.pad"(%x, %v) <{low = array<i64: 1, 0>, high = array<i64: 0, 0>}> : (tensor<4x5xf32>, tensor<f16>) -> tensor<5x5xf32>
+  func.return %0 : tensor<5x5xf32>
+}
+
+// -----
+
+// A negative pad removes elements, at most the dim's extent.
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 3]]:3: error: 'fusion.pad' op dim 1: pads -6 and 7 remove more than its 5 elements
+func.func @pad_removes_too_much(%x: tensor<4x5xf32>) -> tensor<4x6xf32> {
+  %v = fusion.full 0.0 : tensor<f32>
+  %0 = fusion.pad %x, %v low [0, -6] high [0, 7] : tensor<4x5xf32> to tensor<4x6xf32>
+  func.return %0 : tensor<4x6xf32>
+}
+
+// -----
+
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 3]]:3: error: 'fusion.pad' op result tensor<4x5xf32> should have shape [5, 3]
+func.func @pad_shape(%x: tensor<4x5xf32>) -> tensor<4x5xf32> {
+  %v = fusion.full 0.0 : tensor<f32>
+  %0 = fusion.pad %x, %v low [1, 0] high [0, -2] : tensor<4x5xf32> to tensor<4x5xf32>
+  func.return %0 : tensor<4x5xf32>
+}
+
+// -----
+
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.cat' op operand #1 has shape [3, 4]; along dims other than 1 it must match the result tensor<2x7xf32>
+func.func @cat_other_dims(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x7xf32> {
+  %0 = fusion.cat %a, %b dim 1 : tensor<2x3xf32>, tensor<3x4xf32> to tensor<2x7xf32>
+  func.return %0 : tensor<2x7xf32>
+}
+
+// -----
+
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.cat' op result extent 8 of dim 1 is not the operands' sum 7
+func.func @cat_extent(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) -> tensor<2x8xf32> {
+  %0 = fusion.cat %a, %b dim 1 : tensor<2x3xf32>, tensor<2x4xf32> to tensor<2x8xf32>
+  func.return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.cat' op result element type f32 differs from operand #1's f16
+func.func @cat_types(%a: tensor<2x3xf32>, %b: tensor<2x4xf16>) -> tensor<2x7xf32> {
+  %0 = fusion.cat %a, %b dim 1 : tensor<2x3xf32>, tensor<2x4xf16> to tensor<2x7xf32>
+  func.return %0 : tensor<2x7xf32>
+}
+
+// -----
+
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.cat' op dim 2 is out of range for rank 2
+func.func @cat_dim(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %0 = fusion.cat %a dim 2 : tensor<2x3xf32> to tensor<2x3xf32>
+  func.return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.flip' op dims [1, 1] has repeated entries
+func.func @flip_repeated(%x: tensor<4x5xf32>) -> tensor<4x5xf32> {
+  %0 = fusion.flip %x dims [1, 1] : tensor<4x5xf32> to tensor<4x5xf32>
+  func.return %0 : tensor<4x5xf32>
+}
+
+// -----
+
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.flip' op result type tensor<5x4xf32> must equal the operand's tensor<4x5xf32>
+func.func @flip_type(%x: tensor<4x5xf32>) -> tensor<5x4xf32> {
+  %0 = fusion.flip %x dims [0] : tensor<4x5xf32> to tensor<5x4xf32>
+  func.return %0 : tensor<5x4xf32>
+}
