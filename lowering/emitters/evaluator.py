@@ -194,8 +194,9 @@ class Evaluator:
         if isinstance(op, F.FlipOp):
             flipped = set(op.dims.get_values())
             shape = shape_of(op.input)
-            def at(ix: list[SSAValue], width: int = 1) -> list[SSAValue]:  # (width: lanes reversed as a group)
-                return [kb.v(arith.SubiOp(kb.c(shape[d] - width), i)) if d in flipped else i for d, i in enumerate(ix)]
+            def at(ix: list[SSAValue], width: int = 1) -> list[SSAValue]:  # (the last dim's lanes reversed as a group)
+                return [kb.v(arith.SubiOp(kb.c(shape[d] - (width if d == last else 1)), i)) if d in flipped else i
+                        for d, i in enumerate(ix)]
             if lanes == 1 or last not in flipped:
                 return self(op.input, at(idx), lanes)
             return self(op.input, at(idx, lanes), lanes)[::-1]  # (the last extent is a multiple of lanes)

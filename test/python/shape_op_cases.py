@@ -45,6 +45,7 @@ CASES = {
     "cat_middle": ([(2, 3, 40), (2, 5, 40)], lambda a, b: fuser.cat([a, b], 1), lambda t, a, b: t.cat([a, b], 1)),
     "flip_last": ([(7, 32)], lambda x: fuser.flip(x, -1), lambda t, x: t.flip(x, [-1])),
     "flip_all": ([(5, 3, 33)], lambda x: fuser.flip(x, [0, 1, 2]), lambda t, x: t.flip(x, [0, 1, 2])),
+    "flip_both_aligned": ([(6, 64)], lambda x: fuser.flip(x, [0, 1]), lambda t, x: t.flip(x, [0, 1])),
     "triu_tril": ([(2, 9, 7)], lambda x: fuser.triu(x, 1) + fuser.tril(x, -2),
                   lambda t, x: t.triu(x, 1) + t.tril(x, -2)),
     "expand": ([(1, 40), (3, 1, 40)], lambda a, b: fuser.expand(a, (3, 5, 40)) + fuser.expand(b, (3, 5, -1)),

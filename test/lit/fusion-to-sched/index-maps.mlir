@@ -73,6 +73,20 @@ func.func @pad_flip(%x: tensor<6x30xf64>) -> tensor<6x32xf64> {
   func.return %p : tensor<6x32xf64>
 }
 
+// Both dims flipped, four f32 lanes a group: the row counts from 6 - 1, the lane group from 64 - 4.
+// CHECK-LABEL: sched.kernel @flip_both_k0
+// CHECK: %[[COL:.*]] = arith.remui
+// CHECK: %[[ROW:.*]] = arith.divui
+// CHECK: %[[FIVE:.*]] = arith.constant 5 : index
+// CHECK: %[[R:.*]] = arith.subi %[[FIVE]], %[[ROW]] : index
+// CHECK: %[[SIXTY:.*]] = arith.constant 60 : index
+// CHECK: %[[C:.*]] = arith.subi %[[SIXTY]], %[[COL]] : index
+// CHECK: sched.load %{{.*}}[%[[R]], %[[C]]] : memref<6x64xf32> -> vector<4xf32>
+func.func @flip_both(%x: tensor<6x64xf32>) -> tensor<6x64xf32> {
+  %f = fusion.flip %x dims [0, 1] : tensor<6x64xf32> to tensor<6x64xf32>
+  func.return %f : tensor<6x64xf32>
+}
+
 // PTX-LABEL: .entry rope_k0
 // PTX-COUNT-2: ld.global.v4.b32
 // PTX-LABEL: .entry odd_k0
