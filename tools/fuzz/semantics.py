@@ -123,7 +123,8 @@ OVERFLOW = {"f16": 65520.0, "bf16": 3.3961e38}
 
 
 _EXACT_OPS = {"neg", "abs", "relu", "max", "min", "where", "cast", "broadcast", "reshape", "permute", "segment_set",
-              "uniform", "iota", "nextafter"}  # (nextafter: a step on its type's grid, nothing rounds)  # (the kernels' uniform numbers are the reference's, bit for bit)
+              "uniform", "iota", "nextafter"}  # (the kernels' uniform numbers are the reference's, bit for bit;
+#                                                   nextafter is a step on its type's grid: nothing rounds)
 
 
 def _derive(op: str, rhs: str, operands: list[Value], dtype: str) -> tuple[bool, str, bool]:
