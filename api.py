@@ -59,8 +59,9 @@ __all__ = [
     "exp", "log", "tanh", "sqrt", "rsqrt", "relu", "sigmoid", "silu", "gelu", "neg",
     "erf", "exp2", "log2", "log10", "log1p", "reciprocal", "floor", "ceil", "trunc", "sign",
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "erfc", "erfinv",
+    "erfcinv", "lgamma",
     "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "clamp", "frac", "addcmul", "lerp",
-    "threshold", "atan2", "fmod", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+    "threshold", "atan2", "nextafter", "fmod", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
     "bitwise_left_shift", "bitwise_right_shift", "logical_right_shift", "gcd",
     "logical_not", "logical_and", "logical_or", "logical_xor",
     "add", "sub", "mul", "div", "floor_divide", "maximum", "minimum", "where", "cast", "full",
@@ -570,6 +571,19 @@ def erfinv(x: Tensor) -> Tensor:
     return _unary(F.ErfinvOp, x, "erfinv")
 
 
+def erfcinv(x: Tensor) -> Tensor:
+    """The inverse of erfc: z with erfc(z) = x on (0, 2); +inf at 0, -inf at 2, NaN beyond
+    (float tensors; computed in f64 and rounded once, accurate where 1 - x would round, e.g.
+    x = 1e-30; torch has no erfcinv: torch.special.erfinv(1 - x) is the same function)."""
+    return _unary(F.ErfcinvOp, x, "erfcinv")
+
+
+def lgamma(x: Tensor) -> Tensor:
+    """log|gamma(x)|, as torch.lgamma: +inf at 0, the negative integers and +-inf (float
+    tensors; integers and bools in f32; computed in f64 and rounded once)."""
+    return _unary(F.LgammaOp, x, "lgamma")
+
+
 def expm1(x: Tensor) -> Tensor:
     """E^x - 1, accurate for small x (float tensors; computed in f64 and rounded once)."""
     return _unary(F.Expm1Op, x, "expm1")
@@ -784,6 +798,17 @@ def gcd(a: Tensor | int, b: Tensor | int) -> Tensor:
     """torch.gcd of integer tensors: non-negative, gcd(a, 0) = |a| (|MIN| wraps to MIN, as
     torch's)."""
     return _binary(F.GcdOp, a, b, "gcd")
+
+
+def nextafter(a: Tensor | float, b: Tensor | float) -> Tensor:
+    """The next value of the operands' float type after a toward b, as torch.nextafter (C's
+    nextafter): b where a == b (so nextafter(0.0, -0.0) is -0.0), the least subnormal with b's
+    sign from a zero, NaN where either is NaN. Every float type, f64 included; exact. Integer
+    and bool operands are a TypeError, as in torch."""
+    fb, (a, b) = _operands("nextafter", a, b)
+    if _category(a.dtype) < 2:
+        raise TypeError(f"nextafter: operands must be float tensors (torch.nextafter takes no integers), got {a.dtype}")
+    return fb._emit(F.NextafterOp(a.value, b.value))
 
 
 def atan2(y: Tensor | float, x: Tensor | float) -> Tensor:

@@ -27,4 +27,24 @@ class ErfinvOp(FloatingPointLikeUnaryMathOperation):
     traits = traits_def(Pure(), SameOperandsAndResultType())
 
 
-MATH_EXT_OPS = [ErfcOp, ErfinvOp]
+@irdl_op_definition
+class ErfcinvOp(FloatingPointLikeUnaryMathOperation):
+    """`%y = math.erfcinv %x : f32`: the inverse of erfc on (0, 2) (+inf at 0, -inf at 2, NaN
+    beyond). Not an upstream op: fuser's own, named as upstream would."""
+
+    name = "math.erfcinv"
+
+    traits = traits_def(Pure(), SameOperandsAndResultType())
+
+
+@irdl_op_definition
+class LgammaOp(FloatingPointLikeUnaryMathOperation):
+    """`%y = math.lgamma %x : f32`: log|gamma(x)| (+inf at 0 and the negative integers). Not an
+    upstream op: fuser's own, named as upstream would."""
+
+    name = "math.lgamma"
+
+    traits = traits_def(Pure(), SameOperandsAndResultType())
+
+
+MATH_EXT_OPS = [ErfcOp, ErfinvOp, ErfcinvOp, LgammaOp]

@@ -164,6 +164,69 @@ def erfinv(x: float) -> float:
     return math.copysign(z, x)
 
 
+def erfcinv(y: float) -> float:
+    """The inverse of erfc in float64: z with erfc(z) = y, y in [0, 2]. With s = y (or 2 - y,
+    exact, the result negated) in (0, 1]: s >= 1/2 is erfinv(1 - s) (1 - s exact there); below,
+    Newton's method on math.erfc(z) - s (erfc keeps its relative accuracy in the tail, where
+    1 - s would round away what s holds) inside a bracket that each step narrows, bisecting
+    where a step leaves it."""
+    if math.isnan(y) or not 0 <= y <= 2:
+        return math.nan
+    if y in (0, 2):
+        return math.inf if y == 0 else -math.inf
+    s, sign = (y, 1.0) if y <= 1 else (2.0 - y, -1.0)
+    if s >= 0.5:
+        return sign * erfinv(1.0 - s)
+    lo, hi = 0.0, 27.0  # erfc(27) is below every positive double s can be
+    z = min(math.sqrt(-math.log(s)), hi / 2)
+    for _ in range(300):
+        r = math.erfc(z) - s
+        if r == 0:
+            break
+        lo, hi = (z, hi) if r > 0 else (lo, z)
+        nz = z + r / (2.0 / math.sqrt(math.pi) * math.exp(-z * z))
+        if not lo < nz < hi:
+            nz = 0.5 * (lo + hi)
+        if nz == z:
+            break
+        z = nz
+    return sign * z
+
+
+def lgamma(x: float) -> float:
+    """log|gamma(x)| in float64 (Python's math.lgamma), +inf at the poles (0 and the negative
+    integers, where math.lgamma raises) and at +-inf, as torch.lgamma."""
+    if math.isnan(x):
+        return math.nan
+    if math.isinf(x) or (x <= 0 and x == math.floor(x)):
+        return math.inf
+    return math.lgamma(x)
+
+
+def nextafter(a: np.ndarray, b: np.ndarray, name: str) -> np.ndarray:
+    """C's nextafter (torch.nextafter) on the grid of float type `name` (f16, bf16, f32, f64),
+    elementwise: b where a == b (signed zeros: nextafter(0.0, -0.0) is -0.0), NaN where either
+    is NaN, else the neighbour of a toward b, found from a's sign-and-magnitude bits (an
+    unsigned integer one step further from or closer to zero; from a zero, the least
+    subnormal with b's sign). numpy's own nextafter gives a, not b, for f16 zeros of either
+    sign, and bf16 is not numpy's."""
+    dt = numpy_dtype(name)
+    a, b = np.asarray(a).astype(dt), np.asarray(b).astype(dt)
+    ut = np.dtype(f"u{dt.itemsize}")
+    sign = ut.type(1 << (8 * dt.itemsize - 1))
+    ua, ub = a.view(ut), b.view(ut)
+    fa, fb = a.astype(np.float64), b.astype(np.float64)
+    magnitude, one = ua & ~sign, ut.type(1)
+    with np.errstate(over="ignore"):
+        further = magnitude + one  # (the largest finite value steps to inf)
+        closer = magnitude - one
+    bigger = (fb > fa) == (fa > 0)  # away from zero: toward b, with a on b's far side from 0
+    stepped = np.where(bigger, further, closer) | (ua & sign)
+    bits = np.where(fa == 0, (ub & sign) | one, stepped).astype(ut)
+    out = np.where(fa == fb, ub, bits).astype(ut).view(dt)
+    return np.where(np.isnan(fa) | np.isnan(fb), dt.type(np.nan), out).astype(dt)
+
+
 def _int_quotient(a: np.ndarray, b: np.ndarray, floor: bool) -> np.ndarray:
     """Integer division rounded toward zero (or -inf), defined everywhere as fusion.trunc_div
     says: a / 0 is -1 (all bits set: 255 in u8), MIN / -1 wraps to MIN."""
@@ -296,6 +359,8 @@ _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "fusion.expm1": _in_f64(np.expm1),
     "fusion.erfc": _in_f64(np.vectorize(math.erfc, otypes=[np.float64])),
     "fusion.erfinv": _in_f64(np.vectorize(lambda x: erfinv(x), otypes=[np.float64])),
+    "fusion.erfcinv": _in_f64(np.vectorize(lambda x: erfcinv(x), otypes=[np.float64])),
+    "fusion.lgamma": _in_f64(np.vectorize(lambda x: lgamma(x), otypes=[np.float64])),
     "fusion.reciprocal": lambda x: x.dtype.type(1) / x,
     "fusion.floor": np.floor,
     "fusion.ceil": np.ceil,
@@ -394,6 +459,8 @@ def _eval_op(it: _Interp, op: Operation, ins: list[np.ndarray]) -> list[np.ndarr
         return [_gelu_tanh(x) if op.approximate == "tanh" else _gelu_erf(x)]
     if name in _INT_BINARY and ins[0].dtype.kind in "iu":
         return [_INT_BINARY[name](ins[0], ins[1])]
+    if name == "fusion.nextafter":  # on its type's grid in either precision: exact, nothing to widen
+        return [nextafter(ins[0], ins[1], _elem_name(op.result))]
     if name in _BINARY:
         return [_BINARY[name](it.up(ins[0]), it.up(ins[1]))]
     if name == "fusion.cmp":

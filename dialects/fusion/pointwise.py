@@ -328,6 +328,20 @@ class ErfinvOp(UnaryOp):
 
 
 @irdl_op_definition
+class ErfcinvOp(UnaryOp):
+    """the inverse of erfc on (0, 2); +inf at 0, -inf at 2, NaN beyond"""
+
+    name = "fusion.erfcinv"
+
+
+@irdl_op_definition
+class LgammaOp(UnaryOp):
+    """log|gamma(x)|, as torch.lgamma; +inf at 0, the negative integers and +-inf"""
+
+    name = "fusion.lgamma"
+
+
+@irdl_op_definition
 class Expm1Op(UnaryOp):
     """e^x - 1, accurate for small x"""
 
@@ -345,7 +359,7 @@ class BitwiseNotOp(UnaryOp):
 UNARY_OPS = [NegOp, AbsOp, ExpOp, LogOp, TanhOp, SqrtOp, RsqrtOp, ReluOp, SigmoidOp, SiluOp, GeluOp,
              ErfOp, Exp2Op, Log2Op, Log10Op, Log1pOp, ReciprocalOp, FloorOp, CeilOp, TruncOp, RoundOp, SignOp,
              SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, Expm1Op, ErfcOp, ErfinvOp,
-             BitwiseNotOp]
+             ErfcinvOp, LgammaOp, BitwiseNotOp]
 
 # ------------------------------------------------------------------ binary ops
 
@@ -571,10 +585,20 @@ class GcdOp(BinaryOp):
     ELEMENTS: ClassVar[tuple] = INT_TYPES
 
 
+@irdl_op_definition
+class NextafterOp(BinaryOp):
+    """the next value of a's type after a toward b, as C's nextafter and torch.nextafter: b where
+    a == b (so nextafter(0.0, -0.0) is -0.0), the least subnormal with b's sign from a zero, NaN
+    where either is NaN; every float type, f64 included (a step of the bits, nothing rounds)"""
+
+    name = "fusion.nextafter"
+    ELEMENTS: ClassVar[tuple] = FLOAT_TYPES + (Float64Type,)
+
+
 BITWISE_OPS = [BitwiseNotOp, BitwiseAndOp, BitwiseOrOp, BitwiseXorOp, ShiftLeftOp, ShiftRightOp,
                LogicalShiftRightOp, GcdOp]
 BINARY_OPS = [AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, Atan2Op, FmodOp, RemainderOp, TruncDivOp, FloorDivOp,
-              BitwiseAndOp, BitwiseOrOp, BitwiseXorOp, ShiftLeftOp, ShiftRightOp, LogicalShiftRightOp, GcdOp]
+              NextafterOp, BitwiseAndOp, BitwiseOrOp, BitwiseXorOp, ShiftLeftOp, ShiftRightOp, LogicalShiftRightOp, GcdOp]
 
 # ------------------------------------------------------------- other pointwise
 

@@ -267,6 +267,17 @@ entry(aten.minimum.default)(_binary_rule(fa.minimum))
 entry(aten.atan2.default)(_binary_rule(fa.atan2))
 
 
+@entry(aten.nextafter.default)
+def _nextafter(ctx: Ctx) -> fa.Tensor:
+    """On the grid of the node's dtype (f64 too), never computed in f32 for f16/bf16 as other
+    math is: the neighbour of a bf16 value is a bf16 step."""
+    out = ctx.out_dtype
+    if out not in MATH + ("f64",):
+        raise Unsupported(f"{ctx.node.target}: nextafter of {out}")
+    a, b = (fa.cast(x, out) for x in (ctx.arg(0, "self"), ctx.arg(1, "other")))
+    return fa.broadcast_to(fa.nextafter(a, b), ctx.out_shape)
+
+
 INTS = ("i8", "i16", "i32", "i64", "u8")
 
 
@@ -366,7 +377,7 @@ for _op, _fn in [
     (aten.acos.default, fa.acos), (aten.atan.default, fa.atan), (aten.sinh.default, fa.sinh),
     (aten.cosh.default, fa.cosh), (aten.asinh.default, fa.asinh), (aten.acosh.default, fa.acosh),
     (aten.atanh.default, fa.atanh), (aten.expm1.default, fa.expm1), (aten.erfc.default, fa.erfc),
-    (aten.erfinv.default, fa.erfinv),
+    (aten.erfinv.default, fa.erfinv), (aten.lgamma.default, fa.lgamma),
 ]:
     entry(_op)(_unary_rule(_fn))
 

@@ -18,7 +18,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
 from fuser.dialects.arith_ext import RemFOp
-from fuser.dialects.math_ext import ErfcOp, ErfinvOp
+from fuser.dialects.math_ext import ErfcinvOp, ErfcOp, ErfinvOp, LgammaOp
 from fuser.lowering.common import ScheduleError, shape_of
 from fuser.lowering.emitters.kernel_builder import KernelBuilder, f32, index
 from fuser.lowering.emitters.random import emit_iota, emit_random
@@ -347,7 +347,7 @@ _ONE_MATH_OP = {
     F.SinOp: mathd.SinOp, F.CosOp: mathd.CosOp, F.TanOp: mathd.TanOp, F.AsinOp: mathd.AsinOp,
     F.AcosOp: mathd.AcosOp, F.AtanOp: mathd.AtanOp, F.SinhOp: mathd.SinhOp, F.CoshOp: mathd.CoshOp,
     F.AsinhOp: mathd.AsinhOp, F.AcoshOp: mathd.AcoshOp, F.AtanhOp: mathd.AtanhOp, F.Expm1Op: mathd.ExpM1Op,
-    F.ErfcOp: ErfcOp, F.ErfinvOp: ErfinvOp,
+    F.ErfcOp: ErfcOp, F.ErfinvOp: ErfinvOp, F.ErfcinvOp: ErfcinvOp, F.LgammaOp: LgammaOp,
 }
 
 
@@ -433,7 +433,36 @@ def emit_binary(kb: KernelBuilder, op: F.BinaryOp, a: SSAValue, b: SSAValue) -> 
             differs = kb.v(arith.XOrIOp(kb.v(arith.CmpfOp(r, zero, "olt")), kb.v(arith.CmpfOp(b, zero, "olt"))))
             fix = kb.v(arith.AndIOp(kb.v(arith.CmpfOp(r, zero, "one")), differs))
             return kb.v(arith.SelectOp(fix, kb.fadd(r, b), r))
+        case F.NextafterOp():
+            return emit_nextafter(kb, a, b, F._elem(op.result))
     raise ScheduleError(f"'{op.name}' has no lowering")
+
+
+def emit_nextafter(kb: KernelBuilder, a: SSAValue, b: SSAValue, t: Attribute) -> SSAValue:
+    """C's nextafter(a, b) on the grid of float type `t`, a and b in their compute type (f32 for
+    f16 and bf16, which are narrowed to `t` first: exactly, they hold values of it). The bits of
+    a, read as a signed integer of t's width, step by one: up where b > a and a > 0 or b < a and
+    a < 0 (away from zero), down otherwise; from a zero to the least subnormal with b's sign; b
+    where a == b (nextafter(0.0, -0.0) is -0.0); a + b (NaN) where either is NaN. No arithmetic
+    touches the stepped value, so nothing rounds or flushes a subnormal."""
+    ct, name = a.type, F.dtype_name(t)
+    narrow = name in ("f16", "bf16")
+    width = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}[name]
+    it = IntegerType(width)
+    bits_a = kb.v(arith.BitcastOp(kb.v(arith.TruncFOp(a, t)) if narrow else a, it))
+    bits_b = kb.v(arith.BitcastOp(kb.v(arith.TruncFOp(b, t)) if narrow else b, it))
+    zero = kb.const(0.0, ct)
+    up = kb.v(arith.CmpfOp(b, a, "ogt"))
+    away = kb.v(arith.XOrIOp(kb.v(arith.XOrIOp(up, kb.v(arith.CmpfOp(a, zero, "ogt")))), kb.const(1, i1)))
+    one = kb.const(1, it)
+    stepped = kb.v(arith.SelectOp(away, kb.v(arith.AddiOp(bits_a, one)), kb.v(arith.SubiOp(bits_a, one))))
+    least = kb.v(arith.OrIOp(kb.v(arith.AndIOp(bits_b, kb.const(-(1 << (width - 1)), it))), one))
+    bits = kb.v(arith.SelectOp(kb.v(arith.CmpfOp(a, zero, "oeq")), least, stepped))
+    r = kb.v(arith.BitcastOp(bits, t if narrow else ct))
+    if narrow:
+        r = kb.v(arith.ExtFOp(r, ct))
+    r = kb.v(arith.SelectOp(kb.v(arith.CmpfOp(a, b, "oeq")), b, r))
+    return kb.v(arith.SelectOp(kb.v(arith.CmpfOp(a, b, "uno")), kb.fadd(a, b), r))
 
 
 def emit_int_unary(kb: KernelBuilder, op: F.UnaryOp, x: SSAValue) -> SSAValue:

@@ -31,6 +31,8 @@ INT_ONLY = {"fusion.trunc_div", "fusion.floor_div", "fusion.bitwise_left_shift",
             "fusion.logical_right_shift", "fusion.gcd"}
 # The bitwise ops of integers and of i1 masks (there the logical ones)
 INT_AND_MASK = {"fusion.bitwise_and", "fusion.bitwise_or", "fusion.bitwise_xor", "fusion.bitwise_not"}
+# Float ops of f64 too (nextafter steps the bits of any float type; no f64 math otherwise)
+F64_OPS = {"fusion.nextafter"}
 # ... and of integers and i1 masks alike
 ORDERED_OPS = {"fusion.cmp", "fusion.where", "fusion.full"}
 
@@ -124,6 +126,8 @@ def _must_compile(op: str, dt: str) -> bool:
         return dt in FLOATS + INTS
     if op in INT_ONLY:
         return dt in INTS
+    if op in F64_OPS:
+        return dt in FLOATS + ["f64"]
     if op in INT_AND_MASK:
         return dt in INTS + ["i1"]
     return dt in FLOATS or (op in INT_OPS and dt in INTS)

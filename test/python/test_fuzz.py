@@ -207,6 +207,8 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
     from fuser.dialects.fusion.creation import IOTA_TYPES
     for op, allowed in ((F.IotaOp, IOTA_TYPES), (F.UniformOp, F.UniformOp.ELEMENTS), (F.NormalOp, F.NormalOp.ELEMENTS)):
         want |= {(op.name, F.dtype_name(t() if isinstance(t, type) else t)) for t in allowed}
+    # nextafter over every float type it takes, f64 included (issue 31)
+    want |= {(F.NextafterOp.name, F.dtype_name(t())) for t in F.NextafterOp.ELEMENTS}
     missing = sorted(want - set(seen))
     assert not missing, f"never generated over {COVERAGE_SEEDS} seeds: {missing}"
     assert fuzz.CMP_PREDICATES == F.CMP_PREDICATES

@@ -20,7 +20,9 @@ from test_nvvm_translation import MATH_ALL, parse
 
 from fuser.lowering.target import llvmir
 from fuser.lowering.target.llvmir import module_to_llvm_ir
+from fuser.runtime.reference import erfcinv as reference_erfcinv
 from fuser.runtime.reference import erfinv as reference_erfinv
+from fuser.runtime.reference import lgamma as reference_lgamma
 
 # ----------------------------------------------------------------------------------------------
 # Accuracy of the math expansions: a numpy float32 model of the emitted sequences
@@ -196,6 +198,13 @@ F64_HELPERS = {
     "expm1": (np.expm1, [(-1, 1), (-80, 88)]),
     "erfc": (np.vectorize(math.erfc, otypes=[np.float64]), [(-3, 3), (1.9, 2.1), (-11, 11)]),
     "erfinv": (np.vectorize(reference_erfinv, otypes=[np.float64]), [(-1, 1), (0.99, 1), (-1, -0.9999), (0.45, 0.55)]),
+    # (1 - x rounds for x below 2^-29: the reference solves erfc(z) = x itself there; x of 1e-45 is
+    # the tail, x near 2 its mirror)
+    "erfcinv": (np.vectorize(reference_erfcinv, otypes=[np.float64]),
+                [(0, 2), (0, 1e-3), (0.49, 0.51), (1.999, 2), (0.9999, 1.0001), (1e-9, 1e-7)]),
+    # (away from lgamma's zeros, where Python's math.lgamma is off by 1e-10 relative: the mpmath
+    # test below covers them)
+    "lgamma": (np.vectorize(reference_lgamma, otypes=[np.float64]), [(0, 0.9), (2.5, 12), (1, 1e30)]),
 }
 
 
@@ -319,3 +328,85 @@ def test_fmod_is_exact_on_host():
         for y in special:
             g, w = h(x, y), np.fmod(x, y)
             assert (np.isnan(g) and np.isnan(w)) or (g == w and np.signbit(g) == np.signbit(w)), (x, y, g, w)
+
+
+def _helper(name: str):
+    if not hasattr(_f64_helpers, "cache"):
+        _f64_helpers.cache = _f64_helpers()
+    return _f64_helpers.cache[name]
+
+
+def _ulps_from(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """|got - want| in ulps of the float32 nearest `want` (float64), subnormal ulps below 2^-126."""
+    ulp = np.maximum(np.spacing(np.abs(want).astype(f32)).astype(np.float64), 2.0 ** -149)
+    return np.abs(got.astype(np.float64) - want) / ulp
+
+
+def _consecutive(center: float, n: int) -> np.ndarray:
+    """2n + 1 consecutive float32 values around `center`."""
+    c = f32(center)
+    bits = np.array([c], dtype=f32).view(np.int32)[0]
+    steps = np.arange(-n, n + 1, dtype=np.int64)
+    if c < 0:  # (negative floats: the bits step the other way; all the same values either way)
+        steps = -steps
+    return (np.int64(bits) + steps).astype(np.int32).view(f32)
+
+
+def test_lgamma_is_correctly_rounded_on_host_against_mpmath():
+    """lgamma's f64 helper, rounded once, against mpmath at 100 bits: within half an f32 ulp (plus
+    1e-3) everywhere sampled, as the sweep of the commit measured it: (0, 3), the zeros at 1 and 2
+    (400 consecutive floats around each), [2.5, 12], tiny x down to subnormals, large x up to
+    past the overflow point (lgamma(4.085e36) is the largest finite f32 result), negative
+    non-integers in (-10, 0) and to -8e6, and 400 consecutive floats around each of the twelve
+    zeros of lgamma in (-8, -2), where the reflection cancels. The poles (0, -0, the negative
+    integers, every x <= -2^23) and +-inf give +inf, as torch.lgamma; NaN gives NaN."""
+    mpmath = pytest.importorskip("mpmath")
+    fn = _helper("lgamma")
+    rng = np.random.default_rng(11)
+    xs = np.concatenate([rng.uniform(0, 3, 1500), _consecutive(1.0, 200), _consecutive(2.0, 200),
+                         rng.uniform(2.5, 12, 800), 10.0 ** rng.uniform(-45, -1, 400),
+                         10.0 ** rng.uniform(1, 36.61, 800), rng.uniform(4.07e36, 4.1e36, 100),
+                         -rng.uniform(0, 10, 1500), -(10.0 ** rng.uniform(1, 6.9, 400))]).astype(f32)
+    with mpmath.workdps(30):
+        zeros = [float(mpmath.findroot(lambda t: mpmath.loggamma(t).real, (lo, hi), solver="anderson"))
+                 for n in range(2, 8) for lo, hi in ((-n - 0.999999, -n - 0.5), (-n - 0.5, -n - 0.000001))]
+    xs = np.concatenate([xs] + [_consecutive(z, 200) for z in zeros])
+    xs = xs[(xs > 0) | (xs != np.round(xs))]  # (the poles are checked below)
+    with mpmath.workprec(100):
+        want = np.array([float(mpmath.log(abs(mpmath.gamma(mpmath.mpf(float(x)))))) if abs(x) < 1e4 else
+                         float(mpmath.loggamma(mpmath.mpf(float(x))).real if x > 0 else
+                               mpmath.log(abs(mpmath.gamma(mpmath.mpf(float(x)))))) for x in xs])
+    got = fn(xs)
+    overflow = np.abs(want) >= 3.4028235677973366e38 * (1 + 2.0 ** -25)  # rounds to inf in f32
+    assert np.all(got[overflow] == np.inf) and np.any(overflow)
+    err = _ulps_from(got[~overflow], want[~overflow])
+    worst = int(np.argmax(err))
+    assert err[worst] <= 0.5 + 1e-3, f"lgamma({xs[~overflow][worst]!r}) = {got[~overflow][worst]!r}, want {want[~overflow][worst]!r}"
+    poles = np.array([0.0, -0.0, -1.0, -2.0, -3.0, -10.0, -2.0 ** 23, -2.0 ** 23 - 2, -1e30, np.inf, -np.inf], dtype=f32)
+    assert np.all(fn(poles) == np.inf)
+    assert np.isnan(fn(np.array([np.nan], dtype=f32)))[0]
+    assert np.all(fn(np.array([1.0, 2.0], dtype=f32)) == 0.0)
+
+
+def test_erfcinv_reference_matches_mpmath():
+    """The reference erfcinv (the oracle of the erfcinv tests) agrees with mpmath's erfinv(1 - y)
+    at 220 bits (1 - y exact there) to a few float64 ulps, down to y = 1e-45 and up to 2 - 1e-7."""
+    mpmath = pytest.importorskip("mpmath")
+    rng = np.random.default_rng(13)
+    ys = np.concatenate([rng.uniform(0, 2, 100), 10.0 ** rng.uniform(-45, -1, 100), 2 - 10.0 ** rng.uniform(-7, -1, 50)])
+    ys = ys.astype(f32).astype(np.float64)
+    with mpmath.workprec(220):
+        want = np.array([float(mpmath.erfinv(1 - mpmath.mpf(y))) for y in ys])
+    got = np.vectorize(reference_erfcinv, otypes=[np.float64])(ys)
+    assert np.max(np.abs(got - want) / np.spacing(np.abs(want))) <= 4
+
+
+def test_erfcinv_specials_on_host():
+    """erfcinv: 0 and -0 give +inf, 2 gives -inf, 1 gives 0, below 0 or above 2 and NaN a NaN;
+    erfcinv(2 - y) = -erfcinv(y) bit for bit (2 - y is exact for y in [1, 2])."""
+    fn = _helper("erfcinv")
+    got = fn(np.array([0.0, -0.0, 2.0, 1.0, -1e-45, 2.0000002, np.nan, np.inf, -np.inf], dtype=f32))
+    assert got[0] == np.inf and got[1] == np.inf and got[2] == -np.inf and got[3] == 0.0
+    assert np.isnan(got[4:]).all()
+    y = np.random.default_rng(17).uniform(1, 2, 2000).astype(f32)
+    assert np.array_equal(fn(y), -fn((2 - y).astype(f32)))

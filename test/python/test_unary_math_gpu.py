@@ -1,6 +1,6 @@
 """The unary math ops beyond exp/log/tanh on the GPU (erf, exp2, log2, log10, log1p, reciprocal,
 floor, ceil, trunc, round, sign; sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh,
-expm1, erfc), against torch in float64 from the same f32 / bf16 inputs, on an odd shape with the special
+expm1, erfc, erfinv, lgamma), against torch in float64 from the same f32 / bf16 inputs, on an odd shape with the special
 values (NaN, +-inf, +-0, halves) planted: the rounding ops, sign and 1/x exactly, the f32 helpers
 to a few ulp (ex2.approx / lg2.approx underneath), the f64-computed helpers to one ulp (they are
 correctly rounded on the host: test_libm_accuracy.py); and the tests of a float (isnan, isinf,
@@ -49,6 +49,7 @@ OPS = {
     "expm1": (torch.expm1, "normal", "rounded"),
     "erfc": (torch.erfc, "normal", "rounded"),
     "erfinv": (torch.erfinv, "unit", "rounded"),
+    "lgamma": (torch.lgamma, "gamma", "rounded"),
 }
 
 
@@ -65,6 +66,10 @@ def _inputs(draw: str, dtype: str) -> np.ndarray:
     elif draw == "above_minus_one":
         x = np.concatenate([rng.uniform(-0.999, 1.0, n // 2), rng.uniform(-1e-4, 1e-4, n // 4),
                             np.exp(rng.uniform(-5, 20, n - n // 2 - n // 4))])
+    elif draw == "gamma":  # lgamma: both signs (negative non-integers), its zeros at 1 and 2, up to overflow
+        x = np.concatenate([rng.uniform(-10, 10, n // 2), 1 + rng.uniform(-1e-3, 1e-3, n // 8),
+                            2 + rng.uniform(-1e-3, 1e-3, n // 8), -np.exp(rng.uniform(0, 15, n // 8)),
+                            np.exp(rng.uniform(-100, 88, n - n // 2 - 3 * (n // 8)))])
     elif draw == "unit":
         x = rng.uniform(-1.0, 1.0, n)
     elif draw == "wide":  # small, rotary-embedding-sized and huge arguments (both reductions of sin)
@@ -230,3 +235,99 @@ def test_fmod_and_remainder_on_the_gpu(dtype):
         for want, where in ((w, np.ones_like(moderate)), (t, moderate)):
             same = ((g == want) & (np.signbit(g) == np.signbit(want))) | (np.isnan(g) & np.isnan(want)) | ~where
             assert same.all(), f"{np.sum(~same)} differ, e.g. a={a32[~same][:3]}, b={b32[~same][:3]}"
+
+
+def _same_bits(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Elementwise: the same value and sign (so -0.0 is not 0.0), or both NaN."""
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    return ((g == w) & (np.signbit(g) == np.signbit(w))) | (np.isnan(g) & np.isnan(w))
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_lgamma_of_half_types_on_the_gpu(dtype):
+    """lgamma of f16 and bf16: computed in f32 (from the f64 helper), rounded once more to the
+    type; torch's float64 answer rounded to f32 and then to the type (the poles 0, -7 and 3's
+    neighbours planted; f16's overflow at 65504 too)."""
+    text = f"""func.func @lgamma_{dtype}(%x: tensor<{SHAPE[0]}x{SHAPE[1]}x{dtype}>) -> tensor<{SHAPE[0]}x{SHAPE[1]}x{dtype}> {{
+  %y = fusion.lgamma %x : tensor<{SHAPE[0]}x{SHAPE[1]}x{dtype}>
+  func.return %y : tensor<{SHAPE[0]}x{SHAPE[1]}x{dtype}>
+}}"""
+    x = _inputs("gamma", dtype)
+    got = np.asarray(fuser.compile(text)(x)).astype(np.float64)
+    want = _torch64(torch.lgamma, x).astype(np.float32).astype(numpy_dtype(dtype)).astype(np.float64)
+    same = _same_bits(got, want)
+    assert same.all(), f"{np.sum(~same)} differ, e.g. x={x[~same][:4]}, got {got[~same][:4]}, want {want[~same][:4]}"
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "f16"])
+def test_erfcinv_on_the_gpu(dtype):
+    """erfcinv against torch.special.erfinv(1 - x) in float64 where 1 - x is exact (x >= 2^-29;
+    f16's least subnormal 6e-8 is past it), and against the reference's erfcinv (its own
+    float64 tail solve) below, down to f32's 1e-45: one rounding (f32: within one ulp) of the
+    float64 answer; 0 -> inf, 2 -> -inf, outside [0, 2] and NaN -> NaN."""
+    from fuser.runtime.reference import erfcinv as ref_erfcinv
+
+    text = f"""func.func @erfcinv_{dtype}(%x: tensor<{SHAPE[0]}x{SHAPE[1]}x{dtype}>) -> tensor<{SHAPE[0]}x{SHAPE[1]}x{dtype}> {{
+  %y = fusion.erfcinv %x : tensor<{SHAPE[0]}x{SHAPE[1]}x{dtype}>
+  func.return %y : tensor<{SHAPE[0]}x{SHAPE[1]}x{dtype}>
+}}"""
+    rng = np.random.default_rng(41)
+    n = math.prod(SHAPE)
+    x = np.concatenate([rng.uniform(0, 2, n // 2), 10.0 ** rng.uniform(-45, 0, n // 4),
+                        2 - 10.0 ** rng.uniform(-7, 0, n - n // 2 - n // 4)])
+    x[:9] = [0.0, -0.0, 2.0, 1.0, -0.5, 2.5, math.nan, math.inf, 1e-45]
+    x = x.astype(numpy_dtype(dtype)).reshape(SHAPE)
+    got = np.asarray(fuser.compile(text)(x)).astype(np.float64)
+    x64 = x.astype(np.float64)
+    safe = x64 >= 2.0 ** -29
+    want = torch.special.erfinv(1 - torch.from_numpy(x64)).numpy()
+    tail = np.vectorize(ref_erfcinv, otypes=[np.float64])(x64[~safe])
+    want[~safe] = tail
+    want_t = want.astype(np.float32).astype(numpy_dtype(dtype)).astype(np.float64)
+    assert np.array_equal(np.isnan(got), np.isnan(want_t))
+    ok = ~np.isnan(want_t)
+    assert np.array_equal(np.isinf(got[ok]), np.isinf(want_t[ok])) and np.all(got[ok][np.isinf(got[ok])] ==
+                                                                             want_t[ok][np.isinf(got[ok])])
+    fin = ok & np.isfinite(want_t)
+    if dtype == "f32":
+        np.testing.assert_allclose(got[fin], want_t[fin], rtol=2.0 ** -23, atol=2.0 ** -148)
+    else:  # one rounding from a value within an f32 ulp: the type's nearest, or a neighbour on a tie
+        np.testing.assert_allclose(got[fin], want_t[fin], rtol=2.0 ** -8 if dtype == "bf16" else 2.0 ** -11, atol=0)
+
+
+NEXTAFTER_SPECIAL = [0.0, -0.0, math.inf, -math.inf, math.nan, 1.0, -1.0, 1e-45, -1e-45, 1e-40, 6e-8, 65504.0,
+                     3.3895e38, 1.5]
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16", "f64"])
+def test_nextafter_on_the_gpu(dtype):
+    """nextafter bit for bit as torch.nextafter on the GPU (same dtype, f64 included): every pair
+    of the special values (signed zeros, infinities, NaN, subnormals, the largest finite
+    values), a == b, and random operands of every scale, on an odd shape; the second output
+    steps the first back (nextafter(nextafter(a, b), a) == a for finite a != b)."""
+    with fuser.FusionBuilder(f"nextafter_{dtype}") as fb:
+        a, b = (fb.input(SHAPE, dtype, name=n) for n in "ab")
+        n1 = fuser.nextafter(a, b)
+        fb.output(n1, fuser.nextafter(n1, a))
+    rng = np.random.default_rng(43)
+    n = math.prod(SHAPE)
+    top = 300 if dtype == "f64" else 38 if dtype in ("f32", "bf16") else 4
+    a = rng.standard_normal(n) * 10.0 ** rng.uniform(-top, top, n)
+    b = rng.standard_normal(n) * 10.0 ** rng.uniform(-top, top, n)
+    k = len(NEXTAFTER_SPECIAL)
+    a[:k * k], b[:k * k] = np.repeat(NEXTAFTER_SPECIAL, k), np.tile(NEXTAFTER_SPECIAL, k)
+    b[k * k:k * k + 500] = a[k * k:k * k + 500]  # a == b
+    dt = numpy_dtype(dtype)
+    a, b = (np.clip(v, -3e38, 3e38).astype(np.float32).astype(dt) if dtype != "f64" else v for v in (a, b))
+    a, b = a.reshape(SHAPE), b.reshape(SHAPE)
+    got, back = (np.asarray(o) for o in fuser.compile(fb)(a, b))
+    tdt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}[dtype]
+    ta, tb = (torch.from_numpy(v.astype(np.float64)).to(tdt).cuda() for v in (a, b))
+    t1 = torch.nextafter(ta, tb)
+    for g, w in ((got, t1), (back, torch.nextafter(t1, ta))):
+        w = w.double().cpu().numpy()
+        same = _same_bits(g, w)
+        assert same.all(), f"{np.sum(~same)} differ: a={a[~same][:4]}, b={b[~same][:4]}, got {g[~same][:4]}, want {w[~same][:4]}"
+    finite = np.isfinite(a.astype(np.float64)) & np.isfinite(b.astype(np.float64)) & (a != b) & \
+        np.isfinite(got.astype(np.float64))
+    assert np.array_equal(back[finite].astype(np.float64), a[finite].astype(np.float64))

@@ -36,13 +36,14 @@ UNARY = ["neg", "abs", "tanh", "sigmoid", "relu", "silu", "gelu"]
 # Ops drawn in place of one of the above from their own stream (`variants`), so that a seed
 # keeps the fusion it had before they existed, with some ops swapped: of a value in (-1, 1)
 # (exp's place: exp2, expm1, sinh, cosh, asin, acos, and atanh and erfinv of half of it, away
-# from their poles), of 1 + |x| (log's: log2, log10, log1p of |x|, 1 / (1 + |x|), acosh), of any value
-# (tanh's: erf and the trigonometric ones), the step functions in place of abs, and tests of a
+# from their poles, erfcinv of 1 plus half of it), of 1 + |x| (log's: log2, log10, log1p of |x|,
+# 1 / (1 + |x|), acosh), of any value (tanh's: erf, lgamma and the trigonometric ones; lgamma's poles
+# make its slope, and so the error allowed, large near them), the step functions in place of abs, and tests of a
 # float (isnan, signbit, ...) in place of some comparisons, masks combined by logical ops,
 # atan2 in place of min, fmod and remainder in place of max.
-VARIANTS = {"exp": ["exp2", "expm1", "sinh", "cosh", "asin", "acos", "atanh", "erfinv"],
+VARIANTS = {"exp": ["exp2", "expm1", "sinh", "cosh", "asin", "acos", "atanh", "erfinv", "erfcinv"],
             "log": ["log2", "log10", "log1p", "reciprocal", "acosh"],
-            "tanh": ["erf", "erfc", "sin", "cos", "tan", "atan", "asinh"],
+            "tanh": ["erf", "erfc", "sin", "cos", "tan", "atan", "asinh", "lgamma"],
             "abs": ["floor", "ceil", "trunc", "round", "sign"],
             "cmp": ["cmp", "cmp", "signbit", "isnan", "isinf", "isfinite", "isposinf", "isneginf"],
             "mask": ["mask", "logical_not", "logical_and", "logical_or", "logical_xor"], "min": ["atan2"],
@@ -160,9 +161,12 @@ class _Gen(_Semantics, _TypedPart):
         if r < 0.12:  # exp of a bounded value
             t = self.emit("t", x.kind, f"fusion.tanh %{x.name} : {self.ty(x.kind)}", [x])
             op = self.variant("exp")
-            if op in ("atanh", "erfinv"):  # of tanh(x) / 2: tanh rounds to 1 where these are finite
+            if op in ("atanh", "erfinv", "erfcinv"):  # of tanh(x) / 2: tanh rounds to 1 where these are finite
                 half = self.const(0.5, x.kind)
                 t = self.emit("h", x.kind, f"fusion.mul %{t.name}, %{half.name} : {self.ty(x.kind)}", [t, half])
+            if op == "erfcinv":  # of 1 + tanh(x) / 2, in (1/2, 3/2)
+                one = self.const(1.0, x.kind)
+                t = self.emit("u", x.kind, f"fusion.add %{t.name}, %{one.name} : {self.ty(x.kind)}", [t, one])
             return self.emit(op[:2], x.kind, f"fusion.{op} %{t.name} : {self.ty(x.kind)}", [t])
         if r < 0.2:  # log of 1 + |x| (log1p of |x|, or 1 / (1 + |x|))
             a = self.emit("a", x.kind, f"fusion.abs %{x.name} : {self.ty(x.kind)}", [x])

@@ -45,6 +45,38 @@ import numpy as np
 from fuser.runtime.reference import erfinv as _erfinv
 
 _ERFINV = np.vectorize(_erfinv, otypes=[np.float64])
+_LGAMMA = np.vectorize(lambda x: math.inf if x <= 0 and x == math.floor(x) else math.lgamma(x) if math.isfinite(x)
+                       else abs(x), otypes=[np.float64])
+
+
+def _digamma(x):
+    """lgamma's slope: psi(x) by psi(x) = psi(x + 1) - 1/x up to x >= 8, then its asymptotic
+    series; psi(1 - x) - pi / tan(pi x) (the reflection) for x < 1/2; infinite at the poles."""
+    def one(v: float) -> float:
+        if not math.isfinite(v) or (v <= 0 and v == math.floor(v)):
+            return math.inf
+        if v < 0.5:
+            return one(1.0 - v) - math.pi / math.tan(math.pi * v)
+        acc = 0.0
+        while v < 8:
+            acc -= 1.0 / v
+            v += 1.0
+        r = 1.0 / (v * v)
+        return acc + math.log(v) - 0.5 / v - r * (1 / 12 - r * (1 / 120 - r * (1 / 252 - r / 240)))
+    return np.vectorize(one, otypes=[np.float64])(x)
+
+
+def _erfcinv(x):
+    """erfcinv from the reference's erfinv: x - 1 is exact for the fuzzer's x in (1/2, 3/2)."""
+    return -_ERFINV(np.asarray(x, dtype=np.float64) - 1.0)
+
+
+def _nextafter(a, b, dtype: str):
+    """nextafter on the grid of `dtype`, from numpy's own nextafter (ml_dtypes' for bf16), b
+    where a == b (C's rule; numpy's f16 gives a there, which differs for zeros of two signs)."""
+    t = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64}[dtype]
+    x, y = np.asarray(a, dtype=np.float64).astype(t), np.asarray(b, dtype=np.float64).astype(t)
+    return np.where(x == y, y, np.nextafter(x, y)).astype(np.float64)
 
 LOWP = ("f16", "bf16")
 INTS = ("i8", "i16", "i32", "i64", "u8")  # the integer types (named as the dialect's short names)
@@ -92,7 +124,8 @@ OVERFLOW = {"f16": 65520.0, "bf16": 3.3961e38}
 
 _INDEX_MAPS = ("slice", "pad", "cat", "flip")  # shape ops that move elements to other indices
 _EXACT_OPS = {"neg", "abs", "relu", "max", "min", "where", "cast", "broadcast", "reshape", "permute", "segment_set",
-              "uniform", "iota", *_INDEX_MAPS}  # (the kernels' uniform numbers are the reference's, bit for bit)
+              "uniform", "iota", "nextafter", *_INDEX_MAPS}  # (the kernels' uniform numbers are the
+#   reference's, bit for bit; nextafter is a step on its type's grid: nothing rounds)
 
 
 def _derive(op: str, rhs: str, operands: list[Value], dtype: str) -> tuple[bool, str, bool]:
@@ -277,6 +310,7 @@ _SLOPE = {  # derivatives of the unary ops that are not plain sign changes (gelu
     "acosh": lambda x: 1.0 / np.sqrt(x * x - 1.0), "atanh": lambda x: 1.0 / (1.0 - x * x), "expm1": np.exp,
     "erfc": lambda x: 2.0 / math.sqrt(math.pi) * np.exp(-x * x),
     "erfinv": lambda x: math.sqrt(math.pi) / 2.0 * np.exp(_ERFINV(x) ** 2),
+    "erfcinv": lambda x: math.sqrt(math.pi) / 2.0 * np.exp(_erfcinv(x) ** 2), "lgamma": _digamma,
 }
 # Step functions: an exact result, don't-care where an inexact operand's error bound reaches a step
 _STEP = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.rint,
@@ -382,7 +416,8 @@ _NUMPY = {
     "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
     "acosh": np.arccosh, "atanh": np.arctanh, "expm1": np.expm1, "atan2": np.arctan2, "fmod": np.fmod,
     "remainder": _remainder,
-    "erfc": np.vectorize(math.erfc, otypes=[np.float64]), "erfinv": _ERFINV, **_STEP, **_TESTS,
+    "erfc": np.vectorize(math.erfc, otypes=[np.float64]), "erfinv": _ERFINV, "erfcinv": _erfcinv,
+    "lgamma": _LGAMMA, **_STEP, **_TESTS,
     "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor, "bitwise_not": np.invert,
     **_LOGICAL,
 }
@@ -422,6 +457,9 @@ class _Semantics:
         if op == "broadcast":  # a row gains its last dim back, a column its leading ones
             full, added = self.shape("full"), _dims_of(rhs)
             return lambda x: np.broadcast_to(np.expand_dims(x, added), full)
+        if op == "nextafter":
+            dtype = _elems(rhs)[-1]
+            return lambda a, b: _nextafter(a, b, dtype)
         if op in _INT_NUMPY and _elems(rhs)[-1] in INTS:
             return _INT_NUMPY[op]
         if op == "reduce":
@@ -475,6 +513,8 @@ class _Semantics:
                 np.max(mags[0], axis=axis, keepdims=keep)
         if op in ("add", "sub"):
             return lambda vals, mags: mags[0] + mags[1]
+        if op == "nextafter":  # a moved one step: a's error (a step the other way where b is within it)
+            return lambda vals, mags: mags[0] + np.abs(fn(*vals))
         if op == "mul":
             return lambda vals, mags: mags[0] * mags[1]
         if op in ("max", "min"):

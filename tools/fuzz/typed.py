@@ -61,7 +61,8 @@ class _TypedPart:
     def typed_part(self, rng: random.Random) -> list[Value]:
         """Three to eight features of the other types (and the float ops the float part never
         draws), reading the float part's values; returns three to six (where there are as many)
-        of the values they made that nothing reads, those of other types than f32 first."""
+        of the values they made that nothing reads, those of other types than f32 first; three
+        times in ten one more, a nextafter (`next_float`, drawn after the rest)."""
         self.rng = rng
         start = len(self.made)
         features = [(self.cmp_alone, 2), (self.where, 3), (self.dropout, 2), (self.use_int, 3), (self.f64, 3),
@@ -75,7 +76,10 @@ class _TypedPart:
         n = rng.randint(3, 6)
         outs = rng.sample(typed, min(n, len(typed)))
         outs += rng.sample(floats, min(n - len(outs), len(floats)))
-        return [self.out_cast(v) for v in outs]
+        outs = [self.out_cast(v) for v in outs]
+        if rng.random() < 0.3:  # (drawn last, so that what came before is what each seed always gave)
+            outs.append(self.out_cast(self.next_float()))
+        return outs
 
     def typed_reduce(self) -> Value:
         """A reduction of issue 31 over the rows or columns of an exact value: sum, prod, max or
@@ -522,6 +526,24 @@ class _TypedPart:
         u = self.positive(x)
         t = self.emit("t", kind, f"fusion.tanh %{y.name} : {ty}", [y], listed=False)
         return self.emit("pw", kind, f"fusion.pow %{u.name}, %{t.name} : {ty}", [u, t])
+
+    def next_float(self) -> Value:
+        """nextafter (issue 31) of an f32, f16, bf16 or f64 value toward another of its type, a
+        signed zero or an infinity (toward zero or away from it; from a zero, the least
+        subnormal), or itself. Exact operands give an exact result, checked bit for bit."""
+        rng = self.rng
+        t = rng.choice(["f32", "f16", "bf16", "f64"])
+        kind = rng.choice(["full", "full", "row", "col"])
+        a = self.new_input(kind, t) if rng.random() < 0.6 else self.make(t, kind)
+        r = rng.random()
+        if r < 0.4:
+            b = self.new_input(kind, t) if rng.random() < 0.5 else self.make(t, kind)
+        elif r < 0.85:
+            b = self.const(rng.choice([0.0, -0.0, math.inf, -math.inf]), kind, t)
+        else:
+            b = a
+        return self.keep(self.emit("na", kind, f"fusion.nextafter %{a.name}, %{b.name} : {self.ty(kind, t)}", [a, b], t,
+                                   listed=False))
 
     def special(self) -> Value:
         """A float far outside i64 (saturates), or a NaN (true as a mask, 0 as an integer)."""

@@ -15,9 +15,13 @@ lane. f64 transcendentals are not supported (TranslationError).
 * tanh(x): |x| < 0.55: x + x^3 * P(x^2) (degree-4 fit); else sign(x) * (1 - 2 / (exp(2|x|) + 1)).
 * erf(x): |x| < 1: x * P(x^2) (degree-5 fit); else sign(x) * (1 - exp(R(min(|x|, 4) - 2.5)))
   with R a degree-8 fit of log(erfc); erfc(4) is below half an ulp of 1.
-* sin cos tan asin acos atan sinh cosh asinh acosh atanh expm1: computed in f64 and rounded
-  once (see the section below): correctly rounded on every sample of
-  test/python/test_libm_accuracy.py, over the whole f32 range for sin, cos and tan.
+* sin cos tan asin acos atan sinh cosh asinh acosh atanh expm1 erfc erfinv erfcinv lgamma atan2:
+  computed in f64 and rounded once (see the section below): correctly rounded on every sample
+  of test/python/test_libm_accuracy.py, over the whole f32 range for sin, cos and tan; lgamma
+  against mpmath at 100 bits over (0, 3), 400 floats around each of its zeros at 1 and 2 and
+  around the twelve in (-8, -2), [2.5, 12], tiny x to subnormals, large x past the overflow
+  point (4.085e36), negative non-integers to -8e6: at most 0.5 ulp (+1e-3) everywhere;
+  erfcinv over (0, 2) down to 1e-45 and up to 2 - 1e-7 likewise.
 
 The polynomial coefficients below were fitted with numpy (least squares on Chebyshev nodes) and
 are checked by test/python/test_nvvm_translation.py, which evaluates the same sequences in
@@ -185,6 +189,37 @@ ERFINV_TAIL = (2.83297682, 1.00167406, 0.00943887047, -0.0076224613, 0.005739507
                0.00134934322, 0.000100950558, -0.000200214257)
 ERFINV_NEWTON = 2  # the guess is good to ~1e-7 relative: two steps reach the f64 rounding
 HYPER_CLAMP = 200.0  # e^200 is finite in f64 and infinite in f32: sinh/cosh saturate correctly
+
+
+def _zeta_minus_one(k: int) -> float:
+    """zeta(k) - 1 = sum over n >= 2 of n^-k (k >= 2), in float64: the first 63 terms summed
+    exactly (fsum), the rest by Euler-Maclaurin to the B10 term (its error below 1e-20)."""
+    n = 64
+    head = math.fsum(m ** -k for m in range(2, n))
+    bern = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66)
+    tail = n ** (1 - k) / (k - 1) + 0.5 * n ** -k
+    rising = k  # k (k + 1) ... (k + 2j - 2)
+    for j, b in enumerate(bern, start=1):
+        tail += b / math.factorial(2 * j) * rising * n ** (-k - 2 * j + 1)
+        rising *= (k + 2 * j - 1) * (k + 2 * j)
+    return head + tail
+
+
+EULER_GAMMA = 0.5772156649015329
+# lgamma(2 + t) = t * G(t), |t| <= 1/2 (Taylor: (1 - gamma) t + sum_k>=2 (-1)^k (zeta(k) - 1) / k t^k;
+# the k-th term is below 4^-k / k there: 30 terms reach 1e-19)
+LGAMMA_TAYLOR2 = (1 - EULER_GAMMA,) + tuple((-1) ** k * _zeta_minus_one(k) / k for k in range(2, 31))
+# Stirling's series for z >= LGAMMA_STIRLING: (z - 1/2) log z - z + log(2 pi) / 2 + (1/z) S(1/z^2),
+# S's terms B_2k / (2k (2k - 1)); the first term left out is below 3e-17 at z = 10.
+LGAMMA_STIRLING = 10.0
+LGAMMA_SHIFT = 8  # 2.5 <= x < 10: lgamma(x + 8) - log(x (x + 1) ... (x + 7))
+STIRLING_SERIES = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156, -3617 / 122400)
+HALF_LOG_2PI = 0.9189385332046728
+LOG_PI = 1.1447298858494002
+# sin(pi r) = r * P(r^2) for |r| <= 1/2: Taylor, (-1)^k pi^(2k+1) / (2k+1)!, to r^25 (below 1e-18)
+SINPI_TAYLOR = tuple((-1) ** k * math.pi ** (2 * k + 1) / math.factorial(2 * k + 1) for k in range(13))
+ERFCINV_TINY = 1e-8  # erfc(z) = s below this: an asymptotic first guess (Giles' fit ends near 2^-24)
+ERFCINV_NEWTON = 3   # log-space Newton steps for s < 1/2 (quadratic from ~1e-4 relative)
 
 
 def _ext(e: Emitter, x: str) -> str:
@@ -466,6 +501,96 @@ def _erfinv(e: Emitter, x: str) -> str:
     return _round(e, e.dcall("copysign", z, xd))
 
 
+def _giles_guess(e: Emitter, a: str, w: str) -> str:
+    """Giles' single-precision erfinv(a) from w = -log(1 - a^2) (`_erfinv`'s first guess)."""
+    central = e.dhorner(ERFINV_CENTRAL, e.dbin("fsub", w, e.d(2.5)))
+    tail = e.dhorner(ERFINV_TAIL, e.dbin("fsub", e.dcall("sqrt", w), e.d(3.0)))
+    return e.dbin("fmul", e.select(e.dcmp("olt", w, e.d(5.0)), "double", central, tail), a)
+
+
+def _erfcinv(e: Emitter, x: str) -> str:
+    """erfcinv in f64: z with erfc(z) = y. With s = y (y <= 1) or 2 - y (exact; the result then
+    negated), z >= 0 solves erfc(z) = s. For s >= 1/2 as `_erfinv` does for a = 1 - s (exact
+    there): Giles' guess, ERFINV_NEWTON Newton steps on erf(z) = a. Below, where 1 - s would
+    round (s of 1e-45 is an f32), s itself is the data: the guess is Giles' from
+    w = -log(s (2 - s)), or for s < ERFCINV_TINY, past his fit, the asymptotic
+    z^2 = -log s - log(z sqrt(pi) / (1 - 1/(2 z^2))) iterated three times from z = sqrt(-log s);
+    then ERFCINV_NEWTON Newton steps on log(erfc(z) / s) = 0, which is nearly linear in z^2 out
+    there. 0 -> inf, 2 -> -inf, outside [0, 2] and NaN -> NaN."""
+    yd = _ext(e, x)
+    upper = e.dcmp("ogt", yd, e.d(1.0))
+    s = e.select(upper, "double", e.dbin("fsub", e.d(2.0), yd), yd)
+    a = e.dbin("fsub", e.d(1.0), s)
+    w = e.inst(f"fneg double {_log_d(e, e.dbin('fmul', s, e.dbin('fsub', e.d(2.0), s)))}")
+    guess = _giles_guess(e, a, w)
+    minus_log_s = e.inst(f"fneg double {_log_d(e, s)}")
+    z = e.dcall("sqrt", minus_log_s)
+    for _ in range(3):
+        z2 = e.dbin("fmul", z, z)
+        corr = e.dbin("fsub", e.d(1.0), e.dbin("fdiv", e.d(0.5), z2))
+        arg = e.dbin("fdiv", e.dbin("fmul", z, e.d(math.sqrt(math.pi))), corr)
+        z = e.dcall("sqrt", e.dbin("fsub", minus_log_s, _log_d(e, arg)))
+    z = e.select(e.dcmp("olt", s, e.d(ERFCINV_TINY)), "double", z, guess)
+    near = e.dcmp("oge", s, e.d(0.5))
+    for i in range(max(ERFINV_NEWTON, ERFCINV_NEWTON)):
+        zz = e.dbin("fmul", z, z)
+        slope = e.dbin("fmul", e.d(2 / math.sqrt(math.pi)), _exp_d(e, e.inst(f"fneg double {zz}")))
+        c = _erfc_d(e, z)
+        by_erf = e.dbin("fdiv", e.dbin("fsub", e.dbin("fmul", z, e.dhorner(ERF_TAYLOR, zz)), a), slope)
+        # log(erfc(z) / s) over its derivative -slope / erfc(z), negated: the same step sign as erf's
+        by_log = e.inst(f"fneg double {e.dbin('fdiv', e.dbin('fmul', _log_d(e, e.dbin('fdiv', c, s)), c), slope)}")
+        step = e.select(near, "double", by_erf if i < ERFINV_NEWTON else e.d(0.0), by_log)
+        z = e.dbin("fsub", z, step)
+    z = e.select(e.dcmp("oeq", s, e.d(0.0)), "double", e.d(math.inf), z)
+    z = e.select(upper, "double", e.inst(f"fneg double {z}"), z)
+    bad = e.inst(f"or i1 {e.dcmp('ult', yd, e.d(0.0))}, {e.dcmp('ogt', yd, e.d(2.0))}")  # (ult: NaN too)
+    return _round(e, e.select(bad, "double", e.d(math.nan), z))
+
+
+def _lgamma_positive(e: Emitter, a: str) -> str:
+    """lgamma(a) in f64 for a >= 0 (inf at 0): below 2.5 from lgamma(2 + t) = t G(t), t = a - 2,
+    a - 1 or a (exact), less log a (a in [1/2, 3/2)) or log(a (1 + a)) (a < 1/2); from 2.5
+    Stirling's series at z = a + 8 (a < 10, less log(a (a + 1) ... (a + 7))) or at z = a."""
+    low = e.dcmp("olt", a, e.d(2.5))
+    below_half = e.dcmp("olt", a, e.d(0.5))
+    below_1p5 = e.dcmp("olt", a, e.d(1.5))
+    t = e.select(below_half, "double", a, e.select(below_1p5, "double", e.dbin("fsub", a, e.d(1.0)),
+                                                    e.dbin("fsub", a, e.d(2.0))))
+    taylor = e.dbin("fmul", t, e.dhorner(LGAMMA_TAYLOR2, t))
+    shifted = e.dcmp("olt", a, e.d(LGAMMA_STIRLING))
+    prod, term = e.d(1.0), a
+    for _ in range(LGAMMA_SHIFT):
+        prod = e.dbin("fmul", prod, term)
+        term = e.dbin("fadd", term, e.d(1.0))
+    z = e.select(shifted, "double", term, a)  # (term = a + 8)
+    log_z = _log_d(e, z)
+    rz = e.dbin("fdiv", e.d(1.0), z)
+    series = e.dbin("fmul", rz, e.dhorner(STIRLING_SERIES, e.dbin("fmul", rz, rz)))
+    stirling = e.dbin("fadd", e.dfma(e.dbin("fsub", z, e.d(0.5)), log_z, e.inst(f"fneg double {z}")),
+                      e.dbin("fadd", e.d(HALF_LOG_2PI), series))
+    # what is taken off: log of a (1 + a), a, 1 (a in [1.5, 2.5) or a >= 10) or the product
+    low_arg = e.select(below_half, "double", e.dbin("fmul", a, e.dbin("fadd", a, e.d(1.0))),
+                       e.select(below_1p5, "double", a, e.d(1.0)))
+    arg = e.select(low, "double", low_arg, e.select(shifted, "double", prod, e.d(1.0)))
+    return e.dbin("fsub", e.select(low, "double", taylor, stirling), _log_d(e, arg))
+
+
+def _lgamma(e: Emitter, x: str) -> str:
+    """log|gamma(x)| in f64, rounded once. x >= 0: `_lgamma_positive`; x < 0 by the reflection
+    lgamma(x) = log(pi / (a |sin(pi a)|)) - lgamma(a), a = -x, sin(pi a) = +-sin(pi r) for the
+    exact r = a - rint(a) in [-1/2, 1/2] (its Taylor series in r): a pole (x = 0 or a negative
+    integer, every x <= -2^23) gives +inf as torch's; +-inf give +inf, NaN a NaN."""
+    xd = _ext(e, x)
+    a = e.dcall("fabs", xd)
+    positive = _lgamma_positive(e, a)
+    r = e.dbin("fsub", a, e.dcall("rint", a))
+    sinpi = e.dcall("fabs", e.dbin("fmul", r, e.dhorner(SINPI_TAYLOR, e.dbin("fmul", r, r))))
+    reflected = e.dbin("fsub", e.dbin("fsub", e.d(LOG_PI), _log_d(e, e.dbin("fmul", a, sinpi))), positive)
+    out = e.select(e.dcmp("olt", xd, e.d(0.0)), "double", reflected, positive)
+    out = e.select(e.dcmp("oeq", a, e.d(math.inf)), "double", e.d(math.inf), out)
+    return _round(e, out)  # (NaN: every compare above fails, the NaN flows through)
+
+
 def _atan2(e: Emitter, y: str, x: str) -> str:
     """atan(|y| / |x|) in f64, reflected to pi - it where x < 0 or x is -0, with y's sign: C's
     special cases fall out, save two made explicit (0 / 0 counts as 0, inf / inf as 1)."""
@@ -548,4 +673,6 @@ MATH_HELPERS: dict[str, Callable[[Emitter, str], str]] = {
     "math.expm1": _expm1,
     "math.erfc": _erfc,
     "math.erfinv": _erfinv,
+    "math.erfcinv": _erfcinv,
+    "math.lgamma": _lgamma,
 }

@@ -518,3 +518,37 @@ func.func @uniform_inf(%s: tensor<i64>, %o: tensor<i64>) -> tensor<4xf32> {
   %u = "fusion.uniform"(%s, %o) <{low = 0.0 : f64, high = 0x7FF0000000000000 : f64}> : (tensor<i64>, tensor<i64>) -> tensor<4xf32>
   func.return %u : tensor<4xf32>
 }
+
+// -----
+
+// lgamma and erfcinv are float math (f32, f16, bf16), computed in f64 by the kernel and rounded once.
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.lgamma' op operand #0 ('input') has element type f64, expected one of bf16, f16, f32
+func.func @lgamma_f64(%x: tensor<4xf64>) -> tensor<4xf64> {
+  %0 = fusion.lgamma %x : tensor<4xf64>
+  func.return %0 : tensor<4xf64>
+}
+
+// -----
+
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.erfcinv' op operand #0 ('input') has element type i32, expected one of bf16, f16, f32
+func.func @erfcinv_i32(%x: tensor<4xi32>) -> tensor<4xi32> {
+  %0 = fusion.erfcinv %x : tensor<4xi32>
+  func.return %0 : tensor<4xi32>
+}
+
+// -----
+
+// nextafter takes every float type, f64 included (a step of the bits), and no integers.
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.nextafter' op operand #0 ('lhs') has element type i64, expected one of bf16, f16, f32, f64
+func.func @nextafter_i64(%x: tensor<4xi64>) -> tensor<4xi64> {
+  %0 = fusion.nextafter %x, %x : tensor<4xi64>
+  func.return %0 : tensor<4xi64>
+}
+
+// -----
+
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.nextafter' op operand #1 ('rhs') has type tensor<4xf32>, expected tensor<4xf64> (the type of operand #0 'lhs'); use fusion.broadcast or fusion.cast to match them
+func.func @nextafter_mixed(%x: tensor<4xf64>, %y: tensor<4xf32>) -> tensor<4xf64> {
+  %0 = "fusion.nextafter"(%x, %y) : (tensor<4xf64>, tensor<4xf32>) -> tensor<4xf64>
+  func.return %0 : tensor<4xf64>
+}
