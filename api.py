@@ -67,7 +67,8 @@ __all__ = [
     "add", "sub", "mul", "div", "floor_divide", "maximum", "minimum", "where", "cast", "full",
     "promote_types", "result_dtype",
     "broadcast_to", "broadcast", "reshape", "permute", "select", "narrow", "pad", "cat", "split",
-    "flip", "expand", "squeeze", "unsqueeze", "triu", "tril", "amax", "amin", "prod", "argmax", "argmin", "welford",
+    "flip", "expand", "squeeze", "unsqueeze", "triu", "tril", "gather", "take_along_axis", "index_select",
+    "embedding", "amax", "amin", "prod", "argmax", "argmin", "welford",
     "var_mean",
     "matmul", "segment_set",
     "iota", "arange", "uniform", "normal", "rand_like", "randn_like", "dropout", "dropout_backward",
@@ -1234,6 +1235,63 @@ def _triangle(x: Tensor, diagonal: int, upper: bool) -> Tensor:
     diff = cols - rows
     keep = broadcast_to(diff >= diagonal if upper else diff <= diagonal, x.shape)
     return where(keep, x, fb.full(0, x.shape, x.dtype))
+
+
+def _index_tensor(index: Tensor, x: Tensor, what: str) -> Tensor:
+    index = _as_tensor(index, what)
+    if index.dtype not in ("i32", "i64"):
+        raise TypeError(f"{what}: the index must be an i32 or i64 tensor, got {index.type}")
+    if index.builder is not x.builder:
+        raise ValueError(f"{what}: the input and the index belong to different FusionBuilders")
+    return index
+
+
+def take_along_axis(x: Tensor, index: Tensor, dim: int) -> Tensor:
+    """nvFuser's take_along_axis (numpy's): `x` read along `dim` where `index` says, `index` of
+    x's shape but along `dim` (`fusion.gather`). Indices below 0 count from the end; any still
+    outside [0, extent) read the nearest end (torch raises; fuser's kernels cannot, so the result
+    is defined instead)."""
+    x = _as_tensor(x, "take_along_axis")
+    index = _index_tensor(index, x, "take_along_axis")
+    d = _norm_dim(dim, x.ndim)
+    if index.ndim != x.ndim or builtins.any(a != b for k, (a, b) in enumerate(zip(x.shape, index.shape)) if k != d):
+        raise ValueError(f"take_along_axis: the index {index.type} must match {x.type} in every dim but {dim}")
+    return x.builder._emit(F.GatherOp(x.value, index.value, d))
+
+
+def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
+    """torch.gather: as `take_along_axis`, and `index` may be smaller than `x` in the other dims
+    (x's leading part there is read)."""
+    x = _as_tensor(x, "gather")
+    index = _index_tensor(index, x, "gather")
+    d = _norm_dim(dim, x.ndim)
+    if index.ndim != x.ndim or builtins.any(b > a for k, (a, b) in enumerate(zip(x.shape, index.shape)) if k != d):
+        raise ValueError(f"gather: the index {index.type} must not be larger than {x.type} in a dim but {dim}")
+    for k, n in enumerate(index.shape):
+        if k != d and n < x.shape[k]:
+            x = slice(x, k, 0, n)
+    return take_along_axis(x, index, d)
+
+
+def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
+    """torch.index_select: the slices of `dim` that 1-D `index` names, in its order
+    (`fusion.index_select`; out-of-range indices as in `take_along_axis`)."""
+    x = _as_tensor(x, "index_select")
+    index = _index_tensor(index, x, "index_select")
+    if index.ndim != 1:
+        raise ValueError(f"index_select: the index must be 1-D, got {index.type}")
+    return x.builder._emit(F.IndexSelectOp(x.value, index.value, _norm_dim(dim, x.ndim)))
+
+
+def embedding(weight: Tensor, ids: Tensor) -> Tensor:
+    """torch.nn.functional.embedding: the rows of 2-D `weight` that `ids` (any shape) name, of
+    shape ids.shape + (embedding width,)."""
+    weight = _as_tensor(weight, "embedding")
+    ids = _index_tensor(ids, weight, "embedding")
+    if weight.ndim != 2:
+        raise ValueError(f"embedding: the weight must be 2-D, got {weight.type}")
+    rows = index_select(weight, 0, reshape(ids, [-1]))
+    return reshape(rows, [*ids.shape, weight.shape[1]])
 
 
 def segment_set(x: Tensor) -> Tensor:

@@ -496,6 +496,12 @@ def _eval_op(it: _Interp, op: Operation, ins: list[np.ndarray]) -> list[np.ndarr
         return [np.pad(x, [(max(lo, 0), max(hi, 0)) for lo, hi in zip(low, high)], constant_values=ins[1].item())]
     if name == "fusion.cat":
         return [np.concatenate(ins, axis=op.dim.data)]
+    if name in ("fusion.gather", "fusion.index_select"):
+        x, dim = ins[0], op.dim.data
+        n = x.shape[dim]
+        pos = ins[1].astype(np.int64)
+        pos = np.clip(np.where(pos < 0, pos + n, pos), 0, max(n - 1, 0))  # (clamped: see the op)
+        return [np.take_along_axis(x, pos, dim) if name == "fusion.gather" else np.take(x, pos, axis=dim)]
     if name == "fusion.flip":
         return [np.flip(ins[0], _dims_of(op)).copy()]
     if name == "fusion.segment_set":

@@ -13,7 +13,7 @@ Constants are `fusion.full`, a tensor filled with one value.
 The package, by concern:
     types      dtype names and helpers, tensor checks, shared assembly helpers
     pointwise  unary and binary math, cmp, where, cast, full
-    shape      broadcast, reshape, permute, slice, pad, cat, flip, segment_set
+    shape      broadcast, reshape, permute, slice, pad, cat, flip, gather, index_select, segment_set
     reduction  reduce, welford, var_mean
     creation   iota and the random numbers uniform, normal (Philox 4x32-10)
     matmul     matmul (and its split-K form)
@@ -129,7 +129,8 @@ from .reduction import (
     reduce_result_types,
 )
 from .segment import SCHEDULERS, SegmentOp, YieldOp, new_segment
-from .shape import INDEX_MAP_OPS, SHAPE_OPS, BroadcastOp, CatOp, FlipOp, PadOp, PermuteOp, ReshapeOp, SegmentSetOp, SliceOp
+from .shape import (INDEX_MAP_OPS, INDEX_TYPES, INDEXED_OPS, SHAPE_OPS, BroadcastOp, CatOp, FlipOp, GatherOp, IndexSelectOp,
+                    PadOp, PermuteOp, ReshapeOp, SegmentSetOp, SliceOp)
 from .types import (
     _CONVERT_FORMAT,
     DTYPE_NAMES,
@@ -160,7 +161,7 @@ from .types import (
 Fusion = Dialect(
     "fusion",
     [*UNARY_OPS, *BINARY_OPS, *FLOAT_TEST_OPS, *LOGICAL_OPS, CmpOp, WhereOp, CastOp, BroadcastOp, ReshapeOp, PermuteOp, SliceOp, PadOp, CatOp,
-     FlipOp, SegmentSetOp, FullOp,
+     FlipOp, GatherOp, IndexSelectOp, SegmentSetOp, FullOp,
      ReduceOp, WelfordOp, VarMeanOp, MatmulOp, SegmentOp, YieldOp, *CREATION_OPS],
     [],
 )
@@ -187,7 +188,7 @@ __all__ = [
     "IotaOp", "RandomOp", "UniformOp", "NormalOp", "RANDOM_OPS", "CREATION_OPS",
     # shape
     "BroadcastOp", "ReshapeOp", "PermuteOp", "SliceOp", "PadOp", "CatOp", "FlipOp", "SegmentSetOp", "SHAPE_OPS",
-    "INDEX_MAP_OPS",
+    "INDEX_MAP_OPS", "INDEXED_OPS", "INDEX_TYPES", "GatherOp", "IndexSelectOp",
     # reduction
     "REDUCE_KINDS", "REDUCE_INPUT_TYPES", "reduce_result_types", "_reduced_shape", "_ReductionBase", "_print_reduction_head", "ReduceOp",
     "_parse_multi_result_reduction", "WelfordOp", "VarMeanOp",

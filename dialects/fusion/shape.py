@@ -1,5 +1,5 @@
-"""Shape `fusion` ops: broadcast, reshape, permute, the index maps slice, pad, cat and flip, and
-segment_set (a forced kernel boundary).
+"""Shape `fusion` ops: broadcast, reshape, permute, the index maps slice, pad, cat and flip, the
+indexed reads gather and index_select, and segment_set (a forced kernel boundary).
 
 A shape op is an index computation: the kernel that reads its result reads its operand at the
 mapped index (`lowering/emitters/evaluator.py`), so none of them is a copy of its own."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DenseArrayBase, IntAttr, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, IntAttr, TensorType, i32, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, prop_def, result_def, traits_def, var_operand_def
 from xdsl.parser import Parser
@@ -336,6 +336,117 @@ class FlipOp(_ConvertLikeExtra):
             raise VerifyException(f"'fusion.flip' op result type {self.result.type} must equal the operand's {t}")
 
 
+INDEX_TYPES = (i32, i64)
+"""Element types of the index tensors of fusion.gather and fusion.index_select."""
+
+
+def _check_index(op, what: str, t: TensorType) -> None:
+    if t.element_type not in INDEX_TYPES:
+        raise VerifyException(f"'{op.name}' op {what} has element type {t.element_type}, expected i32 or i64")
+
+
+class _IndexedBase(IRDLOperation):
+    """`fusion.X %x, %index dim D : T, I to R`: reads `x` at positions along `dim` that `index`
+    holds. An index below 0 counts from the end (as torch); one still outside [0, extent) reads
+    the nearest end (clamped: a defined result where torch raises)."""
+
+    input = operand_def(TensorType)
+    index = operand_def(TensorType)
+    result = result_def(TensorType)
+    dim = prop_def(IntAttr)
+    traits = traits_def(Pure())
+
+    def __init__(self, input: SSAValue, index: SSAValue, dim: int):
+        super().__init__(operands=[input, index], result_types=[TensorType(_elem(input), self._shape(input, index, dim))],
+                         properties={"dim": IntAttr(dim)})
+
+    @staticmethod
+    def _shape(input: SSAValue, index: SSAValue, dim: int) -> list[int]:
+        raise NotImplementedError
+
+    def verify_(self) -> None:
+        t = _check_tensor(self, "operand #0 ('input')", self.input.type)
+        i = _check_tensor(self, "operand #1 ('index')", self.index.type)
+        r = _check_tensor(self, "result", self.result.type)
+        _check_same_element(self, "the input", t, r)
+        _check_index(self, "operand #1 ('index')", i)
+        if not 0 <= self.dim.data < t.get_num_dims():
+            raise VerifyException(f"'{self.name}' op dim {self.dim.data} is out of range for rank {t.get_num_dims()}")
+        self._verify_shapes(t, i)
+        want = self._shape(self.input, self.index, self.dim.data)
+        if list(_dims(r)) != want:
+            raise VerifyException(f"'{self.name}' op result {r} should have shape {want}")
+
+    def _verify_shapes(self, t: TensorType, i: TensorType) -> None:
+        pass
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        x = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        idx = parser.parse_unresolved_operand()
+        parser.parse_keyword("dim")
+        dim = parser.parse_integer()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        xt = parser.parse_type()
+        parser.parse_punctuation(",")
+        it = parser.parse_type()
+        parser.parse_keyword("to")
+        t = parser.parse_type()
+        op = cls.create(operands=[parser.resolve_operand(x, xt), parser.resolve_operand(idx, it)], result_types=[t],
+                        properties={"dim": IntAttr(dim)})
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer):
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_string(f" dim {self.dim.data}")
+        _print_attrs(printer, self, [])
+        printer.print_string(" : ")
+        printer.print_list([self.input.type, self.index.type], printer.print_attribute)
+        printer.print_string(" to ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
+class GatherOp(_IndexedBase):
+    """take_along_axis: `result[..., k, ...] = input[..., index[..., k, ...], ...]` along `dim`;
+    `index` has the input's rank and extents but along `dim` (any extent there):
+    `fusion.gather %x, %i dim 1 : tensor<4x10xf32>, tensor<4x1xi64> to tensor<4x1xf32>`."""
+
+    name = "fusion.gather"
+
+    @staticmethod
+    def _shape(input: SSAValue, index: SSAValue, dim: int) -> list[int]:
+        return list(_dims(index.type))
+
+    def _verify_shapes(self, t: TensorType, i: TensorType) -> None:
+        d = self.dim.data
+        if i.get_num_dims() != t.get_num_dims() or any(a != b for k, (a, b) in enumerate(zip(_dims(t), _dims(i))) if k != d):
+            raise VerifyException(f"'fusion.gather' op operand #1 ('index') {i} must match the input {t} in every dim but {d}")
+
+
+@irdl_op_definition
+class IndexSelectOp(_IndexedBase):
+    """torch.index_select: `result[..., k, ...] = input[..., index[k], ...]` along `dim`, `index`
+    1-D: `fusion.index_select %w, %ids dim 0 : tensor<50257x768xbf16>, tensor<8192xi64> to
+    tensor<8192x768xbf16>` (an embedding lookup)."""
+
+    name = "fusion.index_select"
+
+    @staticmethod
+    def _shape(input: SSAValue, index: SSAValue, dim: int) -> list[int]:
+        shape = list(_dims(input.type))
+        shape[dim] = _dims(index.type)[0] if _dims(index.type) else 0
+        return shape
+
+    def _verify_shapes(self, t: TensorType, i: TensorType) -> None:
+        if i.get_num_dims() != 1:
+            raise VerifyException(f"'fusion.index_select' op operand #1 ('index') {i} must be 1-D")
+
+
 @irdl_op_definition
 class SegmentSetOp(_ConvertLike):
     """Identity that forces a kernel boundary: its operand is written to memory."""
@@ -348,6 +459,8 @@ class SegmentSetOp(_ConvertLike):
             raise VerifyException(f"'fusion.segment_set' op result type {self.result.type} must equal operand type {self.input.type}")
 
 
-INDEX_MAP_OPS = (SliceOp, PadOp, CatOp, FlipOp)
-"""Shape ops whose result element reads an operand element at an offset index (or a pad value)."""
+INDEXED_OPS = (GatherOp, IndexSelectOp)
+"""Shape ops that read their input where an index tensor says."""
+INDEX_MAP_OPS = (SliceOp, PadOp, CatOp, FlipOp) + INDEXED_OPS
+"""Shape ops whose result element reads an operand element at another index (or a pad value)."""
 SHAPE_OPS = (BroadcastOp, ReshapeOp, PermuteOp) + INDEX_MAP_OPS

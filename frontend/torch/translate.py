@@ -863,6 +863,34 @@ def _triangle(ctx: Ctx) -> fa.Tensor:
     return fn(ctx.tensor(0), int(ctx.arg(1, "diagonal", 0)))
 
 
+def _index_arg(ctx: Ctx, i: int, name: str) -> fa.Tensor:
+    t = ctx.tensor(i, name)
+    if t.dtype not in ("i32", "i64"):
+        raise Unsupported(f"{ctx.node.target}: an index of {t.dtype}")
+    return t
+
+
+@entry(aten.gather.default)
+def _gather(ctx: Ctx) -> fa.Tensor:
+    """torch.gather (out-of-range indices, which torch raises on, read the nearest end)."""
+    if ctx.arg(3, "sparse_grad", False):
+        raise Unsupported("gather with sparse_grad")
+    return fa.gather(ctx.tensor(0), int(ctx.arg(1, "dim")), _index_arg(ctx, 2, "index"))
+
+
+@entry(aten.index_select.default)
+def _index_select(ctx: Ctx) -> fa.Tensor:
+    return fa.index_select(ctx.tensor(0), int(ctx.arg(1, "dim")), _index_arg(ctx, 2, "index"))
+
+
+@entry(aten.embedding.default)
+def _embedding(ctx: Ctx) -> fa.Tensor:
+    """The forward lookup (padding_idx only shapes the backward, which stays in PyTorch)."""
+    if ctx.arg(4, "sparse", False):
+        raise Unsupported("a sparse embedding")
+    return fa.embedding(ctx.tensor(0), _index_arg(ctx, 1, "indices"))
+
+
 @entry(aten.clone.default, aten.detach.default, aten.alias.default)
 def _identity(ctx: Ctx) -> fa.Tensor:
     return ctx.tensor(0)

@@ -183,6 +183,8 @@ class Evaluator:
         where the last dim's offsets keep every lane group inside one source, aligned; else
         each lane is mapped alone."""
         kb, last = self.kb, len(idx) - 1
+        if isinstance(op, F.INDEXED_OPS):
+            return self._indexed(op, idx, lanes)
         if isinstance(op, F.SliceOp):
             start, step = list(op.start.get_values()), list(op.step.get_values())
             def at(ix: list[SSAValue]) -> list[SSAValue]:
@@ -217,6 +219,30 @@ class Evaluator:
         if not aligned:
             return self._per_lane(lambda ix: self._select_source(sources, fill, out_shape, ix, 1), idx, lanes)
         return self._select_source(sources, fill, out_shape, idx, lanes)
+
+    def _indexed(self, op, idx: list[SSAValue], lanes: int) -> list[SSAValue]:
+        """A gather or index_select at `idx`: the input read where the index tensor says along
+        `dim`. A lane group of an index_select along another dim than the last reads one index
+        for all its lanes (one vector access, an embedding row); anything else maps each lane."""
+        kb, d = self.kb, op.dim.data
+        extent = shape_of(op.input)[d]
+        gather = isinstance(op, F.GatherOp)
+
+        def at(ix: list[SSAValue]) -> list[SSAValue]:
+            pos = self(op.index, ix if gather else [ix[d]], 1)[0]
+            return ix[:d] + [self._position(pos, extent)] + ix[d + 1:]
+        if lanes == 1 or (not gather and d != len(idx) - 1):
+            return self(op.input, at(idx), lanes)
+        return self._per_lane(lambda ix: self(op.input, at(ix), 1), idx, lanes)
+
+    def _position(self, i: SSAValue, extent: int) -> SSAValue:
+        """Index value `i` (i32 or i64) as a position in [0, extent): below 0 it counts from the
+        end, as torch's; still outside, the nearest end (a defined read where torch raises)."""
+        kb, t = self.kb, i.type
+        from_end = kb.v(arith.AddiOp(i, kb.const(extent, t)))
+        i = kb.v(arith.SelectOp(kb.v(arith.CmpiOp(i, kb.const(0, t), "slt")), from_end, i))
+        i = kb.v(arith.MinSIOp(kb.v(arith.MaxSIOp(i, kb.const(0, t))), kb.const(max(extent - 1, 0), t)))
+        return kb.v(arith.IndexCastOp(i, index))
 
     def _select_source(self, sources: list, fill: SSAValue | None, out_shape: tuple, idx: list[SSAValue],
                        lanes: int) -> list[SSAValue]:

@@ -59,9 +59,26 @@ CASES = {
                             lambda t, x: x[1:99:2].sum(0)),
     "softmax_of_pad": ([(16, 100)], lambda x: _softmax(fuser.pad(x, [0, 28], -30.0)),
                        lambda t, x: t.softmax(t.nn.functional.pad(x, [0, 28], value=-30.0), -1)),
+    # indexed reads: the index inputs are made in `build` (i64, in range, some negative)
+    "take_along_axis": ([(7, 50), "idx:7x3:50"], lambda x, i: fuser.take_along_axis(x, i, 1),
+                        lambda t, x, i: t.gather(x, 1, i % 50)),
+    "gather_rows": ([(40, 9), "idx:5x9:40"], lambda x, i: fuser.gather(x, 0, i), lambda t, x, i: t.gather(x, 0, i % 40)),
+    "index_select_cols": ([(6, 33), "idx:10:33"], lambda x, i: fuser.index_select(x, 1, i),
+                          lambda t, x, i: t.index_select(x, 1, i % 33)),
+    "embedding": ([(100, 64), "idx:3x7:100"], lambda w, i: fuser.embedding(w, i),
+                  lambda t, w, i: t.nn.functional.embedding(i % 100, w)),
+    "cross_entropy": ([(16, 1000), "idx:16:1000"], lambda x, i: _cross_entropy(x, i),
+                      lambda t, x, i: t.nn.functional.cross_entropy(x, i % 1000, reduction="none")),
     "two_outputs": ([(8, 48)], lambda x: (fuser.flip(x, 0), fuser.slice(x, 1, 16, 48) * 2.0),
                     lambda t, x: (t.flip(x, [0]), x[:, 16:48] * 2.0)),
 }
+
+
+def _cross_entropy(x, label):
+    """Per-row loss: logsumexp(x) - x[label]."""
+    m = fuser.amax(x, 1, keepdim=True)
+    lse = fuser.log(fuser.sum(fuser.exp(x - m), 1, keepdim=True)) + m
+    return fuser.squeeze(lse - fuser.take_along_axis(x, fuser.unsqueeze(label, 1), 1), 1)
 
 
 def _softmax(x):
@@ -69,14 +86,35 @@ def _softmax(x):
     return e / fuser.sum(e, 1, keepdim=True)
 
 
-EXACT = {name for name in CASES if name not in ("rope", "sum_of_cat", "column_sum_of_slice", "softmax_of_pad")}
+EXACT = {name for name in CASES if name not in ("rope", "sum_of_cat", "column_sum_of_slice", "softmax_of_pad",
+                                                 "cross_entropy")}
 """Cases that only move elements (or add two of them): the kernels equal torch bit for bit."""
+
+
+def index_spec(s) -> tuple[tuple[int, ...], int] | None:
+    """An index input "idx:AxB:N" -> (its shape, the extent it indexes), else None."""
+    if not isinstance(s, str):
+        return None
+    _, shape, n = s.split(":")
+    return tuple(int(d) for d in shape.split("x")), int(n)
+
+
+def make_inputs(torch, name: str, data, **device):
+    """The case's inputs: `data(shape)` for the data tensors, i64 indices in [-N, N) for the index
+    inputs (negative ones count from the end, as torch's modulo in the expected functions)."""
+    g = torch.Generator(**device).manual_seed(11)
+    out = []
+    for s in CASES[name][0]:
+        spec = index_spec(s)
+        out.append(data(s) if spec is None else torch.randint(-spec[1], spec[1], spec[0], generator=g, **device))
+    return out
 
 
 def build(name: str, dtype: str = "f32"):
     shapes, fn, _ = CASES[name]
     with fuser.FusionBuilder(name) as fb:
-        xs = [fb.input(s, dtype, name=f"x{i}") for i, s in enumerate(shapes)]
+        xs = [fb.input(s, dtype, name=f"x{i}") if index_spec(s) is None else
+              fb.input(index_spec(s)[0], "i64", name=f"x{i}") for i, s in enumerate(shapes)]
         out = fn(*xs)
         for o in out if isinstance(out, tuple) else (out,):
             fb.output(o)

@@ -10,7 +10,7 @@ import re
 import ml_dtypes
 import numpy as np
 import pytest
-from shape_op_cases import CASES, build, expected
+from shape_op_cases import CASES, build, expected, make_inputs
 
 import fuser
 from fuser.runtime.reference import run_reference
@@ -22,10 +22,9 @@ DTYPES = {"f32": torch.float32, "i32": torch.int32, "bf16": torch.bfloat16}
 
 def _inputs(name: str, dtype: str, seed: int = 0):
     g = torch.Generator().manual_seed(seed)
-    shapes = CASES[name][0]
     if dtype == "i32":
-        return [torch.randint(-50, 50, s, generator=g, dtype=torch.int32) for s in shapes]
-    return [torch.randn(*s, generator=g).to(DTYPES[dtype]) for s in shapes]
+        return make_inputs(torch, name, lambda s: torch.randint(-50, 50, s, generator=g, dtype=torch.int32))
+    return make_inputs(torch, name, lambda s: torch.randn(*s, generator=g).to(DTYPES[dtype]))
 
 
 def _numpy(t):
@@ -40,7 +39,8 @@ def test_reference_equals_torch(name):
         np.testing.assert_allclose(np.asarray(g, np.float64), w.double().numpy(), rtol=2e-6, atol=1e-6)
 
 
-MOVES = ["slice_step", "slice_negative_step", "pad_both", "cat_odd_cols", "cat_middle", "flip_all", "narrow_select"]
+MOVES = ["slice_step", "slice_negative_step", "pad_both", "cat_odd_cols", "cat_middle", "flip_all", "narrow_select",
+         "take_along_axis", "index_select_cols", "embedding"]
 
 
 @pytest.mark.parametrize("dtype", ["i32", "bf16"])
@@ -56,7 +56,8 @@ def _kernels(c) -> list[str]:
     return re.findall(r"sched\.kernel @(\w+)", c.ir("sched"))
 
 
-@pytest.mark.parametrize("name", sorted(set(CASES) - {"softmax_of_pad", "sum_of_cat", "column_sum_of_slice", "two_outputs"}))
+@pytest.mark.parametrize("name", sorted(set(CASES) - {"softmax_of_pad", "sum_of_cat", "column_sum_of_slice", "two_outputs",
+                                                     "cross_entropy"}))
 def test_pointwise_cases_are_one_kernel(name):  # (two outputs of two shapes: a pointwise kernel each)
     c = fuser.compile(build(name))
     assert len(_kernels(c)) == 1, c.ir("sched")
@@ -66,6 +67,23 @@ def test_pointwise_cases_are_one_kernel(name):  # (two outputs of two shapes: a 
 def test_a_reduction_reads_the_cat_in_place():
     c = fuser.compile(build("sum_of_cat"))
     assert len(_kernels(c)) == 1  # the row sum's kernel reads a and exp(b) at the cat's index
+
+
+def test_cross_entropy_is_one_kernel():
+    """The row statistics and the loss in one persistent row kernel: the label pick is one
+    element a row, read where the row's label says."""
+    c = fuser.compile(build("cross_entropy"))
+    assert len(_kernels(c)) == 1, c.ir("sched")
+
+
+def test_out_of_range_indices_read_the_nearest_end():
+    with fuser.FusionBuilder("oob") as fb:
+        x = fb.input((2, 5), "f32", name="x")
+        i = fb.input((2, 3), "i64", name="i")
+        fb.output(fuser.take_along_axis(x, i, 1))
+    x = np.arange(10, dtype=np.float32).reshape(2, 5)
+    got = run_reference(fb.finish(), [x, np.array([[-1, -5, -6], [5, 100, 4]])])[0]
+    np.testing.assert_array_equal(got, [[4, 0, 0], [9, 9, 9]])
 
 
 def test_the_rope_half_swap_keeps_vector_loads():
@@ -86,12 +104,25 @@ def test_the_rope_half_swap_keeps_vector_loads():
     (lambda x: fuser.cat([]), "needs at least one tensor"),
     (lambda x: fuser.expand(x, (4, 9)), "dim 1 of tensor<4x7xf32> has extent 7, not 1 or 9"),
     (lambda x: fuser.triu(fuser.sum(x, 1)), "needs at least 2 dims"),
+    (lambda x: fuser.take_along_axis(x, fuser.cast(x, "i64"), 2), "dim 2 is out of range"),
+    (lambda x: fuser.take_along_axis(x, fuser.cast(fuser.slice(x, 0, 0, 2), "i64"), 1),
+     r"the index tensor<2x7xi64> must match tensor<4x7xf32> in every dim but 1"),
+    (lambda x: fuser.index_select(x, 0, fuser.cast(x, "i64")), "the index must be 1-D"),
+    (lambda x: fuser.embedding(fuser.sum(x, 1), fuser.cast(x, "i32")), "the weight must be 2-D"),
 ])
 def test_bad_arguments_say_what_is_wrong(call, message):
     with fuser.FusionBuilder("bad") as fb:
         x = fb.input((4, 7), "f32", name="x")
         with pytest.raises((ValueError, IndexError), match=message):
             call(x)
+        fb.output(x + 1.0)
+
+
+def test_a_float_index_is_a_type_error():
+    with fuser.FusionBuilder("bad") as fb:
+        x = fb.input((4, 7), "f32", name="x")
+        with pytest.raises(TypeError, match="the index must be an i32 or i64 tensor, got tensor<4x7xf32>"):
+            fuser.take_along_axis(x, x, 1)
         fb.output(x + 1.0)
 
 

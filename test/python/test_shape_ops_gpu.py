@@ -7,7 +7,7 @@ tolerance."""
 from __future__ import annotations
 
 import pytest
-from shape_op_cases import CASES, EXACT, build, expected
+from shape_op_cases import CASES, EXACT, build, expected, make_inputs
 
 import fuser
 
@@ -25,10 +25,10 @@ def _torch():
 
 def _inputs(torch, name: str, dtype):
     g = torch.Generator(device="cuda").manual_seed(7)
-    shapes = CASES[name][0]
     if dtype in (torch.int32, torch.int64):
-        return [torch.randint(-1000, 1000, s, generator=g, device="cuda", dtype=dtype) for s in shapes]
-    return [torch.randn(*s, generator=g, device="cuda").to(dtype) for s in shapes]
+        return make_inputs(torch, name, lambda s: torch.randint(-1000, 1000, s, generator=g, device="cuda", dtype=dtype),
+                           device="cuda")
+    return make_inputs(torch, name, lambda s: torch.randn(*s, generator=g, device="cuda").to(dtype), device="cuda")
 
 
 def _outputs(out):

@@ -46,6 +46,7 @@ def _inputs() -> dict[str, torch.Tensor]:
         "u": torch.randn(4, 1, 8, generator=g),
         "wb": torch.randn(8, 16, generator=g).bfloat16(), "wt": torch.randn(16, 8, generator=g).bfloat16(),
         "cb": torch.randn(16, generator=g).bfloat16(), "xb": torch.randn(4, 16, generator=g).bfloat16(),
+        "ix": torch.randint(0, 4, (4, 8), generator=g),  # indices (of dims of 4 or 8)
     }
 
 
@@ -281,6 +282,10 @@ CASES: list[tuple[str, tuple, object]] = [
     ("flip", (aten.flip.default,), lambda T: torch.flip(T.a, [0, 1]) + T.b),
     ("triu", (aten.triu.default,), lambda T: torch.triu(T.a, 1) * 2),
     ("tril_bool", (aten.tril.default,), lambda T: torch.tril(T.m, -1) | T.m.flip(0)),
+    ("gather", (aten.gather.default,), lambda T: torch.gather(T.a, 1, T.ix[:3, 2:4]) * 2),
+    ("index_select", (aten.index_select.default,),
+     lambda T: torch.index_select(T.bf, 1, T.ix[0]) + torch.index_select(T.a, 0, T.ix[1, :4].int())),
+    ("embedding", (aten.embedding.default,), lambda T: Fn.embedding(T.ix, T.wb) * 2),
 ]
 
 
@@ -293,10 +298,10 @@ INPUT_NAMES = list(_inputs())
 
 
 class _Inputs:  # attribute access to the inputs that Dynamo traces (it does not trace SimpleNamespace)
-    def __init__(self, a, b, c, p, h, bf, i, m, i32, j32, k64, u8, v8, s8, t8, u, wb, wt, cb, xb):
+    def __init__(self, a, b, c, p, h, bf, i, m, i32, j32, k64, u8, v8, s8, t8, u, wb, wt, cb, xb, ix):
         self.a, self.b, self.c, self.p, self.h, self.bf, self.i, self.m, self.u = a, b, c, p, h, bf, i, m, u
         self.i32, self.j32, self.k64, self.u8, self.v8, self.s8, self.t8 = i32, j32, k64, u8, v8, s8, t8
-        self.wb, self.wt, self.cb, self.xb = wb, wt, cb, xb
+        self.wb, self.wt, self.cb, self.xb, self.ix = wb, wt, cb, xb, ix
         self.relu_a = torch.relu(a)
 
 

@@ -70,7 +70,8 @@ def make_inputs(case: FuzzCase, seed: int) -> list[np.ndarray]:
     """A case's inputs, from a seed: floats uniform in [-2, 2] (float32 values, drawn first and
     as they always were), masks of random 0/1 bytes, small integers in [-9, 9] (as u8: 0 to 9 and
     247 to 255), an integer type's whole range (its ends a tenth each), large i64 up to
-    2^40 (a third halfway between two float32s where |x| >= 2^39, a tenth 0), f64 values in
+    2^40 (a third halfway between two float32s where |x| >= 2^39, a tenth 0), indices of an extent N
+    in [-N - 2, N + 2) (beyond it, the nearest end is read), f64 values in
     [-4, 4] (a tenth 0, a twentieth each halfway between two float32, f16 or bf16 values)."""
     from fuser.runtime.reference import numpy_dtype
 
@@ -83,6 +84,9 @@ def make_inputs(case: FuzzCase, seed: int) -> list[np.ndarray]:
             x = rng.integers(0, 2, shape).astype(np.bool_)
         elif how == "small":
             x = rng.integers(-9, 10, shape, dtype=np.int64).astype(numpy_dtype(dt))  # (u8: -1 wraps to 255)
+        elif how.startswith("index:"):  # indices of an extent N: [-N, N), and a few beyond (clamped)
+            n = int(how.split(":")[1])
+            x = rng.integers(-n - 2, n + 2, shape, dtype=np.int64).astype(numpy_dtype(dt))
         elif how == "large":
             x = rng.integers(-2 ** 40, 2 ** 40, shape, dtype=np.int64, endpoint=True)
             tie = rng.integers(-2 ** 24, 2 ** 24, shape, dtype=np.int64) * 2 ** 16 + 2 ** 15

@@ -122,7 +122,8 @@ ROUNDING_SLACK = 16 * 2.0 ** -24
 OVERFLOW = {"f16": 65520.0, "bf16": 3.3961e38}
 
 
-_INDEX_MAPS = ("slice", "pad", "cat", "flip")  # shape ops that move elements to other indices
+_INDEXED = ("gather", "index_select")  # reads where an index tensor says
+_INDEX_MAPS = ("slice", "pad", "cat", "flip", *_INDEXED)  # shape ops that move elements to other indices
 _EXACT_OPS = {"neg", "abs", "relu", "max", "min", "where", "cast", "broadcast", "reshape", "permute", "segment_set",
               "uniform", "iota", "nextafter", *_INDEX_MAPS}  # (the kernels' uniform numbers are the
 #   reference's, bit for bit; nextafter is a step on its type's grid: nothing rounds)
@@ -265,6 +266,15 @@ def _index_map(op: str, rhs: str):
     if op == "flip":
         dims = tuple(_int_list(rhs, "dims"))
         return lambda x: np.flip(x, dims)
+    if op in _INDEXED:
+        dim = int(re.search(r" dim (\d+)", rhs).group(1))
+
+        def read(x, index):
+            n = x.shape[dim]
+            i = np.asarray(index).astype(np.int64)
+            i = np.clip(np.where(i < 0, i + n, i), 0, n - 1)
+            return np.take_along_axis(x, i, dim) if op == "gather" else np.take(x, i, axis=dim)
+        return read
     if op == "cat":
         dim = int(re.search(r" dim (\d+)", rhs).group(1))
         return lambda *xs: np.concatenate(xs, axis=dim)
@@ -493,6 +503,8 @@ class _Semantics:
         if op == "full":
             value = abs(float(rhs.split()[1]))
             return lambda vals, mags: value
+        if op in _INDEXED:  # the magnitudes of the elements read (the index is exact)
+            return lambda vals, mags: fn(mags[0], vals[1])
         if op in ("broadcast", "reshape", "permute", "matmul", *_INDEX_MAPS):  # linear in each operand's magnitude
             return lambda vals, mags: fn(*mags)
         if op in ("cast", "segment_set", "neg", "abs", "relu"):
@@ -558,6 +570,10 @@ class _Semantics:
         if op in ("broadcast", "reshape", "permute"):
             move = self._numpy(rhs, kind)
             return (lambda vals, dcs, margins: None if dcs[0] is None else move(dcs[0])), False
+        if op in _INDEXED:  # the read elements' masks (the index is an input: exact)
+            move = self._numpy(rhs, kind)
+            return (lambda vals, dcs, margins: None if dcs[0] is None else move(np.broadcast_to(dcs[0], np.shape(vals[0])),
+                                                                              vals[1])), False
         if op in _INDEX_MAPS:  # each element's mask moves with it (a pad value is exact: never don't-care)
             move = self._numpy(rhs, kind)
 

@@ -419,14 +419,15 @@ class _TypedPart:
     def reindexed(self, x: Value) -> Value:
         """Full value `x` through the index-map ops back to the full shape, along one dim `d`: a
         flip, a shift (a pad negative on one side), a slice (maybe strided) padded back, x's
-        leading elements beside another value's trailing ones (a cat of two slices), or x's
-        even elements before its odd ones."""
+        leading elements beside another value's trailing ones (a cat of two slices), x's
+        even elements before its odd ones, or a gather or index_select along d where a new
+        index input says (indices from -n - 2 to n + 1: negative ones and a few out of range)."""
         rng, t = self.rng, x.dtype
         full = self.shape("full")
         d = rng.randrange(len(full))
         n = full[d]
         ty = self.ty("full", t)
-        form = rng.choice(["flip", "flip", "shift", "slice_pad", "cat", "deinterleave"]) if n > 1 else "flip"
+        form = rng.choice(["flip", "flip", "shift", "slice_pad", "cat", "deinterleave", "gather", "index_select"])
 
         def emit(stem: str, rhs: str, operands: list[Value], shape: tuple[int, ...]) -> Value:
             kind = "full" if shape == full else "=" + "x".join(map(str, shape))
@@ -452,7 +453,16 @@ class _TypedPart:
             types = ", ".join(self.ty(p.kind, t) for p in parts)
             return emit("ct", f"fusion.cat {', '.join('%' + p.name for p in parts)} dim {d} : {types} to {ty}", parts, full)
 
-        if form == "flip":
+        if n < 2 and form not in ("gather", "index_select"):
+            form = "flip"
+        if form in ("gather", "index_select"):  # along d, where an index input says (i64 or i32)
+            kind = "full" if form == "gather" else f"={n}"
+            it = rng.choice(["i64", "i32"])
+            index = self.add_arg(f"in{self.n_in}", kind, it, f"index:{n}", float(n + 2))
+            self.n_in += 1
+            r = emit("gx" if form == "gather" else "ix", f"fusion.{form} %{x.name}, %{index.name} dim {d} : {ty}, "
+                                                         f"{self.ty(kind, it)} to {ty}", [x, index], full)
+        elif form == "flip":
             dims = sorted(rng.sample(range(len(full)), rng.randint(1, len(full))))
             r = emit("fl", f"fusion.flip %{x.name} dims {dims} : {ty} to {ty}", [x], full)
         elif form == "shift":

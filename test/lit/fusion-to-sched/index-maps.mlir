@@ -2,7 +2,7 @@
 // RUN: fuser-opt %s -p fusion-segment,convert-fusion-to-sched | filecheck %s
 // RUN: fuser-opt %s -p default -t ptx | filecheck %s --check-prefix=PTX
 
-// The index-map shape ops (issue 32) are index computations inside the kernel that reads them,
+// The index-map shape ops and the indexed reads (issue 32) are index computations inside the kernel that reads them,
 // never a copy: a cat reads each source at an index clamped into it and selects the one the
 // index falls in, a pad selects its value outside its source, a slice scales and offsets the
 // index, a flip counts from the end. Lane groups that stay inside one source, aligned, remain
@@ -14,6 +14,8 @@
 // ROUND: %v = fusion.full -1.5 : tensor<f64>
 // ROUND: %f = fusion.flip %x dims [0] : tensor<6x30xf64> to tensor<6x30xf64>
 // ROUND: %p = fusion.pad %f, %v low [0, 2] high [0, 0] : tensor<6x30xf64> to tensor<6x32xf64>
+// ROUND: %e = fusion.index_select %w, %ids dim 0 : tensor<1000x64xbf16>, tensor<37xi32> to tensor<37x64xbf16>
+// ROUND: %p = fusion.gather %x, %lab dim 1 : tensor<5x50xf32>, tensor<5x1xi64> to tensor<5x1xf32>
 
 // One kernel: both halves of x read in place, the second half for the first result half.
 // CHECK-LABEL: sched.kernel @rope_k0
@@ -85,6 +87,34 @@ func.func @pad_flip(%x: tensor<6x30xf64>) -> tensor<6x32xf64> {
 func.func @flip_both(%x: tensor<6x64xf32>) -> tensor<6x64xf32> {
   %f = fusion.flip %x dims [0, 1] : tensor<6x64xf32> to tensor<6x64xf32>
   func.return %f : tensor<6x64xf32>
+}
+
+// An embedding row: the index, counted from the end if negative and clamped into [0, 999], is
+// loaded once per lane group, and the row read as vectors.
+// CHECK-LABEL: sched.kernel @embed_k0
+// CHECK: %[[ID:.*]] = sched.load %{{.*}}[%{{.*}}] : memref<37xi32> -> i32
+// CHECK: %[[FROM_END:.*]] = arith.addi %[[ID]], %{{.*}} : i32
+// CHECK: %[[NEG:.*]] = arith.cmpi slt, %[[ID]], %{{.*}} : i32
+// CHECK: %[[W:.*]] = arith.select %[[NEG]], %[[FROM_END]], %[[ID]] : i32
+// CHECK: %[[LO:.*]] = arith.maxsi %[[W]], %{{.*}} : i32
+// CHECK: %[[LAST:.*]] = arith.constant 999 : i32
+// CHECK: %[[ROW:.*]] = arith.minsi %[[LO]], %[[LAST]] : i32
+// CHECK: %[[AT:.*]] = arith.index_cast %[[ROW]] : i32 to index
+// CHECK: sched.load %{{.*}}[%[[AT]], %{{.*}}] : memref<1000x64xbf16> -> vector<4xbf16>
+func.func @embed(%w: tensor<1000x64xbf16>, %ids: tensor<37xi32>) -> tensor<37x64xbf16> {
+  %e = fusion.index_select %w, %ids dim 0 : tensor<1000x64xbf16>, tensor<37xi32> to tensor<37x64xbf16>
+  func.return %e : tensor<37x64xbf16>
+}
+
+// A cross-entropy's label pick: each row reads one column where its label says.
+// CHECK-LABEL: sched.kernel @pick_k0
+// CHECK: %[[LAB:.*]] = sched.load %{{.*}} : memref<5x1xi64> -> i64
+// CHECK: arith.constant 49 : i64
+// CHECK: %[[COL:.*]] = arith.index_cast %{{.*}} : i64 to index
+// CHECK: sched.load %{{.*}}[%{{.*}}, %[[COL]]] : memref<5x50xf32> -> f32
+func.func @pick(%x: tensor<5x50xf32>, %lab: tensor<5x1xi64>) -> tensor<5x1xf32> {
+  %p = fusion.gather %x, %lab dim 1 : tensor<5x50xf32>, tensor<5x1xi64> to tensor<5x1xf32>
+  func.return %p : tensor<5x1xf32>
 }
 
 // PTX-LABEL: .entry rope_k0

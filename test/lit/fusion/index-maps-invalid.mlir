@@ -111,3 +111,36 @@ func.func @flip_type(%x: tensor<4x5xf32>) -> tensor<5x4xf32> {
   %0 = fusion.flip %x dims [0] : tensor<4x5xf32> to tensor<5x4xf32>
   func.return %0 : tensor<5x4xf32>
 }
+
+// -----
+
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.gather' op operand #1 ('index') has element type f32, expected i32 or i64
+func.func @gather_float_index(%x: tensor<4x10xf32>, %i: tensor<4x2xf32>) -> tensor<4x2xf32> {
+  %0 = fusion.gather %x, %i dim 1 : tensor<4x10xf32>, tensor<4x2xf32> to tensor<4x2xf32>
+  func.return %0 : tensor<4x2xf32>
+}
+
+// -----
+
+// take_along_axis: the index matches the input in every other dim.
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.gather' op operand #1 ('index') tensor<3x2xi64> must match the input tensor<4x10xf32> in every dim but 1
+func.func @gather_shape(%x: tensor<4x10xf32>, %i: tensor<3x2xi64>) -> tensor<3x2xf32> {
+  %0 = fusion.gather %x, %i dim 1 : tensor<4x10xf32>, tensor<3x2xi64> to tensor<3x2xf32>
+  func.return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.index_select' op operand #1 ('index') tensor<2x3xi32> must be 1-D
+func.func @index_select_rank(%x: tensor<4x10xf32>, %i: tensor<2x3xi32>) -> tensor<6x10xf32> {
+  %0 = fusion.index_select %x, %i dim 0 : tensor<4x10xf32>, tensor<2x3xi32> to tensor<6x10xf32>
+  func.return %0 : tensor<6x10xf32>
+}
+
+// -----
+
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.index_select' op result tensor<4x7xbf16> should have shape [4, 6]
+func.func @index_select_shape(%x: tensor<4x10xbf16>, %i: tensor<6xi64>) -> tensor<4x7xbf16> {
+  %0 = fusion.index_select %x, %i dim 1 : tensor<4x10xbf16>, tensor<6xi64> to tensor<4x7xbf16>
+  func.return %0 : tensor<4x7xbf16>
+}
