@@ -224,7 +224,7 @@ class Evaluator:
         """A gather or index_select at `idx`: the input read where the index tensor says along
         `dim`. A lane group of an index_select along another dim than the last reads one index
         for all its lanes (one vector access, an embedding row); anything else maps each lane."""
-        kb, d = self.kb, op.dim.data
+        d = op.dim.data
         extent = shape_of(op.input)[d]
         gather = isinstance(op, F.GatherOp)
 
