@@ -219,6 +219,13 @@ CASES: list[tuple[str, tuple, object]] = [
     ("argmax_flat_ties", (aten.argmax.default,), lambda T: T.i.argmax()),
     ("argmin_keepdim_bf16", (aten.argmin.default,), lambda T: T.bf.argmin(0, keepdim=True)),
     ("amin_keepdim", (aten.amin.default,), lambda T: T.a.amin(0, keepdim=True)),
+    # scans (issue 31)
+    ("cumsum_last", (aten.cumsum.default,), lambda T: torch.cumsum(T.a * 2, 1)),
+    ("cumsum_dim0_bf16", (aten.cumsum.default,), lambda T: torch.cumsum(T.bf, 0)),
+    ("cumsum_bools_count", (aten.cumsum.default,), lambda T: torch.cumsum(T.m, 1)),
+    ("cumsum_i8_dtype_i32", (aten.cumsum.default,), lambda T: torch.cumsum(T.t8, 1, dtype=torch.int32)),
+    ("cumprod_dim", (aten.cumprod.default,), lambda T: torch.cumprod(T.p, 1)),
+    ("cumprod_i64_wraps", (aten.cumprod.default,), lambda T: torch.cumprod(T.k64, 0)),
     ("view", (aten.view.default,), lambda T: T.a.view(8, 4) * 2),
     ("reshape", (aten.reshape.default,), lambda T: aten.reshape.default(T.a * 2, [2, 16])),
     ("unsafe_view", (aten._unsafe_view.default,), lambda T: aten._unsafe_view(T.a * 2, [32])),
