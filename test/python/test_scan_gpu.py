@@ -175,3 +175,25 @@ def test_producers_and_consumers_share_the_scan_kernel():
     torch.testing.assert_close(cg.double(), cw, rtol=2 ** -7, atol=1e-3)
     torch.testing.assert_close(out.double(), (cg.float() + y).bfloat16().double(), rtol=0, atol=0)
     torch.testing.assert_close(s.float(), cg.float().sum(1).bfloat16().float(), rtol=2e-2, atol=1.0)
+
+
+def test_torch_compile_runs_cumsum_and_cumprod_in_fuser():
+    """aten.cumsum / aten.cumprod through the PyTorch backend, on CUDA: one region, the scans
+    and their producers and consumers in fuser's kernels."""
+    torch = _torch()
+    ft = pytest.importorskip("fuser.torch")
+    be = ft.backend()
+
+    def f(x, i):
+        return torch.cumsum(torch.exp(x) * 0.5, 1) + x, torch.cumprod(i, 0), torch.cumsum(x.bfloat16(), 0)
+
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    x = torch.randn(333, 1025, device="cuda", generator=gen) / 8
+    i = torch.randint(-3, 4, (333, 65), device="cuda", generator=gen)
+    a, b, c = torch.compile(f, backend=be, dynamic=False, fullgraph=True)(x, i)
+    assert be.stats.torch_nodes == {}, be.stats.torch_nodes
+    assert be.stats.gpu_calls >= 1
+    wa = torch.cumsum(torch.exp(x.double()) * 0.5, 1) + x.double()
+    torch.testing.assert_close(a.double(), wa, rtol=1e-5, atol=1e-3)
+    assert torch.equal(b, torch.cumprod(i.cpu(), 0).cuda())
+    torch.testing.assert_close(c.float(), torch.cumsum(x.bfloat16().double(), 0).float(), rtol=2 ** -7, atol=0.05)
