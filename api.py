@@ -69,7 +69,7 @@ __all__ = [
     "broadcast_to", "broadcast", "reshape", "permute", "select", "narrow", "pad", "cat", "split",
     "flip", "expand", "squeeze", "unsqueeze", "triu", "tril", "gather", "take_along_axis", "index_select",
     "embedding", "amax", "amin", "prod", "argmax", "argmin", "welford",
-    "var_mean",
+    "var_mean", "cumsum", "cumprod", "cummax", "cummin",
     "matmul", "segment_set",
     "iota", "arange", "uniform", "normal", "rand_like", "randn_like", "dropout", "dropout_backward",
 ]
@@ -1364,6 +1364,62 @@ def argmin(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """The i64 index of the first minimum along `dim` (None: flattened); NaN counts as the
     minimum."""
     return _reduce("argmin", x, dim, keepdim, None)
+
+
+# ----------------------------------------------------------------- scans
+
+
+def _scan(kind: str, what: str, x: Tensor, dim: int, dtype: str | None) -> Tensor:
+    """`fusion.scan kind` along `dim`, which the op takes innermost only: another dim is swapped
+    with the last by a permute before the scan and back after it. A 0-d tensor is scanned as one
+    element (torch takes dim 0 or -1 of it). `dtype` as torch's: the result's type, the input
+    cast to it first unless the scan gives that type itself (f32 from bf16)."""
+    x = _as_tensor(x, what)
+    if not isinstance(dim, numbers.Integral):
+        raise TypeError(f"{what}: dim must be an integer, got {dim!r}")
+    if x.ndim == 0:
+        _norm_dim(int(dim), 1)
+        return reshape(_scan(kind, what, reshape(x, [1]), 0, dtype), [])
+    d = _norm_dim(int(dim), x.ndim)
+    if dtype is not None:
+        want = _dtype_attr(dtype)
+        if want not in F.scan_result_types(kind, x.type.element_type):
+            x = cast(x, dtype)
+            if want not in F.scan_result_types(kind, want):
+                raise ValueError(f"{what}: dtype {dtype} is not a result type of {what}")
+    last = x.ndim - 1
+    if d != last:
+        perm = list(range(x.ndim))
+        perm[d], perm[last] = last, d
+        return permute(_scan(kind, what, permute(x, perm), last, dtype), perm)
+    return x.builder._emit(F.ScanOp(kind, x.value, last, dtype))
+
+
+def cumsum(x: Tensor, dim: int = -1, dtype: str | None = None) -> Tensor:
+    """Inclusive running sum along `dim`, as torch.cumsum: floats summed in f32, the result x's
+    dtype; integers and bools in i64, wrapping, the result i64. `dtype` as torch's (x is cast
+    to it first; "f32" from bf16/f16 only names the result). A dim other than the last is
+    scanned through a permute (one more kernel for each)."""
+    return _scan("sum", "cumsum", x, dim, dtype)
+
+
+def cumprod(x: Tensor, dim: int = -1, dtype: str | None = None) -> Tensor:
+    """Inclusive running product along `dim`, as torch.cumprod: floats in f32, integers and
+    bools in i64 (wrapping, an i64 result); `dtype` as in `cumsum`."""
+    return _scan("prod", "cumprod", x, dim, dtype)
+
+
+def cummax(x: Tensor, dim: int = -1) -> Tensor:
+    """The values of torch.cummax along `dim` (not the indices), in x's dtype: a NaN, once
+    seen, is the result from there on; of equal elements the later is taken (-0.0 after 0.0
+    gives -0.0); of bools a running any."""
+    return _scan("max", "cummax", x, dim, None)
+
+
+def cummin(x: Tensor, dim: int = -1) -> Tensor:
+    """The values of torch.cummin along `dim` (not the indices), as `cummax` (of bools a
+    running all)."""
+    return _scan("min", "cummin", x, dim, None)
 
 
 def _float_statistics(x: Tensor, what: str) -> Tensor:

@@ -34,11 +34,11 @@ class ScheduleError(Exception):
 class Task:
     """One kernel to emit (a reduction may emit two)."""
 
-    kind: str                     # "pointwise" | "reduction" | "normalization" | "matmul" | "segment" |
+    kind: str                     # "pointwise" | "reduction" | "normalization" | "matmul" | "scan" | "segment" |
     #                               "fixed" (a fusion.segment already in the IR)
     order: int
     level: int
-    op: object = None             # the reduction, matmul or segment_set op
+    op: object = None             # the reduction, scan, matmul or segment_set op
     outputs: list[SSAValue] = field(default_factory=list)  # values this kernel writes
     group: object = None          # a normalization task's NormGroup
     siblings: list = field(default_factory=list)  # a matmul task's other matmuls sharing A

@@ -6,6 +6,7 @@ from a segment per reduction, matmul, `segment_set` and pointwise output, it tak
 saves the most memory traffic among those a scheduler accepts, until none is left. Outputs
 pointwise in a reduction's results join its segment as an epilogue; inner reductions over the
 same rows merge with the outputs computed from them into one persistent `normalization` segment
+(a scan takes the outputs computed pointwise from its result into its `scan` segment)
 (and a reduction over an input's leading dims with one over the rest into one `reduction`
 segment that reads the input once)
 when the normalization scheduler accepts the row (when it refuses, the group is resegmented into
@@ -36,7 +37,8 @@ from xdsl.ir import Block, Operation, SSAValue
 from fuser.dialects import fusion as F
 from fuser.lowering.analysis.planner import (BOUNDARY_OPS, SCHEDULER_OF_TASK, Plan, plan_fusion, task_ops, task_reads,
                                              unstored_matmul_result)
-from fuser.lowering.analysis.schedules import matmul_decision, matmul_schedule, pointwise_schedule, reduction_schedule
+from fuser.lowering.analysis.schedules import (matmul_decision, matmul_schedule, pointwise_schedule, reduction_schedule,
+                                              scan_schedule)
 from fuser.lowering.common import ScheduleError, Task, definition_order, is_welford, nbytes, shape_of
 from fuser.lowering.heuristics.options import PLAN_ATTR, ScheduleOptions, SchedulingPass, plan_attribute
 from fuser.lowering.heuristics.reduction import reduction_view
@@ -168,6 +170,8 @@ def _decided(t: Task, plan: Plan, body: Block, opts: ScheduleOptions) -> Schedul
         decision = pointwise_schedule(outputs, plan.materialized, set(body.args), opts)
     elif t.kind == "reduction":
         decision = reduction_schedule(t, plan.materialized, set(body.args), opts)
+    elif t.kind == "scan":
+        decision = scan_schedule(t, plan.materialized, set(body.args), opts)
     elif t.kind == "normalization":
         p = t.group.decision.params
         decision = {"block": p.bx, "vector": p.lanes}
@@ -312,6 +316,13 @@ def describe(t: Task, plan: Plan, reads: list[SSAValue], written: list[SSAValue]
         note = op.attributes.get("fuser.welford")
         if note is not None and note.data.startswith("kept") and note.data != "kept (mode=never)":
             what += "; the Welford translation was tried and undone"
+    elif t.kind == "scan":
+        op = t.op
+        shape = shape_of(op.input)
+        what = f"'{op.name}' {op.kind.data} along dim {op.scan_dim} of {list(shape)}"
+        epilogue = [o for o in t.outputs if o is not op.result]
+        if epilogue:
+            what += f" with {len(epilogue)} output(s) computed from it"
     elif t.kind == "matmul":
         op = t.op
         m, n, k = op.mnk()

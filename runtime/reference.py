@@ -508,6 +508,8 @@ def _eval_op(it: _Interp, op: Operation, ins: list[np.ndarray]) -> list[np.ndarr
         return [ins[0].copy()]
     if name == "fusion.reduce":
         return [_reduce(it, op.kind.data, ins[0], _dims_of(op), op.keepdim is not None)]
+    if name == "fusion.scan":
+        return [_scan(it, op.kind.data, ins[0])]
     if name == "fusion.welford":
         dims, keep = _dims_of(op), op.keepdim is not None
         mean, m2, n = _moments(ins[0], dims, keep)
@@ -553,6 +555,29 @@ def _reduce(it: _Interp, kind: str, x: np.ndarray, dims: list[int], keep: bool) 
     flat = flat.astype(np.float64) if flat.dtype == NUMPY_DTYPES["bf16"] else flat
     idx = (np.argmax if kind == "argmax" else np.argmin)(flat, axis=-1).astype(np.int64)
     return idx.reshape([1 if d in dims else x.shape[d] for d in range(x.ndim)]) if keep else idx
+
+
+def _scan(it: _Interp, kind: str, x: np.ndarray) -> np.ndarray:
+    """fusion.scan along the last axis: floats summed (from +0.0, so never to -0.0, as torch's
+    CPU cumsum) and multiplied in float64 (as `_reduce`), integers and masks in int64 (wrapping); max and min as torch's cummax / cummin values:
+    NaN propagates from where it appears, and of equal elements the later one is taken (the
+    sign of a zero follows the last zero of the running extreme's value)."""
+    if kind in ("sum", "prod"):
+        acc = x.astype(np.float64 if x.dtype.kind == "f" or x.dtype == NUMPY_DTYPES["bf16"] else np.int64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            if kind == "sum":  # from 0, as torch's CPU cumsum: a running sum is never -0.0
+                return np.cumsum(acc, axis=-1) + (0.0 if acc.dtype.kind == "f" else 0)
+            return np.cumprod(acc, axis=-1)
+    x = it.up(x)
+    out = (np.maximum if kind == "max" else np.minimum).accumulate(x, axis=-1)
+    if x.dtype.kind == "f":
+        # The running extreme is some element's value; where it is a zero, torch's result is the
+        # last zero seen so far (>= / <= take the later of equal elements), with that zero's sign.
+        pos = np.broadcast_to(np.arange(x.shape[-1]), x.shape)
+        last_zero = np.maximum.accumulate(np.where(x == 0, pos, -1), axis=-1)
+        zeros = np.take_along_axis(x, np.maximum(last_zero, 0), axis=-1)
+        out = np.where((out == 0) & (last_zero >= 0), zeros, out)
+    return out
 
 
 def _creation(it: _Interp, op: Operation, ins: list[np.ndarray]) -> np.ndarray:

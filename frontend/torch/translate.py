@@ -600,6 +600,24 @@ entry(aten.any.default, aten.any.dim, aten.any.dims)(_logical_reduce_rule("any")
 entry(aten.all.default, aten.all.dim, aten.all.dims)(_logical_reduce_rule("all"))
 
 
+@entry(aten.cumsum.default, aten.cumprod.default)
+def _scan(ctx: Ctx) -> fa.Tensor:
+    """Running sums and products along `dim` (fusion.scan, the dim moved last by a permute where
+    it is not): floats in f32, integer and bool tensors in i64, as torch; a dtype= casts the
+    input first (a float's accumulation type only names the result)."""
+    x = ctx.tensor(0)
+    if x.ndim == 0 or x.dtype not in MATH + INTS + ("i1",):
+        raise Unsupported(f"{ctx.node.target} of {x.dtype} rank {x.ndim}")
+    out = ctx.out_dtype
+    if out not in MATH + INTS + ("i1",):
+        raise Unsupported(f"{ctx.node.target}: result dtype {out}")
+    given = ctx.node.kwargs.get("dtype")
+    if given is not None and not (x.dtype in MATH and DTYPES[given] in MATH):
+        x = fa.cast(x, DTYPES[given])
+    fn = fa.cumsum if ctx.node.target is aten.cumsum.default else fa.cumprod
+    return fa.cast(fn(x, int(ctx.arg(1, "dim")) % x.ndim), out)
+
+
 @entry(aten.argmax.default, aten.argmin.default)
 def _argmax(ctx: Ctx) -> fa.Tensor:
     """The first extreme's i64 index along `dim` (None: of the flattened tensor; with keepdim

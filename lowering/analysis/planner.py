@@ -5,18 +5,18 @@ read back the task of a segment it cut (`segment_plan`, for convert-fusion-to-sc
 Segmentation. Pointwise and shape ops are recomputed inside whichever kernel needs them, so
 they never cost a trip through memory. Two sets of values matter:
 - *stored* values are written to a buffer: every function output, and the results of
-  reductions, matmuls and `fusion.segment_set`s that a later kernel reads;
+  reductions, scans, matmuls and `fusion.segment_set`s that a later kernel reads;
 - *materialized* values are the ones a kernel reads back from a buffer instead of recomputing:
-  function arguments aside, only the results of reductions, matmuls and `segment_set`s, and a
+  function arguments aside, only the results of reductions, scans, matmuls and `segment_set`s, and a
   matmul's *narrowed product* (`narrowed_product`).
 A pointwise function output is stored but never read back: a kernel that needs it (another
 output, an epilogue, a reduction's input) recomputes it from its own inputs, so no kernel
 depends on the store of a sibling output, in the same kernel or another.
 Segmentation is greedy merging, as nvFuser's segmenter does it (`merge_greedily`): start from
-the finest cut (a task per reduction, matmul and `segment_set`, and one per pointwise output),
+the finest cut (a task per reduction, scan, matmul and `segment_set`, and one per pointwise output),
 then take, again and again, the merge that saves the most memory traffic among those a scheduler
-accepts. A reduction kernel takes the outputs pointwise in its results, of its result shape, as
-an epilogue; outputs of one shape and kernel level share a pointwise kernel; matmuls sharing A
+accepts. A reduction or scan kernel takes the outputs pointwise in its results, of its result
+shape, as an epilogue; outputs of one shape and kernel level share a pointwise kernel; matmuls sharing A
 share a main loop with the outputs that combine them; a reduction over an input's leading dims
 and one over the rest of the same input share one read of it; inner reductions over the same rows, with
 the outputs computed from them at the row, become one persistent normalization kernel where the
@@ -50,10 +50,10 @@ class Plan:
 
 
 SCHEDULER_OF_TASK = {"pointwise": "pointwise", "segment": "pointwise", "reduction": "reduction",
-                     "normalization": "normalization", "matmul": "matmul"}
+                     "normalization": "normalization", "matmul": "matmul", "scan": "scan"}
 """The scheduler that takes each kind of task (the name a `fusion.segment` carries)."""
 
-BOUNDARY_OPS = REDUCTION_OPS + (F.SegmentSetOp, F.MatmulOp, F.SegmentOp)
+BOUNDARY_OPS = REDUCTION_OPS + (F.ScanOp, F.SegmentSetOp, F.MatmulOp, F.SegmentOp)
 """Ops whose results are written to memory and read back by the kernels that use them."""
 
 _NARROWING_CHAIN_OPS = (F.AddOp, F.SubOp, F.MulOp, F.NegOp, F.CastOp)
@@ -142,6 +142,8 @@ def plan_fusion(fn: func.FuncOp | Block, opts: ScheduleOptions = ScheduleOptions
         if isinstance(op, REDUCTION_OPS):
             # Every result is written: later kernels may read any of them.
             tasks.append(Task("reduction", order[op], lvl(op.results[0]), op, list(op.results)))
+        elif isinstance(op, F.ScanOp):
+            tasks.append(Task("scan", order[op], lvl(op.result), op, [op.result]))
         elif isinstance(op, F.MatmulOp):
             h = [narrowed[op]] if op in narrowed else []
             tasks.append(Task("matmul", order[op], lvl(op.result), op, [op.result] + h, narrowed=frozenset(h)))
@@ -193,6 +195,7 @@ def segment_plan(body: Block, scheduler: str, opts: ScheduleOptions = ScheduleOp
     reductions = [op for op in body.ops if isinstance(op, REDUCTION_OPS)]
     matmuls = [op for op in body.ops if isinstance(op, F.MatmulOp)]
     sets = [op for op in body.ops if isinstance(op, F.SegmentSetOp)]
+    scans = [op for op in body.ops if isinstance(op, F.ScanOp)]
 
     def refuse(what: str):
         return ScheduleError(f"fusion.segment \"{scheduler}\" {what}: its ops are not one task of that scheduler "
@@ -203,6 +206,8 @@ def segment_plan(body: Block, scheduler: str, opts: ScheduleOptions = ScheduleOp
         return Plan([], [], materialized)  # passes its operands on: no kernel
     if any(isinstance(op, F.SegmentOp) for op in body.ops):
         raise refuse("holds a fusion.segment")
+    if scans and scheduler != "scan":
+        raise refuse("holds a fusion.scan")
     if scheduler == "pointwise":
         if reductions or matmuls:
             raise refuse("holds a reduction or matmul")
@@ -215,6 +220,11 @@ def segment_plan(body: Block, scheduler: str, opts: ScheduleOptions = ScheduleOp
             raise refuse(f"holds {len(reductions)} reductions and {len(matmuls)} matmuls (one reduction, or a "
                          "reduction over an input's leading dims and one over the rest)")
         task = Task("reduction", 0, 0, reductions[0], list(stored), siblings=reductions[1:])
+    elif scheduler == "scan":
+        if len(scans) != 1 or reductions or matmuls:
+            raise refuse(f"holds {len(scans)} scans, {len(reductions)} reductions and {len(matmuls)} matmuls (one "
+                         "scan, with the outputs computed from its result)")
+        task = Task("scan", 0, 0, scans[0], list(stored))
     elif scheduler == "normalization":
         task = _normalization_task(body, reductions, matmuls, stored, materialized, args, opts, refuse)
     elif scheduler == "matmul":
@@ -307,9 +317,9 @@ def _skip_unread_results(tasks: list[Task], outputs, materialized: set, args: se
     statistics, are the cases that matter.)"""
     outs = set(outputs)
     for t in tasks:
-        if t.kind not in ("reduction", "normalization"):
+        if t.kind not in ("reduction", "normalization", "scan"):
             continue
-        results = {r for op in task_ops(t) for r in op.results} if t.kind == "reduction" else t.group.results
+        results = t.group.results if t.kind == "normalization" else {r for op in task_ops(t) for r in op.results}
         candidates = [r for r in t.outputs if r in results and r not in outs]
         if not candidates:
             continue
@@ -378,7 +388,7 @@ def merge_greedily(tasks: list[Task], graph: FusionGraph, lookahead: bool = True
     """nvFuser's segmenter on fuser's schedulers. From one task per boundary op and per pointwise
     output, take the merge that saves the most memory traffic among those a scheduler accepts,
     until none is left; hand-written segments take no part. The proposals:
-    - epilogue: a pointwise output of a reduction's or matmul's result shape, computed from its
+    - epilogue: a pointwise output of a reduction's, scan's or matmul's result shape, computed from its
       results by elementwise ops and from values of earlier kernels only, or a `segment_set` of
       one (its value is written by the epilogue);
     - pointwise: two neighbouring tasks (in return order) of outputs of one shape whose inputs
@@ -529,11 +539,11 @@ def _price(proposals: list[Merge], readers: Counter, graph: FusionGraph) -> None
 
 
 def _epilogue_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
-    """A reduction or matmul task with a pointwise task all of whose outputs are its epilogue, or
+    """A reduction, scan or matmul task with a pointwise task all of whose outputs are its epilogue, or
     with a `segment_set` of such a value (the epilogue writes it for the kernels that read it).
     (Split-K's partial products have none: the epilogue is the sum's.)"""
     out = []
-    anchors = [t for t in tasks if t.kind == "reduction" or (t.kind == "matmul" and not t.op.partial_products)]
+    anchors = [t for t in tasks if t.kind in ("reduction", "scan") or (t.kind == "matmul" and not t.op.partial_products)]
     anchor_of = {r: t for t in anchors for r in ({r for op in task_ops(t) for r in op.results} |
                                                  (matmul_results(t) if t.kind == "matmul" else set()))}
     if not anchor_of:

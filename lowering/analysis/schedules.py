@@ -18,6 +18,7 @@ from fuser.lowering.heuristics.matmul import BK, MatmulParams, matmul_params
 from fuser.lowering.heuristics.pointwise import pointwise_params
 from fuser.lowering.heuristics.reduction import (JOINT_MAX_ROWS, inner_reduction_params, joint_reduction_params,
                                                  outer_reduction_params, reduction_view)
+from fuser.lowering.heuristics.scan import ScanParams, scan_params
 from fuser.lowering.heuristics.transpose import TransposeParams, transpose_params
 
 
@@ -154,6 +155,25 @@ def reduction_schedule(task: Task, materialized: set, args: set, opts) -> dict[s
         return {"block": bx, "vector": lanes, "split": chunks}
     lanes, _, _, chunks = outer_geometry(rows, cols, col_shape, in_reads, opts)
     return {"vector": lanes, "split": chunks}
+
+
+# ------------------------------------------------------------------ scan
+
+
+def scan_geometry(op: F.ScanOp, in_reads: list[SSAValue], outputs: list[SSAValue], opts) -> ScanParams:
+    """The scan kernel's geometry for `op` (reading `in_reads`, writing `outputs`) under `opts`."""
+    shape = shape_of(op.input)
+    cols, rows = shape[-1], math.prod(shape[:-1])
+    widest = max([elem_bytes(F._elem(v)) for v in list(in_reads) + list(outputs)] + [1])
+    lanes = vector_lanes(cols, widest, opts.vector)
+    return scan_params(rows, cols, lanes, opts.block)
+
+
+def scan_schedule(task: Task, materialized: set, args: set, opts) -> dict[str, int]:
+    """The scan scheduler's decision for `task` under `opts`, as the schedule options that
+    reproduce it: `block` (threads per row) and `vector` (elements per access)."""
+    p = scan_geometry(task.op, input_reads(task.op, task.op.input, materialized, args), task.outputs, opts)
+    return {"block": p.bx, "vector": p.lanes}
 
 
 # ------------------------------------------------------------------ matmul

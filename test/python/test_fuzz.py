@@ -163,7 +163,7 @@ COVERAGE_SEEDS = 800  # (each op x type pair needs to come up: more ops and type
 def test_every_op_type_and_cast_of_the_dialect_is_generated():
     """Over COVERAGE_SEEDS seeds, every op the dialect accepts (but NOT_FUZZED), every element type as an
     input, an output and an intermediate, every cast between two element types, every cmp
-    predicate and reduce kind (each over every integer type, i1 and f32), shape ops and segment_set over every type, cmp, where and
+    predicate, reduce kind and scan kind (each over every integer type, i1 and f32), shape ops and segment_set over every type, cmp, where and
     full over every float type, integer type and i1, and every op that takes integers over every
     integer type reach a result. Adding an op or a type to the dialect fails this
     until the fuzzer draws it (and its evaluation knows it)."""
@@ -185,6 +185,8 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
             if isinstance(op, F.ReduceOp):
                 seen[("reduce", op.kind.data)] += 1
                 seen[("reduce", op.kind.data, name(op.input.type))] += 1
+            if isinstance(op, F.ScanOp):
+                seen[("scan", op.kind.data, name(op.input.type))] += 1
             if isinstance(op, (*F.SHAPE_OPS, F.SegmentSetOp, F.CmpOp)):
                 seen[(op.name, name(op.operands[0].type))] += 1
             if isinstance(op, (F.WhereOp, F.FullOp, F.UnaryOp, F.BinaryOp, *F.CREATION_OPS)):
@@ -203,6 +205,9 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
     want |= {(op.name, t) for op in (F.CmpOp, F.WhereOp, F.FullOp) for t in ints + ["i1"]}
     # every reduce kind over every integer type, masks and f32 (issue 31)
     want |= {("reduce", k, t) for k in F.REDUCE_KINDS for t in ints + ["i1", "f32"]}
+    # every scan kind over every integer type, masks and f32; max and min of bf16 (issue 31)
+    want |= {("scan", k, t) for k in F.SCAN_KINDS for t in ints + ["i1", "f32"]}
+    want |= {("scan", k, "bf16") for k in ("max", "min")}
     # iota over every numeric type, uniform and normal over each float type they take (issue 31)
     from fuser.dialects.fusion.creation import IOTA_TYPES
     for op, allowed in ((F.IotaOp, IOTA_TYPES), (F.UniformOp, F.UniformOp.ELEMENTS), (F.NormalOp, F.NormalOp.ELEMENTS)):

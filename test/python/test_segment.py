@@ -13,7 +13,7 @@ import pytest
 from fuser.dialects import fusion as F
 from fuser.dialects.ir import parse_module
 from fuser.passes.pipeline import build_pipeline, run_passes
-from fuser.runtime.reference import run_reference
+from fuser.runtime.reference import numpy_dtype, run_reference
 from fuser.tools import fuzz
 
 SEEDS = list(range(0, 60)) + [
@@ -55,6 +55,8 @@ def test_segmenting_keeps_the_meaning(seed):
     run_passes(build_pipeline("canonicalize,fusion-sink-reshapes,fusion-translate-welford,fusion-split-k"), before)
     args = _inputs(case, seed)
     for want, got in zip(run_reference(_func(before), args), run_reference(fn, args)):
+        if want.dtype == numpy_dtype("bf16"):  # (exactly, through f32: numpy's NaN test misses bf16's NaN)
+            want, got = want.astype(np.float32), got.astype(np.float32)
         np.testing.assert_array_equal(got, want)
     again = str(m)
     run_passes(build_pipeline("fusion-segment"), m)

@@ -139,7 +139,7 @@ def _derive(op: str, rhs: str, operands: list[Value], dtype: str) -> tuple[bool,
         return True, "f64", dc or bool(inexact)
     if op in _STEP:  # an integer (or sign) of its operand: exact, but may flip as a comparison may
         return True, "f64", dc or bool(inexact)
-    keeps = op in _EXACT_OPS or (op == "reduce" and rhs.split()[1] in ("max", "min"))
+    keeps = op in _EXACT_OPS or (op in ("reduce", "scan") and rhs.split()[1] in ("max", "min"))
     if op == "full" or (keeps and not inexact):
         return True, "f64", dc
     # (a cast rounds to its type, and so does a normal draw of f16 or bf16: its inexact value
@@ -169,6 +169,30 @@ def _reduction(kind: str, axis: tuple, keep: bool):
            "any": lambda x: np.any(x != 0, axis=axis, keepdims=keep),
            "all": lambda x: np.all(x != 0, axis=axis, keepdims=keep), "argmax": arg, "argmin": arg}
     return fns[kind]
+
+
+def _scan(kind: str):
+    """fusion.scan of `kind` along the last axis, as torch's cumsum / cumprod / cummax / cummin:
+    integers and masks summed and multiplied in int64 (wrapping), floats in float64, a sum from
+    +0.0; a running max (min) takes each element that is >= (<=) it or NaN, so NaN sticks and
+    of equal elements the later one is taken (a zero's sign included)."""
+    def extreme(x):
+        if x.dtype.kind != "f":
+            return (np.maximum if kind == "max" else np.minimum).accumulate(x, axis=-1)
+        out = np.empty_like(x)
+        run = x[..., 0].copy()
+        out[..., 0] = run
+        for i in range(1, x.shape[-1]):
+            e = x[..., i]
+            take = ((e >= run) if kind == "max" else (e <= run)) | np.isnan(e)
+            run = np.where(take, e, run)
+            out[..., i] = run
+        return out
+
+    def wide(x):
+        return x.astype(np.int64) if x.dtype.kind in "biu" else x
+    return {"sum": lambda x: np.cumsum(wide(x), axis=-1) + (0.0 if x.dtype.kind == "f" else 0),
+            "prod": lambda x: np.cumprod(wide(x), axis=-1), "max": extreme, "min": extreme}[kind]
 
 
 def _elems(rhs: str) -> list[str]:
@@ -474,6 +498,8 @@ class _Semantics:
             return _INT_NUMPY[op]
         if op == "reduce":
             return _reduction(rhs.split()[1], _dims_of(rhs), "keepdim" in rhs)
+        if op == "scan":
+            return _scan(rhs.split()[1])
         if op == "permute":
             perm = tuple(int(d) for d in re.search(r"\[([\d, ]*)\]", rhs).group(1).split(","))
             return lambda x: np.transpose(x, perm)
@@ -523,6 +549,17 @@ class _Semantics:
                 return prod_magnitude
             return lambda vals, mags: np.sum(mags[0], axis=axis, keepdims=keep) if red == "sum" else \
                 np.max(mags[0], axis=axis, keepdims=keep)
+        if op == "scan":  # as a reduction of each prefix
+            red = rhs.split()[1]
+            if red == "prod":
+                def scan_prod_magnitude(vals, mags):
+                    count = np.arange(1, vals[0].shape[-1] + 1)
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        rel = np.cumsum(mags[0] / np.abs(vals[0]), axis=-1)
+                    return np.abs(fn(vals[0])) * (rel + count)
+                return scan_prod_magnitude
+            return lambda vals, mags: np.cumsum(mags[0], axis=-1) if red == "sum" else \
+                np.maximum.accumulate(mags[0], axis=-1)
         if op in ("add", "sub"):
             return lambda vals, mags: mags[0] + mags[1]
         if op == "nextafter":  # a moved one step: a's error (a step the other way where b is within it)
@@ -587,6 +624,9 @@ class _Semantics:
             axis, keep = _dims_of(rhs), "keepdim" in rhs
             return (lambda vals, dcs, margins: None if dcs[0] is None else
                     np.any(dcs[0], axis=axis, keepdims=keep)), False
+        if op == "scan":  # every later element of the row reads a don't-care one
+            return (lambda vals, dcs, margins: None if dcs[0] is None else
+                    np.logical_or.accumulate(dcs[0], axis=-1)), False
         flip = None
         from_float = bool(operands) and operands[0].dtype not in DISCRETE
         if op == "cmp":

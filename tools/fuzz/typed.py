@@ -22,7 +22,11 @@ kernel boundaries); div, pow, sqrt, rsqrt and tanh-form gelu; rarely a float far
 f16 and bf16 values and f32 ones. Reductions of issue 31 (`typed_reduce`): sum, prod, max and
 min of integer and mask values (in i64 or their type), any and all of every type, argmax and
 argmin of exact integers, masks and f32 / bf16 inputs (ties and, in floats, NaN), and f32
-products of factors near 1, over rows or columns.
+products of factors near 1, over rows or columns. Scans (`typed_scan`): cumsum, cumprod, cummax
+and cummin along the last dim of integer and mask values (in i64 or their type), of f32 values
+(sums of values scaled by 1/n, products of factors 1 + x / n; max and min of exact values, NaN
+where one passes 1.9 now and then) and of bf16 inputs (max and min): one or two outputs more in
+three typed parts in five, drawn from a stream of their own (`scans`) after the rest.
 """
 
 from __future__ import annotations
@@ -76,6 +80,10 @@ class _TypedPart:
         n = rng.randint(3, 6)
         outs = rng.sample(typed, min(n, len(typed)))
         outs += rng.sample(floats, min(n - len(outs), len(floats)))
+        if self.scans is not None and self.scans.random() < 0.6:  # from their own stream: the rest stays
+            self.rng = self.scans
+            outs += [self.typed_scan() for _ in range(self.scans.randint(1, 2))]
+            self.rng = rng
         outs = [self.out_cast(v) for v in outs]
         if rng.random() < 0.3:  # (drawn last, so that what came before is what each seed always gave)
             outs.append(self.out_cast(self.next_float()))
@@ -121,6 +129,51 @@ class _TypedPart:
         if out in INTS:
             v.bound = {"sum": min(n * max(x.bound, 1.0), INT_LIMIT["i64"]), "prod": INT_LIMIT["i64"], "argmax": float(n),
                        "argmin": float(n)}.get(op, x.bound)
+        return self.keep(v)
+
+    def typed_scan(self) -> Value:
+        """A scan along the last dim of a full value: cumsum, cumprod, cummax or cummin of an
+        exact integer or mask (sums and products in i64, or in the input's type, wrapped); of an
+        f32 value (a sum of values scaled by 1/n, a product of factors 1 + x / n, which stay in
+        range; max and min of an exact value, with NaN where it passes 1.9 now and then); max and
+        min of a bf16 input."""
+        rng = self.rng
+        op = rng.choice(["sum", "prod", "max", "min"])
+        dtype = rng.choice(DISCRETE + ("f32", "f32") + (("bf16",) if op in ("max", "min") else ()))
+        n = self.cols
+        ty = self.ty("full")
+        if dtype in DISCRETE:
+            x = self.make(dtype, "full")
+            if x.dc or not x.exact:
+                x = self.new_input("full", dtype)
+        elif op in ("sum", "prod"):
+            x = self.pick_kind("full")
+            if x.dc:
+                x = self.new_input("full", "f32")
+            x = self.emit("sf", "full", f"fusion.mul %{x.name}, %{(c := self.const(1.0 / n, 'full')).name} : {ty}",
+                          [x, c], listed=False)
+            if op == "prod":
+                x = self.emit("sf", "full", f"fusion.add %{x.name}, %{(c := self.const(1.0, 'full')).name} : {ty}",
+                              [x, c], listed=False)
+        else:
+            x = self.new_input("full", dtype) if dtype == "bf16" or rng.random() < 0.5 else \
+                self.cast(self.new_input("full", "i8"), "f32")
+            if rng.random() < 0.4:  # NaN sticks
+                t = self.ty("full", dtype)
+                m = self.emit("nm", "full", f"fusion.cmp gt, %{x.name}, %{(c := self.const(1.9, 'full', dtype)).name}"
+                                            f" : {t}", [x, c], "i1", listed=False)
+                x = self.emit("nw", "full", f"fusion.where %{m.name}, %{(c := self.const(math.nan, 'full', dtype)).name}"
+                                            f", %{x.name} : {t}", [m, c, x], dtype, listed=False)
+        out = dtype
+        if op in ("sum", "prod") and dtype in DISCRETE:
+            out = "i64" if dtype in ("i1", "i64") or rng.random() < 0.7 else dtype
+        rank = len(self.shape("full"))
+        v = self.emit("cs", "full", f"fusion.scan {op} %{x.name} dim {rank - 1} : {self.ty('full', x.dtype)} to "
+                                    f"{self.ty('full', out)}", [x], out, listed=False)
+        if out in INTS:
+            v.bound = {"sum": min(n * max(x.bound, 1.0), INT_LIMIT["i64"]), "prod": INT_LIMIT["i64"]}.get(op, x.bound)
+            if out != "i64" and op in ("sum", "prod"):
+                v.bound = INT_LIMIT[out]  # (wrapped into its type)
         return self.keep(v)
 
     def keep(self, v: Value) -> Value:
