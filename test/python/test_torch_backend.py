@@ -439,14 +439,14 @@ def test_fallback_op_runs_in_torch():
     be = ft.backend()
 
     def f(x):
-        return torch.flip(torch.exp(x) * 2, (0,)).sort(dim=1).values + 1
+        return torch.roll(torch.exp(x) * 2, 1, 0).sort(dim=1).values + 1
 
     x = torch.randn(5, 7)
     torch.testing.assert_close(torch.compile(f, backend=be, dynamic=False)(x), f(x))
     (kind, gm), = be.graphs
     top = {n.target for n in gm.graph.nodes if n.op == "call_function"}
-    assert aten.flip.default in top and aten.sort.default in top
-    assert be.stats.torch_nodes.get("aten.flip.default") == 1
+    assert aten.roll.default in top and aten.sort.default in top
+    assert be.stats.torch_nodes.get("aten.roll.default") == 1
     assert len(regions(gm)) == 2 and be.stats.reference_calls == 2  # exp*2 before, +1 after
 
 
@@ -515,7 +515,7 @@ def test_outputs_with_overlapping_strides():
     be = ft.backend()
 
     def f(x):
-        return torch.flip((x * 2).expand(3, 5), (0,))
+        return torch.roll((x * 2).expand(3, 5), 1, 0)
 
     x = torch.randn(5)
     torch.testing.assert_close(torch.compile(f, backend=be, dynamic=False)(x), f(x))
@@ -655,7 +655,7 @@ def _block_with_a_fallback():
             self.ln, self.fc = torch.nn.LayerNorm(d), torch.nn.Linear(d, d)
 
         def forward(self, x):
-            return torch.flip(Fn.gelu(self.fc(self.ln(x))), (1,))
+            return torch.roll(Fn.gelu(self.fc(self.ln(x))), 1, 1)
 
     torch.manual_seed(0)
     return Block().bfloat16(), torch.randn(2, 8, 16).bfloat16()
@@ -670,11 +670,11 @@ def test_explain_reports_regions_and_fallbacks():
     assert len(fw.regions) == 1 and fw.regions[0].symbol.startswith("fuser_")
     assert fw.regions[0].ops["aten.addmm.default"] == 1 and fw.regions[0].ops["aten.native_layer_norm.default"] == 1
     assert fw.regions[0].kernels is None  # CPU: the reference interpreter ran it
-    assert fw.fallbacks == {"aten.flip.default": (1, "no entry for aten.flip.default")}
-    assert r.fallback_counts()["aten.flip.default"] == 2  # forward and backward
+    assert fw.fallbacks == {"aten.roll.default": (1, "no entry for aten.roll.default")}
+    assert r.fallback_counts()["aten.roll.default"] == 2  # forward and backward
     assert r.fused_share is None
     text = str(r)
-    assert "forward graph: 1 regions" in text and "PyTorch: aten.flip.default x1" in text
+    assert "forward graph: 1 regions" in text and "PyTorch: aten.roll.default x1" in text
     assert [p.grad for p in m.parameters()] == before  # explain leaves .grad alone
 
 
@@ -685,7 +685,7 @@ def test_fuser_torch_log(monkeypatch, caplog, setting, ir):
     with caplog.at_level("INFO", logger="fuser.torch"):
         torch.compile(m, backend=ft.backend(), dynamic=False)(x)
     text = caplog.text
-    assert "runs in PyTorch: no entry for aten.flip.default" in text
+    assert "runs in PyTorch: no entry for aten.roll.default" in text
     assert "region fuser_region_0 (@fuser_" in text
     assert ("fusion.matmul" in text) == ir
 
@@ -715,7 +715,7 @@ def test_equal_regions_are_one_fusion():
 
     def f(x, y):
         a = torch.sigmoid(x) * 2
-        b = torch.flip(a, (0,))  # runs in PyTorch: splits the graph into two regions
+        b = torch.roll(a, 1, 0)  # runs in PyTorch: splits the graph into two regions
         return torch.sigmoid(b) * 2
 
     x = torch.randn(4, 6)
@@ -796,7 +796,7 @@ def test_precompile_fills_the_disk_cache_in_parallel(tmp_path, monkeypatch):
 
     def f(x):
         a = torch.sigmoid(x) * 2
-        b = torch.flip(a, (0,))
+        b = torch.roll(a, 1, 0)
         return torch.tanh(b) + 1
 
     torch.compile(f, backend=be, dynamic=False)(torch.randn(4, 64))
