@@ -439,6 +439,33 @@ class FusionRegion(torch.nn.Module):
 # ------------------------------------------------------------------ a whole graph
 
 
+def _strided_view(node: fx.Node) -> bool:
+    """Torch records `node`'s value as a view that no row-major or permuted dense tensor is (a
+    slice of a wider tensor; a split's results), or as several values."""
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor):
+        return True
+    return dense_order(tuple(val.shape), tuple(val.stride())) is None
+
+
+def keep_escaping_views_outside(p: Partition) -> None:
+    """Take out of partition `p` the view ops (SHAPE_OPS) whose value leaves it as a strided
+    view, until none is left: fuser writes a region's outputs densely, but the graph after it
+    may rely on the recorded strides (GPT-2's q, k and v, split from one projection, went to
+    attention as dense tensors, whose output then came back in another layout than the one a
+    later view was recorded on: the view failed under CUDA graphs). Outside, PyTorch takes the
+    view of the region's output at no cost; inside, a slice read by the region's own kernels
+    stays an index computation."""
+    changed = True
+    while changed:
+        changed = False
+        for n in list(p.nodes):
+            # (only a view no node inside reads: one read inside and out would make a cycle)
+            if n.target in SHAPE_OPS and _strided_view(n) and n.users and all(u not in p.nodes for u in n.users):
+                p.remove_node(n)
+                changed = True
+
+
 def split_independent(partitions: list[Partition]) -> list[Partition]:
     """Each partition cut into its independent parts: nodes joined by an edge inside it, or
     reading the same value from outside it (matmuls sharing an operand, a bias-gradient sum and
@@ -488,7 +515,10 @@ def partition_graph(gm: fx.GraphModule, config: dict[str, Any], stats: Stats, ki
         stats.padded_matmuls += pad_unaligned_matmuls(gm)
     support = FuserSupport()
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
-    partitions = [p for p in split_independent(partitioner.propose_partitions())
+    proposed = partitioner.propose_partitions()
+    for p in proposed:
+        keep_escaping_views_outside(p)
+    partitions = [p for p in split_independent(proposed)
                   if any(n.op == "call_function" and n.target not in SHAPE_OPS for n in p.nodes)]
     stats.graphs += 1
     fused_nodes = {n for p in partitions for n in p.nodes}
