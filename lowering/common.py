@@ -148,6 +148,24 @@ def pointwise_path_only(v: SSAValue, targets: set[SSAValue], materialized, args)
     return True
 
 
+def refuse_unfolded_empty(ops) -> None:
+    """A tensor with a zero extent has nothing to compute, and a kernel over it would launch an
+    empty grid: fusion-fold-empty (in the default pipelines) leaves none but the `fusion.full`s
+    a function returns, which no kernel writes; any other op of `ops` reading or making one is
+    refused, naming the value."""
+    from xdsl.dialects.builtin import TensorType
+
+    for op in ops:
+        if isinstance(op, F.FullOp) or op.name in ("func.return", "func.func"):
+            continue
+        for v in list(op.operands) + list(op.results):
+            if isinstance(v.type, TensorType) and 0 in v.type.get_shape():
+                name = f"%{v.name_hint}" if v.name_hint else "a value"
+                raise ScheduleError(f"{name} is {v.type}, a tensor with no elements, read or made by '{op.name}': run "
+                                    "fusion-fold-empty first (the default pipelines do), which folds such values "
+                                    "away", op)
+
+
 def is_welford(op) -> bool:
     """A Welford-state reduction (fusion.welford / fusion.var_mean), not a fusion.reduce."""
     return not isinstance(op, F.ReduceOp)

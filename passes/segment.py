@@ -39,7 +39,8 @@ from fuser.lowering.analysis.planner import (BOUNDARY_OPS, SCHEDULER_OF_TASK, Pl
                                              unstored_matmul_result)
 from fuser.lowering.analysis.schedules import (matmul_decision, matmul_schedule, pointwise_schedule, reduction_schedule,
                                               scan_schedule)
-from fuser.lowering.common import ScheduleError, Task, definition_order, is_welford, nbytes, shape_of
+from fuser.lowering.common import (ScheduleError, Task, definition_order, is_welford, nbytes, refuse_unfolded_empty,
+                                   shape_of)
 from fuser.lowering.heuristics.options import PLAN_ATTR, ScheduleOptions, SchedulingPass, plan_attribute
 from fuser.lowering.heuristics.reduction import reduction_view
 from fuser.passes.translate_welford import decide_body, decide_in_segments
@@ -63,6 +64,7 @@ class FusionSegment(SchedulingPass):
 def segment_function(fn: func.FuncOp, opts: ScheduleOptions) -> None:
     """Rewrite `fn`'s body into segments and the return (idempotent)."""
     body = fn.body.block
+    refuse_unfolded_empty(fn.walk())
     for seg in [o for o in body.ops if isinstance(o, F.SegmentOp)]:
         _pull_in_pointwise_operands(seg)
     # Welford ops nobody has decided about (fusion-translate-welford did not run) are decided
@@ -89,8 +91,12 @@ def segment_function(fn: func.FuncOp, opts: ScheduleOptions) -> None:
         if id(t) in siblings:
             seg.attributes["fuser.segment"] = StringAttr(seg.attributes["fuser.segment"].data + "; " + siblings[id(t)])
         body.insert_op_before(seg, ret)
+    empty = {v for v in ret.operands if isinstance(v.owner, F.FullOp) and 0 in shape_of(v)}
+    mapping.update({v: v for v in empty})  # no kernel: the runtime allocates them, with no memory
     ret.operands = [mapping[v] for v in ret.operands]
     for o in reversed([o for o in body.ops if o is not ret and not isinstance(o, F.SegmentOp)]):
+        if o.results and o.results[0] in empty:
+            continue
         body.erase_op(o)
     for o in reversed([o for o in body.ops if isinstance(o, F.SegmentOp) and not any(r.uses for r in o.results)]):
         body.erase_op(o)  # a hand-written segment that nothing reads (it was split, or is dead)

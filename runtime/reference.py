@@ -545,12 +545,21 @@ def _reduce(it: _Interp, kind: str, x: np.ndarray, dims: list[int], keep: bool) 
         with np.errstate(over="ignore"):
             return (np.sum if kind == "sum" else np.prod)(acc, axis=tuple(dims), keepdims=keep)
     if kind in ("max", "min"):  # both propagate NaN; of masks they are any and all
-        return (np.max if kind == "max" else np.min)(it.up(x), axis=tuple(dims), keepdims=keep)
+        up = it.up(x)
+        if up.dtype.kind in "iub":  # (over no elements: the type's least / greatest, as fusion-fold-empty)
+            info = np.iinfo(up.dtype) if up.dtype.kind != "b" else None
+            start = (info.min if kind == "max" else info.max) if info else kind == "min"
+        else:  # (-inf / +inf over no elements)
+            start = -np.inf if kind == "max" else np.inf
+        return (np.max if kind == "max" else np.min)(up, axis=tuple(dims), keepdims=keep, initial=start)
     if kind in ("any", "all"):  # nonzero, NaN included
         return (np.any if kind == "any" else np.all)(x != 0, axis=tuple(dims), keepdims=keep)
     # argmax / argmin: the reduced dims moved last and flattened; numpy's arg functions take the
     # first extreme and count NaN as both extremes (the first NaN wins), as torch's do.
     kept = [d for d in range(x.ndim) if d not in dims]
+    if x.size == 0:  # (over no elements: 0, as fusion-fold-empty; torch refuses)
+        return np.zeros([1 if d in dims else x.shape[d] for d in range(x.ndim)] if keep else
+                        [x.shape[d] for d in kept], np.int64)
     flat = np.transpose(x, kept + sorted(dims)).reshape([x.shape[d] for d in kept] + [-1])
     flat = flat.astype(np.float64) if flat.dtype == NUMPY_DTYPES["bf16"] else flat
     idx = (np.argmax if kind == "argmax" else np.argmin)(flat, axis=-1).astype(np.int64)

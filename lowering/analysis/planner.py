@@ -137,7 +137,9 @@ def plan_fusion(fn: func.FuncOp | Block, opts: ScheduleOptions = ScheduleOptions
         return level[v]
 
     tasks: list[Task] = []
-    pointwise_outputs = [o for o in dict.fromkeys(outputs) if o not in materialized and o not in args]
+    # (an output with no elements, a fusion.full that fusion-fold-empty left, needs no kernel)
+    pointwise_outputs = [o for o in dict.fromkeys(outputs)
+                         if o not in materialized and o not in args and math.prod(shape_of(o)) > 0]
     for op in body.ops:
         if isinstance(op, REDUCTION_OPS):
             # Every result is written: later kernels may read any of them.

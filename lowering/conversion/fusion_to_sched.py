@@ -30,7 +30,7 @@ from xdsl.ir import Block, Region, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
-from fuser.lowering.common import ScheduleError, Task, shape_of
+from fuser.lowering.common import ScheduleError, Task, refuse_unfolded_empty, shape_of
 from fuser.lowering.emitters.emitter import KernelEmitter
 from fuser.lowering.emitters.kernel_builder import KernelBuilder
 from fuser.lowering.emitters.matmul import emit_matmul
@@ -60,7 +60,7 @@ class ConvertFusionToSched(SchedulingPass):
                 self._convert(op, fn)
 
     def _convert(self, module: ModuleOp, fn: func.FuncOp) -> None:
-        _refuse_empty_tensors(fn)
+        refuse_unfolded_empty(fn.walk())
         opts = self.schedule_options()
         _require_segments(fn)  # the kernel boundaries are fusion-segment's
         body = fn.body.block
@@ -82,6 +82,8 @@ class ConvertFusionToSched(SchedulingPass):
             a.name_hint = v.name_hint
         copies = []  # an input returned as-is, or a value returned twice: copied after it is computed
         for o, a in zip(outputs, out_args):
+            if 0 in shape_of(o):
+                continue  # nothing to write: the runtime allocates it with no memory
             if o in buffers:
                 copies.append((o, a))
             else:
@@ -212,21 +214,12 @@ def _require_segments(fn: func.FuncOp) -> None:
         if isinstance(op, F.SegmentOp):
             raise ScheduleError("fusion.segment names no scheduler: run fusion-segment first, which names it or "
                                 "splits the segment into the kernels its ops need", op)
+        if isinstance(op, F.FullOp) and 0 in shape_of(op.result):
+            continue  # an output with no elements: no kernel writes it
         if op.dialect_name() == "fusion":
             raise ScheduleError(f"'{op.name}' is outside any fusion.segment: convert-fusion-to-sched converts "
                                 f"segmented fusions; run fusion-segment first (or the to-sched / default "
                                 f"pipeline)", op)
-
-
-def _refuse_empty_tensors(fn: func.FuncOp) -> None:
-    """A tensor with a zero extent has nothing to compute, and a kernel over it would launch an
-    empty grid: refused, naming the value, until empty fusions are short-cut on the host."""
-    values = [(a, fn) for a in fn.body.block.args] + [(r, o) for o in fn.walk() for r in o.results]
-    for v, where in values:
-        if isinstance(v.type, TensorType) and 0 in v.type.get_shape():
-            name = f"%{v.name_hint}" if v.name_hint else "a value"
-            raise ScheduleError(f"{name} is {v.type}, a tensor with no elements: fuser compiles fusions over "
-                                "non-empty tensors (an empty input needs no kernel)", where)
 
 
 def _has_tensor_signature(fn: func.FuncOp) -> bool:
