@@ -31,7 +31,7 @@ def _fusion(shape, dtype="f32"):
 
 def _torch(x, y):
     xf = x.float()
-    amax = xf.amax(-1) if x.shape[-1] else torch.full(x.shape[:-1], -torch.inf)
+    amax = xf.amax(-1) if x.shape[-1] else torch.full(x.shape[:-1], -torch.inf, device=x.device)
     return [torch.exp(xf) * 2.0, x.sum(-1), amax, torch.cat([xf.sum(-1).reshape(-1), y]), x]
 
 

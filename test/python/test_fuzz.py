@@ -277,6 +277,9 @@ def test_overflow_to_inf_is_rounding_not_a_mismatch():
     assert fuzz.mismatch(np.array([np.inf, np.inf, 65504.0, 1.0]), want, "f16") is not None   # wrong sign
     assert fuzz.mismatch(np.array([np.inf, -np.inf, 65504.0, np.inf]), want, "f16") is not None  # inf for 1.0
     assert fuzz.mismatch(np.array([np.inf, -np.inf, 65504.0, 1.0]), want, "f32") is not None  # f32 has room
+    # f32's own threshold (a running product past 3.4e38: GPU fuzz seeds 9900120 and 9902309)
+    assert fuzz.mismatch(np.array([np.inf, 1.0]), np.array([4.596e38, 1.0]), "f32") is None
+    assert fuzz.mismatch(np.array([np.inf, 1.0]), np.array([3.0e38, 1.0]), "f32") is not None
     # a value whose error bound (its magnitude: tan near a pole) reaches the threshold may overflow
     # (GPU fuzz seed 9402803: -28.75 exactly, -inf on the H100); one that cannot, may not
     near_pole = np.array([-28.75])
