@@ -30,20 +30,10 @@ from .types import (
     _print_int_list,
 )
 
-@irdl_op_definition
-class BroadcastOp(_ConvertLikeExtra):
-    """Insert new dimensions: `fusion.broadcast %b dims [0] : tensor<4xf32> to tensor<3x4xf32>`.
+class _WithDims(_ConvertLikeExtra):
+    """`fusion.X %x dims [..] : T1 to T2`: a one-tensor op whose extra is a list of dims."""
 
-    `dims` lists the result dimensions that are new; the operand's dimensions map, in order,
-    to the remaining result dimensions and must match their extents.
-    """
-
-    name = "fusion.broadcast"
     dims = prop_def(DenseArrayBase)
-
-    def __init__(self, input: SSAValue, shape: Sequence[int], dims: Sequence[int]):
-        super().__init__(operands=[input], result_types=[TensorType(_elem(input), list(shape))],
-                         properties={"dims": _i64_array(dims)})
 
     def _print_extra(self, printer: Printer) -> None:
         printer.print_string(" dims ")
@@ -53,6 +43,21 @@ class BroadcastOp(_ConvertLikeExtra):
     def _parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
         parser.parse_keyword("dims")
         return {"dims": _i64_array(_parse_int_list(parser))}
+
+
+@irdl_op_definition
+class BroadcastOp(_WithDims):
+    """Insert new dimensions: `fusion.broadcast %b dims [0] : tensor<4xf32> to tensor<3x4xf32>`.
+
+    `dims` lists the result dimensions that are new; the operand's dimensions map, in order,
+    to the remaining result dimensions and must match their extents.
+    """
+
+    name = "fusion.broadcast"
+
+    def __init__(self, input: SSAValue, shape: Sequence[int], dims: Sequence[int]):
+        super().__init__(operands=[input], result_types=[TensorType(_elem(input), list(shape))],
+                         properties={"dims": _i64_array(dims)})
 
     def verify_(self) -> None:
         t = _check_tensor(self, "operand #0 ('input')", self.input.type)
@@ -310,24 +315,14 @@ class CatOp(IRDLOperation):
 
 
 @irdl_op_definition
-class FlipOp(_ConvertLikeExtra):
+class FlipOp(_WithDims):
     """Reverse the order of elements along `dims`: `fusion.flip %x dims [1] : tensor<4x5xf32> to
     tensor<4x5xf32>`."""
 
     name = "fusion.flip"
-    dims = prop_def(DenseArrayBase)
 
     def __init__(self, input: SSAValue, dims: Sequence[int]):
         super().__init__(operands=[input], result_types=[input.type], properties={"dims": _i64_array(dims)})
-
-    def _print_extra(self, printer: Printer) -> None:
-        printer.print_string(" dims ")
-        _print_int_list(printer, self.dims.get_values())
-
-    @classmethod
-    def _parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
-        parser.parse_keyword("dims")
-        return {"dims": _i64_array(_parse_int_list(parser))}
 
     def verify_(self) -> None:
         t = _check_tensor(self, "operand #0 ('input')", self.input.type)
