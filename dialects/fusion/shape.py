@@ -247,6 +247,43 @@ class PadOp(IRDLOperation):
         printer.print_attribute(self.result.type)
 
 
+def _parse_operands_dim(cls, parser: Parser, arity: int | None = None):
+    """`%a, %b, ... dim D {attrs} : Ta, Tb, ... to T` (cat, gather, index_select); `arity`: the
+    operand count the op takes (None: one or more)."""
+    start = parser.pos
+    names = [parser.parse_unresolved_operand()]
+    while parser.parse_optional_punctuation(",") is not None:
+        names.append(parser.parse_unresolved_operand())
+    if arity is not None and len(names) != arity:
+        parser.raise_error(f"'{cls.name}' takes {arity} operands, got {len(names)}", start, parser.pos)
+    parser.parse_keyword("dim")
+    dim = parser.parse_integer()
+    attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    types = [parser.parse_type()]
+    while parser.parse_optional_punctuation(",") is not None:
+        types.append(parser.parse_type())
+    parser.parse_keyword("to")
+    t = parser.parse_type()
+    if len(types) != len(names):
+        parser.raise_error(f"'{cls.name}' has {len(names)} operands but {len(types)} operand types")
+    op = cls.create(operands=[parser.resolve_operand(n, ty) for n, ty in zip(names, types)], result_types=[t],
+                    properties={"dim": IntAttr(dim)})
+    op.attributes.update(attrs)
+    return op
+
+
+def _print_operands_dim(op, printer: Printer) -> None:
+    printer.print_string(" ")
+    printer.print_list(op.operands, printer.print_operand)
+    printer.print_string(f" dim {op.dim.data}")
+    _print_attrs(printer, op, [])
+    printer.print_string(" : ")
+    printer.print_list([x.type for x in op.operands], printer.print_attribute)
+    printer.print_string(" to ")
+    printer.print_attribute(op.result.type)
+
+
 @irdl_op_definition
 class CatOp(IRDLOperation):
     """Concatenation along `dim`: `fusion.cat %a, %b dim 1 : tensor<2x3xf32>, tensor<2x4xf32> to
@@ -284,34 +321,10 @@ class CatOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser):
-        names = [parser.parse_unresolved_operand()]
-        while parser.parse_optional_punctuation(",") is not None:
-            names.append(parser.parse_unresolved_operand())
-        parser.parse_keyword("dim")
-        dim = parser.parse_integer()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        types = [parser.parse_type()]
-        while parser.parse_optional_punctuation(",") is not None:
-            types.append(parser.parse_type())
-        parser.parse_keyword("to")
-        t = parser.parse_type()
-        if len(types) != len(names):
-            parser.raise_error(f"'fusion.cat' has {len(names)} operands but {len(types)} operand types")
-        op = cls.create(operands=[parser.resolve_operand(n, ty) for n, ty in zip(names, types)], result_types=[t],
-                        properties={"dim": IntAttr(dim)})
-        op.attributes.update(attrs)
-        return op
+        return _parse_operands_dim(cls, parser)
 
     def print(self, printer: Printer):
-        printer.print_string(" ")
-        printer.print_list(self.inputs, printer.print_operand)
-        printer.print_string(f" dim {self.dim.data}")
-        _print_attrs(printer, self, [])
-        printer.print_string(" : ")
-        printer.print_list([x.type for x in self.inputs], printer.print_attribute)
-        printer.print_string(" to ")
-        printer.print_attribute(self.result.type)
+        _print_operands_dim(self, printer)
 
 
 @irdl_op_definition
@@ -377,32 +390,10 @@ class _IndexedBase(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser):
-        x = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        idx = parser.parse_unresolved_operand()
-        parser.parse_keyword("dim")
-        dim = parser.parse_integer()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        xt = parser.parse_type()
-        parser.parse_punctuation(",")
-        it = parser.parse_type()
-        parser.parse_keyword("to")
-        t = parser.parse_type()
-        op = cls.create(operands=[parser.resolve_operand(x, xt), parser.resolve_operand(idx, it)], result_types=[t],
-                        properties={"dim": IntAttr(dim)})
-        op.attributes.update(attrs)
-        return op
+        return _parse_operands_dim(cls, parser, arity=2)
 
     def print(self, printer: Printer):
-        printer.print_string(" ")
-        printer.print_list(self.operands, printer.print_operand)
-        printer.print_string(f" dim {self.dim.data}")
-        _print_attrs(printer, self, [])
-        printer.print_string(" : ")
-        printer.print_list([self.input.type, self.index.type], printer.print_attribute)
-        printer.print_string(" to ")
-        printer.print_attribute(self.result.type)
+        _print_operands_dim(self, printer)
 
 
 @irdl_op_definition
