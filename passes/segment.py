@@ -214,7 +214,9 @@ def _slice(roots: list[SSAValue], stop: set[SSAValue], body: Block) -> list[Oper
             continue
         needed.add(v.owner)
         todo.extend(v.owner.operands)
-    return sorted(needed, key=body.get_operation_index)
+    # (in one walk of the block: asking each op its index walks the block once per op, 3.9 s for
+    # a kernel of 2000 outputs)
+    return [op for op in body.ops if op in needed]
 
 
 # ------------------------------------------------------------------ hand-written segments
