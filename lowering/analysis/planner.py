@@ -452,17 +452,12 @@ def _merge_pointwise_only(tasks: list[Task], graph: FusionGraph) -> list[Task]:
     the neighbouring pairs in each bucket instead of re-proposing every pair at every step. A
     fusion of n pointwise outputs in one kernel took n steps over n proposals: 20 s at n =
     1000."""
-    standing: dict[int, Task] = {}       # id -> a task not merged (yet)
+    standing = {id(t): t for t in tasks}  # id -> a task not merged (yet)
     before: dict[int, Task | None] = {}  # id -> the task before it in its bucket (return order)
     after: dict[int, Task | None] = {}
     # where each task stands in the list merge_greedily would return (a merge drops its parts
     # and appends the merged task)
     place: dict[int, int] = {id(t): i for i, t in enumerate(tasks)}
-    buckets: dict[tuple, list[Task]] = {}
-    for t in tasks:
-        standing[id(t)] = t
-        if t.kind == "pointwise":
-            buckets.setdefault((t.level, shape_of(t.outputs[0])), []).append(t)
     heap: list = []
     pushed = itertools.count()  # (ties of stale pairs with their successors: never a Merge compared)
 
@@ -473,8 +468,7 @@ def _merge_pointwise_only(tasks: list[Task], graph: FusionGraph) -> list[Task]:
         m.saving = _pointwise_saving(m, graph)
         heapq.heappush(heap, (-m.saving, m.new[0].order, next(pushed), m))
 
-    for ts in buckets.values():
-        ts.sort(key=lambda t: graph.rank[t.outputs[0]])
+    for ts in _pointwise_buckets(tasks, graph):
         for i, t in enumerate(ts):
             before[id(t)] = ts[i - 1] if i else None
             after[id(t)] = ts[i + 1] if i + 1 < len(ts) else None
@@ -734,21 +728,25 @@ def _is_epilogue(t: Task, o: SSAValue, graph: FusionGraph) -> bool:
 
 def _pointwise_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
     """Neighbouring pointwise tasks (in return order) of one shape and kernel level."""
+    out = []
+    for ts in _pointwise_buckets(tasks, graph):
+        for a, b in zip(ts, ts[1:]):
+            out.append(_proposal(graph, "pointwise", [a, b], lambda a=a, b=b: [_merged_pointwise(a, b, graph)]))
+    return out
+
+
+def _pointwise_buckets(tasks: list[Task], graph: FusionGraph) -> list[list[Task]]:
+    """The pointwise tasks by shape and kernel level, each bucket in return order (of a task's
+    first output; segment_sets join only after the merges)."""
     buckets: dict[tuple, list[tuple]] = {}
     for t in tasks:
         if t.kind == "pointwise":
-            key = ("bucket", id(t))  # (asked at every step: kept with the task)
+            key = ("bucket", id(t))  # (asked at every merge step: kept with the task)
             if key not in graph.memo:
                 graph.memo[key] = (t, (t.level, shape_of(t.outputs[0])), graph.rank[t.outputs[0]])
             _, bucket, rank = graph.memo[key]
             buckets.setdefault(bucket, []).append((rank, t))
-    out = []
-    for ranked in buckets.values():
-        ranked.sort(key=lambda rt: rt[0])  # (segment_sets join only after the merges)
-        ts = [t for _, t in ranked]
-        for a, b in zip(ts, ts[1:]):
-            out.append(_proposal(graph, "pointwise", [a, b], lambda a=a, b=b: [_merged_pointwise(a, b, graph)]))
-    return out
+    return [[t for _, t in sorted(ranked, key=lambda rt: rt[0])] for ranked in buckets.values()]
 
 
 def _merged_pointwise(a: Task, b: Task, graph: FusionGraph) -> Task:

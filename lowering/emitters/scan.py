@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import i1, i64
+from xdsl.dialects.builtin import i64
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from fuser.dialects import fusion as F
@@ -33,7 +33,7 @@ from fuser.lowering.analysis.schedules import input_reads, scan_geometry
 from fuser.lowering.common import Task, by_name, leaves, shape_of
 from fuser.lowering.emitters.emitter import KernelEmitter
 from fuser.lowering.emitters.evaluator import Evaluator, compute_type, emit_cast
-from fuser.lowering.emitters.kernel_builder import KernelBuilder, emit_if, f32, index
+from fuser.lowering.emitters.kernel_builder import KernelBuilder, emit_if, f32, index, reduce_identity
 
 
 class ScanState:
@@ -49,7 +49,7 @@ class ScanState:
         if self.floats:
             # +0.0 for sums, as torch's CPU cumsum (0 + x0 + x1 ...): a running sum is never
             # -0.0, whatever order the tree adds in.
-            return kb.cf({"sum": 0.0, "prod": 1.0, "max": -math.inf, "min": math.inf}[self.kind])
+            return kb.cf(reduce_identity(self.kind))
         return kb.const({"sum": 0, "prod": 1, "max": -(1 << 63), "min": (1 << 63) - 1}[self.kind], i64)
 
     def convert(self, kb: KernelBuilder, x: SSAValue) -> SSAValue:
