@@ -32,6 +32,7 @@ DECOMPOSED = [
     aten.hardtanh, aten.hardtanh_backward, aten.leaky_relu, aten.leaky_relu_backward,
     aten.mse_loss, aten.mse_loss_backward, aten.addcmul, aten.addcdiv, aten.lerp,
     aten.elu, aten.elu_backward, aten.softplus, aten.softplus_backward, aten.square,
+    aten.nll_loss_forward, aten.nll_loss_backward,
     # autograd saves tanh's output for its backward through detach, which the min-cut partitioner
     # will not recompute through: decomposed (an alias), HF GPT-2's GELU saves nothing but its input
     aten.detach,

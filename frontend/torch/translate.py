@@ -281,6 +281,16 @@ def _nextafter(ctx: Ctx) -> fa.Tensor:
 INTS = ("i8", "i16", "i32", "i64", "u8")
 
 
+def _int_scalar(ctx: Ctx, v: Any, dtype: str) -> int:
+    """A Python number as an integer of `dtype` (refused when fractional or out of its range)."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not float(v).is_integer():
+        raise Unsupported(f"{ctx.node.target}: {v!r} with {dtype} tensors")
+    info = torch.iinfo(TORCH_DTYPES[dtype])
+    if not info.min <= int(v) <= info.max:
+        raise Unsupported(f"{ctx.node.target}: {v!r} is outside {dtype}'s range")
+    return int(v)
+
+
 def _integer_pointwise(ctx: Ctx, fn: Callable[..., fa.Tensor], *operands: Any, masks: bool = False) -> fa.Tensor:
     """fn of integer operands (and, with `masks`, of i1 ones) in the node's dtype, which torch's
     promotion made their common type: tensors cast to it, Python numbers kept as they are (the
@@ -454,6 +464,14 @@ def _cmp_rule(pred: str) -> Rule:
     def rule(ctx: Ctx) -> fa.Tensor:
         raw_a, raw_b = ctx.node.args[0], ctx.node.args[1]
         cd = _promote(raw_a, raw_b)
+        if cd in INTS:  # (a label against ignore_index: nll_loss's decomposition)
+            a, b = (x if isinstance(x, fa.Tensor) else _int_scalar(ctx, x, cd) for x in (ctx.arg(0), ctx.arg(1)))
+            a, b = (fa.cast(x, cd) if isinstance(x, fa.Tensor) else x for x in (a, b))
+            if not isinstance(a, fa.Tensor):
+                a, b, pred_ = b, a, {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}.get(pred, pred)
+            else:
+                pred_ = pred
+            return fa.broadcast_to(_cmp(pred_, a, b), ctx.out_shape)
         if cd not in MATH:
             raise Unsupported(f"comparison in {cd}")
         a, b = _num_or_tensor(ctx.arg(0)), _num_or_tensor(ctx.arg(1))
@@ -509,12 +527,19 @@ for _ops, _fn in [((aten.logical_and.default,), fa.logical_and),
 
 @entry(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)
 def _where(ctx: Ctx) -> fa.Tensor:
+    """Float results as other math; integer results (a label made safe: nll_loss's
+    decomposition) select integers of the result type, with integral scalars only."""
     cond = ctx.tensor(0)
     if cond.dtype != "i1":
         raise Unsupported("where with a non-bool condition")
-    out = _math_dtype(ctx)
-    a, b = _num_or_tensor(ctx.arg(1)), _num_or_tensor(ctx.arg(2))
-    a, b = _cast_all([a, b], out)
+    if ctx.out_dtype in INTS:
+        out = ctx.out_dtype
+        a, b = (fa.cast(x, out) if isinstance(x, fa.Tensor) else _int_scalar(ctx, x, out)
+                for x in (ctx.arg(1), ctx.arg(2)))
+    else:
+        out = _math_dtype(ctx)
+        a, b = _num_or_tensor(ctx.arg(1)), _num_or_tensor(ctx.arg(2))
+        a, b = _cast_all([a, b], out)
     if not isinstance(a, fa.Tensor) and not isinstance(b, fa.Tensor):
         a = ctx.fb.full(a, cond.shape, out)
     return fa.broadcast_to(fa.where(cond, a, b), ctx.out_shape)
@@ -909,6 +934,49 @@ def _embedding(ctx: Ctx) -> fa.Tensor:
     return fa.embedding(ctx.tensor(0), _index_arg(ctx, 1, "indices"))
 
 
+@entry(aten.scatter.value)
+def _scatter_value(ctx: Ctx) -> fa.Tensor:
+    """`self` with `value` written where `index` points along `dim`, for an index of extent 1
+    along `dim` and self's extents elsewhere (the one-hot of nll_loss's backward): a select of
+    `iota(dim) == index`, no scatter. An index outside [0, extent) writes nothing (torch raises)."""
+    x, index = ctx.tensor(0), _index_arg(ctx, 2, "index")
+    dim = int(ctx.arg(1, "dim")) % max(x.ndim, 1)
+    if ctx.node.kwargs.get("reduce") is not None:
+        raise Unsupported("scatter with reduce=")
+    want = tuple(1 if d == dim else n for d, n in enumerate(x.shape))
+    if x.ndim == 0 or tuple(index.shape) != want:
+        raise Unsupported(f"scatter of an index of shape {tuple(index.shape)} into {tuple(x.shape)} along {dim}"
+                          f" (fused for an index of shape {want})")
+    positions = fa.iota(x.shape[dim], dtype=index.dtype, builder=ctx.fb)
+    positions = fa.reshape(positions, tuple(x.shape[dim] if d == dim else 1 for d in range(x.ndim)))
+    hit = fa.broadcast_to(positions, x.shape).eq(fa.broadcast_to(index, x.shape))
+    value = ctx.arg(3, "value")
+    if x.dtype in INTS:
+        return fa.where(hit, _int_scalar(ctx, value, x.dtype), x)
+    if x.dtype not in MATH:
+        raise Unsupported(f"scatter into {x.dtype}")
+    return fa.where(hit, _scalar(value), x)
+
+
+@entry(aten.slice_backward.default)
+def _slice_backward(ctx: Ctx) -> fa.Tensor:
+    """The gradient of a unit-step slice: the slice's gradient padded with zeros back to the
+    input's extent along `dim` (`fusion.pad`); other steps stay in PyTorch."""
+    g = ctx.tensor(0, "grad_output")
+    sizes = [int(n) for n in ctx.arg(1, "input_sizes")]
+    dim, step = int(ctx.arg(2, "dim")) % len(sizes), int(ctx.arg(5, "step"))
+    if step != 1:
+        raise Unsupported(f"slice_backward with step {step}")
+    start, end = (_int_or_none(v) for v in (ctx.arg(3, "start"), ctx.arg(4, "end")))
+    start, end, _ = slice(start, end).indices(sizes[dim])
+    if g.shape[dim] != max(0, end - start):
+        raise Unsupported("slice_backward of a gradient whose extent is not the slice's")
+    pads = [0] * (2 * len(sizes))  # torch's order: the last dim's (before, after) first
+    pads[2 * (len(sizes) - 1 - dim)] = start
+    pads[2 * (len(sizes) - 1 - dim) + 1] = sizes[dim] - start - g.shape[dim]
+    return fa.pad(g, pads, 0.0)
+
+
 @entry(aten.clone.default, aten.detach.default, aten.alias.default)
 def _identity(ctx: Ctx) -> fa.Tensor:
     return ctx.tensor(0)
@@ -926,7 +994,20 @@ def _full(ctx: Ctx) -> fa.Tensor:
 @entry(aten.scalar_tensor.default)
 def _scalar_tensor(ctx: Ctx) -> fa.Tensor:
     ctx.kwarg_is("layout", None, torch.strided)
+    if ctx.out_dtype in INTS:
+        return ctx.fb.full(_int_scalar(ctx, ctx.arg(0, "s"), ctx.out_dtype), (), ctx.out_dtype)
     return ctx.fb.full(_scalar(ctx.arg(0, "s")), (), _math_dtype(ctx))
+
+
+@entry(aten.zeros_like.default, aten.full_like.default)
+def _full_like(ctx: Ctx) -> fa.Tensor:
+    """A constant of the node's shape and dtype (zeros_like: 0), for float and integer results."""
+    ctx.kwarg_is("layout", None, torch.strided)
+    ctx.kwarg_is("memory_format", None, torch.preserve_format, torch.contiguous_format)
+    value = 0 if ctx.node.target is aten.zeros_like.default else ctx.arg(1, "fill_value")
+    if ctx.out_dtype in INTS:
+        return ctx.fb.full(_int_scalar(ctx, value, ctx.out_dtype), ctx.out_shape, ctx.out_dtype)
+    return ctx.fb.full(_scalar(value), ctx.out_shape, _math_dtype(ctx))
 
 
 # ------------------------------------------------------------------ random numbers

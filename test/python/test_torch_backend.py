@@ -293,6 +293,16 @@ CASES: list[tuple[str, tuple, object]] = [
     ("index_select", (aten.index_select.default,),
      lambda T: torch.index_select(T.bf, 1, T.ix[0]) + torch.index_select(T.a, 0, T.ix[1, :4].int())),
     ("embedding", (aten.embedding.default,), lambda T: Fn.embedding(T.ix, T.wb) * 2),
+    ("compare_int", (aten.ne.Scalar, aten.lt.Tensor), lambda T: (T.ix != 2).float() + (T.k64 < T.i).float()),
+    ("where_int", (aten.where.self, aten.scalar_tensor.default),
+     lambda T: torch.where(T.m, T.i32, aten.scalar_tensor(-3, dtype=torch.int32))),
+    ("zeros_like", (aten.zeros_like.default,), lambda T: torch.zeros_like(T.a) + T.b),
+    ("full_like_int", (aten.full_like.default,), lambda T: torch.where(T.m, torch.full_like(T.ix, 7), T.ix)),
+    ("scatter_value", (aten.scatter.value,),
+     lambda T: torch.scatter(T.a, 1, T.ix[:, :1], -1.0) + torch.scatter(T.bf, 0, T.ix[1:2], 2.0).float()),
+    ("scatter_value_int", (aten.scatter.value,), lambda T: torch.scatter(T.i, 1, T.ix[:, 1:2].flip(0), 9)),
+    ("slice_backward", (aten.slice_backward.default,),
+     lambda T: aten.slice_backward(T.a, [4, 12], 1, 2, 10, 1) + aten.slice_backward(T.b, [6, 8], 0, -4, 2 ** 63 - 1, 1).sum()),
 ]
 
 
@@ -981,3 +991,34 @@ def test_cudagraphs_option_wires_torchs_cuda_graph_trees(monkeypatch, skip):
         assert be.stats.cudagraph_skips == 0
     else:
         assert captured == [] and be.stats.cudagraph_skips == 1  # the forward refused; its backward follows it
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"ignore_index": 3}, {"reduction": "sum"}, {"reduction": "none"},
+                                    {"weight": True, "ignore_index": 1}])
+def test_cross_entropy_forward_and_backward_run_in_fuser(kwargs):
+    """nll_loss's forward and backward are decomposed as Inductor does (a gather; the backward's
+    one-hot is a scatter of -1 into zeros, fused as a select of iota == label) and run in fuser
+    with the log-softmax around them; an ignored label contributes nothing, as in eager."""
+    g = torch.Generator().manual_seed(3)
+    logits = torch.randn(37, 19, generator=g, dtype=torch.float32)
+    labels = torch.randint(0, 19, (37,), generator=g)
+    labels[::5] = kwargs.get("ignore_index", -100)
+    kw = dict(kwargs)
+    if kw.pop("weight", False):
+        kw["weight"] = torch.rand(19, generator=g) + 0.5
+
+    def f(x, y):
+        loss = Fn.cross_entropy(x, y, **kw)
+        return loss if loss.dim() == 0 else loss.sum()
+
+    be = ft.backend()
+    x1, x2 = logits.clone().requires_grad_(), logits.clone().requires_grad_()
+    got = torch.compile(f, backend=be, dynamic=False)(x1, labels)
+    got.backward()
+    want = f(x2, labels)
+    want.backward()
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(x1.grad, x2.grad)
+    fused = {str(n.target) for r in be.regions() for n in r.graph_module.graph.nodes if n.op == "call_function"}
+    assert {"aten.gather.default", "aten.scatter.value"} <= fused, fused
+    assert not any("nll_loss" in k or "scatter" in k or "gather" in k for k in be.stats.torch_nodes), be.stats.torch_nodes
