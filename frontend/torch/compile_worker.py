@@ -4,17 +4,19 @@ The backend's `precompile` keeps a few of these for the life of the process (sta
 an interpreter and fuser's imports, about as long as a small fusion's compile, and DDP hands the
 backend a graph per gradient bucket) and sends each a share of a graph's fusions, one job per
 line on stdin: `{"pipeline": str, "options": dict | null, "cache_dir": str, "texts": [fusion
-text, ...]}`. A plain subprocess, not multiprocessing: spawn and forkserver re-import the user's
+text, ...], "wait": bool}`. A plain subprocess, not multiprocessing: spawn and forkserver re-import the user's
 main script, which would run its top-level code (a training loop) again. Each result lands in
 the disk cache at `cache_dir` (the caller's), where the backend's own `fuser.api.compile` of the
 same text finds it. End of input ends the process.
 
 A fusion another process is compiling now (another rank of a distributed job sharing the cache
 directory) is put off and taken last, waiting for that process then, so that the ranks' workers
-share the work instead of queueing behind each other. Each job is answered by one line on
-stdout, `{"compiled": n, "loaded": n, "failed": ["error", ...]}`: fusions compiled here, fusions
-found in the cache (compiled by another process), and the first line of each failure (the
-backend compiles those again on first use, and reports them then).
+share the work instead of queueing behind each other; with `"wait": false` it is not waited for
+but handed back (`"busy"`), for the caller to send again last. Each job is answered by one line
+on stdout, `{"compiled": n, "loaded": n, "failed": ["error", ...], "busy": [text, ...]}`: fusions
+compiled here, fusions found in the cache (compiled by another process), the first line of each
+failure (the backend compiles those again on first use, and reports them then), and the fusions
+handed back.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         return True
 
     later = [text for text in job["texts"] if not attempt(text, wait=False)]
+    if job.get("wait", True) is False:  # the caller takes them last (precompile's queue)
+        summary["busy"] = later
+        return summary
     for text in later:
         attempt(text, wait=True)
     return summary

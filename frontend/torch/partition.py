@@ -169,35 +169,57 @@ def precompile(regions: list["FusionRegion"], workers: int) -> float:
     if workers < 2 or len(todo) < 2:
         return 0.0
     import json
+    import selectors
+    from collections import deque
 
     from fuser.runtime import cache
 
     start = time.perf_counter()
     first = next(iter(todo.values()))
-    shares = [list(todo)[i::workers] for i in range(min(workers, len(todo)))]
-    procs = _POOL.workers(len(shares))
-    for p, keys in zip(procs, shares):
-        try:
-            p.stdin.write(json.dumps({"pipeline": first.config.get("pipeline", "default"),
-                                      "options": first.config.get("options"),
-                                      "cache_dir": str(cache.default_cache().directory),
-                                      "texts": [k[0] for k in keys]}) + "\n")
-            p.stdin.flush()
-        except OSError:  # the worker died since: its readline below answers "" and it is dropped
-            pass
     stats = first.stats
-    for p in procs:
-        line = p.stdout.readline() if p.poll() is None else ""
+    job = {"pipeline": first.config.get("pipeline", "default"), "options": first.config.get("options"),
+           "cache_dir": str(cache.default_cache().directory)}
+    # One fusion per job, largest first (text length stands in for compile time), to whichever
+    # worker is free: the slowest compile starts at once and no worker idles while another still
+    # has a queue. A fusion another process is compiling (another rank's worker) is put off and
+    # taken last, waiting for it then.
+    queue = deque(sorted(todo, key=lambda k: -len(k[0])))
+    later: deque = deque()
+    sel = selectors.DefaultSelector()
+
+    def give(p: Any) -> bool:
+        if not queue and not later:
+            return False
+        wait = not queue
+        text = later.popleft() if wait else queue.popleft()[0]
         try:
-            summary = json.loads(line)
-            stats.fusions_compiled += summary["compiled"]
-            stats.fusions_loaded += summary["loaded"]
-            failed = summary["failed"]
-        except (ValueError, KeyError, TypeError):
-            failed = [f"the worker died (exit {p.poll()})"]
-            p.kill()
-        if failed:
-            log.debug("precompile worker: %s; those fusions compile on first use", "; ".join(failed))
+            p.stdin.write(json.dumps({**job, "texts": [text], "wait": wait}) + "\n")
+            p.stdin.flush()
+        except OSError:  # the worker died: the fusion compiles on first use
+            return False
+        return True
+
+    for p in _POOL.workers(min(workers, len(todo))):
+        if give(p):
+            sel.register(p.stdout, selectors.EVENT_READ, p)
+    while sel.get_map():
+        for key, _ in sel.select():
+            p = key.data
+            line = p.stdout.readline() if p.poll() is None else ""
+            try:
+                summary = json.loads(line)
+                stats.fusions_compiled += summary["compiled"]
+                stats.fusions_loaded += summary["loaded"]
+                failed = summary["failed"]
+                later.extend(summary.get("busy", []))
+            except (ValueError, KeyError, TypeError):
+                failed = [f"the worker died (exit {p.poll()})"]
+                p.kill()
+            if failed:
+                log.debug("precompile worker: %s; those fusions compile on first use", "; ".join(failed))
+            if p.poll() is not None or not give(p):
+                sel.unregister(p.stdout)
+    sel.close()
     _PRECOMPILED.update(todo)
     return time.perf_counter() - start
 

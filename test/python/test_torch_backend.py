@@ -825,6 +825,60 @@ def test_precompile_fills_the_disk_cache_in_parallel(tmp_path, monkeypatch):
     assert precompile(rs[:1], workers=2) == 0.0  # one fusion: nothing to do in parallel
 
 
+def test_precompile_queue_feeds_free_workers(tmp_path, monkeypatch):
+    """More distinct fusions than workers: each is sent alone to whichever worker is free, and
+    every one is compiled exactly once."""
+    import fuser.api as fa
+    from fuser.torch.partition import _COMPILED, precompile
+
+    from fuser.runtime import cache
+
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("FUSER_CACHE", "1")
+    monkeypatch.setattr(cache, "_default", cache.KernelCache(tmp_path, disk=True, max_bytes=0))
+    be = ft.backend()
+
+    def f(x):
+        for op in (torch.sigmoid, torch.tanh, torch.exp, torch.sin, torch.cos):
+            x = torch.roll(op(x) * 2, 1, 0)
+        return x
+
+    torch.compile(f, backend=be, dynamic=False)(torch.randn(4, 64))
+    rs = be.regions()
+    assert len({r.symbol for r in rs}) == 5
+    for r in rs:
+        r.device = "cuda"
+        _COMPILED.pop(r._key(), None)
+    assert precompile(rs, workers=2) > 0
+    assert be.stats.fusions_compiled == 5 and be.stats.fusions_loaded == 0
+    assert all(fa.compile(r.mlir, stages=False).result.cached for r in rs)
+
+
+def test_compile_worker_hands_back_what_another_process_is_compiling(monkeypatch):
+    """With "wait": false a fusion another process holds (cache.Busy) comes back as "busy" for
+    the caller's queue; without it, the worker waits for that fusion itself."""
+    import fuser.api as fa
+    from fuser.torch import compile_worker
+
+    from fuser.runtime import cache
+
+    calls = []
+
+    def fake_compile(text, *, pipeline, options, stages, wait):
+        calls.append((text, wait))
+        if text == "held" and not wait:
+            raise cache.Busy(text)
+        return type("C", (), {"result": type("R", (), {"cached": text == "held"})()})()
+
+    monkeypatch.setattr(fa, "compile", fake_compile)
+    job = {"pipeline": "default", "options": None, "cache_dir": None, "texts": ["held", "free"]}
+    assert compile_worker.run_job({**job, "wait": False}) == {"compiled": 1, "loaded": 0, "failed": [], "busy": ["held"]}
+    assert calls == [("held", False), ("free", False)]
+    calls.clear()
+    assert compile_worker.run_job(job) == {"compiled": 1, "loaded": 1, "failed": []}
+    assert calls == [("held", False), ("free", False), ("held", True)]
+
+
 def test_outputs_returned_before_their_reshape():
     """A Linear on a 3-D input is view -> addmm -> view: the region's reshapes sink below the
     bias and GELU (fusion-sink-reshapes), its fusion returns the 2-D values, and PyTorch views
