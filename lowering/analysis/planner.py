@@ -1020,7 +1020,9 @@ def _cached_inputs(g: NormGroup, materialized: set, args: set) -> list[SSAValue]
     """Full-size tensors the group reads element for element at the row: what the registers or
     shared memory hold. A tensor qualifies when every route to it crosses only elementwise ops
     and reshapes (neither moves an element in row-major order) and its trailing dims are the
-    row's columns, e.g. an 8x1024x50257 input read through a reshape to 8192x50257 rows."""
+    row's columns, e.g. an 8x1024x50257 input read through a reshape to 8192x50257 rows. The
+    result of an index-map op (a slice, pad, cat or flip, computed where it is read) reached so
+    qualifies as such a tensor itself: its copy evaluates it (logits[:, :-1] of a loss)."""
     col_shape = tuple(g.in_shape[g.k:])
     rows = math.prod(g.in_shape[:g.k])
     results = g.results
@@ -1033,7 +1035,7 @@ def _cached_inputs(g: NormGroup, materialized: set, args: set) -> list[SSAValue]
         if (x, straight) in seen or x in results:
             continue
         seen.add((x, straight))
-        if x in materialized or x in args:
+        if x in materialized or x in args or (straight and isinstance(x.owner, F.INDEX_MAP_OPS)):
             (at_row if straight else moved).add(x)
             continue
         keeps = isinstance(x.owner, (F.ReshapeOp, *F.POINTWISE_OPS))

@@ -183,6 +183,7 @@ def _rows_in_shared(kb: KernelBuilder, g: NormGroup, p, stages, sources, overrid
     cols = math.prod(col_shape)
     row_vecs = cols // p.lanes
     copies = {}
+    computed = Evaluator(kb, sources, overrides)  # a cached index-map result is evaluated where read
     for v in g.cached:
         kv = len(shape_of(v)) - len(col_shape)   # the rows may be split differently (a reshape)
         v_row = kb.delinearize(row_c, shape_of(v)[:kv])
@@ -197,7 +198,8 @@ def _rows_in_shared(kb: KernelBuilder, g: NormGroup, p, stages, sources, overrid
                 if (s + 1) * p.bx > row_vecs:   # past the end: copy the last vector again
                     j = kb.v(arith.MinUIOp(j, kb.c(row_vecs - 1)))
                 col = kb.mul(j, p.lanes)
-                loaded.append((kb.load(amap[v], v_row + kb.delinearize(col, col_shape), p.lanes), col))
+                at = v_row + kb.delinearize(col, col_shape)
+                loaded.append((kb.load(amap[v], at, p.lanes) if v in amap else computed(v, at, p.lanes), col))
             for x, col in loaded:
                 kb.store(x, buf, [ty, col])
     kb.emit(sched.BarrierOp())

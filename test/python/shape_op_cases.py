@@ -69,6 +69,14 @@ CASES = {
                   lambda t, w, i: t.nn.functional.embedding(i % 100, w)),
     "cross_entropy": ([(16, 1000), "idx:16:1000"], lambda x, i: _cross_entropy(x, i),
                       lambda t, x, i: t.nn.functional.cross_entropy(x, i % 1000, reduction="none")),
+    # a loss over logits[:, 1:] (a language model's shift): the sliced rows are cached on chip,
+    # in registers (1000 columns) or shared memory (40001 f32 columns)
+    "cross_entropy_of_slice": ([(3, 7, 1000), "idx:18:1000"], lambda x, i: _shifted_cross_entropy(x, i),
+                               lambda t, x, i: t.nn.functional.cross_entropy(x[:, 1:].reshape(18, 1000), i % 1000,
+                                                                             reduction="none")),
+    "cross_entropy_of_slice_wide": ([(2, 6, 40001), "idx:10:40001"], lambda x, i: _shifted_cross_entropy(x, i),
+                                    lambda t, x, i: t.nn.functional.cross_entropy(
+                                        x[:, 1:].reshape(10, 40001), i % 40001, reduction="none")),
     "two_outputs": ([(8, 48)], lambda x: (fuser.flip(x, 0), fuser.slice(x, 1, 16, 48) * 2.0),
                     lambda t, x: (t.flip(x, [0]), x[:, 16:48] * 2.0)),
 }
@@ -81,13 +89,19 @@ def _cross_entropy(x, label):
     return fuser.squeeze(lse - fuser.take_along_axis(x, fuser.unsqueeze(label, 1), 1), 1)
 
 
+def _shifted_cross_entropy(x, label):
+    b, s, v = x.shape
+    return _cross_entropy(fuser.reshape(fuser.slice(x, 1, 1, None), (b * (s - 1), v)), label)
+
+
 def _softmax(x):
     e = fuser.exp(x - fuser.amax(x, 1, keepdim=True))
     return e / fuser.sum(e, 1, keepdim=True)
 
 
 EXACT = {name for name in CASES if name not in ("rope", "sum_of_cat", "column_sum_of_slice", "softmax_of_pad",
-                                                 "cross_entropy")}
+                                                 "cross_entropy", "cross_entropy_of_slice",
+                                                 "cross_entropy_of_slice_wide")}
 """Cases that only move elements (or add two of them): the kernels equal torch bit for bit."""
 
 

@@ -69,11 +69,16 @@ def test_a_reduction_reads_the_cat_in_place():
     assert len(_kernels(c)) == 1  # the row sum's kernel reads a and exp(b) at the cat's index
 
 
-def test_cross_entropy_is_one_kernel():
+@pytest.mark.parametrize("name", ["cross_entropy", "cross_entropy_of_slice", "cross_entropy_of_slice_wide"])
+def test_cross_entropy_is_one_kernel(name):
     """The row statistics and the loss in one persistent row kernel: the label pick is one
-    element a row, read where the row's label says."""
-    c = fuser.compile(build("cross_entropy"))
+    element a row, read where the row's label says. Logits read through a slice (a language
+    model's shift) are cached on chip as they are: in registers, or copied once into shared
+    memory by evaluating the slice (40001 f32 columns)."""
+    c = fuser.compile(build(name))
     assert len(_kernels(c)) == 1, c.ir("sched")
+    if name.endswith("wide"):
+        assert "shared memory" in c.ir("sched"), c.ir("sched")
 
 
 def test_out_of_range_indices_read_the_nearest_end():

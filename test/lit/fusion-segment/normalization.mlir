@@ -157,3 +157,27 @@ func.func @add_layer_norm(%x: tensor<64x1024xf32>, %r: tensor<64x1024xf32>) -> (
   %y = fusion.mul %d, %rb : tensor<64x1024xf32>
   func.return %y, %s : tensor<64x1024xf32>, tensor<64x1024xf32>
 }
+
+// -----
+// A log-softmax over logits[:, 1:] (a language model's shift, read through fusion.slice): the
+// slice's result is the row the group caches, so the 40001-column f32 rows are copied into
+// shared memory once (the copy evaluates the slice) instead of being read from memory per stage.
+// CHECK-LABEL: func.func @log_softmax_of_slice
+// CHECK:         fusion.segment "normalization" (%{{.*}} = %x : tensor<2x6x40001xf32>)
+// CHECK-SAME:      fuser.segment = "persistent: 1 row(s)/block, 1024 threads/row, 40 x 1-element vectors/thread in 160004 bytes of shared memory;
+// CHECK:           fusion.slice
+// CHECK:           fusion.yield
+// CHECK-NOT:     fusion.segment
+func.func @log_softmax_of_slice(%x: tensor<2x6x40001xf32>) -> tensor<10x40001xf32> {
+  %s = fusion.slice %x start [0, 1, 0] stop [2, 6, 40001] step [1, 1, 1] : tensor<2x6x40001xf32> to tensor<2x5x40001xf32>
+  %r = fusion.reshape %s : tensor<2x5x40001xf32> to tensor<10x40001xf32>
+  %m = fusion.reduce max %r dims [1] : tensor<10x40001xf32> to tensor<10xf32>
+  %mb = fusion.broadcast %m dims [1] : tensor<10xf32> to tensor<10x40001xf32>
+  %d = fusion.sub %r, %mb : tensor<10x40001xf32>
+  %e = fusion.exp %d : tensor<10x40001xf32>
+  %t = fusion.reduce sum %e dims [1] : tensor<10x40001xf32> to tensor<10xf32>
+  %l = fusion.log %t : tensor<10xf32>
+  %lb = fusion.broadcast %l dims [1] : tensor<10xf32> to tensor<10x40001xf32>
+  %y = fusion.sub %d, %lb : tensor<10x40001xf32>
+  func.return %y : tensor<10x40001xf32>
+}
