@@ -13,16 +13,17 @@ A fusion another process is compiling now (another rank of a distributed job sha
 directory) is put off and taken last, waiting for that process then, so that the ranks' workers
 share the work instead of queueing behind each other; with `"wait": false` it is not waited for
 but handed back (`"busy"`), for the caller to send again last. Each job is answered by one line
-on stdout, `{"compiled": n, "loaded": n, "failed": ["error", ...], "busy": [text, ...]}`: fusions
-compiled here, fusions found in the cache (compiled by another process), the first line of each
-failure (the backend compiles those again on first use, and reports them then), and the fusions
-handed back.
+on stdout, `{"compiled": n, "loaded": n, "failed": ["error", ...], "busy": [text, ...], "seconds": s}`:
+fusions compiled here, fusions found in the cache (compiled by another process), the first line of each
+failure (the backend compiles those again on first use, and reports them then), the fusions
+handed back, and the job's wall time.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 
@@ -46,12 +47,15 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         summary["loaded" if compiled.result.cached else "compiled"] += 1
         return True
 
+    start = time.perf_counter()
     later = [text for text in job["texts"] if not attempt(text, wait=False)]
+    summary["seconds"] = round(time.perf_counter() - start, 3)
     if job.get("wait", True) is False:  # the caller takes them last (precompile's queue)
         summary["busy"] = later
         return summary
     for text in later:
         attempt(text, wait=True)
+    summary["seconds"] = round(time.perf_counter() - start, 3)
     return summary
 
 

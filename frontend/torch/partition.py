@@ -187,11 +187,16 @@ def precompile(regions: list["FusionRegion"], workers: int) -> float:
     later: deque = deque()
     sel = selectors.DefaultSelector()
 
+    symbol = {k[0]: r.symbol for k, r in todo.items()}
+    sent: dict[Any, str] = {}  # worker -> the symbol of the fusion it compiles
+    slowest = (0.0, "")
+
     def give(p: Any) -> bool:
         if not queue and not later:
             return False
         wait = not queue
         text = later.popleft() if wait else queue.popleft()[0]
+        sent[p] = symbol[text]
         try:
             p.stdin.write(json.dumps({**job, "texts": [text], "wait": wait}) + "\n")
             p.stdin.flush()
@@ -212,6 +217,7 @@ def precompile(regions: list["FusionRegion"], workers: int) -> float:
                 stats.fusions_loaded += summary["loaded"]
                 failed = summary["failed"]
                 later.extend(summary.get("busy", []))
+                slowest = max(slowest, (float(summary.get("seconds", 0.0)), sent[p]))
             except (ValueError, KeyError, TypeError):
                 failed = [f"the worker died (exit {p.poll()})"]
                 p.kill()
@@ -220,6 +226,8 @@ def precompile(regions: list["FusionRegion"], workers: int) -> float:
             if p.poll() is not None or not give(p):
                 sel.unregister(p.stdout)
     sel.close()
+    log.debug("precompile: %d fusions in %d processes in %.1f s; the longest took %.1f s (@%s)",
+              len(todo), len(sent), time.perf_counter() - start, *slowest)
     _PRECOMPILED.update(todo)
     return time.perf_counter() - start
 
