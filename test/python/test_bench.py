@@ -583,3 +583,41 @@ def test_compile_mode_on_the_cpu(monkeypatch, capsys, tmp_path):
     assert set(rows) == {"row_sum", "softmax"}
     for kernels, cold, warm, disk, call in rows.values():
         assert kernels == "1" and float(cold) > float(warm) > 0 and float(disk) > 0 and float(call) > 0
+
+
+def test_cross_entropy_row_matches_torch_on_the_cpu():
+    """The loss-and-gradient row's fusion (reference interpreter) against its torch function on
+    the CPU, at an odd shape; its labels are drawn below the vocabulary size."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    from fuser.runtime.reference import reference_from_text
+
+    w = next(w for w in wl.WORKLOADS if w.family == "cross_entropy")
+    shape = (37, 1001)
+    assert w.int_bounds(shape) == [None, 1001] and w.library[0] == "liger"
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(shape, generator=g) * 3).bfloat16()
+    y = torch.randint(0, shape[1], (shape[0],), generator=g)
+    loss, dx = reference_from_text(w.mlir(shape, w.dtype))(x.float().numpy().astype(_np_dtype("bf16")), y.numpy())
+    want_loss, want_dx = w.torch_fn(x, y)
+    assert abs(float(loss) - want_loss.item()) <= 1e-5 * abs(want_loss.item())
+    got = torch.from_numpy(np.asarray(dx, dtype=np.float32))
+    assert dx.dtype == _np_dtype("bf16") and tuple(got.shape) == shape
+    err = (got.double() - want_dx.double()).norm() / want_dx.double().norm()
+    assert err <= w.rtol, err
+
+
+def test_library_peer_in_the_table_notes_and_json(tmp_path):
+    w = next(w for w in wl.WORKLOADS if w.family == "cross_entropy")
+    timed = timing.RowResult(w, w.quick_shape, fuser=timing.PeerResult(ms=1.0, rate=2000.0),
+                             eager=timing.PeerResult(ms=3.0, rate=700.0), library=timing.PeerResult(ms=1.2, rate=1700.0))
+    missing = timing.RowResult(w, w.shape, fuser=timing.PeerResult(ms=1.0, rate=2000.0),
+                               library=timing.PeerResult(error="liger is not installed (No module named 'liger_kernel')"))
+    lines = report.format_table([timed, missing]).splitlines()
+    assert lines[0].split()[-2:] == ["fuser/library", "%"] or "fuser/library" in lines[0]
+    assert "1.20x liger" in lines[2] and "n/a liger" in lines[3]
+    assert any("liger n/a: liger is not installed" in n for n in report.notes([missing]))
+    path = tmp_path / "bench.json"
+    report.write_json(str(path), [timed], report.environment(), {"quick": True}, 3000.0)
+    row = json.loads(path.read_text())["rows"][0]
+    assert row["library"]["name"] == "liger" and row["library"]["fuser_over_library"] == pytest.approx(1.2)

@@ -19,7 +19,7 @@ from .timing import BAD_STATUSES, RowResult, _short
 from .workloads import GiB, Workload, fmt_shape
 
 COLUMNS = ["workload", "shape", "dtype", "unit", "fuser", "eager", "compile",
-           "fuser/eager", "fuser/compile", "% ceil"]
+           "fuser/eager", "fuser/compile", "fuser/library", "% ceil"]
 
 
 def _num(v: float | None, unit: str) -> str:
@@ -30,6 +30,14 @@ def _num(v: float | None, unit: str) -> str:
 
 def _ratio(v: float | None) -> str:
     return "-" if v is None else f"{v:.2f}x"
+
+
+def _library_cell(r: RowResult) -> str:
+    """`1.10x liger` (the ratio against the workload's library peer), `n/a liger`, or `-`."""
+    if r.workload.library is None:
+        return "-"
+    ratio = r.ratio(r.library)
+    return f"{'n/a' if ratio is None else _ratio(ratio)} {r.workload.library[0]}"
 
 
 def table_rows(rows: Sequence[RowResult]) -> list[list[str]]:
@@ -45,7 +53,7 @@ def table_rows(rows: Sequence[RowResult]) -> list[list[str]]:
         compile_cell = _num(r.compile.rate, w.unit) if w.compile_peer else "-"
         out.append([w.name, fmt_shape(r.shape), w.dtype, w.unit, fuser,
                     _num(r.eager.rate, w.unit), compile_cell,
-                    _ratio(r.ratio(r.eager)), _ratio(r.ratio(r.compile)),
+                    _ratio(r.ratio(r.eager)), _ratio(r.ratio(r.compile)), _library_cell(r),
                     "-" if r.pct_ceiling is None else f"{r.pct_ceiling:.0f}%"])
     return out
 
@@ -76,7 +84,8 @@ def notes(rows: Sequence[RowResult]) -> list[str]:
     for r in rows:
         if r.status in BAD_STATUSES or r.status == "unsupported":
             out.append(f"{r.workload.name}: fuser {r.status}: {_clip(r.fuser.error)}")
-        for peer_name, peer in (("eager", r.eager), ("torch.compile", r.compile)):
+        library = () if r.workload.library is None else ((r.workload.library[0], r.library),)
+        for peer_name, peer in (("eager", r.eager), ("torch.compile", r.compile), *library):
             if peer.error and not peer.error.startswith(("skipped", "not a peer")):
                 out.append(f"{r.workload.name}: {peer_name} n/a: {_clip(peer.error)}")
         if r.compile.rel_err is not None and r.compile.rel_err > r.workload.rtol:

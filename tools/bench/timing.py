@@ -55,6 +55,7 @@ class RowResult:
     fuser: PeerResult = field(default_factory=PeerResult)
     eager: PeerResult = field(default_factory=PeerResult)
     compile: PeerResult = field(default_factory=PeerResult)
+    library: PeerResult = field(default_factory=PeerResult)  # the workload's `library` peer, if it has one
     pct_ceiling: float | None = None
     compile_seconds: dict[str, float] = field(default_factory=dict)
 
@@ -79,6 +80,8 @@ class RowResult:
             "status": self.status,
             "fuser": self.fuser.as_json(), "eager": self.eager.as_json(), "compile": self.compile.as_json(),
             "fuser_over_eager": self.ratio(self.eager), "fuser_over_compile": self.ratio(self.compile),
+            "library": None if w.library is None else {"name": w.library[0], **self.library.as_json(),
+                                                       "fuser_over_library": self.ratio(self.library)},
             "pct_ceiling": self.pct_ceiling, "compile_seconds": self.compile_seconds,
         }
 
@@ -160,9 +163,10 @@ class Bench:
         torch = self.torch
         g = torch.Generator(device="cuda").manual_seed(seed)
         out = []
-        for (s, d), k in zip(w.inputs(shape, w.dtype), w.scales_for(shape)):
-            if d in ("i64", "i1"):  # a seed or offset (0-d), a mask (about 90% true)
-                x = torch.randint(0, 2**31, s, device="cuda", generator=g) if d == "i64" else \
+        bounds = [None] * len(w.inputs(shape, w.dtype)) if w.int_bounds is None else w.int_bounds(shape)
+        for (s, d), k, high in zip(w.inputs(shape, w.dtype), w.scales_for(shape), bounds):
+            if d in ("i64", "i1"):  # a seed or offset (0-d), an index below its bound, a mask (about 90% true)
+                x = torch.randint(0, high or 2**31, s, device="cuda", generator=g) if d == "i64" else \
                     torch.rand(s, device="cuda", generator=g) < 0.9
                 out.append(x)
                 continue
@@ -265,6 +269,10 @@ class Bench:
                     row.compile.error = "skipped (--no-compile)"
                 else:
                     row.compile.error = "not a peer for this workload"
+                if w.library is not None:
+                    library = self._library_peer(w, row, sets, ref)
+                    if library is not None:
+                        timed.append((row.library, library))
                 self._time_peers(w, timed, sets, shape)
         except (KeyboardInterrupt, SystemExit):
             raise
@@ -338,6 +346,26 @@ class Bench:
             row.compile.error = _short(e)
             return None
         return compiled
+
+    def _library_peer(self, w: Workload, row: RowResult, sets: list[list[Any]], ref: Any) -> Callable[..., Any] | None:
+        """The workload's hand-written library function (Liger-Kernel's) once its result has been
+        checked on copies of the inputs (such kernels may write into them); None: not installed
+        or wrong (the row's library cell says which)."""
+        name, factory = w.library
+        try:
+            fn = factory(self.torch)
+        except ImportError as e:
+            row.library.error = f"{name} is not installed ({_short(e, 120)})"
+            return None
+        try:
+            row.library.rel_err = self.rel_err(fn(*[x.clone() for x in sets[0]]), ref)
+        except Exception as e:
+            row.library.error = _short(e)
+            return None
+        if not row.library.rel_err <= w.rtol:
+            row.library.error = f"differs from eager by {row.library.rel_err:.3g}; not timed"
+            return None
+        return fn
 
     def _time_peers(self, w: Workload, timed: list[tuple[PeerResult, Callable[..., Any]]], sets: list[list[Any]],
                     shape: Shape) -> None:

@@ -67,6 +67,12 @@ class Workload:
     # check(fuser's outputs, inputs) -> relative error, for rows whose outputs torch cannot
     # reproduce (random numbers: torch's own dropout mask differs); None: against torch_fn's.
     check: Callable[[Any, list[Any]], float] | None = None
+    # Exclusive upper bounds of the integer inputs (one per input; None: the default draw), for
+    # index inputs such as labels: drawn in [0, bound).
+    int_bounds: Callable[[Shape], list[int | None]] | None = None
+    # A hand-written library's version of the same computation, where one is installed: (its name,
+    # a factory taking torch and returning the function; an ImportError says it is missing).
+    library: tuple[str, Callable[[Any], Callable[..., Any]]] | None = None
 
     def scales_for(self, shape: Shape) -> list[float]:
         n = len(self.inputs(shape, self.dtype))
@@ -435,6 +441,65 @@ def log_softmax(shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
     )
 
 
+def cross_entropy_fwd_bwd(shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
+    """A language model's loss and its gradient in one step: mean cross-entropy of logits x[N,V]
+    against labels y[N] and dloss/dx (softmax(x) - onehot(y)) / N in x's dtype, what a training
+    step needs of the loss (issue 32). One persistent row kernel keeps each row on chip: its
+    max, sum of exponentials, the logit at the label, and the gradient row, then the mean.
+    Bytes: x read once + the gradient written once (the floor). Peers: F.cross_entropy and
+    autograd.grad (eager, torch.compile) and Liger-Kernel's fused cross-entropy where installed
+    (it writes the gradient during the forward, into the logits' storage).
+    """
+    def build(s: Shape, d: str) -> FusionBuilder:
+        n, v = s
+        fb = FusionBuilder(f"cross_entropy_fwd_bwd_{d}")
+        x = fb.input(s, d, name="x")
+        y = fb.input((n,), "i64", name="y")
+        xf = _to_f32(x, "xf")
+        m = _named(fapi.amax(xf, [1], keepdim=True), "m")
+        z = _named(xf - m, "z")
+        e = _named(fapi.exp(z), "e")
+        total = _named(fapi.sum(e, [1], keepdim=True), "total")
+        label = fapi.unsqueeze(y, 1)
+        picked = fapi.take_along_axis(z, label, 1)
+        loss = _named(fapi.sum(fapi.squeeze(fapi.log(total) - picked, 1), [0]) * (1.0 / n), "loss")
+        hit = fapi.broadcast_to(fapi.reshape(fapi.iota(v, builder=fb), (1, v)), s).eq(fapi.broadcast_to(label, s))
+        grad = (e / total - fapi.cast(hit, "f32")) * (1.0 / n)
+        return _finish(fb, loss, _named(fapi.cast(grad, d), "dx"))
+
+    def ref(x, y):
+        import torch
+        with torch.enable_grad():
+            xx = x.detach().requires_grad_()
+            loss = torch.nn.functional.cross_entropy(xx.float(), y)
+            (g,) = torch.autograd.grad(loss, xx)
+        return loss.detach(), g
+
+    def liger(torch):
+        from liger_kernel.transformers import LigerCrossEntropyLoss
+        ce = LigerCrossEntropyLoss()
+
+        def fn(x, y):
+            with torch.enable_grad():
+                xx = x.detach().requires_grad_()
+                loss = ce(xx, y)
+                (g,) = torch.autograd.grad(loss, xx)
+            return loss.detach().float(), g
+        return fn
+
+    return Workload(
+        name=f"cross_entropy_fwd_bwd_{dtype}_{fmt_shape(shape)}", family="cross_entropy", shape=shape, dtype=dtype,
+        quick_shape=quick_shape,
+        inputs=lambda s, d: [(s, d), ((s[0],), "i64")],
+        torch_fn=_torch_fn("cross_entropy_fwd_bwd", ref),
+        bytes_moved=lambda s, d: 2 * nbytes(s, d),
+        build=build, rtol=NORM_RTOL[dtype],
+        int_bounds=lambda s: [None, s[1]],
+        library=("liger", liger),
+        note="logits read once + gradient written once; labels in [0, V)",
+    )
+
+
 def matmul(epilogue: str, shape: Shape, quick_shape: Shape, dtype: str = "bf16", note: str = "",
            split_k: tuple[str, str] = ("", "")) -> Workload:
     """C[M,N] = A[M,K] @ B[K,N], bf16 operands, f32 accumulation, bf16 output; shape is (M, N, K).
@@ -661,6 +726,8 @@ def _register_defaults() -> None:
     for dt in ("f32", "bf16"):
         register(rms_norm((32768, 4096), dt, (256, 4096)))
     register(log_softmax((8, 1024, 50257), "bf16", (2, 64, 50257)))
+    register(cross_entropy_fwd_bwd((8192, 50257), "bf16", (256, 50257)))  # GPT-2's vocabulary
+    register(cross_entropy_fwd_bwd((8192, 32000), "bf16", (256, 32000)))  # Llama's
     for dt in ("f32", "bf16"):
         register(dropout_residual_layer_norm(dt, (32768, 4096), (256, 4096)))
         register(dropout_residual_layer_norm_backward(dt, (32768, 4096), (256, 4096)))
