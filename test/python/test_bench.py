@@ -621,3 +621,21 @@ def test_library_peer_in_the_table_notes_and_json(tmp_path):
     report.write_json(str(path), [timed], report.environment(), {"quick": True}, 3000.0)
     row = json.loads(path.read_text())["rows"][0]
     assert row["library"]["name"] == "liger" and row["library"]["fuser_over_library"] == pytest.approx(1.2)
+
+
+def test_rotary_row_matches_torch_on_the_cpu():
+    """The rotary row's fusion (reference interpreter: split and cat as index maps) against its
+    torch function on the CPU, at an odd sequence length, for q and k with different head counts."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    from fuser.runtime.reference import reference_from_text
+
+    w = next(w for w in wl.WORKLOADS if w.family == "rotary")
+    shape = (2, 3, 1, 7, 16)
+    g = torch.Generator().manual_seed(0)
+    ins = [torch.randn(s, generator=g).bfloat16() for s, _ in w.inputs(shape, w.dtype)]
+    got = reference_from_text(w.mlir(shape, w.dtype))(*[x.float().numpy().astype(_np_dtype("bf16")) for x in ins])
+    for g_, want in zip(got, w.torch_fn(*ins), strict=True):
+        assert tuple(g_.shape) == tuple(want.shape)
+        g64 = torch.from_numpy(np.asarray(g_, dtype=np.float64))
+        assert ((g64 - want.double()).norm() / want.double().norm()).item() <= w.rtol

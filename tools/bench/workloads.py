@@ -500,6 +500,54 @@ def cross_entropy_fwd_bwd(shape: Shape, dtype: str, quick_shape: Shape) -> Workl
     )
 
 
+def rotary(shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
+    """Rotary position embeddings on q[B,H,S,D] and k[B,Hkv,S,D] (shape = (B, H, Hkv, S, D)),
+    with cos and sin [S,D] shared by every batch and head: x * cos + rotate_half(x) * sin, where
+    rotate_half is cat(-x2, x1) over the halves of D (a split and a cat: index computations in
+    the kernel, issue 32). Bytes: q, k, cos and sin read, the rotated q and k written. Peers:
+    eager, torch.compile and Liger-Kernel's liger_rotary_pos_emb where installed."""
+    def split(s: Shape) -> tuple[Shape, Shape, Shape]:
+        b, h, hkv, t, d = s
+        return (b, h, t, d), (b, hkv, t, d), (t, d)
+
+    def build(s: Shape, d: str) -> FusionBuilder:
+        qs, ks, cs = split(s)
+        fb = FusionBuilder(f"rotary_{d}")
+        q, k = fb.input(qs, d, name="q"), fb.input(ks, d, name="k")
+        cos, sin = fb.input(cs, d, name="cos"), fb.input(cs, d, name="sin")
+
+        def rotate(x: Tensor) -> Tensor:
+            a, b = fapi.split(x, x.shape[-1] // 2, -1)
+            turned = fapi.cat([-b, a], -1)
+            return fapi.cast(x * fapi.broadcast_to(cos, x.shape) + turned * fapi.broadcast_to(sin, x.shape), d)
+        return _finish(fb, _named(rotate(q), "q_out"), _named(rotate(k), "k_out"))
+
+    def ref(q, k, cos, sin):
+        import torch
+
+        def rotate(x):
+            a, b = x.chunk(2, -1)
+            return x * cos + torch.cat([-b, a], -1) * sin
+        return rotate(q), rotate(k)
+
+    def liger(torch):
+        from liger_kernel.ops.rope import LigerRopeFunction
+
+        def fn(q, k, cos, sin):
+            return LigerRopeFunction.apply(q, k, cos[None], sin[None])
+        return fn
+
+    return Workload(
+        name=f"rotary_{dtype}_{fmt_shape(shape)}", family="rotary", shape=shape, dtype=dtype, quick_shape=quick_shape,
+        inputs=lambda s, d: [(x, d) for x in (*split(s), split(s)[2])],
+        torch_fn=_torch_fn("rotary", ref),
+        bytes_moved=lambda s, d: 2 * (nbytes(split(s)[0], d) + nbytes(split(s)[1], d)) + 2 * nbytes(split(s)[2], d),
+        build=build, rtol=NORM_RTOL[dtype],
+        library=("liger", liger),
+        note="q, k, cos, sin read; q and k written",
+    )
+
+
 def matmul(epilogue: str, shape: Shape, quick_shape: Shape, dtype: str = "bf16", note: str = "",
            split_k: tuple[str, str] = ("", "")) -> Workload:
     """C[M,N] = A[M,K] @ B[K,N], bf16 operands, f32 accumulation, bf16 output; shape is (M, N, K).
@@ -728,6 +776,7 @@ def _register_defaults() -> None:
     register(log_softmax((8, 1024, 50257), "bf16", (2, 64, 50257)))
     register(cross_entropy_fwd_bwd((8192, 50257), "bf16", (256, 50257)))  # GPT-2's vocabulary
     register(cross_entropy_fwd_bwd((8192, 32000), "bf16", (256, 32000)))  # Llama's
+    register(rotary((4, 16, 4, 2048, 128), "bf16", (1, 4, 2, 64, 128)))  # the Llama-style decoder's q and k
     for dt in ("f32", "bf16"):
         register(dropout_residual_layer_norm(dt, (32768, 4096), (256, 4096)))
         register(dropout_residual_layer_norm_backward(dt, (32768, 4096), (256, 4096)))
