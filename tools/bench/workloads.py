@@ -501,29 +501,35 @@ def cross_entropy_fwd_bwd(shape: Shape, dtype: str, quick_shape: Shape) -> Workl
 
 
 def rotary(shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
-    """Rotary position embeddings on q[B,H,S,D] and k[B,Hkv,S,D] (shape = (B, H, Hkv, S, D)),
-    with cos and sin [S,D] shared by every batch and head: x * cos + rotate_half(x) * sin, where
-    rotate_half is cat(-x2, x1) over the halves of D (a split and a cat: index computations in
-    the kernel, issue 32). Bytes: q, k, cos and sin read, the rotated q and k written. Peers:
-    eager, torch.compile and Liger-Kernel's liger_rotary_pos_emb where installed."""
+    """Rotary position embeddings on q[B,S,H,D] and k[B,S,Hkv,D] as a model's projections leave
+    them (shape = (B, H, Hkv, S, D); attention reads them as [B,H,S,D] views), with the angles'
+    cos and sin given once per position as c, s [S,D/2] (a model's are those halves repeated):
+    x * cat(c, c) + rotate_half(x) * cat(s, s), where rotate_half is cat(-x2, x1) over the
+    halves of D. The splits and cats are index computations in the kernel (issue 32). Bytes:
+    q, k, c and s read, the rotated q and k written. Peers: eager, torch.compile and Liger-Kernel's
+    rope (given the same storage as the [B,H,S,D] views it expects)."""
     def split(s: Shape) -> tuple[Shape, Shape, Shape]:
         b, h, hkv, t, d = s
-        return (b, h, t, d), (b, hkv, t, d), (t, d)
+        return (b, t, h, d), (b, t, hkv, d), (t, d // 2)
 
     def build(s: Shape, d: str) -> FusionBuilder:
         qs, ks, cs = split(s)
         fb = FusionBuilder(f"rotary_{d}")
         q, k = fb.input(qs, d, name="q"), fb.input(ks, d, name="k")
-        cos, sin = fb.input(cs, d, name="cos"), fb.input(cs, d, name="sin")
+        c, sn = fb.input(cs, d, name="c"), fb.input(cs, d, name="s")
+        t, half = cs
+        cos = fapi.reshape(fapi.cat([c, c], -1), (t, 1, 2 * half))
+        sin = fapi.reshape(fapi.cat([sn, sn], -1), (t, 1, 2 * half))
 
         def rotate(x: Tensor) -> Tensor:
-            a, b = fapi.split(x, x.shape[-1] // 2, -1)
+            a, b = fapi.split(x, half, -1)
             turned = fapi.cat([-b, a], -1)
             return fapi.cast(x * fapi.broadcast_to(cos, x.shape) + turned * fapi.broadcast_to(sin, x.shape), d)
         return _finish(fb, _named(rotate(q), "q_out"), _named(rotate(k), "k_out"))
 
-    def ref(q, k, cos, sin):
+    def ref(q, k, c, s):
         import torch
+        cos, sin = torch.cat([c, c], -1)[:, None], torch.cat([s, s], -1)[:, None]
 
         def rotate(x):
             a, b = x.chunk(2, -1)
@@ -533,8 +539,9 @@ def rotary(shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
     def liger(torch):
         from liger_kernel.ops.rope import LigerRopeFunction
 
-        def fn(q, k, cos, sin):
-            return LigerRopeFunction.apply(q, k, cos[None], sin[None])
+        def fn(q, k, c, s):
+            qo, ko = LigerRopeFunction.apply(q.transpose(1, 2), k.transpose(1, 2), c[None], s[None], None, 1, q.shape[-1])
+            return qo.transpose(1, 2), ko.transpose(1, 2)
         return fn
 
     return Workload(
@@ -544,7 +551,7 @@ def rotary(shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
         bytes_moved=lambda s, d: 2 * (nbytes(split(s)[0], d) + nbytes(split(s)[1], d)) + 2 * nbytes(split(s)[2], d),
         build=build, rtol=NORM_RTOL[dtype],
         library=("liger", liger),
-        note="q, k, cos, sin read; q and k written",
+        note="q, k, c, s read; q and k written",
     )
 
 
