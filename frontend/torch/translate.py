@@ -56,7 +56,8 @@ HALF = ("f16", "bf16")
 
 def tensor_meta(v: Any, what: str) -> torch.Tensor:
     """A node value's example tensor, if fuser can hold it: static shape, a fuser dtype,
-    strided, not empty."""
+    strided. Empty tensors are taken: fusion-fold-empty gives their values (nothing, or a
+    reduction's identity) and no kernel is launched for them."""
     if not isinstance(v, torch.Tensor):
         raise Unsupported(f"{what} is not a tensor ({type(v).__name__})")
     if v.layout != torch.strided:
@@ -65,8 +66,6 @@ def tensor_meta(v: Any, what: str) -> torch.Tensor:
         raise Unsupported(f"{what} has dtype {v.dtype}, which fuser does not hold")
     if not all(isinstance(d, int) for d in v.shape):
         raise Unsupported(f"{what} has a symbolic shape {tuple(v.shape)}")
-    if v.numel() == 0:
-        raise Unsupported(f"{what} is empty")
     if v.device.type not in ("cpu", "cuda"):
         raise Unsupported(f"{what} is on {v.device}")
     return v

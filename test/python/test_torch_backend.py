@@ -1078,3 +1078,28 @@ def test_cross_entropy_forward_and_backward_run_in_fuser(kwargs):
     fused = {str(n.target) for r in be.regions() for n in r.graph_module.graph.nodes if n.op == "call_function"}
     assert {"aten.gather.default", "aten.scatter.value"} <= fused, fused
     assert not any("nll_loss" in k or "scatter" in k or "gather" in k for k in be.stats.torch_nodes), be.stats.torch_nodes
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_empty_tensors_run_in_fuser(device):
+    """Zero-size dims (issue 32): pointwise results stay empty, reductions over an empty dim give
+    their identity (sum 0, prod 1), a max over a non-empty dim stays empty, a cat with an empty part is the other part; the
+    region runs in fuser, launching nothing for the empty values, and equals eager."""
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA device")
+    be = ft.backend()
+
+    def f(x, y, z):
+        return (x * 2 + 1, x.sum(0), x.sum(1) + 3, torch.prod(x, 0), torch.amax(y, 0),
+                torch.cat([z, x[:, :0]], 1) * 2, (y.exp() + 1).mean(0))
+
+    x = torch.randn(0, 8, device=device)
+    y = torch.randn(5, 0, device=device)
+    z = torch.randn(0, 3, device=device)
+    got = torch.compile(f, backend=be, dynamic=False)(x, y, z)
+    want = f(x, y, z)
+    assert be.stats.torch_nodes == {}, be.stats.torch_nodes
+    assert be.stats.regions >= 1
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape and g.dtype == w.dtype and g.device == w.device
+        torch.testing.assert_close(g, w, equal_nan=True)
