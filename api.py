@@ -1508,6 +1508,7 @@ class CompiledFusion:
         self.func = find_func(module)
         self.result = result
         self._executor = None
+        self._index_checks = None  # FUSER_CHECK_INDICES: made on the first checked call
 
     @property
     def name(self) -> str:
@@ -1541,11 +1542,22 @@ class CompiledFusion:
     def __call__(self, *arrays: Any, **named: Any) -> Any:
         """Run on the GPU. Inputs go by position, or by name (the fusion's argument names)."""
         arrays = self._bind(arrays, named)
+        self._check_indices(arrays)
         if self._executor is None:  # the first call loads the kernels
             from fuser.runtime.executor import Executor
 
             self._executor = Executor(self.result.program)
         return self._executor(*arrays)
+
+    def _check_indices(self, arrays: tuple) -> None:
+        """With FUSER_CHECK_INDICES=1, an IndexError for an index input outside its op's range
+        (fuser.runtime.index_check); otherwise nothing."""
+        from fuser.runtime import index_check
+
+        if index_check.enabled():
+            if self._index_checks is None:
+                self._index_checks = index_check.index_checks(self.func)
+            index_check.check_indices(self._index_checks, arrays, self.name)
 
     def input_names(self) -> list[str]:
         """The fusion's argument names, in order (`arg<i>` for an unnamed one)."""
@@ -1574,7 +1586,9 @@ class CompiledFusion:
 
     def reference(self, *arrays: Any, precision: str = "native", **named: Any) -> Any:
         """The numpy interpreter's answer, shaped like a GPU call's: one array, or a tuple."""
-        outs = run_reference(self.func, self._bind(arrays, named), precision)
+        arrays = self._bind(arrays, named)
+        self._check_indices(arrays)
+        outs = run_reference(self.func, arrays, precision)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def __repr__(self) -> str:
