@@ -605,7 +605,7 @@ def _creation(it: _Interp, op: Operation, ins: list[np.ndarray]) -> np.ndarray:
         if op.name == "fusion.uniform":
             out = philox.uniform(n, dtype, seed, offset, op.low.value.data, op.high.value.data, ftype)
         else:
-            out = philox.normal(n, seed, offset, op.mean.value.data, op.std.value.data, ftype)
+            out = philox.normal(n, seed, offset, op.mean.value.data, op.std.value.data, ftype, dtype)
     return out.reshape(shape)
 
 

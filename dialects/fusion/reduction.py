@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DenseArrayBase, Float32Type, IntegerAttr, StringAttr, TensorType, UnitAttr, i1, i64
+from xdsl.dialects.builtin import DenseArrayBase, Float32Type, Float64Type, IntegerAttr, StringAttr, TensorType, UnitAttr, i1, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def, traits_def
 from xdsl.parser import Parser
@@ -16,6 +16,7 @@ from .types import (
     DTYPE_NAMES,
     FLOAT_TYPES,
     INT_TYPES,
+    stat_type,
     _check_dims_list,
     _check_tensor,
     _dims,
@@ -28,7 +29,7 @@ from .types import (
 )
 
 REDUCE_KINDS = ("sum", "max", "min", "prod", "any", "all", "argmax", "argmin")
-# What fusion.reduce takes: floats (accumulated in f32), integers and masks (in i64 where they
+# What fusion.reduce takes: floats (accumulated in f32, f64 in f64), integers and masks (in i64 where they
 # are added or multiplied). Welford and var_mean take floats only (torch refuses integers).
 REDUCE_INPUT_TYPES = FLOAT_TYPES + INT_TYPES + (i1,)
 
@@ -42,6 +43,8 @@ def reduce_result_types(kind: str, et: Attribute) -> tuple[Attribute, ...]:
         return (i1,)
     if kind in ("argmax", "argmin"):
         return (i64,)
+    if isinstance(et, Float64Type):
+        return (et,)  # (accumulated in f64)
     if isinstance(et, FLOAT_TYPES):
         return (et, Float32Type()) if et != Float32Type() else (et,)
     if kind in ("sum", "prod"):
@@ -127,7 +130,7 @@ class ReduceOp(_ReductionBase):
         self._verify_reduction([self.result], ["result"], REDUCE_INPUT_TYPES)
         et, allowed = _elem(self.result), reduce_result_types(kind, xt)
         if et not in allowed:
-            if isinstance(xt, FLOAT_TYPES) and kind in ("sum", "prod", "max", "min"):
+            if isinstance(xt, FLOAT_TYPES) and kind in ("sum", "prod", "max", "min") and len(allowed) > 1:
                 raise VerifyException(f"'fusion.reduce' op result element type {et} must be f32 or the input's {xt}")
             raise VerifyException(f"'fusion.reduce' op {kind} of {xt} has result element type {et}, expected "
                                   f"{' or '.join(str(a) for a in allowed)}")
@@ -198,13 +201,14 @@ class WelfordOp(_ReductionBase):
         props: dict[str, Attribute] = {"dims": _i64_array(dims)}
         if keepdim:
             props["keepdim"] = UnitAttr()
-        f32 = Float32Type()
-        super().__init__(operands=[input], result_types=[TensorType(f32, shape), TensorType(f32, shape), TensorType(i64, shape)],
+        st = stat_type(_elem(input))
+        super().__init__(operands=[input], result_types=[TensorType(st, shape), TensorType(st, shape), TensorType(i64, shape)],
                          properties=props)
 
     def verify_(self) -> None:
         self._verify_reduction([self.avg, self.m2, self.n], ["avg", "M2", "N"])
-        for r, n, et in ((self.avg, "avg", Float32Type()), (self.m2, "M2", Float32Type()), (self.n, "N", i64)):
+        st = stat_type(_elem(self.input))
+        for r, n, et in ((self.avg, "avg", st), (self.m2, "M2", st), (self.n, "N", i64)):
             if _elem(r) != et:
                 raise VerifyException(f"'fusion.welford' op result '{n}' must have element type {et}, got {_elem(r)}")
 
@@ -233,16 +237,17 @@ class VarMeanOp(_ReductionBase):
         props: dict[str, Attribute] = {"dims": _i64_array(dims), "correction": IntegerAttr(correction, i64)}
         if keepdim:
             props["keepdim"] = UnitAttr()
-        f32 = Float32Type()
-        super().__init__(operands=[input], result_types=[TensorType(f32, shape), TensorType(f32, shape)], properties=props)
+        st = stat_type(_elem(input))
+        super().__init__(operands=[input], result_types=[TensorType(st, shape), TensorType(st, shape)], properties=props)
 
     def verify_(self) -> None:
         self._verify_reduction([self.var, self.mean], ["var", "mean"])
         if self.correction.value.data < 0:
             raise VerifyException(f"'fusion.var_mean' op correction must be >= 0, got {self.correction.value.data}")
         for r, n in ((self.var, "var"), (self.mean, "mean")):
-            if _elem(r) != Float32Type():
-                raise VerifyException(f"'fusion.var_mean' op result '{n}' must have element type f32, got {_elem(r)}")
+            if _elem(r) != stat_type(_elem(self.input)):
+                raise VerifyException(f"'fusion.var_mean' op result '{n}' must have element type "
+                                      f"{stat_type(_elem(self.input))}, got {_elem(r)}")
 
     @classmethod
     def parse(cls, parser: Parser):

@@ -262,7 +262,7 @@ def _creation(op: str, rhs: str, shape: tuple[int, ...], rounding: bool = True):
         return lambda: done(np.arange(n).astype(ft) * ft(params["step"]) + ft(params["start"]))
     if op == "uniform":
         return lambda seed, off: done(philox.uniform(n, dtype, int(seed), int(off), params["low"], params["high"], ft))
-    return lambda seed, off: done(philox.normal(n, int(seed), int(off), params["mean"], params["std"], ft))
+    return lambda seed, off: done(philox.normal(n, int(seed), int(off), params["mean"], params["std"], ft, dtype))
 
 
 def _cast(x: np.ndarray, src: str, dst: str, rounding: bool = True) -> np.ndarray:
