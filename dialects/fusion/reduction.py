@@ -104,6 +104,7 @@ class ReduceOp(_ReductionBase):
     """`fusion.reduce sum %x dims [1] keepdim : tensor<3x4xbf16> to tensor<3x1xf32>`.
 
     Kinds: sum, prod, max, min (floats accumulated in f32, the result f32 or the input's type;
+    f64 accumulated in f64, the result f64;
     integers and masks summed and multiplied in i64, wrapping, the result i64 or the input's
     type; max and min of integers in their type, of masks any and all); any and all (a mask:
     some / every element nonzero, NaN counting as nonzero); argmax and argmin (i64: the
@@ -186,7 +187,8 @@ def _parse_multi_result_reduction(cls, parser: Parser, nresults: int, extra=None
 
 @irdl_op_definition
 class WelfordOp(_ReductionBase):
-    """Welford statistics over `dims`: mean (avg), sum of squared deviations (M2) and count (N).
+    """Welford statistics over `dims`: mean (avg), sum of squared deviations (M2) and count (N);
+    avg and M2 are f32 (f64 for an f64 input, computed in f64).
 
     `%avg, %m2, %n = fusion.welford %x dims [1] : tensor<8x64xf32> to tensor<8xf32>, tensor<8xf32>, tensor<8xi64>`
     """
@@ -222,7 +224,8 @@ class WelfordOp(_ReductionBase):
 
 @irdl_op_definition
 class VarMeanOp(_ReductionBase):
-    """Variance (with Bessel-style `correction`) and mean over `dims`, accumulated in f32.
+    """Variance (with Bessel-style `correction`) and mean over `dims`, accumulated in f32 (an f64
+    input in f64, its results f64).
 
     `%var, %mean = fusion.var_mean %x dims [1] correction 1 : tensor<8x64xbf16> to tensor<8xf32>, tensor<8xf32>`
     """

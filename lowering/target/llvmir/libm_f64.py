@@ -3,7 +3,8 @@
 Each op becomes a helper `double @__fuser_<fn>(double %x)` (internal, alwaysinline) that
 module.py defines once per module (`MATH_F64`, `MATH_F64_2` for two operands). Where a result must
 be better than one f64 rounding of an intermediate, the helpers carry a double-double (a value as
-an unevaluated sum hi + lo, ~106 bits; `_two_sum`, `_two_prod`, ...). Constants (ln 2, pi/2, 2/pi)
+an unevaluated sum hi + lo, ~106 bits: double_double.py). The quadrant selection and exact mod 4
+of the trigonometric reduction are libm.py's (its f32 helpers compute those in f64 too). Constants (ln 2, pi/2, 2/pi)
 come from decimal expansions (pi by Machin's formula in Python integers), split into doubles.
 
 Accuracy, measured on the host (test/python/test_libm_f64.py: the same helpers JIT-compiled for
@@ -44,7 +45,14 @@ import struct
 from collections.abc import Callable
 from decimal import Decimal, localcontext
 
+from .double_double import dd_add as _dd_add
+from .double_double import dd_mul as _dd_mul
+from .double_double import fast_two_sum as _fast_two_sum
+from .double_double import neg as _neg
+from .double_double import two_prod as _two_prod
+from .double_double import two_sum as _two_sum
 from .emitter import Emitter
+from .libm import _by_quadrant, _keep_zero, _mod4
 
 
 # -------------------------------------------------------------------------------------------
@@ -127,45 +135,6 @@ COS_C = tuple((-1) ** i / math.factorial(2 * i + 4) for i in range(11))
 ATAN_A = tuple((-1) ** i / (2 * i + 1) for i in range(23))
 EXP_CLAMP = (-746.0, 710.0)   # e^-746 rounds to 0, e^710 overflows
 BIG = 2.0 ** 28               # asinh / acosh: log(2x) beyond
-
-
-# -------------------------------------------------------------------------------------------
-# Double-double arithmetic
-# -------------------------------------------------------------------------------------------
-
-
-def _neg(e: Emitter, a: str) -> str:
-    return e.inst(f"fneg double {a}")
-
-
-def _two_sum(e: Emitter, a: str, b: str) -> tuple[str, str]:
-    s = e.dbin("fadd", a, b)
-    bb = e.dbin("fsub", s, a)
-    err = e.dbin("fadd", e.dbin("fsub", a, e.dbin("fsub", s, bb)), e.dbin("fsub", b, bb))
-    return s, err
-
-
-def _fast_two_sum(e: Emitter, a: str, b: str) -> tuple[str, str]:
-    """(s, err) with s + err = a + b exactly, for |a| >= |b| (or a = 0)."""
-    s = e.dbin("fadd", a, b)
-    return s, e.dbin("fsub", b, e.dbin("fsub", s, a))
-
-
-def _two_prod(e: Emitter, a: str, b: str) -> tuple[str, str]:
-    p = e.dbin("fmul", a, b)
-    return p, e.dfma(a, b, _neg(e, p))
-
-
-def _dd_add(e: Emitter, a: tuple[str, str], b: tuple[str, str]) -> tuple[str, str]:
-    s, err = _two_sum(e, a[0], b[0])
-    err = e.dbin("fadd", err, e.dbin("fadd", a[1], b[1]))
-    return _fast_two_sum(e, s, err)
-
-
-def _dd_mul(e: Emitter, a: tuple[str, str], b: tuple[str, str]) -> tuple[str, str]:
-    p, err = _two_prod(e, a[0], b[0])
-    err = e.dfma(a[0], b[1], e.dfma(a[1], b[0], err))
-    return _fast_two_sum(e, p, err)
 
 
 def _ddc(e: Emitter, c: tuple[float, ...]) -> tuple[str, str]:
@@ -452,11 +421,6 @@ def _atan2(e: Emitter, y: str, x: str) -> str:
 # -------------------------------------------------------------------------------------------
 
 
-def _mod4(e: Emitter, k: str) -> str:
-    """k - 4 floor(k / 4): exact for any double k."""
-    return e.dbin("fsub", k, e.dbin("fmul", e.dcall("floor", e.dbin("fmul", k, e.d(0.25))), e.d(4.0)))
-
-
 def _chunk_table(e: Emitter) -> str:
     """The module's constant table of 2/pi's 24-bit chunks (as doubles); its name."""
     name = "__fuser_two_over_pi_chunks"
@@ -540,17 +504,6 @@ def _sin_cos(e: Emitter, rh: str, rl: str) -> tuple[str, str]:
     corr = e.dbin("fsub", e.dbin("fsub", e.dbin("fsub", e.d(1.0), w), hz), e.dbin("fmul", rl, rh))
     c = e.dbin("fadd", w, e.dfma(e.dbin("fmul", z, z), e.dhorner(COS_C, z), corr))
     return s, c
-
-
-def _by_quadrant(e: Emitter, q: str, values: tuple[str, str, str, str]) -> str:
-    out = values[0]
-    for i in (1, 2, 3):
-        out = e.select(e.dcmp("oeq", q, e.d(float(i))), "double", values[i], out)
-    return out
-
-
-def _keep_zero(e: Emitter, x: str, r: str) -> str:
-    return e.select(e.dcmp("oeq", x, e.d(0.0)), "double", x, r)
 
 
 def _trig(e: Emitter, x: str) -> tuple[str, str, str, str]:
