@@ -26,6 +26,10 @@ and bools compute in f32, as torch's do; `div(..., rounding_mode="trunc" | "floo
 of integers stay integers. Arithmetic of two bools is refused (use logical_and / logical_or, or
 cast), as is an integer constant out of its tensor's range (a u8 tensor + 300).
 
+f64 tensors are computed in f64 (math, reductions, scans and statistics; `erf`, `erfc`,
+`erfinv`, `erfcinv`, `lgamma` and the erf form of `gelu` refuse them): an f64 tensor with an f32
+one promotes to f64, and an f32 tensor * 2.0 stays f32 (the Python float is weak), as torch's.
+
 `compile` turns a fusion into a `CompiledFusion`, callable on arrays (GPU), with the numpy
 reference interpreter and every stage's IR at hand.
 """
@@ -1431,13 +1435,13 @@ def _float_statistics(x: Tensor, what: str) -> Tensor:
 
 
 def welford(x: Tensor, dims: int | Sequence[int], keepdim: bool = False) -> tuple[Tensor, Tensor, Tensor]:
-    """(avg, M2, N) over `dims`: avg and M2 in f32, N in i64."""
+    """(avg, M2, N) over `dims`: avg and M2 in f32 (f64 for an f64 input), N in i64."""
     x = _float_statistics(x, "welford")
     return x.builder._emit(F.WelfordOp(x.value, _norm_dims(dims, x.ndim), keepdim))
 
 
 def var_mean(x: Tensor, dims: int | Sequence[int], correction: int = 1, keepdim: bool = False) -> tuple[Tensor, Tensor]:
-    """(var, mean) over `dims` in f32; var = M2 / (N - correction)."""
+    """(var, mean) over `dims` in f32 (f64 for an f64 input); var = M2 / (N - correction)."""
     x = _float_statistics(x, "var_mean")
     return x.builder._emit(F.VarMeanOp(x.value, _norm_dims(dims, x.ndim), int(correction), keepdim))
 

@@ -191,11 +191,13 @@ def replace_by_two_pass(w: Operation, rewriter: PatternRewriter, note: str) -> l
         ops.append(o)
         return o.results[0]
 
-    def full(v: float) -> SSAValue:
-        return add(F.FullOp(v, kept, "f32"))
+    st = F.dtype_name(F.stat_type(F._elem(x)))  # f32, or f64 for an f64 input
 
-    xf = x if F.dtype_name(F._elem(x)) == "f32" else add(F.CastOp(x, "f32"))
-    s_op = F.ReduceOp("sum", x, dims, dtype="f32")
+    def full(v: float) -> SSAValue:
+        return add(F.FullOp(v, kept, st))
+
+    xf = x if F.dtype_name(F._elem(x)) == st else add(F.CastOp(x, st))
+    s_op = F.ReduceOp("sum", x, dims, dtype=st)
     total = add(s_op)
     count = full(float(n))
     mean = add(F.DivOp(total, count))

@@ -61,8 +61,16 @@ def uniform(n: int, dtype: str, seed: int, offset: int, low: float, high: float,
     return u * ftype(high - low) + ftype(low)
 
 
-def standard_normal(n: int, seed: int, offset: int) -> np.ndarray:
-    """The Box-Muller values z of elements 0 .. n-1 (float32: the kernels compute them in f32)."""
+def standard_normal(n: int, seed: int, offset: int, dtype: str = "f32") -> np.ndarray:
+    """The Box-Muller values z of elements 0 .. n-1 (float32: the kernels compute them in f32;
+    float64 for an f64 result, from 53-bit uniforms, two elements a block)."""
+    if dtype == "f64":
+        w = _words(-(-n // 2), seed, offset).astype(np.uint64)
+        u1 = (((w[:, 0] << np.uint64(21)) | (w[:, 1] >> np.uint64(11))) + np.uint64(1)).astype(np.float64) * 2.0 ** -53
+        u2 = ((w[:, 2] << np.uint64(21)) | (w[:, 3] >> np.uint64(11))).astype(np.float64) * 2.0 ** -53
+        r = np.sqrt(-2.0 * np.log(u1))
+        t = (2.0 * math.pi) * u2
+        return np.stack([r * np.cos(t), r * np.sin(t)], axis=1).reshape(-1)[:n]
     w = _words(-(-n // 4), seed, offset).astype(np.uint64)
     pairs = w.reshape(-1, 2)  # (w0, w1), (w2, w3) of each block
     u1 = ((pairs[:, 0] >> np.uint64(8)) + np.uint64(1)).astype(np.float32) * np.float32(2.0 ** -24)
@@ -73,7 +81,7 @@ def standard_normal(n: int, seed: int, offset: int) -> np.ndarray:
     return z[:n].astype(np.float32)
 
 
-def normal(n: int, seed: int, offset: int, mean: float, std: float, ftype) -> np.ndarray:
-    """fusion.normal's values of elements 0 .. n-1 in `ftype` (see `uniform`)."""
-    z = standard_normal(n, seed, offset).astype(ftype)
+def normal(n: int, seed: int, offset: int, mean: float, std: float, ftype, dtype: str = "f32") -> np.ndarray:
+    """fusion.normal's values of elements 0 .. n-1 of a `dtype` result in `ftype` (see `uniform`)."""
+    z = standard_normal(n, seed, offset, "f64" if dtype == "f64" else "f32").astype(ftype)
     return z * ftype(std) + ftype(mean)

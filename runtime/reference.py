@@ -4,8 +4,8 @@ It is the oracle for every numerical test and what `fuser-run` executes without 
 
 Two precisions:
 
-* ``"native"``: each op computes in float32 (f16/bf16 operands are upcast first) and rounds its
-  result to the op's declared element type, as the generated kernels do. Reductions and matmuls
+* ``"native"``: each op computes in float32 (f16/bf16 operands are upcast first; f64 ones in
+  float64) and rounds its result to the op's declared element type, as the generated kernels do. Reductions and matmuls
   accumulate in float64 before that rounding, so the reference is at least as accurate as any
   accumulation order the GPU may pick.
 * ``"f64"``: every float value is float64 throughout, and casts between float types do not
@@ -109,7 +109,10 @@ class _Interp:
         self.ftype = np.float64 if self.f64 else np.float32
 
     def up(self, x: np.ndarray) -> np.ndarray:
-        """An operand in compute precision (floats only; masks and counts stay as they are)."""
+        """An operand in compute precision (floats only; masks and counts stay as they are; f64
+        stays f64 in either precision, as the kernels compute it)."""
+        if x.dtype == np.float64:
+            return x
         if x.dtype.kind == "f" or x.dtype == NUMPY_DTYPES["bf16"]:
             return x.astype(self.ftype, copy=False)
         return x
@@ -605,7 +608,7 @@ def _creation(it: _Interp, op: Operation, ins: list[np.ndarray]) -> np.ndarray:
         if op.name == "fusion.uniform":
             out = philox.uniform(n, dtype, seed, offset, op.low.value.data, op.high.value.data, ftype)
         else:
-            out = philox.normal(n, seed, offset, op.mean.value.data, op.std.value.data, ftype)
+            out = philox.normal(n, seed, offset, op.mean.value.data, op.std.value.data, ftype, dtype)
     return out.reshape(shape)
 
 

@@ -25,6 +25,10 @@ offset mod 2^32, offset >> 32) for block number b, gives four 32-bit words w0..w
   r cos t for even i and r sin t for odd i; the value is mean + std * z in f32, rounded to the
   type. (The kernels' log, sin and cos are not the reference's to the bit: normal numbers agree
   to float tolerance, uniform ones bit for bit.)
+* `normal` of f64: element i takes block i / 2; u1 = ((w0 * 2^21 + (w1 >> 11)) + 1) * 2^-53 in
+  (0, 1], u2 = (w2 * 2^21 + (w3 >> 11)) * 2^-53; r = sqrt(-2 log u1), t = 2 pi u2 in f64 (the
+  f64 log, sin and cos of lowering/target/llvmir/libm_f64.py); r cos t for even i, r sin t for
+  odd i; mean + std * z in f64.
 
 Different offsets give independent streams of 2^64 blocks each: a caller that draws again takes
 the next offset (0, 1, 2, ...), whatever the size of the draws. This is not torch's stream
@@ -60,9 +64,9 @@ def elements_per_block(dtype: str) -> int:
     return 2 if dtype == "f64" else 4
 
 
-IOTA_TYPES = FLOAT_TYPES + (Float64Type,) + INT_TYPES
-UNIFORM_TYPES = FLOAT_TYPES + (Float64Type,)
-NORMAL_TYPES = FLOAT_TYPES  # (f64 would need f64 log, sin and cos, which the kernels lack)
+IOTA_TYPES = FLOAT_TYPES + INT_TYPES
+UNIFORM_TYPES = FLOAT_TYPES
+NORMAL_TYPES = FLOAT_TYPES  # (f64: Box-Muller in f64, with the f64 log, sin and cos of libm_f64)
 _EXACT = 2.0 ** 53  # an integer parameter beyond it would not be held exactly by its f64 property
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import Float32Type, IntegerAttr, TensorType, UnitAttr, i64
+from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerAttr, TensorType, UnitAttr, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, opt_prop_def, result_def, traits_def
 from xdsl.parser import Parser
@@ -10,7 +10,7 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from .types import FLOAT_TYPES, _check_tensor, _dims, _print_attrs, tensor
+from .types import NARROW_FLOAT_TYPES, _check_tensor, _dims, _print_attrs, tensor
 
 @irdl_op_definition
 class MatmulOp(IRDLOperation):
@@ -85,8 +85,12 @@ class MatmulOp(IRDLOperation):
         return 1 if kc is None or kc <= 0 else -(-self.mnk()[2] // kc)
 
     def verify_(self) -> None:
-        ta = _check_tensor(self, "operand #0 ('a')", self.a.type, FLOAT_TYPES)
-        tb = _check_tensor(self, "operand #1 ('b')", self.b.type, FLOAT_TYPES)
+        for what, v in (("operand #0 ('a')", self.a), ("operand #1 ('b')", self.b), ("result", self.result)):
+            if isinstance(v.type, TensorType) and isinstance(v.type.element_type, Float64Type):
+                raise VerifyException(f"'fusion.matmul' op {what} is f64: matmul takes bf16 or f16 operands "
+                                      f"(wgmma; f32 through them), f64 matmul is not supported")
+        ta = _check_tensor(self, "operand #0 ('a')", self.a.type, NARROW_FLOAT_TYPES)
+        tb = _check_tensor(self, "operand #1 ('b')", self.b.type, NARROW_FLOAT_TYPES)
         for what, t in (("operand #0 ('a')", ta), ("operand #1 ('b')", tb)):
             if t.get_num_dims() != 2:
                 raise VerifyException(f"'fusion.matmul' op {what} must be 2-D, got {t}")
@@ -98,7 +102,7 @@ class MatmulOp(IRDLOperation):
         if ka != kb:
             raise VerifyException(f"'fusion.matmul' op contraction extents differ: operand #0 ('a') {ta} has K={ka}, operand #1 ('b') {tb} has K={kb}")
         m, n, k = self.mnk()
-        rt = _check_tensor(self, "result", self.result.type, FLOAT_TYPES)
+        rt = _check_tensor(self, "result", self.result.type, NARROW_FLOAT_TYPES)
         kc = self.chunk
         if self.serial is not None and kc is None:
             raise VerifyException("'fusion.matmul' op 'serial' needs a k_chunk (it says how the split K is reduced)")

@@ -56,6 +56,7 @@ class UnaryOp(_OneOperandForm, IRDLOperation):
     -128); result has the operand's type."""
 
     ELEMENTS: ClassVar[tuple] = FLOAT_TYPES  # the element types the op takes
+    NO_F64: ClassVar[bool] = False  # an f64 operand is refused (no f64-accurate lowering)
     input = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
@@ -64,6 +65,9 @@ class UnaryOp(_OneOperandForm, IRDLOperation):
         super().__init__(operands=[input], result_types=[input.type], attributes=attrs or {})
 
     def verify_(self) -> None:
+        if self.NO_F64 and isinstance(self.input.type, TensorType) and isinstance(self.input.type.element_type, Float64Type):
+            raise VerifyException(f"'{self.name}' op operand #0 ('input') is f64, which {self.name} does not take: "
+                                  f"its lowering reaches f32 accuracy only (cast to f32 first)")
         _check_tensor(self, "operand #0 ('input')", self.input.type, self.ELEMENTS)
         if self.result.type != self.input.type:
             raise VerifyException(f"'{self.name}' op result type {self.result.type} must equal the operand type {self.input.type}")
@@ -152,6 +156,9 @@ class GeluOp(UnaryOp):
         approx = self.attributes.get("approximate")
         if approx is not None and not (isinstance(approx, StringAttr) and approx.data in ("none", "tanh")):
             raise VerifyException(f"'fusion.gelu' op attribute 'approximate' must be \"none\" or \"tanh\", got {approx}")
+        if self.approximate == "none" and isinstance(self.input.type.element_type, Float64Type):
+            raise VerifyException("'fusion.gelu' op operand #0 ('input') is f64: the erf form needs erf, which has "
+                                  "no f64 lowering (approximate \"tanh\" takes f64; or cast to f32 first)")
 
     @property
     def approximate(self) -> str:
@@ -164,6 +171,7 @@ class ErfOp(UnaryOp):
     """the error function, 2/sqrt(pi) * integral of e^-t^2 from 0 to x"""
 
     name = "fusion.erf"
+    NO_F64: ClassVar[bool] = True
 
 
 @irdl_op_definition
@@ -318,6 +326,7 @@ class ErfcOp(UnaryOp):
     """1 - erf(x), accurate where erf(x) is near 1"""
 
     name = "fusion.erfc"
+    NO_F64: ClassVar[bool] = True
 
 
 @irdl_op_definition
@@ -325,6 +334,7 @@ class ErfinvOp(UnaryOp):
     """the inverse of erf on (-1, 1); +-inf at +-1, NaN beyond"""
 
     name = "fusion.erfinv"
+    NO_F64: ClassVar[bool] = True
 
 
 @irdl_op_definition
@@ -332,6 +342,7 @@ class ErfcinvOp(UnaryOp):
     """the inverse of erfc on (0, 2); +inf at 0, -inf at 2, NaN beyond"""
 
     name = "fusion.erfcinv"
+    NO_F64: ClassVar[bool] = True
 
 
 @irdl_op_definition
@@ -339,6 +350,7 @@ class LgammaOp(UnaryOp):
     """log|gamma(x)|, as torch.lgamma; +inf at 0, the negative integers and +-inf"""
 
     name = "fusion.lgamma"
+    NO_F64: ClassVar[bool] = True
 
 
 @irdl_op_definition
@@ -592,7 +604,7 @@ class NextafterOp(BinaryOp):
     where either is NaN; every float type, f64 included (a step of the bits, nothing rounds)"""
 
     name = "fusion.nextafter"
-    ELEMENTS: ClassVar[tuple] = FLOAT_TYPES + (Float64Type,)
+    ELEMENTS: ClassVar[tuple] = FLOAT_TYPES
 
 
 BITWISE_OPS = [BitwiseNotOp, BitwiseAndOp, BitwiseOrOp, BitwiseXorOp, ShiftLeftOp, ShiftRightOp,
@@ -860,7 +872,7 @@ class FullOp(IRDLOperation):
         super().__init__(result_types=[tensor(shape, dtype)], properties={"value": FloatAttr(float(value), Float64Type())})
 
     def verify_(self) -> None:
-        t = _check_tensor(self, "result", self.result.type, ORDERED_TYPES + (Float64Type,))  # (every type)
+        t = _check_tensor(self, "result", self.result.type, ORDERED_TYPES)  # (every type)
         v = self.value.value.data
         et = t.element_type
         if isinstance(et, IntegerType) and not (math.isfinite(v) and v == int(v)):

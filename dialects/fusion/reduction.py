@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DenseArrayBase, Float32Type, IntegerAttr, StringAttr, TensorType, UnitAttr, i1, i64
+from xdsl.dialects.builtin import DenseArrayBase, Float32Type, Float64Type, IntegerAttr, StringAttr, TensorType, UnitAttr, i1, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def, traits_def
 from xdsl.parser import Parser
@@ -16,6 +16,7 @@ from .types import (
     DTYPE_NAMES,
     FLOAT_TYPES,
     INT_TYPES,
+    stat_type,
     _check_dims_list,
     _check_tensor,
     _dims,
@@ -28,7 +29,7 @@ from .types import (
 )
 
 REDUCE_KINDS = ("sum", "max", "min", "prod", "any", "all", "argmax", "argmin")
-# What fusion.reduce takes: floats (accumulated in f32), integers and masks (in i64 where they
+# What fusion.reduce takes: floats (accumulated in f32, f64 in f64), integers and masks (in i64 where they
 # are added or multiplied). Welford and var_mean take floats only (torch refuses integers).
 REDUCE_INPUT_TYPES = FLOAT_TYPES + INT_TYPES + (i1,)
 
@@ -42,6 +43,8 @@ def reduce_result_types(kind: str, et: Attribute) -> tuple[Attribute, ...]:
         return (i1,)
     if kind in ("argmax", "argmin"):
         return (i64,)
+    if isinstance(et, Float64Type):
+        return (et,)  # (accumulated in f64)
     if isinstance(et, FLOAT_TYPES):
         return (et, Float32Type()) if et != Float32Type() else (et,)
     if kind in ("sum", "prod"):
@@ -101,6 +104,7 @@ class ReduceOp(_ReductionBase):
     """`fusion.reduce sum %x dims [1] keepdim : tensor<3x4xbf16> to tensor<3x1xf32>`.
 
     Kinds: sum, prod, max, min (floats accumulated in f32, the result f32 or the input's type;
+    f64 accumulated in f64, the result f64;
     integers and masks summed and multiplied in i64, wrapping, the result i64 or the input's
     type; max and min of integers in their type, of masks any and all); any and all (a mask:
     some / every element nonzero, NaN counting as nonzero); argmax and argmin (i64: the
@@ -127,7 +131,7 @@ class ReduceOp(_ReductionBase):
         self._verify_reduction([self.result], ["result"], REDUCE_INPUT_TYPES)
         et, allowed = _elem(self.result), reduce_result_types(kind, xt)
         if et not in allowed:
-            if isinstance(xt, FLOAT_TYPES) and kind in ("sum", "prod", "max", "min"):
+            if isinstance(xt, FLOAT_TYPES) and kind in ("sum", "prod", "max", "min") and len(allowed) > 1:
                 raise VerifyException(f"'fusion.reduce' op result element type {et} must be f32 or the input's {xt}")
             raise VerifyException(f"'fusion.reduce' op {kind} of {xt} has result element type {et}, expected "
                                   f"{' or '.join(str(a) for a in allowed)}")
@@ -183,7 +187,8 @@ def _parse_multi_result_reduction(cls, parser: Parser, nresults: int, extra=None
 
 @irdl_op_definition
 class WelfordOp(_ReductionBase):
-    """Welford statistics over `dims`: mean (avg), sum of squared deviations (M2) and count (N).
+    """Welford statistics over `dims`: mean (avg), sum of squared deviations (M2) and count (N);
+    avg and M2 are f32 (f64 for an f64 input, computed in f64).
 
     `%avg, %m2, %n = fusion.welford %x dims [1] : tensor<8x64xf32> to tensor<8xf32>, tensor<8xf32>, tensor<8xi64>`
     """
@@ -198,13 +203,14 @@ class WelfordOp(_ReductionBase):
         props: dict[str, Attribute] = {"dims": _i64_array(dims)}
         if keepdim:
             props["keepdim"] = UnitAttr()
-        f32 = Float32Type()
-        super().__init__(operands=[input], result_types=[TensorType(f32, shape), TensorType(f32, shape), TensorType(i64, shape)],
+        st = stat_type(_elem(input))
+        super().__init__(operands=[input], result_types=[TensorType(st, shape), TensorType(st, shape), TensorType(i64, shape)],
                          properties=props)
 
     def verify_(self) -> None:
         self._verify_reduction([self.avg, self.m2, self.n], ["avg", "M2", "N"])
-        for r, n, et in ((self.avg, "avg", Float32Type()), (self.m2, "M2", Float32Type()), (self.n, "N", i64)):
+        st = stat_type(_elem(self.input))
+        for r, n, et in ((self.avg, "avg", st), (self.m2, "M2", st), (self.n, "N", i64)):
             if _elem(r) != et:
                 raise VerifyException(f"'fusion.welford' op result '{n}' must have element type {et}, got {_elem(r)}")
 
@@ -218,7 +224,8 @@ class WelfordOp(_ReductionBase):
 
 @irdl_op_definition
 class VarMeanOp(_ReductionBase):
-    """Variance (with Bessel-style `correction`) and mean over `dims`, accumulated in f32.
+    """Variance (with Bessel-style `correction`) and mean over `dims`, accumulated in f32 (an f64
+    input in f64, its results f64).
 
     `%var, %mean = fusion.var_mean %x dims [1] correction 1 : tensor<8x64xbf16> to tensor<8xf32>, tensor<8xf32>`
     """
@@ -233,16 +240,17 @@ class VarMeanOp(_ReductionBase):
         props: dict[str, Attribute] = {"dims": _i64_array(dims), "correction": IntegerAttr(correction, i64)}
         if keepdim:
             props["keepdim"] = UnitAttr()
-        f32 = Float32Type()
-        super().__init__(operands=[input], result_types=[TensorType(f32, shape), TensorType(f32, shape)], properties=props)
+        st = stat_type(_elem(input))
+        super().__init__(operands=[input], result_types=[TensorType(st, shape), TensorType(st, shape)], properties=props)
 
     def verify_(self) -> None:
         self._verify_reduction([self.var, self.mean], ["var", "mean"])
         if self.correction.value.data < 0:
             raise VerifyException(f"'fusion.var_mean' op correction must be >= 0, got {self.correction.value.data}")
         for r, n in ((self.var, "var"), (self.mean, "mean")):
-            if _elem(r) != Float32Type():
-                raise VerifyException(f"'fusion.var_mean' op result '{n}' must have element type f32, got {_elem(r)}")
+            if _elem(r) != stat_type(_elem(self.input)):
+                raise VerifyException(f"'fusion.var_mean' op result '{n}' must have element type "
+                                      f"{stat_type(_elem(self.input))}, got {_elem(r)}")
 
     @classmethod
     def parse(cls, parser: Parser):

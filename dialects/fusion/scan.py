@@ -15,7 +15,7 @@ from .reduction import reduce_result_types
 from .types import DTYPE_NAMES, FLOAT_TYPES, INT_TYPES, _check_tensor, _dims, _elem, _fmt
 
 SCAN_KINDS = ("sum", "prod", "max", "min")
-# What fusion.scan takes: floats (scanned in f32), integers and masks (summed and multiplied in
+# What fusion.scan takes: floats (scanned in f32, f64 in f64), integers and masks (summed and multiplied in
 # i64, as torch's cumsum/cumprod; max and min in their order).
 SCAN_INPUT_TYPES = FLOAT_TYPES + INT_TYPES + (i1,)
 
@@ -33,7 +33,7 @@ class ScanOp(IRDLOperation):
     """`%c = fusion.scan sum %x dim 1 : tensor<3x4xbf16> to tensor<3x4xbf16>`.
 
     The inclusive scan of `kind` along dim `dim`, which must be the innermost: element i of a
-    row is the sum (product, maximum, minimum) of its elements 0..i. Floats are scanned in f32
+    row is the sum (product, maximum, minimum) of its elements 0..i. Floats are scanned in f32 (f64 in f64)
     and each result rounded to the result type (a running sum starts from +0.0, as torch's CPU
     cumsum: it is never -0.0); integers and masks are summed and multiplied in
     i64, wrapping (the result i64, or the input's type wrapped), and their max and min taken in

@@ -32,7 +32,10 @@ from xdsl.utils.exceptions import VerifyException
 
 # --------------------------------------------------------------------------- types
 
-FLOAT_TYPES = (Float32Type, Float16Type, BFloat16Type)  # what math, cmp, where and reductions take
+# What math, cmp, where, reductions and scans take: f16 and bf16 are computed in f32, f32 and f64
+# each in its own registers (f64 never through f32).
+FLOAT_TYPES = (Float32Type, Float16Type, BFloat16Type, Float64Type)
+NARROW_FLOAT_TYPES = (Float32Type, Float16Type, BFloat16Type)  # the floats an op without an f64 form takes
 ui8 = IntegerType(8, Signedness.UNSIGNED)
 # Every element type a fusion tensor may have: inputs, outputs, intermediates, the operands of
 # casts and shape ops. i1 is stored as one byte (0 or 1); f64 is computed in f64. The integers
@@ -59,6 +62,12 @@ def is_float(t: Attribute) -> bool:
 def is_integer(t: Attribute) -> bool:
     """An integer element type of DTYPE_NAMES other than i1 (i8, i16, i32, i64, ui8)."""
     return isinstance(t, IntegerType) and t.width.data > 1 and t in DTYPE_NAMES.values()
+
+
+def stat_type(t: Attribute) -> Attribute:
+    """The element type of the float statistics (welford's avg and M2, var_mean's var and mean)
+    of an input of float type `t`: f64 for f64, else f32 (what they are accumulated in)."""
+    return Float64Type() if isinstance(t, Float64Type) else Float32Type()
 
 
 def is_unsigned(t: Attribute) -> bool:

@@ -536,7 +536,7 @@ class ReleaseOp(IRDLOperation):
 class ShflXorOp(IRDLOperation):
     """Butterfly exchange within a warp: each lane gets `value` from lane (lane ^ offset).
 
-    `%r = sched.shfl_xor %v, 16 : f32` (all 32 lanes take part; an i64 moves as two 32-bit halves).
+    `%r = sched.shfl_xor %v, 16 : f32` (all 32 lanes take part; an i64 or f64 moves as two 32-bit halves).
     """
 
     name = "sched.shfl_xor"
@@ -553,8 +553,8 @@ class ShflXorOp(IRDLOperation):
         if off not in (1, 2, 4, 8, 16):
             raise VerifyException(f"'sched.shfl_xor' op offset {off} must be 1, 2, 4, 8 or 16")
         if not (isinstance(self.value.type, IntegerType) and self.value.type.width.data in (32, 64)) \
-                and str(self.value.type) != "f32":
-            raise VerifyException(f"'sched.shfl_xor' op value must be f32, i32 or i64, got {self.value.type}")
+                and str(self.value.type) not in ("f32", "f64"):
+            raise VerifyException(f"'sched.shfl_xor' op value must be f32, f64, i32 or i64, got {self.value.type}")
 
     # Custom syntax: the offset is a bare integer (the property allows any integer type, so the
     # declarative format would print `16 : i64`), and the one type is both the operand's and the

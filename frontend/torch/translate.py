@@ -47,7 +47,7 @@ DTYPES: dict[torch.dtype, str] = {
     torch.uint8: "u8",
 }
 TORCH_DTYPES = {v: k for k, v in DTYPES.items()}
-MATH = ("f32", "f16", "bf16")  # element types fuser computes with (in f32)
+MATH = ("f32", "f16", "bf16", "f64")  # element types fuser computes with (f16/bf16 in f32, f64 in f64)
 HALF = ("f16", "bf16")
 
 
@@ -214,7 +214,7 @@ def _num_or_tensor(v: Any) -> fa.Tensor | float:
 def _math_dtype(ctx: Ctx) -> str:
     dt = ctx.out_dtype
     if dt not in MATH:
-        raise Unsupported(f"{ctx.node.target}: fuser computes on f32/f16/bf16, not {dt}")
+        raise Unsupported(f"{ctx.node.target}: fuser computes on f32/f16/bf16/f64, not {dt}")
     return dt
 
 
@@ -271,7 +271,7 @@ def _nextafter(ctx: Ctx) -> fa.Tensor:
     """On the grid of the node's dtype (f64 too), never computed in f32 for f16/bf16 as other
     math is: the neighbour of a bf16 value is a bf16 step."""
     out = ctx.out_dtype
-    if out not in MATH + ("f64",):
+    if out not in MATH:
         raise Unsupported(f"{ctx.node.target}: nextafter of {out}")
     a, b = (fa.cast(x, out) for x in (ctx.arg(0, "self"), ctx.arg(1, "other")))
     return fa.broadcast_to(fa.nextafter(a, b), ctx.out_shape)
@@ -579,8 +579,9 @@ def _reduce_rule(kind: str, mean: bool = False, all_dims: bool = False) -> Rule:
         if out not in MATH + INTS + ("i1",):
             raise Unsupported(f"{ctx.node.target}: result dtype {out}")
         given = ctx.node.kwargs.get("dtype")
-        if given is not None and not (x.dtype in MATH and DTYPES[given] in MATH):
-            x = fa.cast(x, DTYPES[given])   # dtype= casts the input first, as torch (floats: below)
+        if given is not None and (not (x.dtype in MATH and DTYPES[given] in MATH)
+                                  or ("f64" in (x.dtype, DTYPES[given]) and x.dtype != DTYPES[given])):
+            x = fa.cast(x, DTYPES[given])   # dtype= casts the input first, as torch (f32/f16/bf16: below)
         if kind == "prod" and not all_dims:
             dims = [int(ctx.arg(1, "dim")) % x.ndim]
         else:
@@ -683,8 +684,13 @@ def _norm_dims_of(x: fa.Tensor, normalized_shape: Any) -> list[int]:
     return list(range(x.ndim - k, x.ndim))
 
 
-def _opt_f32(v: Any) -> fa.Tensor | None:
-    return None if v is None else fa.cast(v, "f32")
+def _wide(dtype: str) -> str:
+    """The type a composite formula computes in: f64 for f64, else f32 (torch's opmath)."""
+    return "f64" if dtype == "f64" else "f32"
+
+
+def _opt_wide(v: Any, wide: str) -> fa.Tensor | None:
+    return None if v is None else fa.cast(v, wide)
 
 
 @entry(aten.native_layer_norm.default)
@@ -692,12 +698,13 @@ def _native_layer_norm(ctx: Ctx) -> tuple:
     """(out, mean, rstd): mean and rstd keep the normalized dims as size 1, as torch's do."""
     x = ctx.tensor(0)
     dims = _norm_dims_of(x, ctx.arg(1, "normalized_shape"))
-    w, b = _opt_f32(ctx.arg(2, "weight")), _opt_f32(ctx.arg(3, "bias"))
+    wide = _wide(x.dtype)
+    w, b = _opt_wide(ctx.arg(2, "weight"), wide), _opt_wide(ctx.arg(3, "bias"), wide)
     eps = _scalar(ctx.arg(4, "eps"))
     outs = ctx.outs
     if x.dtype not in MATH or any(m is None or DTYPES[m.dtype] not in MATH for m in outs):
         raise Unsupported(f"native_layer_norm of {x.dtype}")
-    xf = fa.cast(x, "f32")
+    xf = fa.cast(x, wide)
     var, mean = fa.var_mean(xf, dims, correction=0, keepdim=True)
     rstd = fa.rsqrt(var + eps)
     y = (xf - mean) * rstd
@@ -717,13 +724,14 @@ def _native_layer_norm_backward(ctx: Ctx) -> tuple:
     go, x = ctx.tensor(0), ctx.tensor(1)
     dims = _norm_dims_of(x, ctx.arg(2, "normalized_shape"))
     mean, rstd = ctx.tensor(3), ctx.tensor(4)
-    w = _opt_f32(ctx.arg(5, "weight"))
+    wide = _wide(x.dtype)
+    w = _opt_wide(ctx.arg(5, "weight"), wide)
     mask = list(ctx.arg(7, "output_mask"))
     outs = ctx.outs
     if any(t.dtype not in MATH for t in (go, x, mean, rstd)):
-        raise Unsupported("native_layer_norm_backward outside f32/f16/bf16")
-    gof, xf = fa.cast(go, "f32"), fa.cast(x, "f32")
-    x_hat = (xf - fa.cast(mean, "f32")) * fa.cast(rstd, "f32")
+        raise Unsupported("native_layer_norm_backward outside f32/f16/bf16/f64")
+    gof, xf = fa.cast(go, wide), fa.cast(x, wide)
+    x_hat = (xf - fa.cast(mean, wide)) * fa.cast(rstd, wide)
     outer = list(range(x.ndim - len(dims)))
     res: list[fa.Tensor | None] = [None, None, None]
     if mask[0]:
@@ -731,7 +739,7 @@ def _native_layer_norm_backward(ctx: Ctx) -> tuple:
         n = float(math.prod(x.shape[d] for d in dims))
         g_mean = fa.sum(g, dims, keepdim=True) / n
         gx_mean = fa.sum(g * x_hat, dims, keepdim=True) / n
-        res[0] = fa.cast(fa.cast(rstd, "f32") * (g - g_mean - x_hat * gx_mean), DTYPES[outs[0].dtype])
+        res[0] = fa.cast(fa.cast(rstd, wide) * (g - g_mean - x_hat * gx_mean), DTYPES[outs[0].dtype])
     if mask[1] and outs[1] is not None:
         res[1] = fa.cast(fa.sum(gof * x_hat, outer), DTYPES[outs[1].dtype])
     if mask[2] and outs[2] is not None:
@@ -1070,9 +1078,10 @@ def _native_dropout_backward(ctx: Ctx) -> fa.Tensor:
 
 
 def _f32(ctx: Ctx, *xs: Any) -> list[Any]:
-    """Operands for a composite formula: f32 tensors (torch computes these in opmath)."""
-    _math_dtype(ctx)
-    return [fa.cast(x, "f32") if isinstance(x, fa.Tensor) else _scalar(x) for x in xs]
+    """Operands for a composite formula: f32 tensors (torch computes these in opmath), f64 ones
+    for an f64 node."""
+    wide = _wide(_math_dtype(ctx))
+    return [fa.cast(x, wide) if isinstance(x, fa.Tensor) else _scalar(x) for x in xs]
 
 
 def _finish(ctx: Ctx, y: fa.Tensor) -> fa.Tensor:

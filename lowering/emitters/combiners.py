@@ -4,15 +4,15 @@ Every reduction kernel (row, column, persistent) is written once against this in
 sum, a max and a Welford mean/variance share the loops, the warp shuffles and the shared-memory
 and workspace steps; only the state and its two rules differ.
 
-- `Fold` (sum/prod/max/min of floats): the state is one f32.
+- `Fold` (sum/prod/max/min of floats): the state is one f32 (one f64 for f64 elements).
 - `IntFold` (sum/prod/max/min of integers and masks; any/all of anything): one i64 (every
   integer widened by its sign, u8 and masks by zeros, so sums and products wrap in i64 as
   torch's and max/min compare in order), or for any/all one i32 holding 0 or 1.
-- `ArgState` (argmax/argmin): (value, index): the value f32 for floats, i64 for integers, the
+- `ArgState` (argmax/argmin): (value, index): the value f32 for floats (f64 for f64), i64 for integers, the
   index the element's i64 position within the reduced dims. Two states merge by a total order
   (NaN first, then the value, then the lower index), so any merge order gives the first
   extreme, as torch's.
-- `WelfordState`: the state is (avg, M2, n) in f32. A thread folds its elements as shifted
+- `WelfordState`: the state is (avg, M2, n) in f32 (in f64 for f64 input). A thread folds its elements as shifted
   sums and `settle`s them into a state; two partial states merge with the parallel formula of
   Chan, Golub and LeVeque:
       n = na + nb,  delta = avg_b - avg_a,
@@ -41,7 +41,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.lowering.emitters.evaluator import compute_type, emit_cast
-from fuser.lowering.emitters.kernel_builder import KernelBuilder, combine, f32, reduce_identity
+from fuser.lowering.emitters.kernel_builder import KernelBuilder, combine, compute_float, reduce_identity
 
 State = list[SSAValue]
 Position = Callable[[], SSAValue] | None   # an element's index within the reduced dims, made on demand
@@ -50,16 +50,16 @@ I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 class Fold:
-    """sum / prod / max / min of floats: a one-value f32 state."""
+    """sum / prod / max / min of floats: a one-value state in the compute type (f32, f64 for f64)."""
 
     width = 1
-    types = (f32,)
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, elem: Attribute):
         self.kind = kind
+        self.types = (compute_float(elem),)
 
     def identity(self, kb: KernelBuilder) -> State:
-        return [kb.cf(reduce_identity(self.kind))]
+        return [kb.const(reduce_identity(self.kind), self.types[0])]
 
     def update(self, kb: KernelBuilder, s: State, x: SSAValue, pos: Position = None) -> State:
         return [combine(kb, self.kind, s[0], x)]
@@ -124,11 +124,11 @@ class ArgState:
         self.largest = kind == "argmax"
         self.elem = elem
         self.floats = F.is_float(elem)
-        self.types = (f32 if self.floats else i64, i64)
+        self.types = (compute_float(elem) if self.floats else i64, i64)
 
     def identity(self, kb: KernelBuilder) -> State:
         if self.floats:
-            v = kb.cf(-math.inf if self.largest else math.inf)
+            v = kb.const(-math.inf if self.largest else math.inf, self.types[0])
         else:
             v = kb.const(I64_MIN if self.largest else I64_MAX, i64)
         return [v, kb.const(I64_MAX, i64)]   # any element's index is lower: it wins a tie
@@ -172,20 +172,26 @@ class WelfordState:
     """
 
     width = 3
-    types = (f32, f32, f32)
+
+    def __init__(self, elem: Attribute):
+        t = compute_float(elem)
+        self.types = (t, t, t)
+
+    def c(self, kb: KernelBuilder, value: float) -> SSAValue:
+        return kb.const(value, self.types[0])
 
     def identity(self, kb: KernelBuilder) -> State:
-        z = kb.cf(0.0)
+        z = self.c(kb, 0.0)
         return [z, z, z]   # both as sums and as a state: nothing seen
 
     def update(self, kb: KernelBuilder, s: State, x: SSAValue, pos: Position = None) -> State:
         s1, s2, n = s
-        return [kb.fadd(s1, x), kb.fadd(s2, kb.fmul(x, x)), kb.fadd(n, kb.cf(1.0))]
+        return [kb.fadd(s1, x), kb.fadd(s2, kb.fmul(x, x)), kb.fadd(n, self.c(kb, 1.0))]
 
     def settle(self, kb: KernelBuilder, s: State) -> State:
         s1, s2, n = s
-        avg = kb.fdiv(s1, kb.fmax(n, kb.cf(1.0)))
-        m2 = kb.fmax(kb.fsub(s2, kb.fmul(s1, avg)), kb.cf(0.0))
+        avg = kb.fdiv(s1, kb.fmax(n, self.c(kb, 1.0)))
+        m2 = kb.fmax(kb.fsub(s2, kb.fmul(s1, avg)), self.c(kb, 0.0))
         return [avg, m2, n]
 
     def merge(self, kb: KernelBuilder, a: State, b: State) -> State:
@@ -193,7 +199,7 @@ class WelfordState:
         avg_b, m2_b, n_b = b
         n = kb.fadd(n_a, n_b)
         # nb / max(n, 1): both states empty gives 0, not 0/0.
-        w = kb.fdiv(n_b, kb.fmax(n, kb.cf(1.0)))
+        w = kb.fdiv(n_b, kb.fmax(n, self.c(kb, 1.0)))
         delta = kb.fsub(avg_b, avg_a)
         avg = kb.fadd(avg_a, kb.fmul(delta, w))
         m2 = kb.fadd(kb.fadd(m2_a, m2_b), kb.fmul(kb.fmul(delta, delta), kb.fmul(n_a, w)))
@@ -206,13 +212,13 @@ def select_state(kb: KernelBuilder, cond: SSAValue, a: State, b: State) -> State
 
 def state_for(op) -> Fold | IntFold | ArgState | WelfordState:
     if not isinstance(op, F.ReduceOp):
-        return WelfordState()
+        return WelfordState(F._elem(op.input))
     kind, elem = op.kind.data, F._elem(op.input)
     if kind in ("argmax", "argmin"):
         return ArgState(kind, elem)
     if kind in ("any", "all") or not F.is_float(elem):
         return IntFold(kind, elem)
-    return Fold(kind)
+    return Fold(kind, elem)
 
 
 def needs_position(op) -> bool:
@@ -249,7 +255,7 @@ def finalize(kb: KernelBuilder, op, s: State, shift: SSAValue | None = None) -> 
         return {op.avg: avg, op.m2: m2, op.n: count}
     # var_mean: as torch, a non-positive denominator divides by zero (inf, or NaN for 0/0).
     denom = max(n - op.correction.value.data, 0)
-    return {op.var: kb.fdiv(m2, kb.cf(float(denom))), op.mean: avg}
+    return {op.var: kb.fdiv(m2, kb.const(float(denom), m2.type)), op.mean: avg}
 
 
 class Joint:

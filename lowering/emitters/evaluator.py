@@ -27,8 +27,8 @@ from fuser.lowering.provenance import located
 
 class Evaluator:
     """Emits the scalars of a fusion value at a multi-index, each in its compute type
-    (`compute_type`: f32 for f16, bf16 and f32; signless i8 for u8; f64, i1 and the other
-    integers as themselves).
+    (`compute_type`: f32 for f16, bf16 and f32; signless i8 for u8; f64 (in f64 registers, never
+    through f32), i1 and the other integers as themselves).
 
     `lanes` > 1 asks for that many consecutive elements along the value's last dimension
     (lane 0 at `idx`, whose last coordinate is a multiple of `lanes`). Materialized values and
@@ -279,7 +279,9 @@ def compute_type(t: Attribute) -> Attribute:
     """The type a kernel computes values of element type `t` in: f16 and bf16 widen to f32 (and
     ops round their results back), ui8 is a signless i8 (the ops reading it take the unsigned
     forms), every other type is its own."""
-    return f32 if F.is_float(t) else sched.value_type(t)
+    if F.is_float(t):
+        return t if isinstance(t, Float64Type) else f32
+    return sched.value_type(t)
 
 
 def emit_cast(kb: KernelBuilder, x: SSAValue, to: Attribute, src_elem: Attribute | None = None) -> SSAValue:
@@ -378,8 +380,9 @@ _ONE_MATH_OP = {
 
 
 def emit_unary(kb: KernelBuilder, op: F.UnaryOp, x: SSAValue) -> SSAValue:
-    one = kb.cf(1.0)
-    half = kb.cf(0.5)
+    def c(value: float) -> SSAValue:  # a constant of the compute type (f32, or f64 for f64)
+        return kb.const(value, x.type)
+    one, half = c(1.0), c(0.5)
     r: SSAValue
     if type(op) in _ONE_MATH_OP:
         return kb.round_to(kb.math1(_ONE_MATH_OP[type(op)], x), F._elem(op.result))
@@ -387,7 +390,7 @@ def emit_unary(kb: KernelBuilder, op: F.UnaryOp, x: SSAValue) -> SSAValue:
         case F.NegOp():
             r = kb.v(arith.NegfOp(x))
         case F.ReluOp():
-            r = kb.fmax(x, kb.cf(0.0))
+            r = kb.fmax(x, c(0.0))
         case F.SigmoidOp():
             r = kb.fdiv_approx(one, kb.fadd(one, kb.math1(mathd.ExpOp, kb.v(arith.NegfOp(x)))))
         case F.SiluOp():
@@ -395,15 +398,15 @@ def emit_unary(kb: KernelBuilder, op: F.UnaryOp, x: SSAValue) -> SSAValue:
         case F.GeluOp() if op.approximate == "tanh":
             # 0.5*x*(1 + tanh(u)) == x / (1 + exp(-2u)): one exp and one division, no branch.
             # A huge divisor (exp -> inf for very negative u) gives 0, the right limit.
-            u2 = kb.fmul(kb.cf(-2.0 * math.sqrt(2.0 / math.pi)),
-                         kb.fadd(x, kb.fmul(kb.cf(0.044715), kb.fmul(x, kb.fmul(x, x)))))
+            u2 = kb.fmul(c(-2.0 * math.sqrt(2.0 / math.pi)),
+                         kb.fadd(x, kb.fmul(c(0.044715), kb.fmul(x, kb.fmul(x, x)))))
             r = kb.fdiv_approx(x, kb.fadd(one, kb.math1(mathd.ExpOp, u2)))
         case F.GeluOp():
-            r = kb.fmul(kb.fmul(half, x), kb.fadd(one, kb.math1(mathd.ErfOp, kb.fmul(x, kb.cf(1.0 / math.sqrt(2.0))))))
+            r = kb.fmul(kb.fmul(half, x), kb.fadd(one, kb.math1(mathd.ErfOp, kb.fmul(x, c(1.0 / math.sqrt(2.0))))))
         case F.ReciprocalOp():
             r = kb.fdiv(one, x)  # correctly rounded, as torch.reciprocal
         case F.SignOp():  # (x > 0) - (x < 0): NaN and both zeros give 0, as torch.sign
-            zero = kb.cf(0.0)
+            zero = c(0.0)
             pos = kb.v(arith.SelectOp(kb.v(arith.CmpfOp(x, zero, "ogt")), one, zero))
             r = kb.fsub(pos, kb.v(arith.SelectOp(kb.v(arith.CmpfOp(x, zero, "olt")), one, zero)))
         case _:
@@ -455,7 +458,7 @@ def emit_binary(kb: KernelBuilder, op: F.BinaryOp, a: SSAValue, b: SSAValue) -> 
             return kb.v(RemFOp(a, b))  # (exact: lowering/target/llvmir/libm.py's fmod)
         case F.RemainderOp():  # torch's: fmod, plus b where it is nonzero and its sign is not b's
             r = kb.v(RemFOp(a, b))
-            zero = kb.cf(0.0)
+            zero = kb.const(0.0, a.type)
             differs = kb.v(arith.XOrIOp(kb.v(arith.CmpfOp(r, zero, "olt")), kb.v(arith.CmpfOp(b, zero, "olt"))))
             fix = kb.v(arith.AndIOp(kb.v(arith.CmpfOp(r, zero, "one")), differs))
             return kb.v(arith.SelectOp(fix, kb.fadd(r, b), r))
@@ -653,21 +656,25 @@ def emit_pow(kb: KernelBuilder, a: SSAValue, b: SSAValue) -> SSAValue:
     |a| ** b = exp2(b * log2|a|), which also gives 0 ** b (inf for b < 0, 0 for b > 0); a
     negative base takes the sign of an odd integer exponent and is NaN for a non-integer one;
     b == 0 or a == 1 give 1 exactly. Accuracy: lg2.approx's error scaled by |b * log2|a||,
-    within a few ulp for results of ordinary size."""
+    within a few ulp for results of ordinary size. f64: |a| ** b is `math.powf` (libm_f64.py,
+    within 1 ulp), the signs and special cases as above."""
     def cmp(x, y, pred):
         return kb.v(arith.CmpfOp(x, y, pred))
 
     def select(c, x, y):
         return kb.v(arith.SelectOp(c, x, y))
 
-    mag = kb.v(mathd.Exp2Op(kb.fmul(b, kb.v(mathd.Log2Op(kb.v(mathd.AbsFOp(a)))))))
+    if isinstance(a.type, Float64Type):  # f64: |a| ** b by libm_f64's pow (a double-double log)
+        mag = kb.v(mathd.PowFOp(kb.v(mathd.AbsFOp(a)), b))
+    else:
+        mag = kb.v(mathd.Exp2Op(kb.fmul(b, kb.v(mathd.Log2Op(kb.v(mathd.AbsFOp(a)))))))
     b_int = cmp(kb.v(mathd.TruncOp(b)), b, "oeq")
-    half = kb.fmul(b, kb.cf(0.5))
+    half = kb.fmul(b, kb.const(0.5, a.type))
     b_odd = kb.v(arith.AndIOp(b_int, cmp(kb.v(mathd.TruncOp(half)), half, "one")))
-    negative = select(b_odd, kb.fsub(kb.cf(0.0), mag), mag)
-    r = select(cmp(a, kb.cf(0.0), "olt"), select(b_int, negative, kb.cf(math.nan)), mag)
-    one = kb.v(arith.OrIOp(cmp(b, kb.cf(0.0), "oeq"), cmp(a, kb.cf(1.0), "oeq")))
-    return select(one, kb.cf(1.0), r)
+    negative = select(b_odd, kb.fsub(kb.const(0.0, a.type), mag), mag)
+    r = select(cmp(a, kb.const(0.0, a.type), "olt"), select(b_int, negative, kb.const(math.nan, a.type)), mag)
+    one = kb.v(arith.OrIOp(cmp(b, kb.const(0.0, a.type), "oeq"), cmp(a, kb.const(1.0, a.type), "oeq")))
+    return select(one, kb.const(1.0, a.type), r)
 
 
 def _common_suffix(a: Sequence[int], b: Sequence[int]) -> int:

@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     Float16Type,
     Float32Type,
+    Float64Type,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -148,7 +149,10 @@ class KernelBuilder:
     def fdiv_approx(self, a, b):
         """a / b as PTX div.approx.f32 (the `afn arcp` flags): at most 2 ulp for divisors in the
         normal range, 0 for |b| > 2^126. For our own expansions whose divisor is 1 + exp(.) >= 1
-        (sigmoid, silu, gelu), where the IEEE division's ~40 instructions buy nothing."""
+        (sigmoid, silu, gelu), where the IEEE division's ~40 instructions buy nothing. An f64
+        division stays IEEE (f64 results are meant to be f64-accurate)."""
+        if isinstance(SSAValue.get(a).type, Float64Type):
+            return self.fdiv(a, b)
         return self.v(arith.DivfOp(a, b, flags=arith.FastMathFlagsAttr(["afn", "arcp"])))
 
     def fmax(self, a, b):
@@ -199,6 +203,11 @@ class KernelBuilder:
                                               properties={"static_position": DenseArrayBase.from_list(i64, [k])}))
 
 
+def compute_float(t: Attribute) -> Attribute:
+    """The register type of float element type `t`: f64 for f64, f32 for f32, f16 and bf16."""
+    return t if isinstance(t, Float64Type) else f32
+
+
 def reduce_identity(kind: str) -> float:
     return {"sum": 0.0, "prod": 1.0, "max": -math.inf, "min": math.inf}[kind]
 
@@ -232,4 +241,4 @@ def emit_if_else(kb: KernelBuilder, cond: SSAValue, then: Callable[[KernelBuilde
     kb.emit(scf.IfOp(cond, [], Region(tb), Region(eb)))
 
 
-__all__ = ["KernelBuilder", "combine", "emit_if", "emit_if_else", "reduce_identity", "f32", "index", "i1", "mathd"]
+__all__ = ["KernelBuilder", "combine", "emit_if", "emit_if_else", "reduce_identity", "compute_float", "f32", "index", "i1", "mathd"]

@@ -76,6 +76,19 @@ def _box_muller(kb: KernelBuilder, a: SSAValue, b: SSAValue) -> tuple[SSAValue, 
     return kb.fmul(r, kb.math1(mathd.CosOp, t)), kb.fmul(r, kb.math1(mathd.SinOp, t))
 
 
+def _box_muller_f64(kb: KernelBuilder, w: Sequence[SSAValue]) -> tuple[SSAValue, SSAValue]:
+    """The two standard normal values (r cos t, r sin t) of a block's four words, in f64."""
+    one = kb.const(1, i64)
+    hi = kb.v(arith.ShLIOp(kb.v(arith.ExtUIOp(w[0], i64)), kb.const(21, i64)))
+    lo = kb.v(arith.ExtUIOp(kb.v(arith.ShRUIOp(w[1], kb.const(11, i32))), i64))
+    bits = kb.v(arith.AddiOp(kb.v(arith.OrIOp(hi, lo)), one))
+    u1 = kb.v(arith.MulfOp(kb.v(arith.UIToFPOp(bits, f64)), kb.const(2.0 ** -53, f64)))
+    u2 = _unit_f64(kb, w[2], w[3])
+    r = kb.math1(mathd.SqrtOp, kb.fmul(kb.const(-2.0, f64), kb.math1(mathd.LogOp, u1)))
+    t = kb.fmul(kb.const(2.0 * math.pi, f64), u2)
+    return kb.fmul(r, kb.math1(mathd.CosOp, t)), kb.fmul(r, kb.math1(mathd.SinOp, t))
+
+
 def _finish(kb: KernelBuilder, op: F.RandomOp, z: SSAValue) -> SSAValue:
     """The unit value `z` (u, or a standard normal) scaled and shifted by the op's parameters
     (z * (high - low) + low, or z * std + mean: a product and a sum, each rounded), rounded to
@@ -91,6 +104,8 @@ def _finish(kb: KernelBuilder, op: F.RandomOp, z: SSAValue) -> SSAValue:
 def _block_values(kb: KernelBuilder, op: F.RandomOp, w: list[SSAValue]) -> list[SSAValue]:
     """The values of the elements one block serves, in order."""
     dtype = F.dtype_name(F._elem(op.result))
+    if isinstance(op, F.NormalOp) and dtype == "f64":
+        return [_finish(kb, op, z) for z in _box_muller_f64(kb, w)]
     if isinstance(op, F.NormalOp):
         return [_finish(kb, op, z) for p in range(2) for z in _box_muller(kb, w[2 * p], w[2 * p + 1])]
     if dtype == "f64":
@@ -110,6 +125,9 @@ def _element_value(kb: KernelBuilder, op: F.RandomOp, w: list[SSAValue], slot: S
     """The value of the element at `slot` (i64) of its block: its words picked before any float
     math, so that one element costs one conversion (a normal one Box-Muller pair)."""
     dtype = F.dtype_name(F._elem(op.result))
+    if isinstance(op, F.NormalOp) and dtype == "f64":
+        c, s = _box_muller_f64(kb, w)
+        return _finish(kb, op, kb.v(arith.SelectOp(kb.v(arith.TruncIOp(slot, IntegerType(1))), s, c)))
     if isinstance(op, F.NormalOp):
         pair = kb.v(arith.ShRUIOp(slot, kb.const(1, i64)))
         a, b = _select(kb, pair, [w[0], w[2]]), _select(kb, pair, [w[1], w[3]])

@@ -33,23 +33,23 @@ from fuser.lowering.analysis.schedules import input_reads, scan_geometry
 from fuser.lowering.common import Task, by_name, leaves, shape_of
 from fuser.lowering.emitters.emitter import KernelEmitter
 from fuser.lowering.emitters.evaluator import Evaluator, compute_type, emit_cast
-from fuser.lowering.emitters.kernel_builder import KernelBuilder, emit_if, f32, index, reduce_identity
+from fuser.lowering.emitters.kernel_builder import KernelBuilder, compute_float, emit_if, index, reduce_identity
 
 
 class ScanState:
-    """How a scan of `kind` over elements of type `elem` combines: floats in f32, integers and
+    """How a scan of `kind` over elements of type `elem` combines: floats in f32 (f64 in f64), integers and
     masks in i64 (every integer widened by its sign, u8 and masks by zeros)."""
 
     def __init__(self, kind: str, elem: Attribute):
         self.kind, self.elem = kind, elem
         self.floats = F.is_float(elem)
-        self.type = f32 if self.floats else i64
+        self.type = compute_float(elem) if self.floats else i64
 
     def identity(self, kb: KernelBuilder) -> SSAValue:
         if self.floats:
             # +0.0 for sums, as torch's CPU cumsum (0 + x0 + x1 ...): a running sum is never
             # -0.0, whatever order the tree adds in.
-            return kb.cf(reduce_identity(self.kind))
+            return kb.const(reduce_identity(self.kind), self.type)
         return kb.const({"sum": 0, "prod": 1, "max": -(1 << 63), "min": (1 << 63) - 1}[self.kind], i64)
 
     def convert(self, kb: KernelBuilder, x: SSAValue) -> SSAValue:

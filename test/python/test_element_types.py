@@ -20,7 +20,7 @@ from fuser.driver import compile_fusion
 
 SUPPORTED = list(F.DTYPE_NAMES)  # short names (u8 is spelled ui8 in MLIR: `_t`)
 UNSUPPORTED = ["si8", "ui16", "i128", "f8E4M3FN"]
-FLOATS = ["f32", "f16", "bf16"]  # what math, cmp, where and reductions take
+FLOATS = ["f32", "f16", "bf16", "f64"]  # what math, cmp, where and reductions take (f64 in f64)
 INTS = ["i8", "i16", "i32", "i64", "u8"]
 # Ops of integers (issue 31) beside floats; the divisions with a rounding mode take integers only
 INT_OPS = {"fusion.neg", "fusion.abs", "fusion.add", "fusion.sub", "fusion.mul", "fusion.max", "fusion.min",
@@ -33,6 +33,8 @@ INT_ONLY = {"fusion.trunc_div", "fusion.floor_div", "fusion.bitwise_left_shift",
 INT_AND_MASK = {"fusion.bitwise_and", "fusion.bitwise_or", "fusion.bitwise_xor", "fusion.bitwise_not"}
 # Float ops of f64 too (nextafter steps the bits of any float type; no f64 math otherwise)
 F64_OPS = {"fusion.nextafter"}
+# Float ops with no f64-accurate lowering: refused on f64 (by name) rather than computed badly.
+NO_F64 = {"fusion.erf", "fusion.erfc", "fusion.erfinv", "fusion.erfcinv", "fusion.lgamma", "fusion.gelu"}
 # ... and of integers and i1 masks alike
 ORDERED_OPS = {"fusion.cmp", "fusion.where", "fusion.full"}
 
@@ -47,7 +49,8 @@ def _case(op: str, dt: str) -> str:
     """A one-op fusion of `op` on element type `dt` (its main operand's)."""
     x, row, flat = _t((R, C), dt), _t((C,), dt), _t((R * C,), dt)
     m = _t((R, C), "i1")
-    red, red32 = _t((R,), dt), _t((R,), "f32")  # welford's statistics are f32 whatever its input
+    red = _t((R,), dt)
+    red32 = _t((R,), "f64" if dt == "f64" else "f32")  # welford's statistics: f32 (f64 for f64)
     body = {
         "unary": f"%r = fusion.{{name}} %x : {x}",
         "test": f"%r = fusion.{{name}} %x : {x}",
@@ -123,6 +126,8 @@ def _must_compile(op: str, dt: str) -> bool:
         return True
     if op == "fusion.matmul":
         return dt in MATMUL_TYPES
+    if dt == "f64" and op in NO_F64:
+        return False
     if op.startswith("fusion.logical_") and op not in INT_ONLY:  # (logical_right_shift is an integer op)
         return dt == "i1"
     if op in ORDERED_OPS:

@@ -187,6 +187,8 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
                 seen[("reduce", op.kind.data, name(op.input.type))] += 1
             if isinstance(op, F.ScanOp):
                 seen[("scan", op.kind.data, name(op.input.type))] += 1
+            if isinstance(op, (F.VarMeanOp, F.WelfordOp)):
+                seen[(op.name, name(op.input.type))] += 1
             if isinstance(op, (*F.SHAPE_OPS, F.SegmentSetOp, F.CmpOp)):
                 seen[(op.name, name(op.operands[0].type))] += 1
             if isinstance(op, (F.WhereOp, F.FullOp, F.UnaryOp, F.BinaryOp, *F.CREATION_OPS)):
@@ -214,6 +216,13 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
         want |= {(op.name, F.dtype_name(t() if isinstance(t, type) else t)) for t in allowed}
     # nextafter over every float type it takes, f64 included (issue 31)
     want |= {(F.NextafterOp.name, F.dtype_name(t())) for t in F.NextafterOp.ELEMENTS}
+    # f64 computed in f64 (issue 31): every unary and binary float op the fuzzer's f64 chains draw,
+    # reductions (sum, prod, max, min) and scans (sum, max, min) of f64, var_mean and welford of f64
+    from fuser.tools.fuzz.f64_part import F64_ANY, F64_BINARY, F64_OF_ONE_PLUS, F64_OF_TANH
+    want |= {(f"fusion.{op}", "f64") for op in (*F64_ANY, *F64_OF_TANH, *F64_OF_ONE_PLUS, *F64_BINARY)}
+    want |= {("reduce", k, "f64") for k in ("sum", "prod", "max", "min")}
+    want |= {("scan", k, "f64") for k in ("sum", "max", "min")}
+    want |= {(op, "f64") for op in ("fusion.var_mean", "fusion.welford")}
     missing = sorted(want - set(seen))
     assert not missing, f"never generated over {COVERAGE_SEEDS} seeds: {missing}"
     assert fuzz.CMP_PREDICATES == F.CMP_PREDICATES

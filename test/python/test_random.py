@@ -210,8 +210,8 @@ def test_random_api_errors():
             fuser.uniform((4,), s32, 0)
         with pytest.raises(TypeError, match="need builder="):
             fuser.uniform((4,), 1, 2)
-        with pytest.raises(ValueError, match="'fusion.normal' op result has element type f64"):
-            fuser.normal((4,), 1, 2, dtype="f64", builder=fb)
+        with pytest.raises(ValueError, match="'fusion.normal' op result has element type i32"):
+            fuser.normal((4,), 1, 2, dtype="i32", builder=fb)
         with pytest.raises(ValueError, match=r"p must be in \[0, 1\]"):
             fuser.dropout(x, 1.5, 1, 2)
         with pytest.raises(TypeError, match="expected a float tensor"):

@@ -161,8 +161,8 @@ BAD = [
      "'fusion.scan' op sum of i8 has result element type i32, expected i64 or i8"),
     ("fusion.scan max %x dim 1 : tensor<3x4xbf16> to tensor<3x4xf16>",
      "'fusion.scan' op max of bf16 has result element type f16, expected bf16 or f32"),
-    ("fusion.scan sum %x dim 1 : tensor<3x4xf64> to tensor<3x4xf64>",
-     "'fusion.scan' op operand #0 ('input') has element type f64, expected one of"),
+    ("fusion.scan sum %x dim 1 : tensor<3x4xf64> to tensor<3x4xf32>",
+     "'fusion.scan' op sum of f64 has result element type f32, expected f64"),
     ("fusion.scan sum %x dim 0 : tensor<f32> to tensor<f32>", "a scan takes a tensor of rank 1 or more"),
 ]
 

@@ -23,6 +23,7 @@ import random
 import numpy as np
 
 from .semantics import INTS, Step, Value, _derive, _Semantics
+from .f64_part import _F64Part
 from .typed import _TypedPart
 
 SHAPES = [(31, 33), (64, 96), (7, 128), (129, 257), (2, 1024), (256, 64), (5, 3000), (1000, 24), (33, 512)]
@@ -52,7 +53,7 @@ BINARY = ["add", "sub", "mul", "max", "min"]
 OUT_DTYPES = ["f32", "f32", "f32", "bf16", "f16"]
 
 
-class _Gen(_Semantics, _TypedPart):
+class _Gen(_Semantics, _TypedPart, _F64Part):
     """One random fusion: its MLIR text (`lines`, `assemble`) and, op by op, its float64
     semantics (`steps`, which `expected` evaluates)."""
 
@@ -61,6 +62,7 @@ class _Gen(_Semantics, _TypedPart):
         self.variants: random.Random | None = None  # draws VARIANTS (fuzz_case sets it)
         self.creations: random.Random | None = None  # draws `creation` ops (fuzz_case sets it)
         self.scans: random.Random | None = None  # draws the typed part's scans (fuzz_case sets it)
+        self.f64s: random.Random | None = None  # draws the typed part's f64 math (fuzz_case sets it)
         self.name = name
         self.rows, self.cols = rng.choice(SHAPES)
         self.lead: tuple[int, ...] = ()  # a 3-D case's leading extent (B,)
@@ -181,7 +183,7 @@ class _Gen(_Semantics, _TypedPart):
 
     def creation(self) -> Value:
         """Before a unary op (from its own stream, `creations`): iota of any numeric type, uniform
-        (f32, f16, bf16, f64) or normal (f32, f16, bf16) of a full value, with constant seed and
+        or normal (f32, f16, bf16, f64) of a full value, with constant seed and
         offset, cast to f32 where drawn of another type."""
         rng = self.creations
         op = rng.choice(["uniform", "normal", "iota", "iota"])
@@ -196,7 +198,7 @@ class _Gen(_Semantics, _TypedPart):
             lit = (lambda v: str(v)) if dtype in INTS else (lambda v: f"{v:.9e}")
             rhs = f"fusion.iota start {lit(start)} step {lit(step)} : {self.ty('full', dtype)}"
         else:
-            dtype = rng.choice(["f32", "f32", "bf16", "f16"] + (["f64"] if op == "uniform" else []))
+            dtype = rng.choice(["f32", "f32", "bf16", "f16", "f64"])
             operands = [self.const(float(rng.randint(0, 10 ** 6)), "scalar", "i64"),
                         self.const(float(rng.randint(0, 5)), "scalar", "i64")]
             params = "low -2.0 high 3.0" if op == "uniform" else "mean 0.5 std 1.5"
@@ -267,23 +269,32 @@ class _Gen(_Semantics, _TypedPart):
             self.made.append(v)
         self.uses.setdefault(x.name, set()).update(v.name for v in outs)
 
+    def _stat(self, stem: str, kind: str, x: Value) -> Value:
+        """A statistic of `x`: f32, or f64 of an f64 input (then checked at f64's tolerance where
+        the input is)."""
+        if x.dtype != "f64":
+            return Value(self.fresh(stem), kind)
+        return Value(self.fresh(stem), kind, "f64", level="f64" if x.exact or x.level == "f64" else x.level)
+
     def var_mean(self, x: Value, kind: str, axis: tuple[int, ...]) -> Value:
-        var, mean = Value(self.fresh("var"), kind), Value(self.fresh("mean"), kind)
+        var, mean = self._stat("var", kind, x), self._stat("mean", kind, x)
+        t = var.dtype
         self.lines.append(f"  %{var.name}, %{mean.name} = fusion.var_mean %{x.name} dims {list(axis)} correction 0 : "
-                          f"{self.ty('full')} to {self.ty(kind)}, {self.ty(kind)}")
+                          f"{self.ty('full', x.dtype)} to {self.ty(kind, t)}, {self.ty(kind, t)}")
         self._statistics_step([var, mean], lambda a: (np.var(a, axis=axis), np.mean(a, axis=axis)),
                               lambda vals, mags: (np.mean(mags[0] ** 2, axis=axis), np.mean(mags[0], axis=axis)),
                               x, axis)
-        self.values += [var, mean]
+        (self.values if t == "f32" else self.typed).extend([var, mean])
         return self.rng.choice([var, mean])
 
     def welford(self, x: Value, kind: str, axis: tuple[int, ...], n: int) -> Value:
         """avg, m2 (the sum of squared deviations, scaled by 1/n to stay in range) and the count
         (an i64 result the kernel still has to produce, which the typed part may read or return)."""
-        avg, m2 = Value(self.fresh("avg"), kind), Value(self.fresh("m2"), kind)
+        avg, m2 = self._stat("avg", kind, x), self._stat("m2", kind, x)
+        t = avg.dtype
         cnt = Value(self.fresh("n"), kind, "i64", exact=True, bound=float(n))
         self.lines.append(f"  %{avg.name}, %{m2.name}, %{cnt.name} = fusion.welford %{x.name} dims {list(axis)} : "
-                          f"{self.ty('full')} to {self.ty(kind)}, {self.ty(kind)}, {self.ty(kind, 'i64')}")
+                          f"{self.ty('full', x.dtype)} to {self.ty(kind, t)}, {self.ty(kind, t)}, {self.ty(kind, 'i64')}")
 
         def moments(a):
             mu = np.mean(a, axis=axis, keepdims=True)
@@ -294,9 +305,12 @@ class _Gen(_Semantics, _TypedPart):
             return np.squeeze(mu, axis), np.sum((mags[0] + mu) ** 2, axis=axis), 0.0
         self._statistics_step([avg, m2, cnt], moments, magnitudes, x, axis)
         self.typed.append(cnt)
-        scale = self.const(1.0 / n, kind)
-        m = self.emit("m", kind, f"fusion.mul %{m2.name}, %{scale.name} : {self.ty(kind)}", [m2, scale])
-        self.values.append(avg)
+        scale = self.const(1.0 / n, kind, t)
+        m = self.emit("m", kind, f"fusion.mul %{m2.name}, %{scale.name} : {self.ty(kind, t)}", [m2, scale], t,
+                      listed=t == "f32")
+        (self.values if t == "f32" else self.typed).append(avg)
+        if t != "f32":
+            self.typed.append(m)
         return self.rng.choice([avg, m])
 
     def transpose(self, x: Value | None = None) -> Value:

@@ -145,7 +145,9 @@ def _derive(op: str, rhs: str, operands: list[Value], dtype: str) -> tuple[bool,
         return True, "f64", dc
     # (a cast rounds to its type, and so does a normal draw of f16 or bf16: its inexact value
     # may cross one of that type's rounding boundaries)
-    level = max([o.level for o in inexact] + ["f32"] + ([dtype] if op in ("cast", "normal") else []),
+    # (an f64 result of f64 operands is computed in f64: f64's tolerance, unless an operand carries more)
+    floor = "f64" if dtype == "f64" and op not in ("cast", "normal") else "f32"
+    level = max([o.level for o in inexact] + [floor] + ([dtype] if op in ("cast", "normal") else []),
                 key=TOLERANCE.__getitem__)
     return False, level, dc
 
@@ -262,7 +264,7 @@ def _creation(op: str, rhs: str, shape: tuple[int, ...], rounding: bool = True):
         return lambda: done(np.arange(n).astype(ft) * ft(params["step"]) + ft(params["start"]))
     if op == "uniform":
         return lambda seed, off: done(philox.uniform(n, dtype, int(seed), int(off), params["low"], params["high"], ft))
-    return lambda seed, off: done(philox.normal(n, int(seed), int(off), params["mean"], params["std"], ft))
+    return lambda seed, off: done(philox.normal(n, int(seed), int(off), params["mean"], params["std"], ft, dtype))
 
 
 def _cast(x: np.ndarray, src: str, dst: str, rounding: bool = True) -> np.ndarray:

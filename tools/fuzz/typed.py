@@ -26,7 +26,9 @@ products of factors near 1, over rows or columns. Scans (`typed_scan`): cumsum, 
 and cummin along the last dim of integer and mask values (in i64 or their type), of f32 values
 (sums of values scaled by 1/n, products of factors 1 + x / n; max and min of exact values, NaN
 where one passes 1.9 now and then) and of bf16 inputs (max and min): one or two outputs more in
-three typed parts in five, drawn from a stream of their own (`scans`) after the rest.
+three typed parts in five, drawn from a stream of their own (`scans`) after the rest. f64 math,
+reductions, statistics and scans (`f64_math`, f64_part.py): one or two outputs more in three
+typed parts in five, from a stream of their own (`f64s`) after the scans.
 """
 
 from __future__ import annotations
@@ -84,6 +86,8 @@ class _TypedPart:
             self.rng = self.scans
             outs += [self.typed_scan() for _ in range(self.scans.randint(1, 2))]
             self.rng = rng
+        if self.f64s is not None and self.f64s.random() < 0.6:  # f64 math (issue 31), from its own stream
+            outs += [self.f64_math() for _ in range(self.f64s.randint(1, 2))]
         outs = [self.out_cast(v) for v in outs]
         if rng.random() < 0.3:  # (drawn last, so that what came before is what each seed always gave)
             outs.append(self.out_cast(self.next_float()))

@@ -5,7 +5,7 @@
   the step is a constant. When the trip count is a constant that the binding covers, the loop becomes
   an `scf.if` (or, when it covers it exactly, straight-line code). The `sched.yield` of a loop that
   stays a loop becomes `scf.yield` when the walker reaches it, after the body;
-- `sched.barrier` / `sched.shfl_xor` become `nvvm.barrier` / `nvvm.shfl.sync bfly` (an i64 as two
+- `sched.barrier` / `sched.shfl_xor` become `nvvm.barrier` / `nvvm.shfl.sync bfly` (an i64 or f64 as two
   shuffles of its 32-bit halves);
 - `sched.griddepcontrol wait|launch_dependents` becomes `nvvm.griddepcontrol` of the same kind;
 - `sched.return` becomes `llvm.return`.
@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from xdsl.dialects import arith, llvm, scf
-from xdsl.dialects.builtin import i32, i64
+from xdsl.dialects.builtin import Float64Type, i32, i64
 from xdsl.ir import Block, Region
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
@@ -26,6 +26,8 @@ from fuser.dialects.nvvm import ShflKind, ShflOp
 
 from .common import const_index
 from .context import KernelContext, KernelPattern
+
+f64 = Float64Type()
 
 
 class LowerFor(KernelPattern):
@@ -106,16 +108,24 @@ class LowerShflXor(KernelPattern):
 
         def shfl(v):
             return ShflOp(ShflKind.BFLY, c(-1, i32), v, c(op.offset.value.data, i32), c(0x1F, i32))
-        if op.value.type != i64:
+        if op.value.type not in (i64, f64):
             rewriter.replace(op, shfl(op.value))
             return
-        # A 64-bit value goes as its two 32-bit halves (shfl.sync moves 32 bits).
-        lo = arith.TruncIOp(op.value, i32)
-        hi = arith.TruncIOp(arith.ShRUIOp(op.value, c(32, i64)), i32)
+        # A 64-bit value (i64, or an f64's bits) goes as its two 32-bit halves (shfl.sync moves 32 bits).
+        ops: list = []
+        bits = op.value
+        if op.value.type == f64:
+            ops.append(arith.BitcastOp(op.value, i64))
+            bits = ops[-1].result
+        lo = arith.TruncIOp(bits, i32)
+        hi = arith.TruncIOp(arith.ShRUIOp(bits, c(32, i64)), i32)
         lo2, hi2 = shfl(lo), shfl(hi)
         wide = [arith.ExtUIOp(lo2, i64), arith.ExtUIOp(hi2, i64)]
         up = arith.ShLIOp(wide[1], c(32, i64))
-        rewriter.replace(op, [lo, hi.input.owner, hi, lo2, hi2, *wide, up, arith.OrIOp(wide[0], up)])
+        ops += [lo, hi.input.owner, hi, lo2, hi2, *wide, up, arith.OrIOp(wide[0], up)]
+        if op.value.type == f64:
+            ops.append(arith.BitcastOp(ops[-1].result, f64))
+        rewriter.replace(op, ops)
 
 
 class LowerGridDepControl(RewritePattern):

@@ -3,7 +3,7 @@
 LLVM's NVPTX backend has no libm, so each supported op becomes a helper function
 `float @__fuser_<fn>f(float %x)` (internal, alwaysinline) that module.py defines once per module;
 ops_arith.py extends f16/bf16 operands to f32, truncates the result, and does vectors lane by
-lane. f64 transcendentals are not supported (TranslationError).
+lane. f64 operands have their own library, computed in f64 to f64 accuracy: libm_f64.py.
 
 * exp(x): 2^(x*log2 e) with ex2.approx.ftz, plus an fma-computed correction for the rounding of
   x*log2 e (so the error does not grow with |x|): about 1 ulp given a correctly rounded ex2,

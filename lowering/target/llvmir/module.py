@@ -36,6 +36,7 @@ from .common import TranslationError, int_prop, op_name, prop
 from .emitter import Emitter
 from .function import FunctionTranslator
 from .libm import MATH_HELPERS, MATH_HELPERS2
+from .libm_f64 import MATH_F64, MATH_F64_2
 from .llvm_types import constant_literal, llvm_type
 
 TRIPLE = "nvptx64-nvidia-cuda"
@@ -59,6 +60,7 @@ class ModuleTranslator:
         self.functions: list[str] = []
         self.declarations: dict[str, str] = {}
         self.helpers: dict[str, str] = {}
+        self.helper_globals: dict[str, str] = {}
         self.attribute_groups: list[str] = []
         self.metadata_nodes: dict[str, str] = {}
         self.compile_unit = ""  # the DICompileUnit, made with the first subprogram
@@ -115,6 +117,29 @@ class ModuleTranslator:
                 f"#{self.attr_group('alwaysinline')} {{\n{body}\n}}"
             )
         return fn
+
+    def helper_f64(self, math_op: str) -> str:
+        """Define (once) the f64 helper for a math op (libm_f64.py: MATH_F64, or MATH_F64_2 for
+        two operands); return its name."""
+        fn = f"__fuser_{math_op.split('.')[-1]}"
+        if fn not in self.helpers:
+            e = Emitter(self, fn)
+            e.start_block("entry")
+            params = ["%a", "%b"] if math_op in MATH_F64_2 else ["%x"]
+            body = (MATH_F64_2 if math_op in MATH_F64_2 else MATH_F64)[math_op](e, *params)
+            e.emit(f"ret double {body}")
+            body = "\n".join(e.lines)
+            self.helpers[fn] = (
+                f"define internal double @{fn}({', '.join('double ' + p for p in params)}) "
+                f"#{self.attr_group('alwaysinline')} {{\n{body}\n}}"
+            )
+        return fn
+
+    def define_global(self, name: str, text: str) -> None:
+        """Add the module-level definition `text` of global @name once (a helper's constant table)."""
+        if name not in self.helper_globals:
+            self.helper_globals[name] = text
+            self.globals.append(text)
 
     def attr_group(self, text: str) -> int:
         """The number of the attribute group `text`, added on first use."""

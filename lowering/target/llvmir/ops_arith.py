@@ -5,7 +5,8 @@ spellings of the same instructions (llvm.add, llvm.fneg, llvm.select, llvm.bitca
 - `arith.maximumf/minimumf` -> `llvm.maximum/minimum` (NaN-propagating, `max.NaN.f32`),
   `arith.maxnumf/minnumf` -> `llvm.maxnum/minnum`.
 - Plain math ops are LLVM intrinsics overloaded on the operand type (vectors included); the
-  transcendental ones call the f32 helpers of libm.py (f16/bf16 extended, vectors lane by lane).
+  transcendental ones call the f32 helpers of libm.py (f16/bf16 extended, vectors lane by lane)
+  or, for f64, the f64 helpers of libm_f64.py.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from xdsl.ir import Operation, SSAValue
 
 from .common import TranslationError, int_prop, op_name, prop
 from .libm import MATH_HELPERS, MATH_HELPERS2
+from .libm_f64 import MATH_F64, MATH_F64_2
 from .llvm_types import constant_literal, element, llvm_type, mangle
 
 if TYPE_CHECKING:
@@ -185,12 +187,28 @@ def _absi(ft: FunctionTranslator, op: Operation) -> None:
 
 
 def _math_helper(ft: FunctionTranslator, op: Operation) -> None:
-    """Apply an f32 helper (libm.py) to scalars or vectors of f16/bf16/f32 (its operands')."""
+    """Apply an f32 helper (libm.py) to scalars or vectors of f16/bf16/f32 (its operands'), or
+    an f64 helper (libm_f64.py) to f64 ones."""
     e = ft.e
     ty = llvm_type(op.results[0].type)
     elt, lanes = element(ty)
+    if elt == "double":
+        name = op_name(op)
+        if name not in MATH_F64 and name not in MATH_F64_2:
+            raise TranslationError(f"'{name}' has no f64 lowering (f64 math: {', '.join(sorted([*MATH_F64, *MATH_F64_2]))})")
+        fn = ft.module.helper_f64(name)
+        xs = [ft.v(o) for o in op.operands]
+        if lanes is None:
+            ft.set_result(op, e.call("double", fn, [("double", x) for x in xs], intrinsic=False))
+            return
+        r = "undef"
+        for i in range(lanes):
+            args = [("double", e.inst(f"extractelement {ty} {x}, i32 {i}")) for x in xs]
+            r = e.inst(f"insertelement {ty} {r}, double {e.call('double', fn, args, intrinsic=False)}, i32 {i}")
+        ft.set_result(op, r)
+        return
     if elt not in ("half", "bfloat", "float"):
-        raise TranslationError(f"'{op_name(op)}' is only supported on f16, bf16 and f32, not {elt}")
+        raise TranslationError(f"'{op_name(op)}' is only supported on f16, bf16, f32 and f64, not {elt}")
     fn = ft.module.helper(op_name(op))
     wide = "float" if lanes is None else f"<{lanes} x float>"
     xs = [ft.v(o) for o in op.operands]
@@ -210,12 +228,9 @@ def _math_helper(ft: FunctionTranslator, op: Operation) -> None:
 
 
 def _remf(ft: FunctionTranslator, op: Operation) -> None:
-    """arith.remf (C's fmod): fuser's exact helper for f16/bf16/f32 (NVPTX's `frem` is
-    a - b * trunc(a / b), inexact for large quotients); `frem` for f64."""
-    if element(llvm_type(op.results[0].type))[0] == "double":
-        _binary("frem", ft, op)
-    else:
-        _math_helper(ft, op)
+    """arith.remf (C's fmod): fuser's exact helpers for f16/bf16/f32 and f64 (NVPTX's `frem` is
+    a - b * trunc(a / b), inexact for large quotients)."""
+    _math_helper(ft, op)
 
 
 def _mului_extended(ft: FunctionTranslator, op: Operation) -> None:
@@ -277,7 +292,7 @@ HANDLERS: dict[str, Callable[[FunctionTranslator, Operation], None]] = {
     **{name: partial(_overloaded_intrinsic, fn) for name, fn in _MATH_INTRINSICS.items()},
     **{name: partial(_cast, inst) for name, inst in _ARITH_CASTS.items()},
     **{name: partial(_cast, inst) for name, inst in _LLVM_CASTS.items()},
-    **{name: _math_helper for name in [*MATH_HELPERS, *MATH_HELPERS2]},
+    **{name: _math_helper for name in [*MATH_HELPERS, *MATH_HELPERS2, *MATH_F64, *MATH_F64_2]},
     "arith.remf": _remf,
     "arith.mului_extended": _mului_extended,
     "arith.index_cast": partial(_index_cast, "sext"),

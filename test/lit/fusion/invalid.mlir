@@ -4,7 +4,7 @@
 // or attribute at fault. Ops with a fixed result type in their custom syntax use the generic form.
 
 // Unary ops take float tensors.
-// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.exp' op operand #0 ('input') has element type i64, expected one of bf16, f16, f32
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.exp' op operand #0 ('input') has element type i64, expected one of bf16, f16, f32, f64
 func.func @unary_int(%x: tensor<4xi64>) -> tensor<4xi64> {
   %0 = fusion.exp %x : tensor<4xi64>
   func.return %0 : tensor<4xi64>
@@ -13,7 +13,7 @@ func.func @unary_int(%x: tensor<4xi64>) -> tensor<4xi64> {
 // -----
 
 // The rounding ops too: torch's floor of an integer tensor is the identity, left to PyTorch.
-// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.floor' op operand #0 ('input') has element type i64, expected one of bf16, f16, f32
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.floor' op operand #0 ('input') has element type i64, expected one of bf16, f16, f32, f64
 func.func @floor_int(%x: tensor<4xi64>) -> tensor<4xi64> {
   %0 = fusion.floor %x : tensor<4xi64>
   func.return %0 : tensor<4xi64>
@@ -79,7 +79,7 @@ func.func @binary_dtype(%a: tensor<8xbf16>, %b: tensor<8xf32>) -> tensor<8xbf16>
 
 // -----
 
-// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.max' op operand #0 ('lhs') has element type i1, expected one of bf16, f16, f32
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.max' op operand #0 ('lhs') has element type i1, expected one of bf16, f16, f32, f64
 func.func @binary_int(%a: tensor<8xi1>, %b: tensor<8xi1>) -> tensor<8xi1> {
   %0 = fusion.max %a, %b : tensor<8xi1>
   func.return %0 : tensor<8xi1>
@@ -236,7 +236,7 @@ func.func @floor_div_float(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // fusion.div is true division, of floats (the Python API divides integers in f32)
-// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.div' op operand #0 ('lhs') has element type i32, expected one of bf16, f16, f32
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.div' op operand #0 ('lhs') has element type i32, expected one of bf16, f16, f32, f64
 func.func @div_int(%x: tensor<4xi32>) -> tensor<4xi32> {
   %0 = fusion.div %x, %x : tensor<4xi32>
   func.return %0 : tensor<4xi32>
@@ -293,10 +293,45 @@ func.func @reduce_dtype(%x: tensor<4x8xf16>) -> tensor<4xbf16> {
 
 // -----
 
-// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.reduce' op operand #0 ('input') has element type f64, expected one of bf16, f16, f32, i8, i16, i32, i64, u8, i1
-func.func @reduce_f64(%x: tensor<4x8xf64>) -> tensor<4xf64> {
-  %0 = fusion.reduce sum %x dims [1] : tensor<4x8xf64> to tensor<4xf64>
+// f64 is accumulated in f64, and its sum is f64: no f32 result (as f16's may have).
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.reduce' op sum of f64 has result element type f32, expected f64
+func.func @reduce_f64_to_f32(%x: tensor<4x8xf64>) -> tensor<4xf32> {
+  %0 = fusion.reduce sum %x dims [1] : tensor<4x8xf64> to tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+// f64 statistics are f64.
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.var_mean' op result 'var' must have element type f64, got f32
+func.func @var_mean_f64_to_f32(%x: tensor<4x8xf64>) -> tensor<4xf32> {
+  %v, %m = fusion.var_mean %x dims [1] correction 1 : tensor<4x8xf64> to tensor<4xf32>, tensor<4xf32>
+  func.return %v : tensor<4xf32>
+}
+
+// -----
+
+// The ops without an f64-accurate lowering (erf, erfc, erfinv, erfcinv, lgamma) refuse f64 by name.
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.erf' op operand #0 ('input') is f64, which fusion.erf does not take: its lowering reaches f32 accuracy only (cast to f32 first)
+func.func @erf_f64(%x: tensor<4xf64>) -> tensor<4xf64> {
+  %0 = fusion.erf %x : tensor<4xf64>
   func.return %0 : tensor<4xf64>
+}
+
+// -----
+
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.gelu' op operand #0 ('input') is f64: the erf form needs erf, which has no f64 lowering (approximate "tanh" takes f64; or cast to f32 first)
+func.func @gelu_f64(%x: tensor<4xf64>) -> tensor<4xf64> {
+  %0 = fusion.gelu %x : tensor<4xf64>
+  func.return %0 : tensor<4xf64>
+}
+
+// -----
+
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.matmul' op operand #0 ('a') is f64: matmul takes bf16 or f16 operands (wgmma; f32 through them), f64 matmul is not supported
+func.func @matmul_f64(%a: tensor<4x8xf64>, %b: tensor<8x16xf64>) -> tensor<4x16xf64> {
+  %c = fusion.matmul %a, %b : tensor<4x8xf64>, tensor<8x16xf64> -> tensor<4x16xf64>
+  func.return %c : tensor<4x16xf64>
 }
 
 // -----
@@ -351,7 +386,7 @@ func.func @reduce_argmin_dims(%x: tensor<4x8x3xf32>) -> tensor<8xi64> {
 // -----
 
 // As torch's: integer variances are refused (cast to a float first)
-// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.var_mean' op operand #0 ('input') has element type i32, expected one of bf16, f16, f32
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.var_mean' op operand #0 ('input') has element type i32, expected one of bf16, f16, f32, f64
 func.func @var_mean_int(%x: tensor<4x8xi32>) -> (tensor<4xf32>, tensor<4xf32>) {
   %v, %m = fusion.var_mean %x dims [1] correction 1 : tensor<4x8xi32> to tensor<4xf32>, tensor<4xf32>
   func.return %v, %m : tensor<4xf32>, tensor<4xf32>
@@ -473,10 +508,10 @@ func.func @uniform_offset(%s: tensor<i64>, %o: tensor<i32>) -> tensor<4xf32> {
 
 // -----
 
-// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.normal' op result has element type f64, expected one of bf16, f16, f32
-func.func @normal_f64(%s: tensor<i64>, %o: tensor<i64>) -> tensor<4xf64> {
-  %n = fusion.normal %s, %o mean 0.0 std 1.0 : tensor<4xf64>
-  func.return %n : tensor<4xf64>
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.normal' op result has element type i32, expected one of bf16, f16, f32, f64
+func.func @normal_i32(%s: tensor<i64>, %o: tensor<i64>) -> tensor<4xi32> {
+  %n = fusion.normal %s, %o mean 0.0 std 1.0 : tensor<4xi32>
+  func.return %n : tensor<4xi32>
 }
 
 // -----
@@ -521,8 +556,9 @@ func.func @uniform_inf(%s: tensor<i64>, %o: tensor<i64>) -> tensor<4xf32> {
 
 // -----
 
-// lgamma and erfcinv are float math (f32, f16, bf16), computed in f64 by the kernel and rounded once.
-// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.lgamma' op operand #0 ('input') has element type f64, expected one of bf16, f16, f32
+// lgamma and erfcinv are float math (f32, f16, bf16), computed in f64 by the kernel and rounded once;
+// f64 operands are refused (their helpers reach f32 accuracy only).
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.lgamma' op operand #0 ('input') is f64, which fusion.lgamma does not take: its lowering reaches f32 accuracy only (cast to f32 first)
 func.func @lgamma_f64(%x: tensor<4xf64>) -> tensor<4xf64> {
   %0 = fusion.lgamma %x : tensor<4xf64>
   func.return %0 : tensor<4xf64>
@@ -530,7 +566,7 @@ func.func @lgamma_f64(%x: tensor<4xf64>) -> tensor<4xf64> {
 
 // -----
 
-// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.erfcinv' op operand #0 ('input') has element type i32, expected one of bf16, f16, f32
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.erfcinv' op operand #0 ('input') has element type i32, expected one of bf16, f16, f32, f64
 func.func @erfcinv_i32(%x: tensor<4xi32>) -> tensor<4xi32> {
   %0 = fusion.erfcinv %x : tensor<4xi32>
   func.return %0 : tensor<4xi32>

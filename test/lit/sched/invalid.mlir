@@ -79,9 +79,9 @@ sched.kernel @bind() grid [1, 1, 1] block [32, 1, 1] smem 0 {
 // -----
 
 sched.kernel @shflty() grid [1, 1, 1] block [32, 1, 1] smem 0 {
-  %v = arith.constant 1.0 : f64
-  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'sched.shfl_xor' op value must be f32, i32 or i64, got f64
-  %r = sched.shfl_xor %v, 1 : f64
+  %v = arith.constant 1.0 : f16
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'sched.shfl_xor' op value must be f32, f64, i32 or i64, got f16
+  %r = sched.shfl_xor %v, 1 : f16
   sched.return
 }
 
