@@ -464,15 +464,24 @@ def test_region_is_a_real_fusion():
         assert op in r.mlir, r.mlir
 
 
-def test_inputs_that_are_not_dense_are_made_contiguous():
+def test_inputs_that_are_not_dense_are_read_through_their_strides():
+    """A slice (rows 16 elements apart, starting 3 in), a slice with steps, an expanded view and
+    a transposed slice are declared with their strides (and storage offset within a 16-byte
+    line), not copied (issue 32)."""
     be = ft.backend()
 
-    def f(x, y):
-        return torch.sigmoid(x) * y
+    def f(x, y, e, t):
+        return torch.sigmoid(x) * y + e - t
 
-    x, y = torch.randn(6, 16)[:, 3:11], torch.randn(6, 8)  # a slice: rows 16 elements apart
-    torch.testing.assert_close(torch.compile(f, backend=be, dynamic=False)(x, y), f(x, y))
-    assert be.stats.contiguous_copies == 1
+    base = torch.randn(6, 16)
+    x, y = base[:, 3:11], torch.randn(6, 24)[:, ::3]
+    e, t = torch.randn(8).expand(6, 8), torch.randn(8, 7).t()[1:7]
+    torch.testing.assert_close(torch.compile(f, backend=be, dynamic=False)(x, y, e, t), f(x, y, e, t))
+    assert be.stats.contiguous_copies == 0
+    (r,) = be.regions()
+    assert r.input_layouts == [((16, 1), 3), ((24, 3), 0), ((0, 1), 0), ((1, 7), 1)], r.input_layouts
+    assert "fusion.strides = array<i64: 16, 1>, fusion.offset = 3 : i64" in r.mlir, r.mlir
+    assert "fusion.strides = array<i64: 0, 1>" in r.mlir, r.mlir
 
 
 def test_permuted_inputs_and_outputs_are_not_copied():
