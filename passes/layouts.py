@@ -50,6 +50,7 @@ def apply_layouts(fn: func.FuncOp) -> int:
     changed = 0
     args = list(block.args)
     new_arg_attrs = [arg_attrs(fn, i) for i in range(len(args))]
+    last_view = None
     for i, a in enumerate(args):
         layout = input_layout(fn, i)
         if layout is None or VIEW in new_arg_attrs[i]:
@@ -59,10 +60,13 @@ def apply_layouts(fn: func.FuncOp) -> int:
         storage.name_hint = a.name_hint
         view = F.AsStridedOp(storage, layout.shape, layout.strides, layout.offset)
         view.location = fn.location
-        if block.first_op is None:
+        if last_view is not None:  # (in argument order, before the body's first op)
+            block.insert_op_after(view, last_view)
+        elif block.first_op is None:
             block.add_op(view)
         else:
             block.insert_op_before(view, block.first_op)
+        last_view = view
         a.replace_all_uses_with(view.result)
         block.erase_arg(a)
         new_arg_attrs[i][VIEW] = _i64_array(layout.shape)
