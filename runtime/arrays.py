@@ -148,7 +148,7 @@ def _storage_ptr(ptr: int, index: int, spec: BufferSpec) -> int:
     base = ptr - spec.offset * DTYPES[spec.dtype]
     if base % 16:
         size = DTYPES[spec.dtype]
-        fit = f"; declare offset {spec.offset + (base % 16) // size}" if (base % 16) % size == 0 else ""
+        fit = f"; declare offset {(ptr % 16) // size}" if ptr % size == 0 else ""
         raise _layout_error(index, spec, f"a buffer at {base:#x} ({spec.offset} elements before the data pointer "
                                          f"{ptr:#x}), not 16-byte aligned{fit}")
     return base
