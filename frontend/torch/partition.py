@@ -218,8 +218,8 @@ def _in_layout(a: torch.Tensor, strides: tuple[int, ...], offset: int) -> bool:
 
 def _relayout(a: torch.Tensor, strides: tuple[int, ...], offset: int) -> torch.Tensor | None:
     """A copy of a in the layout `strides` at `offset` of a new buffer (one element of each
-    expanded dim written: the others are the same memory); None where the strides overlap
-    otherwise."""
+    expanded dim written: the others are the same memory); None where the layout cannot hold
+    a's values (elements it overlaps that differ in a, or NaN, which no comparison confirms)."""
     span = offset + sum((n - 1) * s for n, s in zip(a.shape, strides)) + 1
     view = a.new_empty(span).as_strided(tuple(a.shape), strides, offset)
     one = tuple(slice(0, 1) if s == 0 else slice(None) for s in strides)
@@ -227,7 +227,7 @@ def _relayout(a: torch.Tensor, strides: tuple[int, ...], offset: int) -> torch.T
         view[one].copy_(a[one])
     except RuntimeError:
         return None
-    return view
+    return view if torch.equal(view, a) else None
 
 
 class FusionRegion(torch.nn.Module):

@@ -990,3 +990,23 @@ def test_cudagraphs_option_wires_torchs_cuda_graph_trees(monkeypatch, skip):
         assert be.stats.cudagraph_skips == 0
     else:
         assert captured == [] and be.stats.cudagraph_skips == 1  # the forward refused; its backward follows it
+
+
+def test_relayout_copies_into_the_compiled_layout():
+    """A call's tensor whose strides or storage offset the compiled layout cannot take is copied
+    into that layout (an expanded dim written once); overlapping strides of another kind give
+    None (the region then runs in PyTorch)."""
+    from fuser.frontend.torch.partition import _in_layout, _relayout
+
+    base = torch.randn(6, 40)
+    x = base[:, 2:34]
+    assert _in_layout(base[:, 4:36], (40, 1), 0) or base.data_ptr() % 16  # (16-byte aligned storage)
+    assert not _in_layout(x, (40, 1), 3) and not _in_layout(x, (41, 1), 2)
+    y = _relayout(x, (40, 1), 3)
+    assert y.stride() == (40, 1) and y.storage_offset() == 3 and torch.equal(y, x)
+    e = torch.randn(5).expand(4, 5)
+    z = _relayout(e.contiguous(), (0, 1), 0)
+    assert z.stride() == (0, 1) and torch.equal(z, e)
+    windows = torch.randn(10).as_strided((4, 3), (1, 1))  # sliding windows: overlapping, not expanded
+    assert torch.equal(_relayout(windows.contiguous(), (1, 1), 0), windows)
+    assert _relayout(torch.randn(4, 3), (1, 1), 0) is None  # values the windows cannot hold
