@@ -43,6 +43,7 @@ class FuzzCase:
     ranges: list[str] = field(default_factory=list)  # how `make_inputs` draws each input
     checks: list[str] = field(default_factory=list)  # how `mismatch` compares each result (`_Gen.check_key`)
     expected: object = field(repr=False, default=None)  # (inputs, rounding=True) -> (results, magnitudes, don't-cares)
+    layouts: list = field(default_factory=list)  # per input: the (strides, offset) it declares, or None
 
 
 def fuzz_case(seed: int, name: str = "fuzz") -> FuzzCase:
@@ -56,10 +57,12 @@ def fuzz_case(seed: int, name: str = "fuzz") -> FuzzCase:
     if not with_matmul and side.random() < 1 / 6:  # and one in six of the others is 3-D
         lead, g.rows, g.cols = side.choice(SHAPES_3D)
     typed = random.Random(seed * 7919 + 2)  # the typed part's own stream: the float part stays as it was
-    text = g.build(side if with_matmul else None, lead, typed if typed.random() < TYPED_SHARE else None)
+    g.build(side if with_matmul else None, lead, typed if typed.random() < TYPED_SHARE else None)
+    g.draw_layouts(random.Random(seed * 7919 + 9))  # strided inputs, outputs in a stride order (issue 32)
+    text = g.assemble(g.outputs)
     return FuzzCase(seed, text, [(g.shape(a.kind), a.dtype) for a in g.args], [v.dtype for v in g.outputs],
                     g.evaluate, g.evaluate_with_magnitudes, [g.ranges[a.name] for a in g.args],
-                    [g.check_key(v) for v in g.outputs], g.expected)
+                    [g.check_key(v) for v in g.outputs], g.expected, [g.arg_layouts.get(a.name) for a in g.args])
 
 
 def random_fusion(seed: int, name: str = "fuzz") -> str:
@@ -107,7 +110,24 @@ def make_inputs(case: FuzzCase, seed: int) -> list[np.ndarray]:
                 x = np.where((r >= lo) & (r < hi), tie, x)
             x = np.where(r >= 0.9, 0.0, x)
         out.append(x)
+    # Strided inputs: each a view of its storage at the declared strides and offset (an expanded
+    # dim repeats its first slice); drawn after every value, so the other inputs stay the same.
+    for i, lay in enumerate(case.layouts or []):
+        if lay is not None:
+            out[i] = strided_view(np.asarray(out[i]), *lay)
     return out
+
+
+def strided_view(x: np.ndarray, strides: tuple[int, ...], offset: int) -> np.ndarray:
+    """x as a view with element `strides` at `offset` of a storage of its own (its elements at
+    an expanded dim, stride 0, are those of the dim's first slice)."""
+    first = tuple(slice(0, 1) if s == 0 else slice(None) for s in strides)
+    x = np.broadcast_to(x[first], x.shape)
+    span = offset + sum((n - 1) * s for n, s in zip(x.shape, strides)) + 1 if x.size else offset
+    storage = np.zeros(max(span, 1), x.dtype)
+    view = np.lib.stride_tricks.as_strided(storage[offset:], x.shape, [s * x.itemsize for s in strides])
+    view[...] = x
+    return view
 
 
 # ------------------------------------------------------------------ the run
@@ -167,7 +187,7 @@ def check(case: FuzzCase, text: str, options: str, inputs, want, gpu: bool, mags
 
 def _without_output(text: str, i: int) -> str:
     from xdsl.dialects import func
-    from xdsl.dialects.builtin import FunctionType
+    from xdsl.dialects.builtin import ArrayAttr, FunctionType
 
     from fuser.dialects.ir import parse_module, print_module
 
@@ -177,6 +197,8 @@ def _without_output(text: str, i: int) -> str:
     kept = [v for j, v in enumerate(ret.operands) if j != i]
     ret.operands = kept
     fn.function_type = FunctionType.from_lists(list(fn.function_type.inputs.data), [v.type for v in kept])
+    if fn.res_attrs is not None:  # (a stride order goes with its output)
+        fn.res_attrs = ArrayAttr([a for j, a in enumerate(fn.res_attrs.data) if j != i])
     return print_module(m)
 
 
