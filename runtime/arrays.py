@@ -22,7 +22,7 @@ import numpy as np
 from .plan import DTYPES, BufferSpec, tensor_type_str
 
 __all__ = ["ArgumentError", "DeviceArray", "numpy_dtype", "convert_arg", "check_count",
-           "describe", "allocate_outputs", "Converted"]
+           "describe", "allocate_outputs", "Converted", "as_layout"]
 
 
 class ArgumentError(ValueError):
@@ -152,6 +152,19 @@ def _storage_ptr(ptr: int, index: int, spec: BufferSpec) -> int:
         raise _layout_error(index, spec, f"a buffer at {base:#x} ({spec.offset} elements before the data pointer "
                                          f"{ptr:#x}), not 16-byte aligned{fit}")
     return base
+
+
+def as_layout(x: np.ndarray, strides: Sequence[int], offset: int = 0) -> np.ndarray:
+    """x's values as a numpy view with element `strides` at `offset` of a storage of its own, as
+    a strided input declares them (an expanded dim, of stride 0, takes the dim's first slice).
+    For tests and tools that make strided inputs."""
+    first = tuple(slice(0, 1) if s == 0 else slice(None) for s in strides)
+    x = np.broadcast_to(np.asarray(x)[first], x.shape)
+    span = offset + sum((n - 1) * s for n, s in zip(x.shape, strides)) + 1 if x.size else offset
+    storage = np.zeros(max(span, 1), x.dtype)
+    view = np.lib.stride_tricks.as_strided(storage[offset:], x.shape, [s * x.itemsize for s in strides])
+    view[...] = x
+    return view
 
 
 def _host_storage(x: np.ndarray, spec: BufferSpec) -> np.ndarray:

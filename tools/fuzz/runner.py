@@ -77,6 +77,7 @@ def make_inputs(case: FuzzCase, seed: int) -> list[np.ndarray]:
     2^40 (a third halfway between two float32s where |x| >= 2^39, a tenth 0), indices of an extent N
     in [-N - 2, N + 2) (beyond it, the nearest end is read), f64 values in
     [-4, 4] (a tenth 0, a twentieth each halfway between two float32, f16 or bf16 values)."""
+    from fuser.runtime.arrays import as_layout
     from fuser.runtime.reference import numpy_dtype
 
     rng = np.random.default_rng(seed)
@@ -114,20 +115,9 @@ def make_inputs(case: FuzzCase, seed: int) -> list[np.ndarray]:
     # dim repeats its first slice); drawn after every value, so the other inputs stay the same.
     for i, lay in enumerate(case.layouts or []):
         if lay is not None:
-            out[i] = strided_view(np.asarray(out[i]), *lay)
+            out[i] = as_layout(np.asarray(out[i]), *lay)
     return out
 
-
-def strided_view(x: np.ndarray, strides: tuple[int, ...], offset: int) -> np.ndarray:
-    """x as a view with element `strides` at `offset` of a storage of its own (its elements at
-    an expanded dim, stride 0, are those of the dim's first slice)."""
-    first = tuple(slice(0, 1) if s == 0 else slice(None) for s in strides)
-    x = np.broadcast_to(x[first], x.shape)
-    span = offset + sum((n - 1) * s for n, s in zip(x.shape, strides)) + 1 if x.size else offset
-    storage = np.zeros(max(span, 1), x.dtype)
-    view = np.lib.stride_tricks.as_strided(storage[offset:], x.shape, [s * x.itemsize for s in strides])
-    view[...] = x
-    return view
 
 
 # ------------------------------------------------------------------ the run
