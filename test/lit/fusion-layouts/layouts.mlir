@@ -81,3 +81,25 @@ func.func @ordered(%x: tensor<5x9xf32>) -> (tensor<5x9xf32> {fusion.stride_order
   %y = fusion.sigmoid %x : tensor<5x9xf32>
   func.return %y, %y : tensor<5x9xf32>, tensor<5x9xf32>
 }
+
+// A hand-written segment keeps its boundary: it takes the strided argument's storage and reads it
+// through its own fusion.as_strided, and yields the permute of the ordered result in its place
+// (one kernel, as without the segment).
+// LAYOUT-LABEL: func.func @by_hand
+// LAYOUT-SAME: (%x: tensor<78xf32> {fusion.strides = array<i64: 1, 8>, fusion.view = array<i64: 6, 10>}) -> (tensor<10x6xf32> {fusion.stride_order = array<i64: 1, 0>, fusion.view = array<i64: 6, 10>})
+// LAYOUT-NEXT: %y = fusion.segment (%a = %x : tensor<78xf32>) -> (tensor<10x6xf32>) {
+// LAYOUT-NEXT: %a_1 = fusion.as_strided %a strides [1, 8] offset 0 : tensor<78xf32> to tensor<6x10xf32>
+// LAYOUT-NEXT: %e = fusion.exp %a_1 : tensor<6x10xf32>
+// LAYOUT-NEXT: %y_1 = fusion.permute %e [1, 0] : tensor<6x10xf32> to tensor<10x6xf32>
+// LAYOUT-NEXT: fusion.yield %y_1 : tensor<10x6xf32>
+// LAYOUT: func.return %y : tensor<10x6xf32>
+// CHECK-LABEL: sched.kernel @by_hand_k0
+// CHECK-SAME: (%{{.*}} : memref<10x6xf32>, %{{.*}} : memref<78xf32>)
+// CHECK-NOT: sched.kernel @by_hand_k1
+func.func @by_hand(%x: tensor<6x10xf32> {fusion.strides = array<i64: 1, 8>}) -> (tensor<6x10xf32> {fusion.stride_order = array<i64: 1, 0>}) {
+  %y = fusion.segment (%a = %x : tensor<6x10xf32>) -> (tensor<6x10xf32>) {
+    %e = fusion.exp %a : tensor<6x10xf32>
+    fusion.yield %e : tensor<6x10xf32>
+  }
+  func.return %y : tensor<6x10xf32>
+}
