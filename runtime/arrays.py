@@ -356,7 +356,7 @@ def convert_arg(x: Any, index: int, spec: BufferSpec) -> Converted:
         if spec.strides is not None:
             _check_strides(index, spec, list(x.strides), describe(x))
             return (_storage_ptr(x.ptr, index, spec), None, "device", x)
-        if tuple(x.strides) != _c_strides(x.shape, 1) and math.prod(x.shape) > 1:
+        if x.perm is not None and not _is_c_contiguous(x.shape, x.strides, 1):
             raise _mismatch(index, spec, "non-contiguous " + describe(x))
         return (x.ptr, None, "device", x)
     cai = _safe_cai(x)
@@ -394,7 +394,7 @@ class DeviceArray:
     def strides(self) -> tuple[int, ...]:
         """Element strides (row-major unless a permuted view)."""
         if self.perm is None:
-            return _c_strides(self.shape, 1)
+            return tuple(_c_strides(self.shape, 1))
         dense = _c_strides([self.shape[self.perm.index(d)] for d in range(len(self.perm))], 1)
         return tuple(dense[p] for p in self.perm)
 

@@ -181,3 +181,27 @@ def test_expanded_and_stepped_inputs_of_every_type_in_the_reference():
             tol = {"bf16": 1e-2, "f16": 2e-3}.get(dtype, 0 if exact else 1e-5)
             np.testing.assert_allclose(g, w, rtol=tol, atol=tol / 10, err_msg=f"{dtype} {name}")
             assert got.strides == tuple(s * got.itemsize for s in order_strides(v.shape, order)), (dtype, name)
+
+
+def _device_array(shape, perm=None, ptr=0x7000_0000):
+    """A DeviceArray without a GPU (nothing is allocated or read): its shape, pointer and view."""
+    from fuser.runtime.arrays import DeviceArray
+    a = object.__new__(DeviceArray)
+    a.shape, a.dtype, a.ptr, a.stream, a.perm = tuple(shape), "f32", ptr, 0, None
+    return a if perm is None else a.permute(perm)
+
+
+def test_device_array_views_are_checked_as_strided_arrays():
+    """A dense DeviceArray is a row-major input; its permuted view (an output in a stride
+    order) has the strides of its order, passes where they are declared and is refused as
+    non-contiguous where a row-major array is expected."""
+    dense = _device_array((9, 7))
+    assert dense.strides == (7, 1)
+    assert convert_arg(dense, 0, BufferSpec("x", (9, 7), "f32"))[0] == 0x7000_0000
+    view = dense.permute([1, 0])
+    assert view.shape == (7, 9) and view.strides == (1, 7)
+    assert view.__cuda_array_interface__["strides"] == (4, 28)
+    assert convert_arg(view, 0, BufferSpec("x", (63,), "f32", view=(7, 9), strides=(1, 7)))[0] == 0x7000_0000
+    with pytest.raises(ArgumentError, match="non-contiguous"):
+        convert_arg(view, 0, BufferSpec("x", (7, 9), "f32"))
+    assert _device_array((2, 3, 4), perm=[2, 0, 1]).strides == (1, 12, 4)
