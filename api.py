@@ -46,20 +46,22 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FileLineColLoc, IntAttr, IntegerAttr, ModuleOp, StringAttr,
+                                   TensorType, i64)
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
 from fuser.dialects import fusion as F
+from fuser.dialects.fusion.layout import OFFSET, STRIDE_ORDER, STRIDES
 from fuser.dialects.ir import decode_source, parse_module
 from fuser.runtime.reference import find_func, run_reference
 
 # `compile`, `abs`, `pow`, `round`, `sum`, `any`, `all` and `slice` are left out of __all__ so that `from fuser import *`
 # does not shadow the builtins; use them as `fuser.compile`, `fuser.sum`, ...
 __all__ = [
-    "FusionBuilder", "Tensor", "CompiledFusion",
+    "FusionBuilder", "Tensor", "CompiledFusion", "strides_of",
     "exp", "log", "tanh", "sqrt", "rsqrt", "relu", "sigmoid", "silu", "gelu", "neg",
     "erf", "exp2", "log2", "log10", "log1p", "reciprocal", "floor", "ceil", "trunc", "sign",
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "erfc", "erfinv",
@@ -113,6 +115,8 @@ class FusionBuilder:
         self._block = Block()
         self._outputs: list[Tensor] = []
         self._module: ModuleOp | None = None
+        self._arg_layouts: list[tuple[tuple[int, ...], int] | None] = []  # per input: (strides, offset)
+        self._out_orders: list[tuple[int, ...] | None] = []  # per output: its stride order
 
     def __enter__(self) -> FusionBuilder:
         return self
@@ -123,24 +127,52 @@ class FusionBuilder:
 
     # -- inputs, outputs, constants
 
-    def input(self, shape: Shape, dtype: str = "f32", name: str | None = None) -> Tensor:
-        """A function argument; `name` (unique in the fusion) also names it at call time."""
+    def input(self, shape: Shape, dtype: str = "f32", name: str | None = None,
+              strides: Sequence[int] | None = None, offset: int = 0) -> Tensor:
+        """A function argument; `name` (unique in the fusion) also names it at call time.
+
+        `strides` (in elements, one per dim, 0 for an expanded dim) declares a strided input,
+        read in place: a transposed, sliced (with steps, with gaps) or expanded array, as numpy
+        or torch give it, is passed without a copy; element i is read `offset` + sum(i[d] *
+        strides[d]) elements from the buffer's start, which is `offset` elements before the
+        array's data pointer and must be 16-byte aligned (so `offset` is where the view starts in
+        an aligned buffer: a torch view's `storage_offset()` modulo 16 bytes' worth of elements).
+        The fusion is compiled for this layout: a call with other strides is an `ArgumentError`
+        naming the argument and both layouts. (`fuser.strides_of(x)` reads an array's.)"""
         self._check_open()
         if name is not None and builtins.any(a.name_hint == name for a in self._block.args):
             raise ValueError(f"input name {name!r} is already taken in fusion '{self.name}'")
-        t = F.tensor(_shape_tuple(shape), _dtype_attr(dtype))
+        dims = _shape_tuple(shape)
+        t = F.tensor(dims, _dtype_attr(dtype))
+        if strides is not None:
+            strides = tuple(int(s) for s in strides)
+            if len(strides) != len(dims) or builtins.any(s < 0 for s in strides) or int(offset) < 0:
+                raise ValueError(f"input {name or len(self._block.args)}: strides {list(strides)} and offset {offset} "
+                                 f"must be {len(dims)} non-negative integers and a non-negative integer")
+        elif offset:
+            raise ValueError(f"input {name or len(self._block.args)}: offset {offset} without strides")
         arg = self._block.insert_arg(t, len(self._block.args))
         if name is not None:
             arg.name_hint = name
+        self._arg_layouts.append(None if strides is None else (strides, int(offset)))
         return Tensor(arg, self)
 
-    def output(self, *tensors: Tensor) -> None:
+    def output(self, *tensors: Tensor, stride_order: Sequence[int] | None = None) -> None:
+        """Return `tensors` from the fusion. `stride_order` (nvFuser's output option) stores each
+        in that dim order, outermost first (`[1, 0]`: a column-major matrix): the call returns a
+        permuted view of a dense buffer, whose strides follow the order; the kernel writes that
+        layout."""
         self._check_open()
         if not tensors:
             raise ValueError("output() needs at least one tensor")
+        order = None if stride_order is None else tuple(int(d) for d in stride_order)
         for t in tensors:
             self._own(t, "output")
+            if order is not None and sorted(order) != list(range(t.ndim)):
+                raise ValueError(f"output: stride_order {list(order)} is not a permutation of the {t.ndim} dims of "
+                                 f"a tensor of shape {t.shape}")
             self._outputs.append(t)
+            self._out_orders.append(order)
 
     def full(self, value: float, shape: Shape, dtype: str = "f32") -> Tensor:
         """A tensor filled with `value` (`fusion.full`)."""
@@ -157,6 +189,12 @@ class FusionBuilder:
         outs = [t.value for t in self._outputs]
         self._block.add_op(ReturnOp(*outs))
         func = FuncOp(self.name, ([a.type for a in self._block.args], [v.type for v in outs]), Region(self._block))
+        if builtins.any(lay is not None for lay in self._arg_layouts):
+            func.arg_attrs = ArrayAttr([DictionaryAttr({} if lay is None else _layout_attrs(*lay))
+                                        for lay in self._arg_layouts])
+        if builtins.any(o is not None for o in self._out_orders):
+            func.res_attrs = ArrayAttr([DictionaryAttr({} if o is None else {STRIDE_ORDER: F._i64_array(o)})
+                                        for o in self._out_orders])
         module = ModuleOp([func])
         module.verify()
         self._module = module
@@ -201,6 +239,33 @@ class FusionBuilder:
             raise
         results = [Tensor(r, self) for r in op.results]
         return results[0] if len(results) == 1 else tuple(results)
+
+
+def _layout_attrs(strides: tuple[int, ...], offset: int) -> dict:
+    attrs = {STRIDES: F._i64_array(strides)}
+    if offset:
+        attrs[OFFSET] = IntegerAttr(offset, i64)
+    return attrs
+
+
+def strides_of(x: Any) -> tuple[int, ...]:
+    """The element strides of a numpy array, torch tensor or `__cuda_array_interface__` array
+    (what `FusionBuilder.input(..., strides=)` declares)."""
+    if hasattr(x, "stride") and callable(x.stride):  # torch
+        return tuple(int(s) for s in x.stride())
+    if isinstance(x, np.ndarray):
+        return tuple(s // x.itemsize for s in x.strides)
+    cai = getattr(x, "__cuda_array_interface__", None)
+    if cai is not None:
+        if cai.get("strides") is None:
+            shape, acc, out = cai["shape"], 1, []
+            for d in reversed(shape):
+                out.append(acc)
+                acc *= max(int(d), 1)
+            return tuple(out[::-1])
+        size = np.dtype(cai["typestr"]).itemsize
+        return tuple(int(s) // size for s in cai["strides"])
+    raise TypeError(f"strides_of: cannot read the strides of a {type(x).__name__}")
 
 
 def _shape_tuple(shape: Shape | int) -> tuple[int, ...]:

@@ -22,7 +22,7 @@ import numpy as np
 from .plan import DTYPES, BufferSpec, tensor_type_str
 
 __all__ = ["ArgumentError", "DeviceArray", "numpy_dtype", "convert_arg", "check_count",
-           "describe", "allocate_outputs", "Converted"]
+           "describe", "allocate_outputs", "Converted", "as_layout"]
 
 
 class ArgumentError(ValueError):
@@ -120,8 +120,62 @@ def _safe_cai(x: Any) -> dict | None:
 
 
 def _mismatch(index: int, spec: BufferSpec, given: str, hint: str = "") -> ArgumentError:
-    return ArgumentError(f"{_arg_label(index, spec)}: expected {tensor_type_str(spec.shape, spec.dtype)}, "
-                         f"got {given}{hint}")
+    layout = "" if spec.strides is None else f" with strides {spec.strides}"
+    return ArgumentError(f"{_arg_label(index, spec)}: expected {tensor_type_str(spec.user_shape, spec.dtype)}"
+                         f"{layout}, got {given}{hint}")
+
+
+def _layout_error(index: int, spec: BufferSpec, what: str) -> ArgumentError:
+    return ArgumentError(f"{_arg_label(index, spec)}: compiled for the layout {spec.layout_str()}, got {what}")
+
+
+def _check_strides(index: int, spec: BufferSpec, got: Sequence[int | None], given: str) -> None:
+    """The array's element strides (None: not a whole number of elements) are the declared ones
+    (a dim of extent 1 may have any stride; an empty array matches any)."""
+    shape = spec.user_shape
+    if math.prod(shape) == 0:
+        return
+    if all(n == 1 or g == w for n, g, w in zip(shape, got, spec.strides)):
+        return
+    shown = tuple("?" if g is None else g for g in got)
+    raise _layout_error(index, spec, f"{given} with strides {shown} (compile the fusion for this layout, or "
+                                     "pass an array laid out as declared)")
+
+
+def _storage_ptr(ptr: int, index: int, spec: BufferSpec) -> int:
+    """The storage buffer's address for a strided input whose element 0 is at `ptr`: `offset`
+    elements before it, 16-byte aligned (the kernel's vector loads assume it)."""
+    base = ptr - spec.offset * DTYPES[spec.dtype]
+    if base % 16:
+        size = DTYPES[spec.dtype]
+        fit = f"; declare offset {(ptr % 16) // size}" if ptr % size == 0 else ""
+        raise _layout_error(index, spec, f"a buffer at {base:#x} ({spec.offset} elements before the data pointer "
+                                         f"{ptr:#x}), not 16-byte aligned{fit}")
+    return base
+
+
+def as_layout(x: np.ndarray, strides: Sequence[int], offset: int = 0) -> np.ndarray:
+    """x's values as a numpy view with element `strides` at `offset` of a storage of its own, as
+    a strided input declares them (an expanded dim, of stride 0, takes the dim's first slice).
+    For tests and tools that make strided inputs."""
+    first = tuple(slice(0, 1) if s == 0 else slice(None) for s in strides)
+    x = np.broadcast_to(np.asarray(x)[first], x.shape)
+    span = offset + sum((n - 1) * s for n, s in zip(x.shape, strides)) + 1 if x.size else offset
+    storage = np.zeros(max(span, 1), x.dtype)
+    view = np.lib.stride_tricks.as_strided(storage[offset:], x.shape, [s * x.itemsize for s in strides])
+    view[...] = x
+    return view
+
+
+def _host_storage(x: np.ndarray, spec: BufferSpec) -> np.ndarray:
+    """The 1-D storage buffer of a strided host input whose strides match its declared ones: its
+    elements placed at offset + sum(i * strides) (elements it does not reach are zeros)."""
+    storage = np.zeros(spec.shape, dtype=x.dtype)
+    if x.size:
+        view = np.lib.stride_tricks.as_strided(storage[spec.offset:], spec.user_shape,
+                                               [s * x.itemsize for s in spec.strides])
+        view[...] = x  # (overlapping elements, of stride-0 dims, are written the same value)
+    return storage
 
 
 def check_count(args: Sequence[Any], specs: Sequence[BufferSpec]) -> None:
@@ -157,10 +211,14 @@ def _is_torch(x: Any) -> bool:
 
 def _from_numpy(x: np.ndarray, index: int, spec: BufferSpec, kind: str = "numpy", ref: Any = None) -> Converted:
     want = _NP.get(spec.dtype)
-    if want is None or x.dtype != want or x.shape != spec.shape:
+    if want is None or x.dtype != want or x.shape != spec.user_shape:
         if spec.dtype == "bf16" and want is None:
             raise _mismatch(index, spec, describe(x), " (bf16 host arrays need 'ml_dtypes')")
         raise _mismatch(index, spec, describe(x))
+    if spec.strides is not None:
+        elem = [b // x.itemsize if b % x.itemsize == 0 else None for b in x.strides]
+        _check_strides(index, spec, elem, describe(x))
+        return (None, _host_storage(x, spec), kind, x if ref is None else ref)
     if not x.flags.c_contiguous:
         raise _mismatch(index, spec, "non-contiguous " + describe(x),
                         " (pass a C-contiguous array, e.g. np.ascontiguousarray(x))")
@@ -168,9 +226,11 @@ def _from_numpy(x: np.ndarray, index: int, spec: BufferSpec, kind: str = "numpy"
 
 
 def _from_torch(x: Any, index: int, spec: BufferSpec) -> Converted:
-    if x.dtype is not _torch_dtype(spec.dtype) or x.shape != spec.shape:
+    if x.dtype is not _torch_dtype(spec.dtype) or x.shape != spec.user_shape:
         raise _mismatch(index, spec, describe(x))
-    if not x.is_contiguous():
+    if spec.strides is not None:
+        _check_strides(index, spec, list(x.stride()), describe(x))
+    elif not x.is_contiguous():
         raise _mismatch(index, spec, "non-contiguous " + describe(x), " (call .contiguous() first)")
     if not x.is_cuda:
         if x.device.type != "cpu":
@@ -181,12 +241,19 @@ def _from_torch(x: Any, index: int, spec: BufferSpec) -> Converted:
             host = t.view(torch.int16).numpy().view(numpy_dtype("bf16"))
         else:
             host = t.numpy()
+        if spec.strides is not None:
+            host = _host_storage(host, spec)
         return (None, host, "torch_cpu", x)
     ordinal = x.get_device()  # (the index without building a torch.device)
     bound = _bind_device(ordinal)
     if ordinal != bound:
         raise _mismatch(index, spec, describe(x), f" (fuser runs on cuda:{bound} in this process: one GPU a "
                                                   f"process, chosen by the first tensor or FUSER_DEVICE)")
+    if spec.strides is not None:
+        if x.storage_offset() < spec.offset:
+            raise _layout_error(index, spec, f"storage offset {x.storage_offset()}, less than the declared offset "
+                                             f"{spec.offset}: the buffer would start before the tensor's storage")
+        return (_storage_ptr(x.data_ptr(), index, spec), None, "torch", x)
     return (x.data_ptr(), None, "torch", x)
 
 
@@ -194,14 +261,19 @@ def _from_cai(x: Any, cai: dict, index: int, spec: BufferSpec) -> Converted:
     shape = tuple(int(d) for d in cai.get("shape", ()))
     dtype = _CAI_DTYPE.get(cai.get("typestr"))
     given = describe(x)
-    if dtype != spec.dtype or shape != spec.shape:
+    if dtype != spec.dtype or shape != spec.user_shape:
         raise _mismatch(index, spec, given)
     if cai.get("mask") is not None:
         raise _mismatch(index, spec, "masked " + given)
     strides = cai.get("strides")
-    if not _is_c_contiguous(shape, strides, DTYPES[dtype]):
-        raise _mismatch(index, spec, "non-contiguous " + given, f" (strides {tuple(strides)})")
     ptr = int(cai["data"][0])
+    if spec.strides is not None:
+        size = DTYPES[dtype]
+        elem = _c_strides(shape, 1) if strides is None else [b // size if b % size == 0 else None for b in strides]
+        _check_strides(index, spec, elem, given)
+        ptr = _storage_ptr(ptr, index, spec)
+    elif not _is_c_contiguous(shape, strides, DTYPES[dtype]):
+        raise _mismatch(index, spec, "non-contiguous " + given, f" (strides {tuple(strides)})")
     stream = cai.get("stream")
     kind = "cupy" if type(x).__module__.startswith("cupy") else "device"
     # 1 = legacy default stream and 2 = per-thread default stream both order with
@@ -255,14 +327,19 @@ def _from_dlpack(x: Any, index: int, spec: BufferSpec) -> Converted:
     shape = tuple(t.shape[i] for i in range(t.ndim))
     dtype = _DL_DTYPE.get((t.dtype.code, t.dtype.bits)) if t.dtype.lanes == 1 else None
     given = f"{type(x).__name__} DLPack tensor (code {t.dtype.code}, {t.dtype.bits} bits) of shape {shape}"
-    if dtype != spec.dtype or shape != spec.shape:
+    if dtype != spec.dtype or shape != spec.user_shape:
         raise _mismatch(index, spec, given)
-    if t.strides:  # DLPack strides count elements, not bytes
+    ptr = (t.data or 0) + t.byte_offset
+    if spec.strides is not None:  # DLPack strides count elements, not bytes
+        elem = [t.strides[i] for i in range(t.ndim)] if t.strides else _c_strides(shape, 1)
+        _check_strides(index, spec, elem, given)
+        ptr = _storage_ptr(ptr, index, spec)
+    elif t.strides:
         elem = [t.strides[i] * DTYPES[dtype] for i in range(t.ndim)]
         if not _is_c_contiguous(shape, elem, DTYPES[dtype]):
             raise _mismatch(index, spec, "non-contiguous " + given)
     kind = "cupy" if type(x).__module__.startswith("cupy") else "device"
-    return ((t.data or 0) + t.byte_offset, None, kind, (x, capsule))
+    return (ptr, None, kind, (x, capsule))
 
 
 def convert_arg(x: Any, index: int, spec: BufferSpec) -> Converted:
@@ -274,8 +351,13 @@ def convert_arg(x: Any, index: int, spec: BufferSpec) -> Converted:
     if isinstance(x, np.generic):  # a numpy scalar is a 0-d array
         return _from_numpy(np.asarray(x), index, spec)
     if type(x) is DeviceArray:
-        if x.dtype != spec.dtype or x.shape != spec.shape:
+        if x.dtype != spec.dtype or x.shape != spec.user_shape:
             raise _mismatch(index, spec, describe(x))
+        if spec.strides is not None:
+            _check_strides(index, spec, list(x.strides), describe(x))
+            return (_storage_ptr(x.ptr, index, spec), None, "device", x)
+        if x.perm is not None and not _is_c_contiguous(x.shape, x.strides, 1):
+            raise _mismatch(index, spec, "non-contiguous " + describe(x))
         return (x.ptr, None, "device", x)
     cai = _safe_cai(x)
     if cai is not None:
@@ -306,20 +388,43 @@ class DeviceArray:
         self.buffer = DeviceBuffer(math.prod(self.shape) * DTYPES[dtype], stream=stream)
         self.ptr = self.buffer.ptr
         self.stream = stream  # where the producing kernels were queued
+        self.perm: tuple[int, ...] | None = None  # a permuted view: dim i is dim perm[i] of the buffer's array
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Element strides (row-major unless a permuted view)."""
+        if self.perm is None:
+            return tuple(_c_strides(self.shape, 1))
+        dense = _c_strides([self.shape[self.perm.index(d)] for d in range(len(self.perm))], 1)
+        return tuple(dense[p] for p in self.perm)
+
+    def permute(self, perm: Sequence[int]) -> "DeviceArray":
+        """A view of the same buffer with dims permuted (as torch's `permute`: dim i of the view
+        is dim perm[i] of this array)."""
+        view = object.__new__(DeviceArray)
+        view.__dict__.update(self.__dict__)
+        base = self.perm if self.perm is not None else tuple(range(len(self.shape)))
+        view.perm = tuple(base[p] for p in perm)
+        view.shape = tuple(self.shape[p] for p in perm)
+        return view
 
     @property
     def __cuda_array_interface__(self) -> dict:
-        return {"shape": self.shape, "typestr": _CAI_TYPESTR[self.dtype], "strides": None,
+        strides = None if self.perm is None else tuple(s * DTYPES[self.dtype] for s in self.strides)
+        return {"shape": self.shape, "typestr": _CAI_TYPESTR[self.dtype], "strides": strides,
                 "data": (self.ptr, False), "version": 3,
                 "stream": self.stream if self.stream not in (0, None) else 1}
 
     def numpy(self) -> np.ndarray:
         from . import driver
-        out = np.empty(self.shape, dtype=numpy_dtype(self.dtype))
+        perm = self.perm
+        dense = self.shape if perm is None else tuple(self.shape[perm.index(d)] for d in range(len(perm)))
+        out = np.empty(dense, dtype=numpy_dtype(self.dtype))
         if self.stream:  # the synchronous copy below only orders with the legacy stream
             driver.check(driver._cu.cuStreamSynchronize(driver.stream_handle(self.stream)),
                          "cuStreamSynchronize")
-        return self.buffer.copy_to_host(out)
+        out = self.buffer.copy_to_host(out)
+        return out if perm is None else np.transpose(out, perm)
 
     def __repr__(self) -> str:
         return f"DeviceArray({tensor_type_str(self.shape, self.dtype)}, ptr=0x{self.ptr:x})"
@@ -349,9 +454,13 @@ def allocate_outputs(kind: str, ref: Any, specs: Sequence[BufferSpec], stream: i
     return out
 
 
-def finish_outputs(kind: str, outs: list) -> list:
-    """Turn allocated outputs into what the user gets (device->host copies for host kinds)."""
+def finish_outputs(kind: str, outs: list, specs: Sequence[BufferSpec] | None = None) -> list:
+    """Turn allocated outputs into what the user gets (device->host copies for host kinds); an
+    output with a stride order (`specs`) is the permuted view of its dense buffer, which holds
+    its dims in that order: its strides are the order's."""
     objs = [o for _, o in outs]
+    if specs is not None:
+        objs = [o if s.order is None else _permuted(o, _inverse(s.order)) for o, s in zip(objs, specs)]
     if kind == "numpy":
         return [a.numpy() for a in objs]
     if kind == "torch_cpu":
@@ -363,6 +472,20 @@ def finish_outputs(kind: str, outs: list) -> list:
                        if a.dtype == "bf16" else torch.from_numpy(h))
         return res
     return objs
+
+
+def _inverse(order: Sequence[int]) -> list[int]:
+    return [list(order).index(d) for d in range(len(order))]
+
+
+def _permuted(a: Any, perm: list[int]) -> Any:
+    if perm == list(range(len(perm))):
+        return a
+    if isinstance(a, np.ndarray):
+        return np.transpose(a, perm)
+    if type(a) is DeviceArray or _is_torch(a):
+        return a.permute(perm)
+    return a.transpose(perm)  # cupy
 
 
 def _bind_device(ordinal: int) -> int:

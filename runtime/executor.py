@@ -152,6 +152,9 @@ class Executor:
         self._torch_want: list[tuple[Any, tuple]] | None = None  # per input (torch dtype, shape), once seen
         self._torch_ordinal = -1
         self._check_args = check_args_enabled()
+        # Declared layouts (strided inputs, outputs in a stride order) take the general path,
+        # which checks them; the cached torch call assumes dense row-major buffers.
+        self._layouts = not all(b.plain for b in self.inputs + self.outputs)
         # The cached torch call's layout, made on its first use (_torch_layout): the outputs'
         # (shape, torch dtype) and, per launch, a launcher with its grid, block, shared memory
         # and params block bound, and the (slot, flat pointer index) pairs it writes.
@@ -294,13 +297,14 @@ class Executor:
 
     def __call__(self, *args: Any, stream: Any = None) -> Any:
         if stream is None and self._torch_want is not None and self._steps is not None and args \
-                and _is_torch(args[0]):
+                and _is_torch(args[0]) and not self._layouts:
             out = self._torch_call(args)
             if out is not _MISS:
                 return out
         specs = self.inputs
         steps = self._steps
-        ptrs = self._torch_pointers(args) if steps is not None and args and _is_torch(args[0]) else None
+        ptrs = self._torch_pointers(args) if steps is not None and args and _is_torch(args[0]) \
+            and not self._layouts else None
         fast = ptrs is not None
         staging = []
         if fast:
@@ -329,7 +333,7 @@ class Executor:
                     f = foreign_stream(c)
                     if f is not None and f != s:
                         driver.wait_on_foreign_stream(f, s)
-            if kind == "torch" and self._torch_want is None and specs:
+            if kind == "torch" and self._torch_want is None and specs and not self._layouts:
                 self._torch_want = [(_torch_dtype(sp.dtype), tuple(sp.shape)) for sp in specs]
                 self._torch_ordinal = driver.device_ordinal()
         outs = allocate_outputs(kind, ref, self.outputs, s)
@@ -354,7 +358,7 @@ class Executor:
                     ctypes.memmove(st.params.wide_address(slot), tmaps[i], 128)
                 st.kernel.launch_raw(st.grid, st.block, st.smem, hs, st.params.address, st.cluster, st.dependent)
 
-        results = finish_outputs(kind, outs)
+        results = finish_outputs(kind, outs, self.outputs)
         if staging:
             # uploads must outlive the kernels reading them
             driver.check(driver._cu.cuStreamSynchronize(hs), "cuStreamSynchronize")

@@ -34,13 +34,56 @@ def tensor_type_str(shape: tuple[int, ...], dtype: str) -> str:
 
 @dataclass(frozen=True)
 class BufferSpec:
+    """An input or output buffer. `shape` is the buffer's own (what the kernels index); a
+    declared layout (issue 32, dialects/fusion/layout.py) adds the user's view of it: an input
+    read in place through `strides` (elements, 0 allowed) from `offset` elements into its
+    1-D storage buffer, an output stored in dim order `order` (outermost first); `view` is then
+    the array's shape, which the user passes or gets back."""
     name: str
     shape: tuple[int, ...]
     dtype: str
+    view: tuple[int, ...] | None = None
+    strides: tuple[int, ...] | None = None
+    offset: int = 0
+    order: tuple[int, ...] | None = None
 
     @property
     def nbytes(self) -> int:
         return math.prod(self.shape) * DTYPES[self.dtype]
+
+    @property
+    def user_shape(self) -> tuple[int, ...]:
+        """The shape of the array the user passes or gets back."""
+        return self.shape if self.view is None else self.view
+
+    @property
+    def plain(self) -> bool:
+        """No declared layout: a dense row-major array of `shape`."""
+        return self.view is None
+
+    def layout_str(self) -> str:
+        if self.strides is not None:
+            return f"strides {self.strides} offset {self.offset}"
+        if self.order is not None:
+            return f"stride order {self.order}"
+        return "row-major"
+
+    def to_list(self) -> list:
+        base = [self.name, list(self.shape), self.dtype]
+        if self.plain:
+            return base
+        return base + [{"view": list(self.view), "strides": None if self.strides is None else list(self.strides),
+                        "offset": self.offset, "order": None if self.order is None else list(self.order)}]
+
+    @classmethod
+    def from_list(cls, d: list) -> "BufferSpec":
+        name, shape, dtype, *rest = d
+        if not rest:
+            return cls(name, tuple(shape), dtype)
+        lay = rest[0]
+        return cls(name, tuple(shape), dtype, tuple(lay["view"]),
+                   None if lay["strides"] is None else tuple(lay["strides"]), int(lay["offset"]),
+                   None if lay["order"] is None else tuple(lay["order"]))
 
 
 @dataclass(frozen=True)
@@ -107,8 +150,8 @@ class Program:
     def to_json(self, include_ptx: bool = True) -> str:
         d = {
             "format": 1, "name": self.name, "arch": self.arch,
-            "inputs": [[b.name, list(b.shape), b.dtype] for b in self.inputs],
-            "outputs": [[b.name, list(b.shape), b.dtype] for b in self.outputs],
+            "inputs": [b.to_list() for b in self.inputs],
+            "outputs": [b.to_list() for b in self.outputs],
             "workspaces": [[list(w.shape), w.dtype, w.zero_init, w.kept_zero] for w in self.workspaces],
             "launches": [{"kernel": s.kernel, "grid": list(s.grid), "block": list(s.block),
                           "smem": s.smem, "args": [list(a) for a in s.args],
@@ -131,8 +174,8 @@ class Program:
             ptx = d["ptx"]
         return cls(
             name=d["name"],
-            inputs=[BufferSpec(n, tuple(s), t) for n, s, t in d["inputs"]],
-            outputs=[BufferSpec(n, tuple(s), t) for n, s, t in d["outputs"]],
+            inputs=[BufferSpec.from_list(b) for b in d["inputs"]],
+            outputs=[BufferSpec.from_list(b) for b in d["outputs"]],
             workspaces=[_workspace_from_json(w) for w in d["workspaces"]],
             launches=[LaunchStep(s["kernel"], tuple(s["grid"]), tuple(s["block"]), int(s["smem"]),
                                  tuple(tuple(a) for a in s["args"]),
@@ -186,6 +229,35 @@ def _memref_spec(t: Any, what: str) -> tuple[tuple[int, ...], str]:
     if not isinstance(t.memory_space, b.NoneAttr):
         raise ProgramError(f"{what}: only default-memory-space memrefs are supported ({t})")
     return shape, dtype
+
+
+def _with_layout(spec: BufferSpec, host: Any, i: int, is_input: bool) -> BufferSpec:
+    """`spec` with the layout the host function's argument i declares (its `fusion.view` and
+    strides and offset, or stride order), checked against the buffer's shape."""
+    from dataclasses import replace
+
+    from fuser.dialects.fusion.layout import OFFSET, STRIDE_ORDER, STRIDES, VIEW, arg_attrs, strided_span
+    attrs = arg_attrs(host, i)
+    if VIEW not in attrs:
+        if STRIDES in attrs or STRIDE_ORDER in attrs:
+            raise ProgramError(f"@{host.sym_name.data} argument {i}: a layout without fusion.view (fusion-layouts "
+                               "did not run)")
+        return spec
+    view = tuple(int(v) for v in attrs[VIEW].get_values())
+    what = f"@{host.sym_name.data} argument {i} (%{spec.name})"
+    if is_input:
+        if STRIDES not in attrs:
+            raise ProgramError(f"{what}: fusion.view without fusion.strides")
+        strides = tuple(int(v) for v in attrs[STRIDES].get_values())
+        offset = int(attrs[OFFSET].value.data) if OFFSET in attrs else 0
+        if spec.shape != (strided_span(view, strides, offset),):
+            raise ProgramError(f"{what}: buffer of shape {spec.shape} for a view {view} with strides {strides} "
+                               f"offset {offset}")
+        return replace(spec, view=view, strides=strides, offset=offset)
+    order = tuple(int(v) for v in attrs[STRIDE_ORDER].get_values()) if STRIDE_ORDER in attrs else None
+    if order is None or tuple(view[d] for d in order) != spec.shape:
+        raise ProgramError(f"{what}: buffer of shape {spec.shape} is not the view {view} in stride order {order}")
+    return replace(spec, view=view, order=order)
 
 
 def _find_host(module: Any, name: str | None) -> Any:
@@ -267,12 +339,13 @@ def extract_program(module: Any, ptx: str, arch: str, name: str | None = None) -
     for i, a in enumerate(args):
         nm = a.name_hint or f"arg{i}"
         shape, dtype = _memref_spec(a.type, f"@{fname} argument {i} (%{nm})")
+        spec = _with_layout(BufferSpec(nm, shape, dtype), host, i, i < n_in)
         if i < n_in:
             refs[a] = ("in", len(inputs))
-            inputs.append(BufferSpec(nm, shape, dtype))
+            inputs.append(spec)
         else:
             refs[a] = ("out", len(outputs))
-            outputs.append(BufferSpec(nm, shape, dtype))
+            outputs.append(spec)
 
     consts: dict[Any, tuple[Any, Any]] = {}
     workspaces: list[dict] = []

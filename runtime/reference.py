@@ -27,6 +27,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from fuser.dialects.fusion import dtype_name
+from fuser.dialects.fusion.layout import VIEW, arg_attrs, input_layout, inverse, output_order, res_attrs
 from fuser.dialects.ir import parse_module
 from fuser.runtime import philox
 from fuser.runtime.arrays import ArgumentError  # the same error the GPU executor raises
@@ -491,6 +492,13 @@ def _eval_op(it: _Interp, op: Operation, ins: list[np.ndarray]) -> list[np.ndarr
     if name == "fusion.slice":
         return [ins[0][tuple(slice(a, b, k) for a, b, k in zip(_dims_of(op, "start"), _dims_of(op, "stop"),
                                                                    _dims_of(op, "step")))].copy()]
+    if name == "fusion.as_strided":
+        x = np.ascontiguousarray(ins[0])
+        shape, strides = _shape(op.result), _dims_of(op, "strides")
+        if 0 in shape:
+            return [np.empty(shape, x.dtype)]
+        view = np.lib.stride_tricks.as_strided(x[op.offset.data:], shape, [s * x.itemsize for s in strides])
+        return [view.copy()]
     if name == "fusion.pad":
         x = ins[0]
         low, high = _dims_of(op, "low"), _dims_of(op, "high")
@@ -630,10 +638,32 @@ def _check_args(func: FuncOp, args: Sequence[object]) -> list[np.ndarray]:
             if arr is None or arr.dtype.kind in "USO":  # a string or an object: say what it was
                 raise ArgumentError(f"{label}: expected {p.type}, got {type(a).__name__}") from None
             a = arr
-        if a.shape != want_shape or a.dtype != want_dt:
+        layout = input_layout(func, i)
+        if layout is not None and VIEW in arg_attrs(func, i):  # (after fusion-layouts: the view's shape)
+            if a.shape != layout.shape or a.dtype != want_dt:
+                raise ArgumentError(f"{label}: expected a view of shape {layout.shape} of {p.type}, got "
+                                    f"{_dtype_label(a.dtype)} array of shape {a.shape}")
+            storage = np.zeros(want_shape, want_dt)
+            if a.size:
+                np.lib.stride_tricks.as_strided(storage[layout.offset:], layout.shape,
+                                                [k * a.itemsize for k in layout.strides])[...] = a
+            a = storage
+        elif a.shape != want_shape or a.dtype != want_dt:
             raise ArgumentError(f"{label}: expected {p.type}, got {_dtype_label(a.dtype)} array of shape {a.shape}")
         checked.append(a)
     return checked
+
+
+def _laid_out(func: FuncOp, j: int, x: np.ndarray) -> np.ndarray:
+    """Result j as the runtime returns it: in its `fusion.stride_order` (a permuted view of a
+    dense array), else row-major."""
+    order = output_order(func, j)
+    if order is None:
+        return np.asarray(x, order="C")  # (np.ascontiguousarray would turn a 0-d result into shape (1,))
+    back = inverse(order)
+    if VIEW in res_attrs(func, j):  # after fusion-layouts: x is the dense array in that order
+        return np.transpose(np.asarray(x, order="C"), back)
+    return np.transpose(np.ascontiguousarray(np.transpose(x, order)), back)
 
 
 def run_reference(func_op: FuncOp | ModuleOp, args: Sequence[np.ndarray], precision: str = "native") -> list[np.ndarray]:
@@ -647,8 +677,7 @@ def run_reference(func_op: FuncOp | ModuleOp, args: Sequence[np.ndarray], precis
         raise ValueError(f"@{func.sym_name.data} has no func.return")
     with np.errstate(all="ignore"):  # inf/NaN results are values here, not errors
         outs = _run_block(_Interp(precision), func.body.block, _check_args(func, args))
-    # (np.ascontiguousarray would turn a 0-d result into shape (1,))
-    return [np.asarray(x, order="C") for x in outs]
+    return [_laid_out(func, j, x) for j, x in enumerate(outs)]
 
 
 def _run_block(it: _Interp, block, args: Sequence[np.ndarray]) -> list[np.ndarray]:

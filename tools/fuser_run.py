@@ -61,7 +61,8 @@ def _input_files(items: list[str], names: list[str]) -> dict[int, tuple[str, str
 
 
 def _make_inputs(fn, given: list[str], seed: int) -> list[np.ndarray]:
-    from fuser.runtime.arrays import numpy_dtype
+    from fuser.dialects.fusion.layout import input_layout
+    from fuser.runtime.arrays import as_layout, numpy_dtype
     rng = np.random.default_rng(seed)
     names = [arg.name_hint or f"arg{i}" for i, arg in enumerate(fn.body.block.args)]
     files = _input_files(given, names)
@@ -78,6 +79,11 @@ def _make_inputs(fn, given: list[str], seed: int) -> list[np.ndarray]:
             arrays.append(rng.integers(-8 if want.kind == "i" else 0, 8, shape).astype(want))
         else:
             arrays.append(rng.standard_normal(shape).astype(np.float32).astype(want))
+    # A strided input (issue 32) is a view at its declared strides and offset of a storage of its own
+    for i in range(len(arrays)):
+        layout = input_layout(fn, i)
+        if layout is not None and i not in files:
+            arrays[i] = as_layout(arrays[i], layout.strides, layout.offset)
     return arrays
 
 
@@ -243,7 +249,8 @@ def _run(args) -> int:
         ok &= good
         print(f"output {i}: {g.shape} {dt}  relative error vs float64 reference {err:.2e}  {'OK' if good else 'MISMATCH'}")
     # Time with inputs already on the device, so the numbers are the kernels', not the copies'.
-    dev = [_to_device(a, dt) for a, dt in zip(inputs, in_types)]
+    from fuser.dialects.fusion.layout import input_layout
+    dev = [_to_device(a, dt, input_layout(fn, i)) for i, (a, dt) in enumerate(zip(inputs, in_types))]
     times = driver.time_fn(lambda: k(*dev), warmup=3, reps=args.reps)
     ms = float(np.median(times))
     nbytes = sum(a.nbytes for a in inputs) + sum(np.asarray(g).nbytes for g in got)
@@ -254,11 +261,34 @@ def _run(args) -> int:
     return 0 if ok else 3
 
 
-def _to_device(a: np.ndarray, dt: str):
-    from fuser.runtime.arrays import DeviceArray
-    d = DeviceArray(a.shape, dt)
-    d.buffer.copy_from_host(np.ascontiguousarray(a))
-    return d
+def _to_device(a: np.ndarray, dt: str, layout=None):
+    """A's values on the device: a DeviceArray, or for a strided input the view of a device
+    storage at its declared layout (a `__cuda_array_interface__` with its strides)."""
+    from fuser.runtime.arrays import DeviceArray, _host_storage
+    from fuser.runtime.plan import BufferSpec
+    if layout is None:
+        d = DeviceArray(a.shape, dt)
+        d.buffer.copy_from_host(np.ascontiguousarray(a))
+        return d
+    spec = BufferSpec("x", (layout.span,), dt, view=layout.shape, strides=layout.strides, offset=layout.offset)
+    storage = DeviceArray(spec.shape, dt)
+    storage.buffer.copy_from_host(_host_storage(a, spec))
+    return _DeviceView(storage, layout)
+
+
+class _DeviceView:
+    """A strided view of a device storage (kept alive here), as a `__cuda_array_interface__`."""
+
+    def __init__(self, storage, layout):
+        self.storage, self.layout = storage, layout
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        cai = dict(self.storage.__cuda_array_interface__)
+        size = np.dtype(cai["typestr"]).itemsize if cai["typestr"] != "<V2" else 2
+        cai.update(shape=self.layout.shape, strides=tuple(s * size for s in self.layout.strides),
+                   data=(self.storage.ptr + self.layout.offset * size, False))
+        return cai
 
 
 def _save(args, outputs) -> None:

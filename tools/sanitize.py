@@ -161,6 +161,21 @@ pad of odd width (lanes mapped alone), and a strided slice, flipped, padded and 
 edges of odd row counts."""
 
 
+_STRIDED = """func.func @strided(%x: tensor<37x130xf32> {fusion.strides = array<i64: 1, 41>, fusion.offset = 3 : i64}, %b: tensor<37x130xbf16> {fusion.strides = array<i64: 0, 1>}, %r: tensor<37x130xbf16> {fusion.strides = array<i64: 264, 2>, fusion.offset = 1 : i64}) -> (tensor<37x130xbf16> {fusion.stride_order = array<i64: 1, 0>}, tensor<130xf32>, tensor<37x130xf32>) {
+  %bf = fusion.cast %b : tensor<37x130xbf16> to tensor<37x130xf32>
+  %rf = fusion.cast %r : tensor<37x130xbf16> to tensor<37x130xf32>
+  %s = fusion.add %x, %bf : tensor<37x130xf32>
+  %y = fusion.mul %s, %rf : tensor<37x130xf32>
+  %yb = fusion.cast %y : tensor<37x130xf32> to tensor<37x130xbf16>
+  %c = fusion.reduce sum %x dims [0] : tensor<37x130xf32> to tensor<130xf32>
+  func.return %yb, %c, %s : tensor<37x130xbf16>, tensor<130xf32>, tensor<37x130xf32>
+}"""
+"""Strided inputs read in place and an output in a stride order (issue 32): a transposed input
+with gaps at an offset (lane by lane), an expanded row (one storage row for every row), a stepped
+bf16 slice at an odd offset, a column sum of the transposed input, and a bf16 output written
+column-major (a transpose)."""
+
+
 def _default_with_split_k(options: str) -> str:
     """The default pipeline with fusion-split-k{options}."""
     return NAMED_PIPELINES["default"].replace("fusion-split-k", f"fusion-split-k{{{options}}}", 1)
@@ -192,6 +207,7 @@ CASES: dict[str, tuple[str, str]] = {
     "int_reductions": (_INT_REDUCTIONS, "default"),
     "dropout": (_DROPOUT, "default"),
     "index_maps": (_INDEX_MAPS, "default"),
+    "strided_layouts": (_STRIDED, "default"),
 }
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")

@@ -132,7 +132,7 @@ from .reduction import (
 from .scan import SCAN_INPUT_TYPES, SCAN_KINDS, ScanOp, scan_result_types
 from .segment import SCHEDULERS, SegmentOp, YieldOp, new_segment
 from .shape import (INDEX_MAP_OPS, INDEX_TYPES, INDEXED_OPS, SHAPE_OPS, BroadcastOp, CatOp, FlipOp, GatherOp, IndexSelectOp,
-                    PadOp, PermuteOp, ReshapeOp, SegmentSetOp, SliceOp)
+                    PadOp, PermuteOp, ReshapeOp, SegmentSetOp, SliceOp, AsStridedOp, strided_span)
 from .types import (
     _CONVERT_FORMAT,
     DTYPE_NAMES,
@@ -165,7 +165,7 @@ from .types import (
 Fusion = Dialect(
     "fusion",
     [*UNARY_OPS, *BINARY_OPS, *FLOAT_TEST_OPS, *LOGICAL_OPS, CmpOp, WhereOp, CastOp, BroadcastOp, ReshapeOp, PermuteOp, SliceOp, PadOp, CatOp,
-     FlipOp, GatherOp, IndexSelectOp, SegmentSetOp, FullOp,
+     FlipOp, AsStridedOp, GatherOp, IndexSelectOp, SegmentSetOp, FullOp,
      ReduceOp, WelfordOp, VarMeanOp, ScanOp, MatmulOp, SegmentOp, YieldOp, *CREATION_OPS],
     [],
 )
@@ -191,7 +191,7 @@ __all__ = [
     # creation
     "IotaOp", "RandomOp", "UniformOp", "NormalOp", "RANDOM_OPS", "CREATION_OPS",
     # shape
-    "BroadcastOp", "ReshapeOp", "PermuteOp", "SliceOp", "PadOp", "CatOp", "FlipOp", "SegmentSetOp", "SHAPE_OPS",
+    "BroadcastOp", "ReshapeOp", "PermuteOp", "SliceOp", "PadOp", "CatOp", "FlipOp", "AsStridedOp", "strided_span", "SegmentSetOp", "SHAPE_OPS",
     "INDEX_MAP_OPS", "INDEXED_OPS", "INDEX_TYPES", "GatherOp", "IndexSelectOp",
     # reduction
     "REDUCE_KINDS", "REDUCE_INPUT_TYPES", "reduce_result_types", "_reduced_shape", "_ReductionBase", "_print_reduction_head", "ReduceOp",

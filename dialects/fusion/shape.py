@@ -1,5 +1,6 @@
-"""Shape `fusion` ops: broadcast, reshape, permute, the index maps slice, pad, cat and flip, the
-indexed reads gather and index_select, and segment_set (a forced kernel boundary).
+"""Shape `fusion` ops: broadcast, reshape, permute, the index maps slice, pad, cat, flip and
+as_strided, the indexed reads gather and index_select, and segment_set (a forced kernel
+boundary).
 
 A shape op is an index computation: the kernel that reads its result reads its operand at the
 mapped index (`lowering/emitters/evaluator.py`), so none of them is a copy of its own."""
@@ -173,6 +174,62 @@ class SliceOp(_ConvertLikeExtra):
             expected.append(-(-(e - s) // k))
         if list(_dims(r)) != expected:
             raise VerifyException(f"'fusion.slice' op result {r} should have shape {expected}")
+
+
+def strided_span(shape: Sequence[int], strides: Sequence[int], offset: int) -> int:
+    """Elements of storage a view of `shape` with element `strides` at `offset` reaches: one past
+    its last element (0 for an empty view)."""
+    if 0 in shape:
+        return 0
+    return offset + sum((n - 1) * s for n, s in zip(shape, strides)) + 1
+
+
+@irdl_op_definition
+class AsStridedOp(_ConvertLikeExtra):
+    """A strided view of a 1-D storage tensor, as torch's `as_strided`: result element i reads
+    storage element `offset + sum(i[d] * strides[d])`:
+    `fusion.as_strided %s strides [1, 4] offset 0 : tensor<32xf32> to tensor<4x8xf32>` (a
+    transpose of a 8x4 row-major storage). Strides are in elements and may be 0 (an expanded
+    dim: its elements overlap) or leave gaps; every element the view reaches must lie inside the
+    storage. `fusion-layouts` makes one for each function argument that declares a layout
+    (`fusion.strides`), so kernels read such inputs in place."""
+
+    name = "fusion.as_strided"
+    strides = prop_def(DenseArrayBase)
+    offset = prop_def(IntAttr)
+
+    def __init__(self, input: SSAValue, shape: Sequence[int], strides: Sequence[int], offset: int = 0):
+        super().__init__(operands=[input], result_types=[TensorType(_elem(input), list(shape))],
+                         properties={"strides": _i64_array(strides), "offset": IntAttr(offset)})
+
+    def _print_extra(self, printer: Printer) -> None:
+        printer.print_string(" strides ")
+        _print_int_list(printer, self.strides.get_values())
+        printer.print_string(f" offset {self.offset.data}")
+
+    @classmethod
+    def _parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
+        parser.parse_keyword("strides")
+        strides = _i64_array(_parse_int_list(parser))
+        parser.parse_keyword("offset")
+        return {"strides": strides, "offset": IntAttr(parser.parse_integer())}
+
+    def verify_(self) -> None:
+        t = _check_tensor(self, "operand #0 ('input')", self.input.type)
+        r = _check_tensor(self, "result", self.result.type)
+        _check_same_element(self, "the operand", t, r)
+        if t.get_num_dims() != 1:
+            raise VerifyException(f"'fusion.as_strided' op operand #0 ('input') {t} must be a 1-D storage tensor")
+        strides, offset = list(self.strides.get_values()), self.offset.data
+        if len(strides) != r.get_num_dims():
+            raise VerifyException(f"'fusion.as_strided' op strides {strides} has {len(strides)} entries; the result "
+                                  f"{r} has rank {r.get_num_dims()}")
+        if any(s < 0 for s in strides) or offset < 0:
+            raise VerifyException(f"'fusion.as_strided' op strides {strides} and offset {offset} must not be negative")
+        span, n = strided_span(_dims(r), strides, offset), _dims(t)[0]
+        if span > n:
+            raise VerifyException(f"'fusion.as_strided' op the view {r} with strides {strides} at offset {offset} "
+                                  f"reaches storage element {span - 1}, past operand #0 ('input') {t}")
 
 
 @irdl_op_definition
@@ -447,6 +504,6 @@ class SegmentSetOp(_ConvertLike):
 
 INDEXED_OPS = (GatherOp, IndexSelectOp)
 """Shape ops that read their input where an index tensor says."""
-INDEX_MAP_OPS = (SliceOp, PadOp, CatOp, FlipOp) + INDEXED_OPS
+INDEX_MAP_OPS = (SliceOp, PadOp, CatOp, FlipOp, AsStridedOp) + INDEXED_OPS
 """Shape ops whose result element reads an operand element at another index (or a pad value)."""
 SHAPE_OPS = (BroadcastOp, ReshapeOp, PermuteOp) + INDEX_MAP_OPS

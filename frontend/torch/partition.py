@@ -29,8 +29,8 @@ from fuser.dialects import fusion as F
 from fuser.passes.sink_reshapes import sink_reshapes
 
 from .pad_matmuls import pad_unaligned_matmuls
-from .translate import (Unsupported, declare_input, dense_order, node_meta, op_name, permute, tensor_meta,
-                        translate_node, why_unsupported)
+from .translate import (Unsupported, declare_input, dense_order, input_layout, node_meta, op_name, permute,
+                        tensor_meta, translate_node, why_unsupported)
 
 log = logging.getLogger("fuser.torch")
 
@@ -54,7 +54,9 @@ class Stats:
     regions: int = 0
     fused_nodes: int = 0
     torch_nodes: dict[str, int] = field(default_factory=dict)  # op -> count of nodes left to PyTorch
-    contiguous_copies: int = 0  # region inputs made contiguous at the boundary
+    # region inputs copied at the boundary: a strided input whose strides or storage offset
+    # differ from those its region was compiled for (strided inputs are otherwise read in place)
+    contiguous_copies: int = 0
     reference_calls: int = 0
     gpu_calls: int = 0
     torch_calls: int = 0  # regions run by their fx graph (mixed devices, executor="torch", compile errors)
@@ -237,6 +239,28 @@ class NoInputs(Unsupported):
     """A region that reads no tensor: it stays in PyTorch."""
 
 
+def _in_layout(a: torch.Tensor, strides: tuple[int, ...], offset: int) -> bool:
+    """Tensor a has the strides a region declared (a size-1 dim's aside) and its storage buffer
+    starts `offset` elements before it, 16-byte aligned: the kernels can read it in place."""
+    if any(n != 1 and s != w for n, s, w in zip(a.shape, a.stride(), strides)):
+        return False
+    return a.storage_offset() >= offset and (a.data_ptr() - offset * a.element_size()) % 16 == 0
+
+
+def _relayout(a: torch.Tensor, strides: tuple[int, ...], offset: int) -> torch.Tensor | None:
+    """A copy of a in the layout `strides` at `offset` of a new buffer (one element of each
+    expanded dim written: the others are the same memory); None where the layout cannot hold
+    a's values (elements it overlaps that differ in a, or NaN, which no comparison confirms)."""
+    span = offset + sum((n - 1) * s for n, s in zip(a.shape, strides)) + 1
+    view = a.new_empty(span).as_strided(tuple(a.shape), strides, offset)
+    one = tuple(slice(0, 1) if s == 0 else slice(None) for s in strides)
+    try:
+        view[one].copy_(a[one])
+    except RuntimeError:
+        return None
+    return view if torch.equal(view, a) else None
+
+
 class FusionRegion(torch.nn.Module):
     """One partition as one fuser fusion. Built once (the fusion text); called with the
     region's input tensors, it runs the fusion in the reference interpreter (CPU tensors) or
@@ -246,7 +270,9 @@ class FusionRegion(torch.nn.Module):
     Layouts: views of the region's inputs (BOUNDARY_OPS) are taken by PyTorch at the boundary;
     an input stored in another dim order is taken as its contiguous permute (declare_input); an
     output torch recorded in another dim order is computed in that order and returned as a
-    permuted view. Only an input that is not dense (a slice, an expanded view) is copied.
+    permuted view. An input that is not dense (a slice with steps or gaps, an expanded view) is
+    declared with its strides and read in place; it is copied only when a call's tensor has
+    other strides or a storage offset the compiled layout cannot take (`stats.contiguous_copies`).
 
     The fusion is named after its text (`fuser_<sha1>`), so its kernels are `fuser_<sha1>_k<i>`
     (a profiler tells them from PyTorch's) and equal regions share their compiled kernels."""
@@ -296,9 +322,13 @@ class FusionRegion(torch.nn.Module):
         fb = fa.FusionBuilder("fuser_region")
         env: dict[fx.Node, Any] = {}
         self.input_orders: list[list[int] | None] = []
+        self.input_layouts: list[tuple[tuple[int, ...], int] | None] = []  # a strided input's (strides, offset)
         for i, b in enumerate(self.fusion_inputs):
-            env[b], order = declare_input(fb, node_meta(b), f"in{i}")
+            m = node_meta(b)
+            env[b], order = declare_input(fb, m, f"in{i}")
             self.input_orders.append(order)
+            strided = m.numel() > 0 and dense_order(tuple(m.shape), tuple(m.stride())) is None
+            self.input_layouts.append(input_layout(m) if strided else None)
         self.op_count = len(inside) - len(self.placeholders)
         for n in fused:
             env[n] = translate_node(n, fb, env)
@@ -374,8 +404,18 @@ class FusionRegion(torch.nn.Module):
     def forward(self, *args: torch.Tensor) -> Any:
         vals = self._boundary_values(args)
         ins = []
-        for b, order in zip(self.fusion_inputs, self.input_orders):
+        for b, order, layout in zip(self.fusion_inputs, self.input_orders, self.input_layouts):
             a = vals[b]
+            if layout is not None:  # read in place through its strides, or copied into them
+                if a.is_cuda and not _in_layout(a, *layout):
+                    self.stats.contiguous_copies += 1
+                    log.debug("%s: input of shape %s copied into its compiled layout", self.name, tuple(a.shape))
+                    a = _relayout(a, *layout)
+                    if a is None:  # (overlapping strides other than expanded dims: no copy can hold them)
+                        self.stats.torch_calls += 1
+                        return self.graph_module(*args)
+                ins.append(a)
+                continue
             if order is not None:  # taken in its stored dim order (contiguous as recorded; a copy if not)
                 a = a.permute(order)
             if not a.is_contiguous():

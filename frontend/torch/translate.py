@@ -119,12 +119,25 @@ def permute(x: fa.Tensor, perm: list[int]) -> fa.Tensor:
     return fa.permute(x, perm)
 
 
+def input_layout(m: torch.Tensor) -> tuple[tuple[int, ...], int]:
+    """The layout a region declares for a strided (not dense) input like m: its strides, and
+    its storage offset modulo a 16-byte line, so that the buffer the kernels read from starts
+    16-byte aligned in the storage (CUDA allocations are) and m's own offset is inside it."""
+    per_line = max(16 // m.element_size(), 1)
+    return tuple(int(s) for s in m.stride()), int(m.storage_offset()) % per_line
+
+
 def declare_input(fb: fa.FusionBuilder, m: torch.Tensor, name: str) -> tuple[fa.Tensor, list[int] | None]:
     """A fusion input for example tensor m, and the dim order in which the region takes it: a
     tensor stored in another dim order (a transposed weight saved for the backward, an attention
-    output) is taken as its contiguous permute and permuted back in the fusion, not copied."""
+    output) is taken as its contiguous permute and permuted back in the fusion, not copied; one
+    that is not dense (a slice with steps or gaps, an expanded view) is declared with its strides
+    (`input_layout`) and read in place."""
     shape = tuple(m.shape)
     order = dense_order(shape, tuple(m.stride()))
+    if order is None and math.prod(shape) > 0:
+        strides, offset = input_layout(m)
+        return fb.input(shape, DTYPES[m.dtype], name=name, strides=strides, offset=offset), None
     if order is None or order == list(range(len(shape))):
         return fb.input(shape, DTYPES[m.dtype], name=name), None
     x = fb.input(tuple(shape[d] for d in order), DTYPES[m.dtype], name=name)

@@ -25,11 +25,12 @@ from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DictionaryAttr, FunctionType, IntegerAttr, ModuleOp, TensorType, i64
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, IntegerAttr, ModuleOp, TensorType, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
+from fuser.dialects.fusion.layout import STRIDE_ORDER, STRIDES, VIEW, arg_attrs, res_attrs
 from fuser.lowering.common import ScheduleError, Task, refuse_unfolded_empty, shape_of
 from fuser.lowering.emitters.emitter import KernelEmitter
 from fuser.lowering.emitters.kernel_builder import KernelBuilder
@@ -71,6 +72,7 @@ class ConvertFusionToSched(SchedulingPass):
         host_block = Block(arg_types=in_types + out_types)
         host_fn = func.FuncOp(fn.sym_name.data, FunctionType.from_lists(in_types + out_types, []), Region(host_block))
         host_fn.attributes["fuser.num_outputs"] = IntegerAttr(len(outputs), i64)
+        _boundary_layouts(fn, host_fn, len(args), len(outputs))
         host_fn.location = fn.location  # diagnostics about the schedule point at the fusion
         module.body.block.insert_op_before(host_fn, fn)
         host = KernelBuilder(host_block)
@@ -155,6 +157,22 @@ def _segment_options(seg: F.SegmentOp, opts, overrides: dict[str, object]) -> tu
         raise ScheduleError(str(e), seg) from None
     overridden = [n for n, v in overrides.items() if plan is not None and n in plan.data and getattr(recorded, n) != v]
     return replace(opts if overridden else recorded, **overrides), overridden
+
+
+def _boundary_layouts(fn: func.FuncOp, host_fn: func.FuncOp, n_in: int, n_out: int) -> None:
+    """The host function's arguments keep the layouts the fusion's boundary declares (their
+    `fusion.view`, strides, offset and stride order: what the runtime checks arrays against and
+    returns outputs as), once `fusion-layouts` has applied them; a declaration it has not
+    applied is refused."""
+    ins = [arg_attrs(fn, i) for i in range(n_in)]
+    outs = [res_attrs(fn, j) for j in range(n_out)]
+    for what, attrs, key in [("argument", ins, STRIDES), ("result", outs, STRIDE_ORDER)]:
+        for i, d in enumerate(attrs):
+            if key in d and VIEW not in d:
+                raise ScheduleError(f"@{fn.sym_name.data} {what} {i} declares {key}, which fusion-layouts applies: "
+                                    "run it first (the named pipelines do)", fn)
+    if any(ins) or any(outs):
+        host_fn.arg_attrs = ArrayAttr([DictionaryAttr(d) for d in ins + outs])
 
 
 def emit_task(em: KernelEmitter, t: Task, materialized: set, args: set) -> None:

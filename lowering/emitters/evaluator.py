@@ -202,6 +202,8 @@ class Evaluator:
             if lanes == 1 or last not in flipped:
                 return self(op.input, at(idx), lanes)
             return self(op.input, at(idx, lanes), lanes)[::-1]  # (the last extent is a multiple of lanes)
+        if isinstance(op, F.AsStridedOp):
+            return self._as_strided(op, idx, lanes)
         # pad and cat: (source, where it starts in the result, per dim) for each source
         if isinstance(op, F.PadOp):
             low = list(op.low.get_values())
@@ -219,6 +221,30 @@ class Evaluator:
         if not aligned:
             return self._per_lane(lambda ix: self._select_source(sources, fill, out_shape, ix, 1), idx, lanes)
         return self._select_source(sources, fill, out_shape, idx, lanes)
+
+    def _as_strided(self, op, idx: list[SSAValue], lanes: int) -> list[SSAValue]:
+        """A strided view at `idx`: its storage read at offset + sum(idx[d] * strides[d]). A lane
+        group is one vector access where the innermost stride is 1 and every lane group starts
+        at a multiple of `lanes` (the offset and the other strides are multiples of it: the
+        storage buffer itself is 16-byte aligned, which the runtime checks); an innermost
+        stride of 0 (an expanded dim) reads one element for all lanes; else each lane is alone."""
+        kb = self.kb
+        strides, offset = list(op.strides.get_values()), op.offset.data
+
+        def at(ix: list[SSAValue]) -> list[SSAValue]:
+            flat = None
+            for i, s in zip(ix, strides):
+                if s:
+                    term = kb.mul(i, s)
+                    flat = term if flat is None else kb.add(flat, term)
+            return [kb.c(offset) if flat is None else kb.add(flat, offset)]
+        if lanes == 1:
+            return self(op.input, at(idx), 1)
+        if strides[-1] == 0:
+            return self(op.input, at(idx), 1) * lanes
+        if strides[-1] == 1 and offset % lanes == 0 and all(s % lanes == 0 for s in strides[:-1]):
+            return self(op.input, at(idx), lanes)
+        return self._per_lane(lambda ix: self(op.input, at(ix), 1), idx, lanes)
 
     def _indexed(self, op, idx: list[SSAValue], lanes: int) -> list[SSAValue]:
         """A gather or index_select at `idx`: the input read where the index tensor says along

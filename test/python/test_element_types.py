@@ -68,6 +68,8 @@ def _case(op: str, dt: str) -> str:
                       f"{x} to {_t((R + 1, C + 1), dt)}",
         "fusion.cat": f"%r = fusion.cat %x, %y, %x dim 0 : {x}, {x}, {x} to {_t((3 * R, C), dt)}",
         "fusion.flip": f"%r = fusion.flip %x dims [0, 1] : {x} to {x}",
+        "fusion.as_strided": f"%r = fusion.as_strided %s strides [1, {R + 2}] offset 3 : {_t((3 + R + (R + 2) * (C - 1), ), dt)} "
+                             f"to {x}",
         "fusion.gather": f"%r = fusion.gather %x, %gi dim 1 : {x}, {_t((R, 5), 'i64')} to {_t((R, 5), dt)}",
         "fusion.index_select": f"%r = fusion.index_select %x, %si dim 0 : {x}, {_t((7,), 'i32')} to {_t((7, C), dt)}",
         "fusion.reduce": f"%r = fusion.reduce sum %x dims [1] : {x} to {red}",
@@ -79,7 +81,8 @@ def _case(op: str, dt: str) -> str:
     kind = "unary" if op in _UNARY or op == "fusion.logical_not" else "binary" if op in _BINARY + _LOGICAL \
         else "test" if op in _TESTS else op
     line = body[kind].format(name=op.removeprefix("fusion."))
-    args = f"%x: {x}, %y: {x}, %m: {m}, %b: {row}, %w: {_t((C, 128), dt)}, %gi: {_t((R, 5), 'i64')}, %si: {_t((7,), 'i32')}"
+    args = (f"%x: {x}, %y: {x}, %m: {m}, %b: {row}, %w: {_t((C, 128), dt)}, %gi: {_t((R, 5), 'i64')}, %si: {_t((7,), 'i32')}, "
+            f"%s: {_t((3 + R + (R + 2) * (C - 1),), dt)}")
     rtype = _result_type(line)
     return f"func.func @sweep({args}) -> {rtype} {{\n  {line}\n  func.return %r : {rtype}\n}}\n"
 
@@ -103,7 +106,7 @@ _TESTS = [op.name for op in F.FLOAT_TEST_OPS]
 _LOGICAL = [op.name for op in F.LOGICAL_OPS if op.name != "fusion.logical_not"]
 OPS = _UNARY + _BINARY + _TESTS + _LOGICAL + ["fusion.logical_not", "fusion.cmp", "fusion.where", "fusion.full", "fusion.broadcast", "fusion.reshape",
                           "fusion.permute", "fusion.slice", "fusion.pad", "fusion.cat", "fusion.flip", "fusion.gather",
-                          "fusion.index_select",
+                          "fusion.index_select", "fusion.as_strided",
                           "fusion.segment_set", "fusion.reduce", "fusion.scan", "fusion.welford",
                           "fusion.var_mean", "fusion.matmul"]
 # Made by passes or around other ops, not on their own: a cast has its own sweep below.
@@ -113,7 +116,7 @@ NOT_SWEPT = {"fusion.cast": "test_every_cast_compiles", "fusion.segment": "writt
              "fusion.normal": "(the same)"}
 # What must compile, not merely be refused: shape ops on every supported type, the rest on floats.
 SHAPE_LIKE = {"fusion.broadcast", "fusion.reshape", "fusion.permute", "fusion.slice", "fusion.pad", "fusion.cat",
-              "fusion.flip", "fusion.gather", "fusion.index_select", "fusion.segment_set",
+              "fusion.flip", "fusion.gather", "fusion.index_select", "fusion.segment_set", "fusion.as_strided",
               "fusion.full"}  # (full: of every type, f64 too)
 # The matmul scheduler takes bf16 and f16 operands; on a 33-row output of f32 operands it refuses.
 MATMUL_TYPES = {"bf16", "f16"}

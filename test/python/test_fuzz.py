@@ -17,7 +17,9 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import i1
 
 from fuser.dialects import fusion as F
+from fuser.dialects.fusion.layout import input_layout, output_order
 from fuser.dialects.ir import parse_module
+from fuser.passes.layouts import apply_layouts
 from fuser.runtime.reference import reference_from_text
 from fuser.tools import fuzz
 
@@ -171,6 +173,22 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
     name = lambda t: F.dtype_name(t.element_type)  # noqa: E731
     for seed in range(COVERAGE_SEEDS):
         fn = next(o for o in parse_module(fuzz.random_fusion(seed)).walk() if isinstance(o, func.FuncOp))
+        # Layouts at the boundary (issue 32): strided inputs of every type (an expanded one, one
+        # with a step, one stored in another dim order), outputs in a stride order; fusion-layouts
+        # reads the strided ones through fusion.as_strided, counted below with the other ops.
+        for i, a in enumerate(fn.body.block.args):
+            lay = input_layout(fn, i)
+            if lay is not None:
+                seen[("strided input", name(a.type))] += 1
+                seen[("strided input", "expanded" if 0 in lay.strides else "gapped or permuted")] += 1
+                if min((s for s in lay.strides if s), default=1) > 1:
+                    seen[("strided input", "step")] += 1
+                if lay.strides != tuple(sorted(lay.strides, reverse=True)):
+                    seen[("strided input", "permuted")] += 1
+        for j, r in enumerate(fn.function_type.outputs.data):
+            if output_order(fn, j) is not None:
+                seen[("stride_order output", name(r))] += 1
+        apply_layouts(fn)
         live, results = _live_ops(fn), list(fn.body.block.last_op.operands)
         read = {v for op in live for v in op.operands} | set(results)
         seen.update(("input", name(a.type)) for a in fn.body.block.args if a in read)
@@ -223,6 +241,9 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
     want |= {("reduce", k, "f64") for k in ("sum", "prod", "max", "min")}
     want |= {("scan", k, "f64") for k in ("sum", "max", "min")}
     want |= {(op, "f64") for op in ("fusion.var_mean", "fusion.welford")}
+    # strided inputs of every type and every kind, outputs in a stride order (issue 32)
+    want |= {("strided input", t) for t in types + ["expanded", "gapped or permuted", "step", "permuted"]}
+    want |= {("stride_order output", t) for t in ("f32", "bf16", "f16")}
     missing = sorted(want - set(seen))
     assert not missing, f"never generated over {COVERAGE_SEEDS} seeds: {missing}"
     assert fuzz.CMP_PREDICATES == F.CMP_PREDICATES

@@ -24,7 +24,7 @@ from fuser.passes.verify_buffers import check_buffers
 from fuser.runtime.reference import reference_from_text
 
 ROOT = Path(__file__).resolve().parents[2]
-TO_SCHED = "canonicalize,fusion-sink-reshapes,fusion-translate-welford,fusion-split-k,fusion-segment,convert-fusion-to-sched"
+TO_SCHED = "canonicalize,fusion-layouts,fusion-sink-reshapes,fusion-translate-welford,fusion-split-k,fusion-segment,convert-fusion-to-sched"
 
 
 def schedule(text: str, pipeline: str = TO_SCHED):

@@ -483,15 +483,24 @@ def test_region_is_a_real_fusion():
         assert op in r.mlir, r.mlir
 
 
-def test_inputs_that_are_not_dense_are_made_contiguous():
+def test_inputs_that_are_not_dense_are_read_through_their_strides():
+    """A slice (rows 16 elements apart, starting 3 in), a slice with steps, an expanded view and
+    a transposed slice are declared with their strides (and storage offset within a 16-byte
+    line), not copied (issue 32)."""
     be = ft.backend()
 
-    def f(x, y):
-        return torch.sigmoid(x) * y
+    def f(x, y, e, t):
+        return torch.sigmoid(x) * y + e - t
 
-    x, y = torch.randn(6, 16)[:, 3:11], torch.randn(6, 8)  # a slice: rows 16 elements apart
-    torch.testing.assert_close(torch.compile(f, backend=be, dynamic=False)(x, y), f(x, y))
-    assert be.stats.contiguous_copies == 1
+    base = torch.randn(6, 16)
+    x, y = base[:, 3:11], torch.randn(6, 24)[:, ::3]
+    e, t = torch.randn(8).expand(6, 8), torch.randn(8, 7).t()[1:7]
+    torch.testing.assert_close(torch.compile(f, backend=be, dynamic=False)(x, y, e, t), f(x, y, e, t))
+    assert be.stats.contiguous_copies == 0
+    (r,) = be.regions()
+    assert r.input_layouts == [((16, 1), 3), ((24, 3), 0), ((0, 1), 0), ((1, 7), 1)], r.input_layouts
+    assert "fusion.strides = array<i64: 16, 1>, fusion.offset = 3 : i64" in r.mlir, r.mlir
+    assert "fusion.strides = array<i64: 0, 1>" in r.mlir, r.mlir
 
 
 def test_permuted_inputs_and_outputs_are_not_copied():
@@ -1112,3 +1121,23 @@ def test_empty_tensors_run_in_fuser(device):
     for g, w in zip(got, want, strict=True):
         assert g.shape == w.shape and g.dtype == w.dtype and g.device == w.device
         torch.testing.assert_close(g, w, equal_nan=True)
+
+
+def test_relayout_copies_into_the_compiled_layout():
+    """A call's tensor whose strides or storage offset the compiled layout cannot take is copied
+    into that layout (an expanded dim written once); overlapping strides of another kind give
+    None (the region then runs in PyTorch)."""
+    from fuser.frontend.torch.partition import _in_layout, _relayout
+
+    base = torch.randn(6, 40)
+    x = base[:, 2:34]
+    assert _in_layout(base[:, 4:36], (40, 1), 0) or base.data_ptr() % 16  # (16-byte aligned storage)
+    assert not _in_layout(x, (40, 1), 3) and not _in_layout(x, (41, 1), 2)
+    y = _relayout(x, (40, 1), 3)
+    assert y.stride() == (40, 1) and y.storage_offset() == 3 and torch.equal(y, x)
+    e = torch.randn(5).expand(4, 5)
+    z = _relayout(e.contiguous(), (0, 1), 0)
+    assert z.stride() == (0, 1) and torch.equal(z, e)
+    windows = torch.randn(10).as_strided((4, 3), (1, 1))  # sliding windows: overlapping, not expanded
+    assert torch.equal(_relayout(windows.contiguous(), (1, 1), 0), windows)
+    assert _relayout(torch.randn(4, 3), (1, 1), 0) is None  # values the windows cannot hold

@@ -79,6 +79,8 @@ class _Gen(_Semantics, _TypedPart, _F64Part):
         self.n_in = 0
         self.steps: list[Step] = []
         self.outputs: list[Value] = []
+        self.arg_layouts: dict[str, tuple[tuple[int, ...], int]] = {}  # input -> declared (strides, offset)
+        self.out_orders: list[tuple[int, ...] | None] = []  # per output: its stride order, if any
 
     def ty(self, kind: str, dtype: str = "f32") -> str:
         """The tensor type of a kind and a dtype (short names: u8 is spelled ui8)."""
@@ -413,11 +415,58 @@ class _Gen(_Semantics, _TypedPart, _F64Part):
                           [v], dtype, listed=False)
         return v
 
+    def draw_layouts(self, rng: random.Random) -> None:
+        """Memory layouts at the boundary (issue 32), from their own stream after the rest of the
+        case: about a third of the inputs of rank >= 1 are strided views (`random_layout`), and a
+        quarter of the outputs of rank >= 2 ask for a random stride order."""
+        for a in self.args:
+            shape = self.shape(a.kind)
+            if shape and rng.random() < 0.3:
+                self.arg_layouts[a.name] = random_layout(rng, shape)
+        self.out_orders = []
+        for v in self.outputs:
+            rank = len(self.shape(v.kind))
+            order = tuple(rng.sample(range(rank), rank)) if rank >= 2 and rng.random() < 0.25 else None
+            self.out_orders.append(order)
+
     def assemble(self, final: list[Value]) -> str:
-        params = ", ".join(f"%{a.name}: {self.ty(a.kind, a.dtype)}" for a in self.args)
+        def param(a: Value) -> str:
+            lay = self.arg_layouts.get(a.name)
+            attrs = "" if lay is None else (f" {{fusion.strides = array<i64: {', '.join(map(str, lay[0]))}>"
+                                            f"{f', fusion.offset = {lay[1]} : i64' if lay[1] else ''}}}")
+            return f"%{a.name}: {self.ty(a.kind, a.dtype)}{attrs}"
+
+        orders = self.out_orders if len(self.out_orders) == len(final) else [None] * len(final)
+        params = ", ".join(param(a) for a in self.args)
         results = ", ".join(self.ty(v.kind, v.dtype) for v in final)
+        declared = ", ".join(self.ty(v.kind, v.dtype) + ("" if o is None else
+                                                         f" {{fusion.stride_order = array<i64: {', '.join(map(str, o))}>}}")
+                             for v, o in zip(final, orders))
         body = "\n".join(self.lines)
         names = ", ".join(f"%{v.name}" for v in final)
         self.outputs = final
-        return (f"func.func @{self.name}({params}) -> ({results}) {{\n{body}\n"
+        return (f"func.func @{self.name}({params}) -> ({declared}) {{\n{body}\n"
                 f"  func.return {names} : {results}\n}}\n")
+
+
+def random_layout(rng: random.Random, shape: tuple[int, ...]) -> tuple[tuple[int, ...], int]:
+    """Element strides and an offset of a strided view of `shape`, as numpy and torch make them:
+    the dims stored in a random order (half the time row-major), the innermost stored dim every
+    second or third element a quarter of the time (a slice with a step), rows padded by a few
+    elements a half of the time (a slice of a wider array), one dim of extent > 1 expanded
+    (stride 0) a quarter of the time, and an offset of 0 to 7 elements (a view's storage offset)."""
+    rank = len(shape)
+    order = list(range(rank))
+    if rank >= 2 and rng.random() < 0.5:
+        rng.shuffle(order)
+    step = rng.choice([1, 1, 1, 2, 3])
+    strides = [0] * rank
+    acc = 1
+    for i, d in enumerate(reversed(order)):
+        k = step if i == 0 else 1
+        strides[d] = acc * k
+        acc *= shape[d] * k + (rng.choice([0, 1, 3, 8]) if rng.random() < 0.5 else 0)
+    wide = [d for d in range(rank) if shape[d] > 1]
+    if wide and rng.random() < 0.25:
+        strides[rng.choice(wide)] = 0
+    return tuple(strides), rng.randint(0, 7)

@@ -43,6 +43,7 @@ class FuzzCase:
     ranges: list[str] = field(default_factory=list)  # how `make_inputs` draws each input
     checks: list[str] = field(default_factory=list)  # how `mismatch` compares each result (`_Gen.check_key`)
     expected: object = field(repr=False, default=None)  # (inputs, rounding=True) -> (results, magnitudes, don't-cares)
+    layouts: list = field(default_factory=list)  # per input: the (strides, offset) it declares, or None
 
 
 def fuzz_case(seed: int, name: str = "fuzz") -> FuzzCase:
@@ -57,10 +58,12 @@ def fuzz_case(seed: int, name: str = "fuzz") -> FuzzCase:
     if not with_matmul and side.random() < 1 / 6:  # and one in six of the others is 3-D
         lead, g.rows, g.cols = side.choice(SHAPES_3D)
     typed = random.Random(seed * 7919 + 2)  # the typed part's own stream: the float part stays as it was
-    text = g.build(side if with_matmul else None, lead, typed if typed.random() < TYPED_SHARE else None)
+    g.build(side if with_matmul else None, lead, typed if typed.random() < TYPED_SHARE else None)
+    g.draw_layouts(random.Random(seed * 7919 + 9))  # strided inputs, outputs in a stride order (issue 32)
+    text = g.assemble(g.outputs)
     return FuzzCase(seed, text, [(g.shape(a.kind), a.dtype) for a in g.args], [v.dtype for v in g.outputs],
                     g.evaluate, g.evaluate_with_magnitudes, [g.ranges[a.name] for a in g.args],
-                    [g.check_key(v) for v in g.outputs], g.expected)
+                    [g.check_key(v) for v in g.outputs], g.expected, [g.arg_layouts.get(a.name) for a in g.args])
 
 
 def random_fusion(seed: int, name: str = "fuzz") -> str:
@@ -75,6 +78,7 @@ def make_inputs(case: FuzzCase, seed: int) -> list[np.ndarray]:
     2^40 (a third halfway between two float32s where |x| >= 2^39, a tenth 0), indices of an extent N
     in [-N - 2, N + 2) (beyond it, the nearest end is read), f64 values in
     [-4, 4] (a tenth 0, a twentieth each halfway between two float32, f16 or bf16 values)."""
+    from fuser.runtime.arrays import as_layout
     from fuser.runtime.reference import numpy_dtype
 
     rng = np.random.default_rng(seed)
@@ -108,7 +112,13 @@ def make_inputs(case: FuzzCase, seed: int) -> list[np.ndarray]:
                 x = np.where((r >= lo) & (r < hi), tie, x)
             x = np.where(r >= 0.9, 0.0, x)
         out.append(x)
+    # Strided inputs: each a view of its storage at the declared strides and offset (an expanded
+    # dim repeats its first slice); drawn after every value, so the other inputs stay the same.
+    for i, lay in enumerate(case.layouts or []):
+        if lay is not None:
+            out[i] = as_layout(np.asarray(out[i]), *lay)
     return out
+
 
 
 # ------------------------------------------------------------------ the run
@@ -168,7 +178,7 @@ def check(case: FuzzCase, text: str, options: str, inputs, want, gpu: bool, mags
 
 def _without_output(text: str, i: int) -> str:
     from xdsl.dialects import func
-    from xdsl.dialects.builtin import FunctionType
+    from xdsl.dialects.builtin import ArrayAttr, FunctionType
 
     from fuser.dialects.ir import parse_module, print_module
 
@@ -178,6 +188,8 @@ def _without_output(text: str, i: int) -> str:
     kept = [v for j, v in enumerate(ret.operands) if j != i]
     ret.operands = kept
     fn.function_type = FunctionType.from_lists(list(fn.function_type.inputs.data), [v.type for v in kept])
+    if fn.res_attrs is not None:  # (a stride order goes with its output)
+        fn.res_attrs = ArrayAttr([a for j, a in enumerate(fn.res_attrs.data) if j != i])
     return print_module(m)
 
 

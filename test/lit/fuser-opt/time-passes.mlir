@@ -12,6 +12,7 @@
 // CHECK-NEXT:   ----Wall Time----  ----Name----
 // CHECK-NEXT:   {{ *[0-9]+\.[0-9][0-9][0-9][0-9]}} ({{ *[0-9]+\.[0-9]}}%)  parse
 // CHECK-NEXT:   {{.*}}%)  canonicalize
+// CHECK-NEXT:   {{.*}}%)  fusion-layouts
 // CHECK-NEXT:   {{.*}}%)  fusion-fold-empty
 // CHECK-NEXT:   {{.*}}%)  fusion-sink-reshapes
 // CHECK-NEXT:   {{.*}}%)  fusion-split-k

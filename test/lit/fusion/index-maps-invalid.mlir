@@ -144,3 +144,44 @@ func.func @index_select_shape(%x: tensor<4x10xbf16>, %i: tensor<6xi64>) -> tenso
   %0 = fusion.index_select %x, %i dim 1 : tensor<4x10xbf16>, tensor<6xi64> to tensor<4x7xbf16>
   func.return %0 : tensor<4x7xbf16>
 }
+
+// -----
+
+// fusion.as_strided (issue 32) reads a 1-D storage.
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.as_strided' op operand #0 ('input') tensor<4x8xf32> must be a 1-D storage tensor
+func.func @as_strided_2d(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  %0 = fusion.as_strided %x strides [1, 8] offset 0 : tensor<4x8xf32> to tensor<8x4xf32>
+  func.return %0 : tensor<8x4xf32>
+}
+
+// -----
+
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.as_strided' op strides [1] has 1 entries; the result tensor<8x4xf32> has rank 2
+func.func @as_strided_rank(%x: tensor<32xf32>) -> tensor<8x4xf32> {
+  %0 = fusion.as_strided %x strides [1] offset 0 : tensor<32xf32> to tensor<8x4xf32>
+  func.return %0 : tensor<8x4xf32>
+}
+
+// -----
+
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.as_strided' op the view tensor<8x4xf32> with strides [1, 8] at offset 1 reaches storage element 32, past operand #0 ('input') tensor<32xf32>
+func.func @as_strided_past_end(%x: tensor<32xf32>) -> tensor<8x4xf32> {
+  %0 = fusion.as_strided %x strides [1, 8] offset 1 : tensor<32xf32> to tensor<8x4xf32>
+  func.return %0 : tensor<8x4xf32>
+}
+
+// -----
+
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.as_strided' op strides [-1, 8] and offset 7 must not be negative
+func.func @as_strided_negative(%x: tensor<32xf32>) -> tensor<8x4xf32> {
+  %0 = fusion.as_strided %x strides [-1, 8] offset 7 : tensor<32xf32> to tensor<8x4xf32>
+  func.return %0 : tensor<8x4xf32>
+}
+
+// -----
+
+// CHECK: index-maps-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.as_strided' op result element type f16 differs from the operand's f32
+func.func @as_strided_type(%x: tensor<32xf32>) -> tensor<8x4xf16> {
+  %0 = fusion.as_strided %x strides [4, 1] offset 0 : tensor<32xf32> to tensor<8x4xf16>
+  func.return %0 : tensor<8x4xf16>
+}

@@ -1,0 +1,144 @@
+"""Memory layouts at a fusion function's boundary (issue 32): the attributes that declare them
+and their one reading, for the pass that applies them (passes/layouts.py), the conversion that
+hands them to the host function, the runtime that checks arrays against them, and the
+reference interpreter.
+
+- An argument with `fusion.strides = array<i64: ...>` (element strides, 0 allowed: an expanded
+  dim) and optionally `fusion.offset = K : i64` is a strided view the caller passes in place:
+  element i is at storage element K + sum(i[d] * strides[d]) from the buffer's start.
+  `fusion-layouts` turns the argument into its 1-D storage (`tensor<N x T>`, N the elements the
+  view reaches) read through a `fusion.as_strided`, and records the view's shape as
+  `fusion.view`.
+- A result with `fusion.stride_order = array<i64: ...>` is returned in that dim order: the dims
+  from outermost to innermost in memory (the identity is row-major; `[1, 0]` of a matrix is
+  column-major). `fusion-layouts` returns the dense permute in that order instead and records the
+  logical shape as `fusion.view`; the runtime hands back the permuted view of it (torch:
+  `.permute`, numpy: `np.transpose`), whose strides are those of the order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, DictionaryAttr, IntegerAttr, TensorType
+from xdsl.dialects.func import FuncOp
+
+from .shape import strided_span
+
+STRIDES = "fusion.strides"
+OFFSET = "fusion.offset"
+VIEW = "fusion.view"
+STRIDE_ORDER = "fusion.stride_order"
+
+__all__ = ["STRIDES", "OFFSET", "VIEW", "STRIDE_ORDER", "InputLayout", "LayoutError", "input_layout",
+           "output_order", "output_view", "arg_attrs", "res_attrs", "inverse", "order_strides", "strided_span"]
+
+
+class LayoutError(ValueError):
+    """A layout attribute that does not describe a valid layout of its value."""
+
+
+@dataclass(frozen=True)
+class InputLayout:
+    shape: tuple[int, ...]     # the view's (logical) shape
+    strides: tuple[int, ...]   # element strides
+    offset: int                # elements from the buffer's start to element 0
+
+    @property
+    def span(self) -> int:
+        return strided_span(self.shape, self.strides, self.offset)
+
+    def __str__(self) -> str:
+        return f"shape {list(self.shape)} strides {list(self.strides)} offset {self.offset}"
+
+
+def _entries(attrs, i: int) -> dict:
+    if isinstance(attrs, ArrayAttr) and i < len(attrs.data) and isinstance(attrs.data[i], DictionaryAttr):
+        return dict(attrs.data[i].data)
+    return {}
+
+
+def arg_attrs(fn: FuncOp, i: int) -> dict:
+    return _entries(fn.arg_attrs, i)
+
+
+def res_attrs(fn: FuncOp, i: int) -> dict:
+    return _entries(fn.res_attrs, i)
+
+
+def _ints(attr, what: str) -> tuple[int, ...]:
+    if not isinstance(attr, DenseArrayBase):
+        raise LayoutError(f"{what} must be an array<i64: ...>, got {attr}")
+    return tuple(int(v) for v in attr.get_values())
+
+
+def _label(fn: FuncOp, i: int) -> str:
+    a = fn.body.block.args[i] if i < len(fn.body.block.args) else None
+    name = a.name_hint if a is not None and a.name_hint else f"arg{i}"
+    return f"@{fn.sym_name.data} argument {i} ('%{name}')"
+
+
+def input_layout(fn: FuncOp, i: int) -> InputLayout | None:
+    """Argument i's declared layout, checked (None: a dense row-major argument). Before
+    `fusion-layouts` the shape is the argument's type; after, its `fusion.view`."""
+    attrs = arg_attrs(fn, i)
+    if STRIDES not in attrs:
+        if OFFSET in attrs or VIEW in attrs:
+            raise LayoutError(f"{_label(fn, i)}: {OFFSET} or {VIEW} without {STRIDES}")
+        return None
+    label = _label(fn, i)
+    strides = _ints(attrs[STRIDES], f"{label}: {STRIDES}")
+    off = attrs.get(OFFSET)
+    if off is not None and not isinstance(off, IntegerAttr):
+        raise LayoutError(f"{label}: {OFFSET} must be an integer, got {off}")
+    offset = 0 if off is None else int(off.value.data)
+    t = fn.body.block.args[i].type
+    if not isinstance(t, TensorType):
+        raise LayoutError(f"{label}: a layout needs a tensor argument, not {t}")
+    shape = _ints(attrs[VIEW], f"{label}: {VIEW}") if VIEW in attrs else tuple(t.get_shape())
+    if len(strides) != len(shape):
+        raise LayoutError(f"{label}: {STRIDES} {list(strides)} has {len(strides)} entries for the "
+                          f"{len(shape)}-D view of shape {list(shape)}")
+    if any(s < 0 for s in strides) or offset < 0:
+        raise LayoutError(f"{label}: {STRIDES} {list(strides)} and {OFFSET} {offset} must not be negative")
+    layout = InputLayout(shape, strides, offset)
+    if VIEW in attrs and tuple(t.get_shape()) != (layout.span,):
+        raise LayoutError(f"{label}: its storage {t} should be tensor<{layout.span}x{t.element_type}> for the view "
+                          f"{layout}")
+    return layout
+
+
+def output_order(fn: FuncOp, j: int) -> tuple[int, ...] | None:
+    """Result j's `fusion.stride_order`, checked to be a permutation of its rank (None: row-major)."""
+    attrs = res_attrs(fn, j)
+    if STRIDE_ORDER not in attrs:
+        return None
+    what = f"@{fn.sym_name.data} result {j}"
+    order = _ints(attrs[STRIDE_ORDER], f"{what}: {STRIDE_ORDER}")
+    rank = len(output_view(fn, j))
+    if sorted(order) != list(range(rank)):
+        raise LayoutError(f"{what}: {STRIDE_ORDER} {list(order)} is not a permutation of its {rank} dims")
+    return order
+
+
+def output_view(fn: FuncOp, j: int) -> tuple[int, ...]:
+    """Result j's logical shape: its `fusion.view` after `fusion-layouts`, else its type's."""
+    attrs = res_attrs(fn, j)
+    if VIEW in attrs:
+        return _ints(attrs[VIEW], f"@{fn.sym_name.data} result {j}: {VIEW}")
+    return tuple(fn.function_type.outputs.data[j].get_shape())
+
+
+def inverse(order: Sequence[int]) -> list[int]:
+    return [list(order).index(d) for d in range(len(order))]
+
+
+def order_strides(shape: Sequence[int], order: Sequence[int]) -> tuple[int, ...]:
+    """Element strides of a dense tensor of `shape` stored in dim order `order` (outermost first)."""
+    strides = [0] * len(shape)
+    acc = 1
+    for d in reversed(list(order)):
+        strides[d] = acc
+        acc *= max(int(shape[d]), 1)
+    return tuple(strides)
