@@ -179,11 +179,17 @@ def emit_sort(em: KernelEmitter, task: Task, materialized: set, args: set) -> No
         if p.mode == "network":
             def load(b: KernelBuilder, j: SSAValue, _carried):
                 slot = b.add(tx, b.mul(j, bx))
-                ok, bits = element(b, slot)
-                put(b, slot, b.v(arith.SelectOp(ok, bits, b.const(0, ks.type))),
-                    b.v(arith.SelectOp(ok, _i32(b, slot), b.const(n, i32))))
+
+                def fill(c: KernelBuilder):
+                    ok, bits = element(c, slot)
+                    put(c, slot, c.v(arith.SelectOp(ok, bits, c.const(0, ks.type))),
+                        c.v(arith.SelectOp(ok, _i32(c, slot), c.const(n, i32))))
+                if bx > net:  # (a warp for a row of fewer slots)
+                    emit_if(b, b.lt(slot, net), fill)
+                else:
+                    fill(b)
                 return []
-            _loop(kb, net // bx, [], load)
+            _loop(kb, math.ceil(net / bx), [], load)
         else:
             init = [kb.const(0, ks.type), kb.const(0, ks.type), empty] * k
 
@@ -216,8 +222,7 @@ def emit_sort(em: KernelEmitter, task: Task, materialized: set, args: set) -> No
         while s <= net:
             j = s // 2
             while j >= 1:
-                def stage(b: KernelBuilder, it: SSAValue, _carried, s=s, j=j):
-                    q = b.add(tx, b.mul(it, bx))
+                def exchange(b: KernelBuilder, q: SSAValue, s: int, j: int) -> None:
                     lo = b.add(b.mul(b.div(q, j), 2 * j), b.rem(q, j))
                     hi = b.add(lo, j)
                     a_lo, a_hi = b.add(base, lo), b.add(base, hi)
@@ -232,8 +237,15 @@ def emit_sort(em: KernelEmitter, task: Task, materialized: set, args: set) -> No
                     b.store([b.v(arith.SelectOp(swap, bl, bh))], keys, [a_hi])
                     b.store([b.v(arith.SelectOp(swap, ph, pl))], pos, [a_lo])
                     b.store([b.v(arith.SelectOp(swap, pl, ph))], pos, [a_hi])
+
+                def stage(b: KernelBuilder, it: SSAValue, _carried, s=s, j=j):
+                    q = b.add(tx, b.mul(it, bx))
+                    if bx > net // 2:  # (more threads than pairs)
+                        emit_if(b, b.lt(q, net // 2), lambda c: exchange(c, q, s, j))
+                    else:
+                        exchange(b, q, s, j)
                     return []
-                _loop(kb, net // 2 // bx, [], stage)
+                _loop(kb, math.ceil(net // 2 / bx), [], stage)
                 kb.emit(sched.BarrierOp())
                 j //= 2
             s *= 2
