@@ -198,17 +198,31 @@ def emit_sort(em: KernelEmitter, task: Task, materialized: set, args: set) -> No
                 ok, bits = element(b, col)
                 key, at = ks.key(b, bits), _i32(b, col)
                 old = [tuple(carried[3 * i:3 * i + 3]) for i in range(k)]  # (bits, key, position), sorted
-                goes = [b.andi(ok, ks.before(b, key, at, kk, pp)) for (_, kk, pp) in old]
-                new = []
-                for i in range(k):
+
+                def goes(c: KernelBuilder, i: int) -> SSAValue:
+                    # before entry i: this thread's columns come in order, so the element's
+                    # position is past every entry's and only a smaller key (or an empty entry) lets it in
+                    _, kk, pp = old[i]
+                    return c.v(arith.OrIOp(c.v(arith.CmpiOp(pp, c.const(n, i32), "uge")),
+                                           c.v(arith.CmpiOp(key, kk, "ult"))))
+
+                def insert(c: KernelBuilder) -> list[SSAValue]:
                     # slot i: unchanged if the element goes after it; the element if it goes
                     # before slot i but not before slot i-1; else slot i-1's entry, shifted down
-                    prev = old[i - 1] if i else None
-                    for f in range(3):
-                        mine = (bits, key, at)[f]
-                        shifted = b.v(arith.SelectOp(goes[i - 1], prev[f], mine)) if i else mine
-                        new.append(b.v(arith.SelectOp(goes[i], shifted, old[i][f])))
-                return new
+                    g = [goes(c, i) for i in range(k - 1)] + [c.const(1, i1)]
+                    new = []
+                    for i in range(k):
+                        for f in range(3):
+                            mine = (bits, key, at)[f]
+                            shifted = c.v(arith.SelectOp(g[i - 1], old[i - 1][f], mine)) if i else mine
+                            new.append(c.v(arith.SelectOp(g[i], shifted, old[i][f])))
+                    return new
+                # most elements go after the last entry: only those before it take the network
+                enters = b.andi(ok, goes(b, k - 1))
+                then, other = Block(), Block()
+                then.add_op(scf.YieldOp(*insert(b.at(then))))
+                other.add_op(scf.YieldOp(*carried))
+                return list(b.emit(scf.IfOp(enters, [v.type for v in carried], Region(then), Region(other))).results)
             kept = _loop(kb, math.ceil(n / bx), init, walk)
             for i in range(k):
                 put(kb, kb.add(kb.mul(tx, k), i), kept[3 * i], kept[3 * i + 2])
@@ -230,9 +244,11 @@ def emit_sort(em: KernelEmitter, task: Task, materialized: set, args: set) -> No
                     pl, ph = b.load(pos, [a_lo], 1)[0], b.load(pos, [a_hi], 1)[0]
                     kl, kh = ks.key(b, bl), ks.key(b, bh)
                     swap = ks.before(b, kh, ph, kl, pl)
-                    if s < net:  # a descending half of a bitonic merge
+                    if s < net:  # a descending half of a bitonic merge swaps where hi is not before lo:
+                        # of two elements exactly one is before the other (positions differ); an
+                        # element is before an empty slot; two empty slots may go either way
                         desc = b.v(arith.CmpiOp(b.v(arith.AndIOp(lo, b.c(s))), b.c(0), "ne"))
-                        swap = b.v(arith.SelectOp(desc, ks.before(b, kl, pl, kh, ph), swap))
+                        swap = b.v(arith.XOrIOp(swap, desc))
                     b.store([b.v(arith.SelectOp(swap, bh, bl))], keys, [a_lo])
                     b.store([b.v(arith.SelectOp(swap, bl, bh))], keys, [a_hi])
                     b.store([b.v(arith.SelectOp(swap, ph, pl))], pos, [a_lo])
