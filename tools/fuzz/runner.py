@@ -50,6 +50,7 @@ def fuzz_case(seed: int, name: str = "fuzz") -> FuzzCase:
     g.variants = random.Random(seed * 7919 + 3)  # ops swapped in (generator.VARIANTS): the rest stays as it was
     g.creations = random.Random(seed * 104729 + 11)  # iota and random ops in a unary op's place
     g.scans = random.Random(seed * 7919 + 5)  # scans after the typed part's other outputs
+    g.sorts = random.Random(seed * 7919 + 7)  # sorts after those
     side = random.Random(seed * 7919 + 1)  # one case in seven opens with a matmul
     with_matmul = side.random() < 1 / 7
     lead = 0
