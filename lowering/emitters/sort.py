@@ -2,25 +2,26 @@
 `fusion.sort` sorted along the innermost dim by one kernel.
 
 `bx` threads sort a row (`by` rows per block) in shared memory: two arrays of `net` slots (a
-power of two), the elements' bits (an integer of the element's width; a mask's as a byte) and
-their i32 positions in the row.
+power of two), the elements' unsigned ordering keys (an integer of the element's width; a
+mask's a byte) and their i32 positions in the row. The key: integers with the sign bit flipped
+(u8 and masks as they are); floats with -0.0 made 0.0, a negative's bits complemented and a
+positive's sign bit set, every NaN the greatest key; descending takes the complement.
 
-1. The row goes in: "network" mode writes each element at its own slot (threads take columns
-   t, t + bx, ...; the input's producers recomputed, as in every kernel); "select" mode (topk
-   with a small k) has each thread walk the same columns keeping its first k (bits, ordering
-   key, position) in registers, sorted by an insertion network, and write only those k. Slots
-   past the row (or past the candidates) get position >= n: they sort after every element.
+1. The row goes in: "network" mode writes each element's key at its own slot (threads take
+   columns t, t + bx, ...; the input's producers recomputed, as in every kernel); "select" mode
+   (topk with a small k) has each thread walk the same columns keeping its first k (key,
+   position) in registers, sorted by an insertion network that only an element before the last
+   entry enters, and write only those k. Slots past the row (or past the candidates) get
+   position >= n: they sort after every element.
 2. A bitonic network sorts the slots: for each size s = 2, 4, ..., net and stride j = s/2, ...,
    1, every thread compare-exchanges its pairs (lo, lo + j), ascending where lo & s is 0 (all of
-   the last merge), then a block barrier. Elements are compared by an unsigned ordering key made
-   from their bits and, on equal keys, by position: so the order is total and the result is the
-   stable sort's (equal keys keep their order in both directions, as torch's stable sort).
-   The key: integers with the sign bit flipped (u8 and masks as they are); floats with -0.0 made
-   0.0, a negative's bits complemented and a positive's sign bit set, every NaN the greatest
-   key; descending takes the complement of each key.
-3. The first k slots are the results: the values (the element's bits, so -0.0 and NaN bits are
-   the input's own), the positions widened to i64, and the outputs computed pointwise from them
-   (an epilogue the planner merged) are stored; tail rows of the grid store nothing.
+   the last merge), then a block barrier. Slots compare by key and, on equal keys, by position:
+   so the order is total and the result is the stable sort's (equal keys keep their order in
+   both directions, as torch's stable sort).
+3. The first k slots are the results: the values (their keys turned back into bits; a float
+   that comes back a zero or a NaN, whose sign and payload the key dropped, is the element read
+   again at its position), the positions widened to i64, and the outputs computed pointwise
+   from them (an epilogue the planner merged) are stored; tail rows of the grid store nothing.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from __future__ import annotations
 import math
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import Float64Type, IntegerType, i1, i32, i64
+from xdsl.dialects.builtin import Float64Type, IndexType, IntegerType, i1, i32, i64
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from fuser.dialects import fusion as F
@@ -84,8 +85,7 @@ class SortKeys:
         if self.floats:
             w = self.width
             absmask = kb.const((1 << (w - 1)) - 1, self.type)
-            expmask = kb.const({16: 0x7C00 if self.elem == F.DTYPE_NAMES["f16"] else 0x7F80, 32: 0x7F800000,
-                                64: 0x7FF0000000000000}[w], self.type)
+            expmask = self.expmask(kb)
             mag = kb.v(arith.AndIOp(bits, absmask))
             nan = kb.v(arith.CmpiOp(mag, expmask, "ugt"))
             zero = kb.v(arith.CmpiOp(mag, kb.const(0, self.type), "eq"))
@@ -98,6 +98,34 @@ class SortKeys:
         else:  # u8 and masks
             key = bits
         return kb.v(arith.XOrIOp(key, self.ones(kb))) if self.descending else key
+
+    def unkey(self, kb: KernelBuilder, key: SSAValue) -> SSAValue:
+        """The bits of the element of this key: exact for integers and masks; for floats those
+        of the canonical element (0.0 for either zero, a positive NaN for every NaN): see
+        `canonical`."""
+        if self.descending:
+            key = kb.v(arith.XOrIOp(key, self.ones(kb)))
+        if self.floats:
+            positive = kb.v(arith.CmpiOp(key, kb.const(0, self.type), "slt"))  # (its sign bit set)
+            nan = kb.v(arith.CmpiOp(key, self.ones(kb), "eq"))
+            bits = kb.v(arith.SelectOp(positive, kb.v(arith.XOrIOp(key, self.sign(kb))),
+                                       kb.v(arith.XOrIOp(key, self.ones(kb)))))
+            return kb.v(arith.SelectOp(nan, kb.const((1 << (self.width - 1)) - 1, self.type), bits))
+        if F.is_integer(self.elem) and not F.is_unsigned(self.elem):
+            return kb.v(arith.XOrIOp(key, self.sign(kb)))
+        return key
+
+    def canonical(self, kb: KernelBuilder, bits: SSAValue) -> SSAValue:
+        """Are these a float's canonical bits for a zero or a NaN (whose own sign and payload the
+        key does not keep)?"""
+        w = self.width
+        mag = kb.v(arith.AndIOp(bits, kb.const((1 << (w - 1)) - 1, self.type)))
+        return kb.v(arith.OrIOp(kb.v(arith.CmpiOp(mag, kb.const(0, self.type), "eq")),
+                                kb.v(arith.CmpiOp(mag, self.expmask(kb), "ugt"))))
+
+    def expmask(self, kb: KernelBuilder) -> SSAValue:
+        return kb.const({16: 0x7C00 if self.elem == F.DTYPE_NAMES["f16"] else 0x7F80, 32: 0x7F800000,
+                         64: 0x7FF0000000000000}[self.width], self.type)
 
     def before(self, kb: KernelBuilder, ka: SSAValue, pa: SSAValue, kb_: SSAValue, pb: SSAValue) -> SSAValue:
         """Does element (key ka, position pa) come before (kb_, pb)? A position >= n marks an
@@ -159,12 +187,12 @@ def emit_sort(em: KernelEmitter, task: Task, materialized: set, args: set) -> No
         row_ok = kb.lt(row, rows)
         row_c = kb.v(arith.MinUIOp(row, kb.c(rows - 1)))  # tail rows sort row R-1 and store nothing
         row_idx = kb.delinearize(row_c, row_shape)
-        keys = kb.alloc([by * net], ks.type, "sort_bits")
+        keys = kb.alloc([by * net], ks.type, "sort_keys")
         pos = kb.alloc([by * net], i32, "sort_pos")
         base = kb.mul(ty, net)
 
-        def put(b: KernelBuilder, slot: SSAValue, bits: SSAValue, at: SSAValue) -> None:
-            b.store([bits], keys, [b.add(base, slot)])
+        def put(b: KernelBuilder, slot: SSAValue, key: SSAValue, at: SSAValue) -> None:
+            b.store([key], keys, [b.add(base, slot)])
             b.store([at], pos, [b.add(base, slot)])
 
         def element(b: KernelBuilder, col: SSAValue) -> tuple[SSAValue, SSAValue]:
@@ -182,7 +210,7 @@ def emit_sort(em: KernelEmitter, task: Task, materialized: set, args: set) -> No
 
                 def fill(c: KernelBuilder):
                     ok, bits = element(c, slot)
-                    put(c, slot, c.v(arith.SelectOp(ok, bits, c.const(0, ks.type))),
+                    put(c, slot, c.v(arith.SelectOp(ok, ks.key(c, bits), c.const(0, ks.type))),
                         c.v(arith.SelectOp(ok, _i32(c, slot), c.const(n, i32))))
                 if bx > net:  # (a warp for a row of fewer slots)
                     emit_if(b, b.lt(slot, net), fill)
@@ -191,18 +219,18 @@ def emit_sort(em: KernelEmitter, task: Task, materialized: set, args: set) -> No
                 return []
             _loop(kb, math.ceil(net / bx), [], load)
         else:
-            init = [kb.const(0, ks.type), kb.const(0, ks.type), empty] * k
+            init = [kb.const(0, ks.type), empty] * k
 
             def walk(b: KernelBuilder, j: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
                 col = b.add(tx, b.mul(j, bx))
                 ok, bits = element(b, col)
                 key, at = ks.key(b, bits), _i32(b, col)
-                old = [tuple(carried[3 * i:3 * i + 3]) for i in range(k)]  # (bits, key, position), sorted
+                old = [tuple(carried[2 * i:2 * i + 2]) for i in range(k)]  # (key, position), sorted
 
                 def goes(c: KernelBuilder, i: int) -> SSAValue:
                     # before entry i: this thread's columns come in order, so the element's
                     # position is past every entry's and only a smaller key (or an empty entry) lets it in
-                    _, kk, pp = old[i]
+                    kk, pp = old[i]
                     return c.v(arith.OrIOp(c.v(arith.CmpiOp(pp, c.const(n, i32), "uge")),
                                            c.v(arith.CmpiOp(key, kk, "ult"))))
 
@@ -212,8 +240,8 @@ def emit_sort(em: KernelEmitter, task: Task, materialized: set, args: set) -> No
                     g = [goes(c, i) for i in range(k - 1)] + [c.const(1, i1)]
                     new = []
                     for i in range(k):
-                        for f in range(3):
-                            mine = (bits, key, at)[f]
+                        for f in range(2):
+                            mine = (key, at)[f]
                             shifted = c.v(arith.SelectOp(g[i - 1], old[i - 1][f], mine)) if i else mine
                             new.append(c.v(arith.SelectOp(g[i], shifted, old[i][f])))
                     return new
@@ -225,7 +253,7 @@ def emit_sort(em: KernelEmitter, task: Task, materialized: set, args: set) -> No
                 return list(b.emit(scf.IfOp(enters, [v.type for v in carried], Region(then), Region(other))).results)
             kept = _loop(kb, math.ceil(n / bx), init, walk)
             for i in range(k):
-                put(kb, kb.add(kb.mul(tx, k), i), kept[3 * i], kept[3 * i + 2])
+                put(kb, kb.add(kb.mul(tx, k), i), kept[2 * i], kept[2 * i + 1])
             for extra in range(math.ceil((net - bx * k) / bx)):
                 slot = kb.add(kb.add(tx, bx * k), extra * bx)
                 emit_if(kb, kb.lt(slot, net), lambda c, slot=slot: put(c, slot, c.const(0, ks.type), c.const(n, i32)))
@@ -242,8 +270,7 @@ def emit_sort(em: KernelEmitter, task: Task, materialized: set, args: set) -> No
                     a_lo, a_hi = b.add(base, lo), b.add(base, hi)
                     bl, bh = b.load(keys, [a_lo], 1)[0], b.load(keys, [a_hi], 1)[0]
                     pl, ph = b.load(pos, [a_lo], 1)[0], b.load(pos, [a_hi], 1)[0]
-                    kl, kh = ks.key(b, bl), ks.key(b, bh)
-                    swap = ks.before(b, kh, ph, kl, pl)
+                    swap = ks.before(b, bh, ph, bl, pl)
                     if s < net:  # a descending half of a bitonic merge swaps where hi is not before lo:
                         # of two elements exactly one is before the other (positions differ); an
                         # element is before an empty slot; two empty slots may go either way
@@ -274,8 +301,16 @@ def emit_sort(em: KernelEmitter, task: Task, materialized: set, args: set) -> No
             qc = b.v(arith.MinUIOp(q, b.c(k - 1)))
 
             def store(c: KernelBuilder):
-                bits = c.load(keys, [c.add(base, qc)], 1)[0]
-                at = c.v(arith.ExtUIOp(c.load(pos, [c.add(base, qc)], 1)[0], i64))
+                at32 = c.load(pos, [c.add(base, qc)], 1)[0]
+                bits = ks.unkey(c, c.load(keys, [c.add(base, qc)], 1)[0])
+                if ks.floats:  # a zero's sign and a NaN's bits: the element's own, read again
+                    then, other = Block(), Block()
+                    t = c.at(then)
+                    _, own = element(t, t.v(arith.IndexCastOp(at32, IndexType())))
+                    then.add_op(scf.YieldOp(own))
+                    other.add_op(scf.YieldOp(bits))
+                    bits = c.v(scf.IfOp(ks.canonical(c, bits), [ks.type], Region(then), Region(other)))
+                at = c.v(arith.ExtUIOp(at32, i64))
                 idx = row_idx + [qc]
                 computed = {op.values: ks.value(c, bits), op.indices: at}
                 for o in outputs:

@@ -2,7 +2,7 @@
 kernel they describe.
 
 A row is sorted by `bx` threads (`by` rows per block) in shared memory, by a bitonic network over
-`net` (a power of two) slots of (element bits, i32 position) pairs:
+`net` (a power of two) slots of (ordering key of the element's width, i32 position) pairs:
 
 - "network": the whole row is the network's input (padded to `net` slots that sort last); the
   row must fit in shared memory: `net * (element bytes + 4)` at most SORT_SMEM_BYTES, so f32 and
