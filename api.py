@@ -75,7 +75,7 @@ __all__ = [
     "broadcast_to", "broadcast", "reshape", "permute", "select", "narrow", "pad", "cat", "split",
     "flip", "expand", "squeeze", "unsqueeze", "triu", "tril", "gather", "take_along_axis", "index_select",
     "embedding", "amax", "amin", "prod", "argmax", "argmin", "welford",
-    "var_mean", "cumsum", "cumprod", "cummax", "cummin",
+    "var_mean", "cumsum", "cumprod", "cummax", "cummin", "sort", "argsort", "topk",
     "matmul", "segment_set",
     "iota", "arange", "uniform", "normal", "rand_like", "randn_like", "dropout", "dropout_backward",
 ]
@@ -1489,6 +1489,62 @@ def cummin(x: Tensor, dim: int = -1) -> Tensor:
     """The values of torch.cummin along `dim` (not the indices), as `cummax` (of bools a
     running all)."""
     return _scan("min", "cummin", x, dim, None)
+
+
+# ----------------------------------------------------------------- sorting
+
+
+def _sort(what: str, x: Tensor, dim: int, descending: bool, k: int | None) -> tuple[Tensor, Tensor]:
+    """`fusion.sort` along `dim`, which the op takes innermost only: another dim is swapped with
+    the last by a permute before the sort and back after it (each one more kernel). A 0-d tensor
+    is sorted as one element (torch takes dim 0 or -1 of it)."""
+    x = _as_tensor(x, what)
+    if not isinstance(dim, numbers.Integral):
+        raise TypeError(f"{what}: dim must be an integer, got {dim!r}")
+    if k is not None and (not isinstance(k, numbers.Integral) or isinstance(k, bool)):
+        raise TypeError(f"{what}: k must be an integer, got {k!r}")
+    if x.ndim == 0:
+        _norm_dim(int(dim), 1)
+        v, i = _sort(what, reshape(x, [1]), 0, descending, k)
+        return (v, i) if k == 0 else (reshape(v, []), reshape(i, []))
+    d = _norm_dim(int(dim), x.ndim)
+    n = x.shape[d]
+    if k is not None and not 0 <= k <= n:
+        raise ValueError(f"{what}: k {k} is out of range for dim {d} of extent {n} (0 <= k <= {n})")
+    last = x.ndim - 1
+    if d != last:
+        perm = list(range(x.ndim))
+        perm[d], perm[last] = last, d
+        v, i = _sort(what, permute(x, perm), last, descending, k)
+        return permute(v, perm), permute(i, perm)
+    return x.builder._emit(F.SortOp(x.value, last, bool(descending), None if k is None else int(k)))
+
+
+def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = True) -> tuple[Tensor, Tensor]:
+    """(values, indices) of torch.sort(x, dim, descending, stable=True): each row along `dim`
+    sorted, with the i64 position each value came from. Always stable (elements that compare
+    equal keep their order, also when descending), so `stable=False` gives the same result, a
+    valid one for torch's unstable sort. Floats in torch's order: NaN above everything (last
+    ascending, first descending), -0.0 equal to 0.0 (each value keeps its sign). Every dtype;
+    bools order False < True. A dim other than the last goes through permutes. The kernel keeps
+    a row in shared memory: rows longer than its limit are refused, naming it (README)."""
+    del stable  # always stable
+    return _sort("sort", x, dim, descending, None)
+
+
+def argsort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
+    """torch.argsort(x, dim, descending, stable): the indices (i64) of `sort`."""
+    del stable
+    return _sort("argsort", x, dim, descending, None)[1]
+
+
+def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[Tensor, Tensor]:
+    """(values, indices) of torch.topk(x, k, dim, largest, sorted): the k largest (smallest)
+    elements along `dim` and their i64 positions, in sorted order (which `sorted=False` allows
+    too); of equal elements the earlier ones first, as torch's stable sort gives them; NaN counts
+    as the largest. 0 <= k <= x.shape[dim]."""
+    del sorted  # always sorted
+    return _sort("topk", x, dim, largest, k)
 
 
 def _float_statistics(x: Tensor, what: str) -> Tensor:

@@ -6,7 +6,8 @@ from a segment per reduction, matmul, `segment_set` and pointwise output, it tak
 saves the most memory traffic among those a scheduler accepts, until none is left. Outputs
 pointwise in a reduction's results join its segment as an epilogue; inner reductions over the
 same rows merge with the outputs computed from them into one persistent `normalization` segment
-(a scan takes the outputs computed pointwise from its result into its `scan` segment)
+(a scan takes the outputs computed pointwise from its result into its `scan` segment, a sort
+those computed from its values and indices into its `sort` segment)
 (and a reduction over an input's leading dims with one over the rest into one `reduction`
 segment that reads the input once)
 when the normalization scheduler accepts the row (when it refuses, the group is resegmented into
@@ -38,7 +39,7 @@ from fuser.dialects import fusion as F
 from fuser.lowering.analysis.planner import (BOUNDARY_OPS, SCHEDULER_OF_TASK, Plan, plan_fusion, task_ops, task_reads,
                                              unstored_matmul_result)
 from fuser.lowering.analysis.schedules import (matmul_decision, matmul_schedule, pointwise_schedule, reduction_schedule,
-                                              scan_schedule)
+                                              scan_schedule, sort_schedule)
 from fuser.lowering.common import (ScheduleError, Task, definition_order, is_welford, nbytes, refuse_unfolded_empty,
                                    shape_of)
 from fuser.lowering.heuristics.options import PLAN_ATTR, ScheduleOptions, SchedulingPass, plan_attribute
@@ -178,6 +179,8 @@ def _decided(t: Task, plan: Plan, body: Block, opts: ScheduleOptions) -> Schedul
         decision = reduction_schedule(t, plan.materialized, set(body.args), opts)
     elif t.kind == "scan":
         decision = scan_schedule(t, plan.materialized, set(body.args), opts)
+    elif t.kind == "sort":
+        decision = sort_schedule(t, plan.materialized, set(body.args), opts)
     elif t.kind == "normalization":
         p = t.group.decision.params
         decision = {"block": p.bx, "vector": p.lanes}
@@ -329,6 +332,14 @@ def describe(t: Task, plan: Plan, reads: list[SSAValue], written: list[SSAValue]
         shape = shape_of(op.input)
         what = f"'{op.name}' {op.kind.data} along dim {op.scan_dim} of {list(shape)}"
         epilogue = [o for o in t.outputs if o is not op.result]
+        if epilogue:
+            what += f" with {len(epilogue)} output(s) computed from it"
+    elif t.kind == "sort":
+        op = t.op
+        shape = shape_of(op.input)
+        what = (f"'{op.name}' {'descending' if op.is_descending else 'ascending'} along dim {op.sort_dim} of "
+                f"{list(shape)}" + (f", the first {op.kept}" if op.k is not None else ""))
+        epilogue = [o for o in t.outputs if o not in op.results]
         if epilogue:
             what += f" with {len(epilogue)} output(s) computed from it"
     elif t.kind == "matmul":

@@ -521,6 +521,8 @@ def _eval_op(it: _Interp, op: Operation, ins: list[np.ndarray]) -> list[np.ndarr
         return [_reduce(it, op.kind.data, ins[0], _dims_of(op), op.keepdim is not None)]
     if name == "fusion.scan":
         return [_scan(it, op.kind.data, ins[0])]
+    if name == "fusion.sort":
+        return _sort(ins[0], op.descending is not None, op.kept)
     if name == "fusion.welford":
         dims, keep = _dims_of(op), op.keepdim is not None
         mean, m2, n = _moments(ins[0], dims, keep)
@@ -598,6 +600,24 @@ def _scan(it: _Interp, kind: str, x: np.ndarray) -> np.ndarray:
         zeros = np.take_along_axis(x, np.maximum(last_zero, 0), axis=-1)
         out = np.where((out == 0) & (last_zero >= 0), zeros, out)
     return out
+
+
+def _sort(x: np.ndarray, descending: bool, k: int) -> list[np.ndarray]:
+    """fusion.sort along the last axis: the first `k` of each row stably sorted (equal elements
+    keep their order, in both directions), with the int64 positions they came from. Floats in
+    torch's order: NaN above everything (all NaNs equal), -0.0 equal to 0.0; the values are the
+    input's elements (signs of zeros and NaN bits kept)."""
+    key = x.astype(np.float64) if x.dtype == NUMPY_DTYPES["bf16"] else x
+    if key.dtype.kind == "f":
+        nan = np.isnan(key)
+        finite = np.where(nan, 0.0, key)
+        # lexsort: the last key is the primary one; -0.0 == 0.0 there, and lexsort is stable.
+        order = np.lexsort((-finite, ~nan)) if descending else np.lexsort((finite, nan))
+    else:
+        # ~ reverses an integer's (or a mask's) order exactly, with no overflow at the minimum.
+        order = np.argsort(~key if descending else key, axis=-1, kind="stable")
+    order = order[..., :k].astype(np.int64)
+    return [np.take_along_axis(x, order, -1), order]
 
 
 def _creation(it: _Interp, op: Operation, ins: list[np.ndarray]) -> np.ndarray:

@@ -3,7 +3,7 @@ shared-memory and synchronization path the schedulers emit (the matmul epilogue 
 operand slots and in bytes of its own, stores straight from the registers, 2-CTA clusters, the persistent and ping-pong grids,
 two-kernel split-K with its reduction, serial split-K's turns and bulk reductions, block reductions that share scratch, normalization rows kept in
 shared memory, the column-reduction tree, the transpose tiles, a middle-dim reduction split over
-blocks, the index maps' clamped reads), each compiled and run once by `fuser-run` under
+blocks, the index maps' clamped reads, the sort networks), each compiled and run once by `fuser-run` under
 `compute-sanitizer --tool T` for each tool T. It prints one line per case and tool: the
 hazards the tool reported and whether the outputs matched the float64 reference.
 
@@ -174,6 +174,15 @@ _STRIDED = """func.func @strided(%x: tensor<37x130xf32> {fusion.strides = array<
 with gaps at an offset (lane by lane), an expanded row (one storage row for every row), a stepped
 bf16 slice at an odd offset, a column sum of the transposed input, and a bf16 output written
 column-major (a transpose)."""
+_SORTS = """func.func @sorts(%x: tensor<37x1000xf32>, %y: tensor<5x5000xbf16>, %z: tensor<300x7xi8>) -> (tensor<37x1000xf32>, tensor<37x1000xi64>, tensor<5x8xbf16>, tensor<5x8xi64>, tensor<300x3xi64>) {
+  %v, %i = fusion.sort %x dim 1 descending : tensor<37x1000xf32> to tensor<37x1000xf32>, tensor<37x1000xi64>
+  %tv, %ti = fusion.sort %y dim 1 descending k 8 : tensor<5x5000xbf16> to tensor<5x8xbf16>, tensor<5x8xi64>
+  %sv, %si = fusion.sort %z dim 1 k 3 : tensor<300x7xi8> to tensor<300x3xi8>, tensor<300x3xi64>
+  func.return %v, %i, %tv, %ti, %si : tensor<37x1000xf32>, tensor<37x1000xi64>, tensor<5x8xbf16>, tensor<5x8xi64>, tensor<300x3xi64>
+}"""
+"""Sorts (issue 32): a bitonic network of 1024 slots over rows of 1000 in shared memory (the
+slots past the row empty), topk's select walk and its network of 128 threads' candidates, and
+short rows of 7, 8 to a block, in a network of 8 slots that a warp's threads beyond share."""
 
 
 def _default_with_split_k(options: str) -> str:
@@ -208,6 +217,7 @@ CASES: dict[str, tuple[str, str]] = {
     "dropout": (_DROPOUT, "default"),
     "index_maps": (_INDEX_MAPS, "default"),
     "strided_layouts": (_STRIDED, "default"),
+    "sorts": (_SORTS, "default"),
 }
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")

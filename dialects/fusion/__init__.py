@@ -16,6 +16,7 @@ The package, by concern:
     shape      broadcast, reshape, permute, slice, pad, cat, flip, gather, index_select, segment_set
     reduction  reduce, welford, var_mean
     scan       scan (cumsum, cumprod, cummax, cummin along the innermost dim)
+    sort       sort (sort, argsort and topk along the innermost dim: values and i64 indices)
     creation   iota and the random numbers uniform, normal (Philox 4x32-10)
     matmul     matmul (and its split-K form)
     segment    segment (the ops of one kernel task, from fusion-segment or by hand) and yield
@@ -130,6 +131,7 @@ from .reduction import (
     reduce_result_types,
 )
 from .scan import SCAN_INPUT_TYPES, SCAN_KINDS, ScanOp, scan_result_types
+from .sort import SORT_INPUT_TYPES, SortOp
 from .segment import SCHEDULERS, SegmentOp, YieldOp, new_segment
 from .shape import (INDEX_MAP_OPS, INDEX_TYPES, INDEXED_OPS, SHAPE_OPS, BroadcastOp, CatOp, FlipOp, GatherOp, IndexSelectOp,
                     PadOp, PermuteOp, ReshapeOp, SegmentSetOp, SliceOp, AsStridedOp, strided_span)
@@ -166,7 +168,7 @@ Fusion = Dialect(
     "fusion",
     [*UNARY_OPS, *BINARY_OPS, *FLOAT_TEST_OPS, *LOGICAL_OPS, CmpOp, WhereOp, CastOp, BroadcastOp, ReshapeOp, PermuteOp, SliceOp, PadOp, CatOp,
      FlipOp, AsStridedOp, GatherOp, IndexSelectOp, SegmentSetOp, FullOp,
-     ReduceOp, WelfordOp, VarMeanOp, ScanOp, MatmulOp, SegmentOp, YieldOp, *CREATION_OPS],
+     ReduceOp, WelfordOp, VarMeanOp, ScanOp, SortOp, MatmulOp, SegmentOp, YieldOp, *CREATION_OPS],
     [],
 )
 
@@ -198,6 +200,8 @@ __all__ = [
     "_parse_multi_result_reduction", "WelfordOp", "VarMeanOp",
     # scan
     "SCAN_KINDS", "SCAN_INPUT_TYPES", "scan_result_types", "ScanOp",
+    # sort
+    "SORT_INPUT_TYPES", "SortOp",
     # matmul
     "MatmulOp",
     # segment

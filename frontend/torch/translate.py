@@ -656,6 +656,25 @@ def _scan(ctx: Ctx) -> fa.Tensor:
     return fa.cast(fn(x, int(ctx.arg(1, "dim")) % x.ndim), out)
 
 
+@entry(aten.sort.default, aten.sort.stable, aten.topk.default)
+def _sort(ctx: Ctx) -> tuple[fa.Tensor, fa.Tensor]:
+    """(values, indices) of a sort along `dim` (fusion.sort, the dim moved last by a permute
+    where it is not): always stable, which is a valid result of torch's unstable sort too, in
+    torch's order (NaN largest, -0.0 equal to 0.0); topk's first k in sorted order, which
+    sorted=False allows too (aten.argsort decomposes into aten.sort)."""
+    x = ctx.tensor(0)
+    if x.dtype not in MATH + ("f64",) + INTS + ("i1",):
+        raise Unsupported(f"{ctx.node.target} of {x.dtype}")
+    if ctx.node.target is aten.topk.default:
+        k, dim = ctx.arg(1, "k"), ctx.arg(2, "dim", -1)
+        return fa.topk(x, int(k), int(dim), bool(ctx.arg(3, "largest", True)))
+    if ctx.node.target is aten.sort.stable:  # (self, *, stable, dim=-1, descending=False)
+        dim, descending = ctx.node.kwargs.get("dim", -1), ctx.node.kwargs.get("descending", False)
+    else:
+        dim, descending = ctx.arg(1, "dim", -1), ctx.arg(2, "descending", False)
+    return fa.sort(x, int(dim), bool(descending))
+
+
 @entry(aten.argmax.default, aten.argmin.default)
 def _argmax(ctx: Ctx) -> fa.Tensor:
     """The first extreme's i64 index along `dim` (None: of the flattened tensor; with keepdim

@@ -5,17 +5,17 @@ read back the task of a segment it cut (`segment_plan`, for convert-fusion-to-sc
 Segmentation. Pointwise and shape ops are recomputed inside whichever kernel needs them, so
 they never cost a trip through memory. Two sets of values matter:
 - *stored* values are written to a buffer: every function output, and the results of
-  reductions, scans, matmuls and `fusion.segment_set`s that a later kernel reads;
+  reductions, scans, sorts, matmuls and `fusion.segment_set`s that a later kernel reads;
 - *materialized* values are the ones a kernel reads back from a buffer instead of recomputing:
-  function arguments aside, only the results of reductions, scans, matmuls and `segment_set`s, and a
+  function arguments aside, only the results of reductions, scans, sorts, matmuls and `segment_set`s, and a
   matmul's *narrowed product* (`narrowed_product`).
 A pointwise function output is stored but never read back: a kernel that needs it (another
 output, an epilogue, a reduction's input) recomputes it from its own inputs, so no kernel
 depends on the store of a sibling output, in the same kernel or another.
 Segmentation is greedy merging, as nvFuser's segmenter does it (`merge_greedily`): start from
-the finest cut (a task per reduction, scan, matmul and `segment_set`, and one per pointwise output),
+the finest cut (a task per reduction, scan, sort, matmul and `segment_set`, and one per pointwise output),
 then take, again and again, the merge that saves the most memory traffic among those a scheduler
-accepts. A reduction or scan kernel takes the outputs pointwise in its results, of its result
+accepts. A reduction, scan or sort kernel takes the outputs pointwise in its results, of its result
 shape, as an epilogue; outputs of one shape and kernel level share a pointwise kernel; matmuls sharing A
 share a main loop with the outputs that combine them; a reduction over an input's leading dims
 and one over the rest of the same input share one read of it; inner reductions over the same rows, with
@@ -52,10 +52,11 @@ class Plan:
 
 
 SCHEDULER_OF_TASK = {"pointwise": "pointwise", "segment": "pointwise", "reduction": "reduction",
-                     "normalization": "normalization", "matmul": "matmul", "scan": "scan"}
+                     "normalization": "normalization", "matmul": "matmul", "scan": "scan",
+                     "sort": "sort"}
 """The scheduler that takes each kind of task (the name a `fusion.segment` carries)."""
 
-BOUNDARY_OPS = REDUCTION_OPS + (F.ScanOp, F.SegmentSetOp, F.MatmulOp, F.SegmentOp)
+BOUNDARY_OPS = REDUCTION_OPS + (F.ScanOp, F.SortOp, F.SegmentSetOp, F.MatmulOp, F.SegmentOp)
 """Ops whose results are written to memory and read back by the kernels that use them."""
 
 _NARROWING_CHAIN_OPS = (F.AddOp, F.SubOp, F.MulOp, F.NegOp, F.CastOp)
@@ -148,6 +149,8 @@ def plan_fusion(fn: func.FuncOp | Block, opts: ScheduleOptions = ScheduleOptions
             tasks.append(Task("reduction", order[op], lvl(op.results[0]), op, list(op.results)))
         elif isinstance(op, F.ScanOp):
             tasks.append(Task("scan", order[op], lvl(op.result), op, [op.result]))
+        elif isinstance(op, F.SortOp):
+            tasks.append(Task("sort", order[op], lvl(op.values), op, list(op.results)))
         elif isinstance(op, F.MatmulOp):
             h = [narrowed[op]] if op in narrowed else []
             tasks.append(Task("matmul", order[op], lvl(op.result), op, [op.result] + h, narrowed=frozenset(h)))
@@ -200,6 +203,7 @@ def segment_plan(body: Block, scheduler: str, opts: ScheduleOptions = ScheduleOp
     matmuls = [op for op in body.ops if isinstance(op, F.MatmulOp)]
     sets = [op for op in body.ops if isinstance(op, F.SegmentSetOp)]
     scans = [op for op in body.ops if isinstance(op, F.ScanOp)]
+    sorts = [op for op in body.ops if isinstance(op, F.SortOp)]
 
     def refuse(what: str):
         return ScheduleError(f"fusion.segment \"{scheduler}\" {what}: its ops are not one task of that scheduler "
@@ -212,6 +216,8 @@ def segment_plan(body: Block, scheduler: str, opts: ScheduleOptions = ScheduleOp
         raise refuse("holds a fusion.segment")
     if scans and scheduler != "scan":
         raise refuse("holds a fusion.scan")
+    if sorts and scheduler != "sort":
+        raise refuse("holds a fusion.sort")
     if scheduler == "pointwise":
         if reductions or matmuls:
             raise refuse("holds a reduction or matmul")
@@ -229,6 +235,11 @@ def segment_plan(body: Block, scheduler: str, opts: ScheduleOptions = ScheduleOp
             raise refuse(f"holds {len(scans)} scans, {len(reductions)} reductions and {len(matmuls)} matmuls (one "
                          "scan, with the outputs computed from its result)")
         task = Task("scan", 0, 0, scans[0], list(stored))
+    elif scheduler == "sort":
+        if len(sorts) != 1 or scans or reductions or matmuls:
+            raise refuse(f"holds {len(sorts)} sorts, {len(scans)} scans, {len(reductions)} reductions and "
+                         f"{len(matmuls)} matmuls (one sort, with the outputs computed from its results)")
+        task = Task("sort", 0, 0, sorts[0], list(stored))
     elif scheduler == "normalization":
         task = _normalization_task(body, reductions, matmuls, stored, materialized, args, opts, refuse)
     elif scheduler == "matmul":
@@ -321,7 +332,7 @@ def _skip_unread_results(tasks: list[Task], outputs, materialized: set, args: se
     statistics, are the cases that matter.)"""
     outs = set(outputs)
     for t in tasks:
-        if t.kind not in ("reduction", "normalization", "scan"):
+        if t.kind not in ("reduction", "normalization", "scan", "sort"):
             continue
         results = t.group.results if t.kind == "normalization" else {r for op in task_ops(t) for r in op.results}
         candidates = [r for r in t.outputs if r in results and r not in outs]
@@ -440,7 +451,7 @@ def merge_greedily(tasks: list[Task], graph: FusionGraph, lookahead: bool = True
     return tasks, groups
 
 
-_ANCHOR_KINDS = ("reduction", "scan", "matmul", "normalization")
+_ANCHOR_KINDS = ("reduction", "scan", "sort", "matmul", "normalization")
 """Tasks that other merges than the pointwise one need (an epilogue's, siblings', matmuls', a
 normalization group's): without them only neighbouring pointwise tasks merge."""
 
@@ -620,7 +631,7 @@ def _epilogue_merges(tasks: list[Task], graph: FusionGraph) -> list[Merge]:
     with a `segment_set` of such a value (the epilogue writes it for the kernels that read it).
     (Split-K's partial products have none: the epilogue is the sum's.)"""
     out = []
-    anchors = [t for t in tasks if t.kind in ("reduction", "scan") or (t.kind == "matmul" and not t.op.partial_products)]
+    anchors = [t for t in tasks if t.kind in ("reduction", "scan", "sort") or (t.kind == "matmul" and not t.op.partial_products)]
     anchor_of = {r: t for t in anchors for r in ({r for op in task_ops(t) for r in op.results} |
                                                  (matmul_results(t) if t.kind == "matmul" else set()))}
     if not anchor_of:

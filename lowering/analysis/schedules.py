@@ -19,6 +19,7 @@ from fuser.lowering.heuristics.pointwise import pointwise_params
 from fuser.lowering.heuristics.reduction import (JOINT_MAX_ROWS, inner_reduction_params, joint_reduction_params,
                                                  outer_reduction_params, reduction_view)
 from fuser.lowering.heuristics.scan import ScanParams, scan_params
+from fuser.lowering.heuristics.sort import SortParams, sort_params
 from fuser.lowering.heuristics.transpose import TransposeParams, transpose_params
 
 
@@ -174,6 +175,31 @@ def scan_schedule(task: Task, materialized: set, args: set, opts) -> dict[str, i
     reproduce it: `block` (threads per row) and `vector` (elements per access)."""
     p = scan_geometry(task.op, input_reads(task.op, task.op.input, materialized, args), task.outputs, opts)
     return {"block": p.bx, "vector": p.lanes}
+
+
+# ------------------------------------------------------------------ sort
+
+
+def sort_key_bytes(op: F.SortOp) -> int:
+    """Bytes of one element's bits in the sort kernel's shared memory (a mask's: one)."""
+    return max(1, elem_bytes(F._elem(op.input)))
+
+
+def sort_geometry(op: F.SortOp, opts) -> SortParams:
+    """The sort kernel's geometry for `op` under `opts` (a SortRowTooLong error, located at the
+    op, for a row that does not fit)."""
+    shape = shape_of(op.input)
+    try:
+        return sort_params(math.prod(shape[:-1]), shape[-1], op.kept, sort_key_bytes(op), opts.block)
+    except ScheduleError as e:
+        e.op = op
+        raise
+
+
+def sort_schedule(task: Task, materialized: set, args: set, opts) -> dict[str, int]:
+    """The sort scheduler's decision for `task` under `opts`, as the schedule option that
+    reproduces it: `block` (threads per row)."""
+    return {"block": sort_geometry(task.op, opts).bx}
 
 
 # ------------------------------------------------------------------ matmul

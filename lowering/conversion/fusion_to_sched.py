@@ -14,6 +14,7 @@ the options of the segment's `fuser.plan`:
 - normalization groups (rows kept on chip): lowering/emitters/normalization.py
 - matmuls: lowering/emitters/matmul.py
 - scans: lowering/emitters/scan.py
+- sorts (sort, argsort, topk): lowering/emitters/sort.py
 
 The heuristics those emitters apply are the `*_params` functions of lowering/heuristics/; pass
 options (`ScheduleOptions`) override them.
@@ -41,6 +42,7 @@ from fuser.lowering.emitters.pointwise import emit_copy, emit_pointwise
 from fuser.lowering.provenance import located
 from fuser.lowering.emitters.reduction import emit_reduction
 from fuser.lowering.emitters.scan import emit_scan
+from fuser.lowering.emitters.sort import emit_sort
 from fuser.lowering.heuristics.options import (PLAN_ATTR, ScheduleOptions, ScheduleOptionsError, SchedulingPass,
                                                explicit_options, options_from_plan)
 
@@ -185,6 +187,8 @@ def emit_task(em: KernelEmitter, t: Task, materialized: set, args: set) -> None:
         emit_matmul(em, t, materialized, args)
     elif t.kind == "scan":
         emit_scan(em, t, materialized, args)
+    elif t.kind == "sort":
+        emit_sort(em, t, materialized, args)
     elif t.kind == "segment":
         emit_pointwise(em, [t.op.result], materialized, args)
     else:

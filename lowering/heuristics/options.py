@@ -105,6 +105,7 @@ PLAN_OPTIONS: dict[str, tuple[str, ...]] = {
     # A normalization segment turned non-persistent becomes reduction and pointwise kernels.
     "normalization": ("sms", "block", "vector", "split", "persistent"),
     "scan": ("sms", "block", "vector"),
+    "sort": ("sms", "block"),
     "matmul": ("sms", "tile", "stages", "matmul_persistent", "matmul_pingpong", "matmul_cluster", "matmul_store",
                "matmul_smem_reuse"),
 }

@@ -74,6 +74,7 @@ def _case(op: str, dt: str) -> str:
         "fusion.index_select": f"%r = fusion.index_select %x, %si dim 0 : {x}, {_t((7,), 'i32')} to {_t((7, C), dt)}",
         "fusion.reduce": f"%r = fusion.reduce sum %x dims [1] : {x} to {red}",
         "fusion.scan": f"%r = fusion.scan max %x dim 1 : {x} to {x}",
+        "fusion.sort": f"%r, %ri = fusion.sort %x dim 1 descending k 5 : {x} to {_t((R, 5), dt)}, {_t((R, 5), 'i64')}",
         "fusion.welford": f"%a, %q, %r = fusion.welford %x dims [1] : {x} to {red32}, {red32}, {_t((R,), 'i64')}",
         "fusion.var_mean": f"%r, %mean = fusion.var_mean %x dims [1] correction 1 : {x} to {red32}, {red32}",
         "fusion.matmul": f"%r = fusion.matmul %x, %w : {x}, {_t((C, 128), dt)} -> {_t((R, 128), 'f32')}",
@@ -97,6 +98,8 @@ def _result_type(line: str) -> str:
         return line.rsplit("to ", 1)[1].split(",")[0].strip()
     if "matmul" in line:
         return line.rsplit("-> ", 1)[1].strip()
+    if "fusion.sort" in line:  # (its values)
+        return line.rsplit("to ", 1)[1].split(",")[0].strip()
     return line.rsplit(" ", 1)[1] if " to " not in line else line.rsplit("to ", 1)[1].strip()
 
 
@@ -107,7 +110,7 @@ _LOGICAL = [op.name for op in F.LOGICAL_OPS if op.name != "fusion.logical_not"]
 OPS = _UNARY + _BINARY + _TESTS + _LOGICAL + ["fusion.logical_not", "fusion.cmp", "fusion.where", "fusion.full", "fusion.broadcast", "fusion.reshape",
                           "fusion.permute", "fusion.slice", "fusion.pad", "fusion.cat", "fusion.flip", "fusion.gather",
                           "fusion.index_select", "fusion.as_strided",
-                          "fusion.segment_set", "fusion.reduce", "fusion.scan", "fusion.welford",
+                          "fusion.segment_set", "fusion.reduce", "fusion.scan", "fusion.sort", "fusion.welford",
                           "fusion.var_mean", "fusion.matmul"]
 # Made by passes or around other ops, not on their own: a cast has its own sweep below.
 NOT_SWEPT = {"fusion.cast": "test_every_cast_compiles", "fusion.segment": "written by fusion-segment",
@@ -139,6 +142,8 @@ def _must_compile(op: str, dt: str) -> bool:
         return dt in FLOATS + INTS
     if op == "fusion.scan":  # a running max of floats, integers and masks (issue 31)
         return dt in FLOATS + INTS + ["i1"]
+    if op == "fusion.sort":  # topk of every float (f64 too), integer and mask (issue 32)
+        return dt in FLOATS + INTS + ["i1", "f64"]
     if op in INT_ONLY:
         return dt in INTS
     if op in F64_OPS:

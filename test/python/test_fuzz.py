@@ -165,7 +165,8 @@ COVERAGE_SEEDS = 800  # (each op x type pair needs to come up: more ops and type
 def test_every_op_type_and_cast_of_the_dialect_is_generated():
     """Over COVERAGE_SEEDS seeds, every op the dialect accepts (but NOT_FUZZED), every element type as an
     input, an output and an intermediate, every cast between two element types, every cmp
-    predicate, reduce kind and scan kind (each over every integer type, i1 and f32), shape ops and segment_set over every type, cmp, where and
+    predicate, reduce kind and scan kind (each over every integer type, i1 and f32), sorts over every
+    type (whole and topk, both ways), shape ops and segment_set over every type, cmp, where and
     full over every float type, integer type and i1, and every op that takes integers over every
     integer type reach a result. Adding an op or a type to the dialect fails this
     until the fuzzer draws it (and its evaluation knows it)."""
@@ -207,6 +208,9 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
                 seen[("scan", op.kind.data, name(op.input.type))] += 1
             if isinstance(op, (F.VarMeanOp, F.WelfordOp)):
                 seen[(op.name, name(op.input.type))] += 1
+            if isinstance(op, F.SortOp):
+                seen[("sort", name(op.input.type))] += 1
+                seen[("sort", "topk" if op.k is not None else "whole", op.is_descending)] += 1
             if isinstance(op, (*F.SHAPE_OPS, F.SegmentSetOp, F.CmpOp)):
                 seen[(op.name, name(op.operands[0].type))] += 1
             if isinstance(op, (F.WhereOp, F.FullOp, F.UnaryOp, F.BinaryOp, *F.CREATION_OPS)):
@@ -228,6 +232,9 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
     # every scan kind over every integer type, masks and f32; max and min of bf16 (issue 31)
     want |= {("scan", k, t) for k in F.SCAN_KINDS for t in ints + ["i1", "f32"]}
     want |= {("scan", k, "bf16") for k in ("max", "min")}
+    # sort over every type it takes; whole rows and topk, each both ways (issue 32)
+    want |= {("sort", F.dtype_name(t() if isinstance(t, type) else t)) for t in F.SORT_INPUT_TYPES}
+    want |= {("sort", what, d) for what in ("whole", "topk") for d in (False, True)}
     # iota over every numeric type, uniform and normal over each float type they take (issue 31)
     from fuser.dialects.fusion.creation import IOTA_TYPES
     for op, allowed in ((F.IotaOp, IOTA_TYPES), (F.UniformOp, F.UniformOp.ELEMENTS), (F.NormalOp, F.NormalOp.ELEMENTS)):

@@ -26,6 +26,9 @@ def test_cases_take_the_paths_they_name():
     assert "cluster=2" in sched("matmul_cluster_reuse") and "pingpong=1" in sched("matmul_pingpong")
     assert "persistent=1" in sched("matmul_persistent") and re.search(r"split=\d+", sched("matmul_split_k"))
     assert "bytes of shared memory" in sched("rows_in_smem")
+    s = sched("sorts")
+    assert "a bitonic network of 1024 in shared memory" in s and "keeps its first 8 in registers" in s
+    assert "8 rows per block, a bitonic network of 8" in s
     assert "store=direct" in sched("matmul_direct_store") and "store=tma" in sched("matmul_own_staging")
 
 

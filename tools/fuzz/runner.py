@@ -52,6 +52,7 @@ def fuzz_case(seed: int, name: str = "fuzz") -> FuzzCase:
     g.creations = random.Random(seed * 104729 + 11)  # iota and random ops in a unary op's place
     g.scans = random.Random(seed * 7919 + 5)  # scans after the typed part's other outputs
     g.f64s = random.Random(seed * 7919 + 7)  # f64 math after the scans (issue 31)
+    g.sorts = random.Random(seed * 7919 + 11)  # sorts after those (a stream of their own)
     side = random.Random(seed * 7919 + 1)  # one case in seven opens with a matmul
     with_matmul = side.random() < 1 / 7
     lead = 0

@@ -198,6 +198,26 @@ def _scan(kind: str):
             "prod": lambda x: np.cumprod(wide(x), axis=-1), "max": extreme, "min": extreme}[kind]
 
 
+def _sort(descending: bool, k: int):
+    """fusion.sort along the last axis, as torch's stable sort: (the first k values, their int64
+    positions). Equal elements keep their order (in both directions); NaN is above everything
+    (all NaNs equal) and -0.0 equals 0.0: ordered by (NaN or not, value, position)."""
+    def fn(x):
+        x = np.asarray(x)
+        if x.dtype.kind == "f":
+            nan = np.isnan(x)
+            key = np.where(nan, 0.0, x.astype(np.float64)) + 0.0  # (-0.0 + 0.0 is 0.0)
+            # NaN last ascending (first descending), then by value
+            cols = (np.where(nan, 1, 0), key) if not descending else (np.where(nan, 0, 1), -key)
+        else:
+            key = x.astype(np.int64)
+            cols = (np.zeros_like(key), key if not descending else ~key)  # (~ reverses int64 order exactly)
+        pos = np.broadcast_to(np.arange(x.shape[-1]), x.shape)
+        order = np.lexsort((pos, cols[1], cols[0]), axis=-1)[..., :k].astype(np.int64)  # (the last key first)
+        return np.take_along_axis(x, order, -1), order
+    return fn
+
+
 def _elems(rhs: str) -> list[str]:
     """The element types of the tensor types in an op's text, in order (short names: u8 for ui8)."""
     return [{"ui8": "u8"}.get(t, t) for t in re.findall(r"[<x]([a-z]+\d*)>", rhs)]

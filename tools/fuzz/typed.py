@@ -28,7 +28,12 @@ and cummin along the last dim of integer and mask values (in i64 or their type),
 where one passes 1.9 now and then) and of bf16 inputs (max and min): one or two outputs more in
 three typed parts in five, drawn from a stream of their own (`scans`) after the rest. f64 math,
 reductions, statistics and scans (`f64_math`, f64_part.py): one or two outputs more in three
-typed parts in five, from a stream of their own (`f64s`) after the scans.
+typed parts in five, from a stream of their own (`f64s`) after the scans. Sorts (`typed_sort`,
+issue 32): fusion.sort along the last dim, ascending or descending, whole or
+topk's first k, of exact integer and mask values and of f32 (ties: small integers cast; NaN
+where one passes 1.9 now and then), bf16, f16 and f64 inputs, returning its values or its
+indices: one output more in half the typed parts, from a stream of its own (`sorts`) after the
+f64 math.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from __future__ import annotations
 import math
 import random
 
-from .semantics import DISCRETE, INT_LIMIT, INTS, LOWP, Value
+from .semantics import DISCRETE, INT_LIMIT, INTS, LOWP, Step, Value, _sort
 
 CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")  # the dialect's; test_fuzz checks they match
 CAST_TYPES = ("f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32", "i64", "u8")
@@ -88,6 +93,10 @@ class _TypedPart:
             self.rng = rng
         if self.f64s is not None and self.f64s.random() < 0.6:  # f64 math (issue 31), from its own stream
             outs += [self.f64_math() for _ in range(self.f64s.randint(1, 2))]
+        if self.sorts is not None and self.sorts.random() < 0.5:  # (after the scans: they stay as they were)
+            self.rng = self.sorts
+            outs.append(self.typed_sort())
+            self.rng = rng
         outs = [self.out_cast(v) for v in outs]
         if rng.random() < 0.3:  # (drawn last, so that what came before is what each seed always gave)
             outs.append(self.out_cast(self.next_float()))
@@ -179,6 +188,45 @@ class _TypedPart:
             if out != "i64" and op in ("sum", "prod"):
                 v.bound = INT_LIMIT[out]  # (wrapped into its type)
         return self.keep(v)
+
+    def typed_sort(self) -> Value:
+        """A sort along the last dim of an exact full value (no don't-cares: every element of a
+        row moves every other one): ascending or descending, the whole row or topk's first k
+        (1, 2, 3, 8, 16, 17 or the row), of an integer or mask, or of an f32 (half of them small
+        integers cast: ties; NaN where one passes 1.9 now and then), bf16, f16 or f64 input. Both
+        results are written; the values or the indices are returned."""
+        rng = self.rng
+        dtype = rng.choice(DISCRETE + ("f32", "f32", "bf16", "f16", "f64"))
+        if dtype in DISCRETE:
+            x = self.make(dtype, "full")
+            if x.dc or not x.exact:
+                x = self.new_input("full", dtype)
+        else:
+            x = self.new_input("full", dtype) if dtype != "f32" or rng.random() < 0.5 else \
+                self.cast(self.new_input("full", "i8"), "f32")
+            if dtype != "f64" and rng.random() < 0.4:  # NaN: the greatest
+                t = self.ty("full", dtype)
+                m = self.emit("nm", "full", f"fusion.cmp gt, %{x.name}, %{(c := self.const(1.9, 'full', dtype)).name}"
+                                            f" : {t}", [x, c], "i1", listed=False)
+                x = self.emit("nw", "full", f"fusion.where %{m.name}, %{(c := self.const(math.nan, 'full', dtype)).name}"
+                                            f", %{x.name} : {t}", [m, c, x], dtype, listed=False)
+        shape = self.shape("full")
+        n = shape[-1]
+        k = None if rng.random() < 0.5 else min(n, rng.choice([1, 2, 3, 8, 16, 17, n]))
+        descending = rng.random() < 0.5
+        kind = "full" if k is None else "=" + "x".join(str(d) for d in shape[:-1] + (k,))
+        values = Value(self.fresh("sv"), kind, x.dtype, exact=True, bound=x.bound)
+        indices = Value(self.fresh("si"), kind, "i64", exact=True, bound=float(n))
+        self.lines.append(f"  %{values.name}, %{indices.name} = fusion.sort %{x.name} dim {len(shape) - 1}"
+                          f"{' descending' if descending else ''}{'' if k is None else f' k {k}'} : "
+                          f"{self.ty('full', x.dtype)} to {self.ty(kind, x.dtype)}, {self.ty(kind, 'i64')}")
+        self.steps.append(Step([values.name, indices.name], _sort(descending, k or n), [x.name],
+                               lambda vals, mags: (0.0, 0.0), lambda vals, dcs, margins: None))
+        for v in (values, indices):
+            self.info[v.name] = v
+            self.made.append(v)
+        self.uses.setdefault(x.name, set()).update((values.name, indices.name))
+        return self.keep(rng.choice([values, indices]))
 
     def keep(self, v: Value) -> Value:
         """File a value of the typed part: f32 ones with the float values, others with the typed."""
