@@ -104,33 +104,23 @@ class ModuleTranslator:
     def helper(self, math_op: str) -> str:
         """Define (once) the f32 helper for a math op (of one operand, or two: MATH_HELPERS2);
         return its name."""
-        fn = f"__fuser_{math_op.split('.')[-1]}f"
-        if fn not in self.helpers:
-            e = Emitter(self, fn)
-            e.start_block("entry")
-            params = ["%a", "%b"] if math_op in MATH_HELPERS2 else ["%x"]
-            body = (MATH_HELPERS2 if math_op in MATH_HELPERS2 else MATH_HELPERS)[math_op](e, *params)
-            e.emit(f"ret float {body}")
-            body = "\n".join(e.lines)
-            self.helpers[fn] = (
-                f"define internal float @{fn}({', '.join('float ' + p for p in params)}) "
-                f"#{self.attr_group('alwaysinline')} {{\n{body}\n}}"
-            )
-        return fn
+        return self._math_helper(f"__fuser_{math_op.split('.')[-1]}f", "float", math_op, MATH_HELPERS, MATH_HELPERS2)
 
     def helper_f64(self, math_op: str) -> str:
         """Define (once) the f64 helper for a math op (libm_f64.py: MATH_F64, or MATH_F64_2 for
         two operands); return its name."""
-        fn = f"__fuser_{math_op.split('.')[-1]}"
+        return self._math_helper(f"__fuser_{math_op.split('.')[-1]}", "double", math_op, MATH_F64, MATH_F64_2)
+
+    def _math_helper(self, fn: str, ty: str, math_op: str, unary: dict, binary: dict) -> str:
         if fn not in self.helpers:
             e = Emitter(self, fn)
             e.start_block("entry")
-            params = ["%a", "%b"] if math_op in MATH_F64_2 else ["%x"]
-            body = (MATH_F64_2 if math_op in MATH_F64_2 else MATH_F64)[math_op](e, *params)
-            e.emit(f"ret double {body}")
+            params = ["%a", "%b"] if math_op in binary else ["%x"]
+            body = (binary if math_op in binary else unary)[math_op](e, *params)
+            e.emit(f"ret {ty} {body}")
             body = "\n".join(e.lines)
             self.helpers[fn] = (
-                f"define internal double @{fn}({', '.join('double ' + p for p in params)}) "
+                f"define internal {ty} @{fn}({', '.join(f'{ty} ' + p for p in params)}) "
                 f"#{self.attr_group('alwaysinline')} {{\n{body}\n}}"
             )
         return fn
