@@ -234,10 +234,18 @@ def test_long_rows_are_refused_naming_the_limit():
     assert p.mode == "select" and p.net == p.bx * SORT_SELECT_MAX_K
 
 
-@pytest.mark.parametrize("shape,k", [((1,), None), ((7,), None), ((3, 33), None), ((2, 1000), None),
-                                     ((2, 4097), None), ((300, 5), None), ((2, 3, 1), None), ((3, 1000), 8),
-                                     ((2, 32000), 8), ((5, 33), 33), ((4, 100000), 16), ((4, 100), 17)], ids=str)
-@pytest.mark.parametrize("dt", ["f32", "bf16", "f16", "f64", "i1", "i8", "u8", "i16", "i32", "i64"])
+SHAPES = [((1,), None), ((7,), None), ((3, 33), None), ((2, 1000), None), ((2, 4097), None), ((300, 5), None),
+          ((2, 3, 1), None), ((3, 1000), 8), ((2, 32000), 8), ((5, 33), 33), ((4, 100000), 16), ((4, 100), 17)]
+SORT_TYPES = ["f32", "bf16", "f16", "f64", "i1", "i8", "u8", "i16", "i32", "i64"]
+# Every geometry (short rows, a warp, a block, the longest whole row, topk's select walk) in f32,
+# and every type (its ordering key) in a whole-row sort and a topk: each case costs a compile and
+# a ptxas run, so not the whole cross product.
+PTX_CASES = ([("f32", shape, k) for shape, k in SHAPES]
+             + [(dt, shape, k) for dt in SORT_TYPES[1:] for shape, k in (((3, 33), None), ((3, 1000), 8))]
+             + [("bf16", (2, 4097), None), ("f64", (4, 100000), 16)])
+
+
+@pytest.mark.parametrize("dt,shape,k", PTX_CASES, ids=str)
 def test_ptx_is_assembled(dt, shape, k):
     if shape[-1] > 16384 and k is None:
         pytest.skip("too long to sort whole")
