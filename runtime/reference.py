@@ -319,7 +319,10 @@ def _in_f64(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np
 
 
 def _gelu_erf(x: np.ndarray) -> np.ndarray:
-    y = 0.5 * x.astype(np.float64) * (1.0 + _erf64(x.astype(np.float64) / math.sqrt(2.0)))
+    """x/2 (1 + erf(x / sqrt 2)) as x/2 erfc(-x / sqrt 2), which keeps its relative accuracy
+    where 1 + erf cancels (x << 0); -inf gives NaN, as torch's."""
+    xd = x.astype(np.float64)
+    y = 0.5 * xd * np.vectorize(math.erfc, otypes=[np.float64])(-xd / math.sqrt(2.0))
     return y.astype(x.dtype, copy=False)
 
 
