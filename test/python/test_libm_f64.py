@@ -23,7 +23,7 @@ import pytest
 
 mpmath = pytest.importorskip("mpmath")
 
-from fuser.lowering.target.llvmir import libm_f64  # noqa: E402
+from fuser.lowering.target.llvmir import math_f64  # noqa: E402
 from fuser.lowering.target.llvmir.emitter import Emitter  # noqa: E402
 
 mp = mpmath.mp
@@ -55,12 +55,12 @@ def helper(name: str):
     import llvmlite.binding as lb
 
     op = {"fmod": "arith.remf", "pow": "math.powf"}.get(name, f"math.{name}")
-    two = op in libm_f64.MATH_F64_2
+    two = op in math_f64.MATH_F64_2
     mod = _Module()
     e = Emitter(mod, "h")
     e.start_block("entry")
     params = ["%a", "%b"] if two else ["%x"]
-    body = (libm_f64.MATH_F64_2 if two else libm_f64.MATH_F64)[op](e, *params)
+    body = (math_f64.MATH_F64_2 if two else math_f64.MATH_F64)[op](e, *params)
     e.emit(f"ret double {body}")
     text = ("\n".join(mod.globals.values()) + "\n" + "\n".join(mod.lines.values()) + "\n"
             + f"define double @h({', '.join('double ' + p for p in params)}) {{\n" + "\n".join(e.lines) + "\n}")

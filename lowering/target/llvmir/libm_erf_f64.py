@@ -254,7 +254,7 @@ def _erfcinv(e: Emitter, y: str) -> str:
     return e.select(bad, "double", e.d(math.nan), z)
 
 
-# math op name -> the body of its f64 helper double(double %x) (merged into libm_f64.MATH_F64)
+# math op name -> the body of its f64 helper double(double %x) (math_f64.MATH_F64 has them all)
 ERF_F64: dict[str, Callable[[Emitter, str], str]] = {
     "math.erf": _erf,
     "math.erfc": _erfc,

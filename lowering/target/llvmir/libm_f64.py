@@ -35,7 +35,7 @@ every sample):
 * fmod (exact): the remainder of the 53-bit mantissas, by shift-and-remainder steps of 11 bits.
 
 * erf (1), erfc (2), gelu's erf form (3), erfinv (1), erfcinv (1): libm_erf_f64.py (their own
-  module; merged into MATH_F64 at the end of this one).
+  module, built on this one's exp and log; math_f64.py puts the two tables together).
 
 lgamma has no f64 form: its f32 helper reaches f32 accuracy only, and the dialect refuses it on
 f64 tensors.
@@ -634,8 +634,3 @@ MATH_F64_2: dict[str, Callable[[Emitter, str, str], str]] = {
     "math.powf": _pow,
     "arith.remf": _fmod,
 }
-
-# The erf family lives in its own module, which uses the helpers above (imported last for that).
-from .libm_erf_f64 import ERF_F64  # noqa: E402
-
-MATH_F64.update(ERF_F64)
