@@ -47,4 +47,15 @@ class LgammaOp(FloatingPointLikeUnaryMathOperation):
     traits = traits_def(Pure(), SameOperandsAndResultType())
 
 
-MATH_EXT_OPS = [ErfcOp, ErfinvOp, ErfcinvOp, LgammaOp]
+@irdl_op_definition
+class GeluOp(FloatingPointLikeUnaryMathOperation):
+    """`%y = math.gelu %x : f64`: x/2 (1 + erf(x / sqrt 2)), GELU's erf form, computed as one
+    function so that it keeps its relative accuracy where 1 + erf cancels (x << 0). Not an
+    upstream op: fuser's own; the kernels use it for f64 only (f32 composes erf)."""
+
+    name = "math.gelu"
+
+    traits = traits_def(Pure(), SameOperandsAndResultType())
+
+
+MATH_EXT_OPS = [ErfcOp, ErfinvOp, ErfcinvOp, LgammaOp, GeluOp]

@@ -171,9 +171,10 @@ def erfinv(x: float) -> float:
 def erfcinv(y: float) -> float:
     """The inverse of erfc in float64: z with erfc(z) = y, y in [0, 2]. With s = y (or 2 - y,
     exact, the result negated) in (0, 1]: s >= 1/2 is erfinv(1 - s) (1 - s exact there); below,
-    Newton's method on math.erfc(z) - s (erfc keeps its relative accuracy in the tail, where
-    1 - s would round away what s holds) inside a bracket that each step narrows, bisecting
-    where a step leaves it."""
+    Newton's method on log(math.erfc(z) / s) (erfc keeps its relative accuracy in the tail, where
+    1 - s would round away what s holds; in log space the steps stay quadratic from afar, where
+    Newton on erfc itself crawls) inside a bracket that each step narrows, bisecting where a step
+    leaves it. Accurate while erfc(z) is a normal double (s >= 2.2e-308)."""
     if math.isnan(y) or not 0 <= y <= 2:
         return math.nan
     if y in (0, 2):
@@ -181,14 +182,15 @@ def erfcinv(y: float) -> float:
     s, sign = (y, 1.0) if y <= 1 else (2.0 - y, -1.0)
     if s >= 0.5:
         return sign * erfinv(1.0 - s)
-    lo, hi = 0.0, 27.0  # erfc(27) is below every positive double s can be
+    lo, hi = 0.0, 27.3  # erfc(27.3) is below every positive double s can be
     z = min(math.sqrt(-math.log(s)), hi / 2)
     for _ in range(300):
-        r = math.erfc(z) - s
-        if r == 0:
+        c = math.erfc(z)
+        if c == s:
             break
-        lo, hi = (z, hi) if r > 0 else (lo, z)
-        nz = z + r / (2.0 / math.sqrt(math.pi) * math.exp(-z * z))
+        lo, hi = (z, hi) if c > s else (lo, z)
+        slope = 2.0 / math.sqrt(math.pi) * math.exp(-z * z)
+        nz = z + math.log(c / s) * c / slope if c > 0 and slope > 0 else 0.5 * (lo + hi)
         if not lo < nz < hi:
             nz = 0.5 * (lo + hi)
         if nz == z:
@@ -319,7 +321,10 @@ def _in_f64(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np
 
 
 def _gelu_erf(x: np.ndarray) -> np.ndarray:
-    y = 0.5 * x.astype(np.float64) * (1.0 + _erf64(x.astype(np.float64) / math.sqrt(2.0)))
+    """x/2 (1 + erf(x / sqrt 2)) as x/2 erfc(-x / sqrt 2), which keeps its relative accuracy
+    where 1 + erf cancels (x << 0); -inf gives NaN, as torch's."""
+    xd = x.astype(np.float64)
+    y = 0.5 * xd * np.vectorize(math.erfc, otypes=[np.float64])(-xd / math.sqrt(2.0))
     return y.astype(x.dtype, copy=False)
 
 

@@ -156,9 +156,6 @@ class GeluOp(UnaryOp):
         approx = self.attributes.get("approximate")
         if approx is not None and not (isinstance(approx, StringAttr) and approx.data in ("none", "tanh")):
             raise VerifyException(f"'fusion.gelu' op attribute 'approximate' must be \"none\" or \"tanh\", got {approx}")
-        if self.approximate == "none" and isinstance(self.input.type.element_type, Float64Type):
-            raise VerifyException("'fusion.gelu' op operand #0 ('input') is f64: the erf form needs erf, which has "
-                                  "no f64 lowering (approximate \"tanh\" takes f64; or cast to f32 first)")
 
     @property
     def approximate(self) -> str:
@@ -171,7 +168,6 @@ class ErfOp(UnaryOp):
     """the error function, 2/sqrt(pi) * integral of e^-t^2 from 0 to x"""
 
     name = "fusion.erf"
-    NO_F64: ClassVar[bool] = True
 
 
 @irdl_op_definition
@@ -326,7 +322,6 @@ class ErfcOp(UnaryOp):
     """1 - erf(x), accurate where erf(x) is near 1"""
 
     name = "fusion.erfc"
-    NO_F64: ClassVar[bool] = True
 
 
 @irdl_op_definition
@@ -334,7 +329,6 @@ class ErfinvOp(UnaryOp):
     """the inverse of erf on (-1, 1); +-inf at +-1, NaN beyond"""
 
     name = "fusion.erfinv"
-    NO_F64: ClassVar[bool] = True
 
 
 @irdl_op_definition
@@ -342,7 +336,6 @@ class ErfcinvOp(UnaryOp):
     """the inverse of erfc on (0, 2); +inf at 0, -inf at 2, NaN beyond"""
 
     name = "fusion.erfcinv"
-    NO_F64: ClassVar[bool] = True
 
 
 @irdl_op_definition

@@ -18,7 +18,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
 from fuser.dialects.arith_ext import RemFOp
-from fuser.dialects.math_ext import ErfcinvOp, ErfcOp, ErfinvOp, LgammaOp
+from fuser.dialects.math_ext import ErfcinvOp, ErfcOp, ErfinvOp, GeluOp, LgammaOp
 from fuser.lowering.common import ScheduleError, shape_of
 from fuser.lowering.emitters.kernel_builder import KernelBuilder, f32, index
 from fuser.lowering.emitters.random import emit_iota, emit_random
@@ -427,6 +427,8 @@ def emit_unary(kb: KernelBuilder, op: F.UnaryOp, x: SSAValue) -> SSAValue:
             u2 = kb.fmul(c(-2.0 * math.sqrt(2.0 / math.pi)),
                          kb.fadd(x, kb.fmul(c(0.044715), kb.fmul(x, kb.fmul(x, x)))))
             r = kb.fdiv_approx(x, kb.fadd(one, kb.math1(mathd.ExpOp, u2)))
+        case F.GeluOp() if isinstance(x.type, Float64Type):  # f64: one helper (libm_erf_f64: x/2 erfc(-x/sqrt 2))
+            r = kb.math1(GeluOp, x)
         case F.GeluOp():
             r = kb.fmul(kb.fmul(half, x), kb.fadd(one, kb.math1(mathd.ErfOp, kb.fmul(x, c(1.0 / math.sqrt(2.0))))))
         case F.ReciprocalOp():

@@ -1,5 +1,5 @@
 """f64 computed in f64 (issue 31): the dialect takes f64 wherever a float is accepted (save the
-ops with no f64-accurate lowering, refused by name, and matmul), the reference interpreter
+lgamma, which has no f64-accurate lowering and is refused by name, and matmul), the reference interpreter
 computes it in float64, the Python API promotes as torch does, and the kernels compute it in f64
 registers: the PTX of f64 math, reductions and scans has f64 instructions, 64-bit shuffles as
 two 32-bit halves, and no round trip through f32."""
@@ -35,9 +35,9 @@ def _verify(text: str) -> None:
 
 UNARY_F64 = ["neg", "abs", "exp", "log", "tanh", "sqrt", "rsqrt", "relu", "sigmoid", "silu", "exp2", "log2", "log10",
              "log1p", "reciprocal", "floor", "ceil", "trunc", "round", "sign", "sin", "cos", "tan", "asin", "acos",
-             "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1"]
+             "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "erf", "erfc", "erfinv", "erfcinv"]
 BINARY_F64 = ["add", "sub", "mul", "div", "max", "min", "pow", "atan2", "fmod", "remainder", "nextafter"]
-REFUSED = ["erf", "erfc", "erfinv", "erfcinv", "lgamma"]
+REFUSED = ["lgamma"]
 
 
 @pytest.mark.parametrize("op", UNARY_F64)
@@ -59,11 +59,10 @@ def test_ops_without_an_f64_lowering_refuse_f64_by_name(op):
                 f"  func.return %r : {_t('f64')}\n}}")
 
 
-def test_gelu_takes_f64_in_its_tanh_form_only():
+def test_gelu_takes_f64_in_both_forms():
     body = "func.func @f(%x: {t}) -> {t} {{\n  %r = fusion.gelu %x {attrs}: {t}\n  func.return %r : {t}\n}}"
     _verify(body.format(t=_t("f64"), attrs='{approximate = "tanh"} '))
-    with pytest.raises(INVALID, match=r"'fusion\.gelu' op operand #0 \('input'\) is f64: the erf form"):
-        _verify(body.format(t=_t("f64"), attrs=""))
+    _verify(body.format(t=_t("f64"), attrs=""))
 
 
 def test_matmul_refuses_f64_with_a_clear_message():
@@ -181,6 +180,23 @@ def test_f64_pointwise_ptx_computes_in_f64():
     assert "fma.rn.f64" in ptx and "div.rn.f64" in ptx and "sqrt.rn.f64" in ptx
     assert "ld.global" in ptx and re.search(r"ld\.global(\.nc)?(\.v2)?\.f64|ld\.global(\.nc)?(\.v2)?\.u64|ld\.global(\.nc)?(\.v2)?\.b64", ptx)
     assert not re.search(r"cvt\.rn\.f32\.f64|cvt\.f64\.f32", ptx), "f64 math went through f32"
+    assert "ex2.approx" not in ptx and "lg2.approx" not in ptx
+
+
+def test_f64_erf_family_and_gelu_ptx_compute_in_f64():
+    """erf, erfc, erfinv, erfcinv and gelu's erf form: f64 helpers (libm_erf_f64.py), no f32."""
+    x = _t("f64", (5, 33))
+    ptx = _ptx(f"""func.func @f(%x: {x}) -> ({x}, {x}, {x}, {x}, {x}) {{
+  %a = fusion.erf %x : {x}
+  %b = fusion.erfc %x : {x}
+  %c = fusion.gelu %x : {x}
+  %t = fusion.tanh %x : {x}
+  %d = fusion.erfinv %t : {x}
+  %e = fusion.erfcinv %b : {x}
+  func.return %a, %b, %c, %d, %e : {x}, {x}, {x}, {x}, {x}
+}}""")
+    assert "fma.rn.f64" in ptx and "__fuser_erfcx_table" in ptx  # erfcx's coefficient table
+    assert not re.search(r"cvt\.rn\.f32\.f64|cvt\.f64\.f32", ptx), "f64 erf went through f32"
     assert "ex2.approx" not in ptx and "lg2.approx" not in ptx
 
 

@@ -4,7 +4,8 @@ argmax, argmin, mean, var_mean, welford) along the row and the column, the scans
 and normal's moments, on odd shapes with NaN, infinities, zeros and subnormals planted.
 
 Bounds: the rounding ops, arithmetic, max/min, fmod, remainder, nextafter, cmp and where exactly
-torch's; the transcendental helpers within 4 ulp of torch's (libm_f64.py is within 2 ulp of the
+torch's; the transcendental helpers (erf and erfc too) within 4 ulp of torch's; gelu's erf form,
+erfinv and erfcinv against references of their own (torch's cancel or lose accuracy near +-1) (libm_f64.py is within 2 ulp of the
 correctly rounded result on the host, test_libm_f64.py; torch's own CPU libm adds up to 1);
 reductions to the rounding of a different summation order."""
 
@@ -58,6 +59,7 @@ UNARY = {
     "sinh": (torch.sinh, "hyper", 4), "cosh": (torch.cosh, "hyper", 4), "tanh": (torch.tanh, "normal", 4),
     "asinh": (torch.asinh, "wide", 4), "acosh": (torch.acosh, "positive", 4), "atanh": (torch.atanh, "unit", 4),
     "sigmoid": (torch.sigmoid, "normal", 4), "silu": (torch.nn.functional.silu, "normal", 4),
+    "erf": (torch.erf, "normal", 4), "erfc": (torch.erfc, "erfc", 4),
 }
 BINARY = {
     "add": (torch.add, 0), "sub": (torch.sub, 0), "mul": (torch.mul, 0), "div": (torch.div, 0),
@@ -81,6 +83,10 @@ def _inputs(draw: str, seed: int = 35) -> np.ndarray:
         x = rng.uniform(-745, 710, n)
     elif draw == "hyper":  # (past 709.78 torch's CPU sinh and cosh overflow early; test_libm_f64 covers it)
         x = rng.uniform(-709, 709, n)
+    elif draw == "erfc":  # down to erfc's underflow (27.2) and to 2 below
+        x = np.concatenate([rng.uniform(-6.0, 28.0, n // 2), rng.standard_normal(n - n // 2)])
+    elif draw == "gelu":  # gelu's tail, to its underflow near x = -38.6
+        x = np.concatenate([rng.uniform(-40.0, 10.0, n // 2), rng.standard_normal(n - n // 2) * 3.0])
     elif draw == "wide":  # small, rotary-embedding-sized and huge (both reductions of sin)
         x = rng.standard_normal(n) * 10.0 ** rng.integers(-300, 300, n).astype(np.float64)
     else:
@@ -125,6 +131,77 @@ def test_gelu_tanh_f64_on_the_gpu():
     fin = np.isfinite(want)
     # (x / (1 + e^(-2u)) against torch's 0.5 x (1 + tanh u): the tail for x < 0 cancels in torch's)
     np.testing.assert_allclose(got[fin], want[fin], rtol=1e-13, atol=1e-15)
+
+
+def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Veltkamp's split of a double into two 26-bit halves (numpy rounds each operation: no fma
+    contraction), for |a| < 1e300."""
+    t = 134217729.0 * a
+    hi = t - (t - a)
+    return hi, a - hi
+
+
+def _gelu_erf_f64(x: np.ndarray) -> np.ndarray:
+    """x/2 erfc(y), y = yh + yl = -x / sqrt 2 to ~2^-106 (Dekker's product, 1/sqrt 2 in two parts),
+    erfc(yh + yl) = erfc(yh) (1 - 2 yh yl) where yh > 0 (e^(-y^2)'s slope; condition 2 y^2): within
+    ~2 ulp of the true value, where torch's 0.5 x (1 + erf(x / sqrt 2)) cancels for x << 0."""
+    c_hi, c_lo = 0.7071067811865476, -4.833646656726457e-17
+    with np.errstate(all="ignore"):
+        y = -np.where(np.abs(x) < 1e300, x, 0.0)
+        yh = y * c_hi
+        (a1, a2), (b1, b2) = _split(y), _split(np.full_like(y, c_hi))
+        yl = (((a1 * b1 - yh) + a1 * b2 + a2 * b1) + a2 * b2) + y * c_lo
+        e = np.vectorize(math.erfc, otypes=[np.float64])(-x * c_hi)
+        corr = np.where((yh > 0) & (yh < 28), 1.0 - 2.0 * yh * yl, 1.0)
+        return 0.5 * x * e * corr
+
+
+def test_gelu_erf_f64_on_the_gpu():
+    """gelu's erf form in f64 (libm_erf_f64: x/2 erfc(-x / sqrt 2), within 3 ulp on the host)
+    against a double-double-corrected erfc; -inf gives NaN and +inf inf, as torch's."""
+    x = _inputs("gelu")
+    got = np.asarray(fuser.compile(f"func.func @g(%x: {T}) -> {T} {{\n  %y = fusion.gelu %x : {T}\n"
+                                   f"  func.return %y : {T}\n}}")(x))
+    want = _gelu_erf_f64(x)
+    # where the reference's erfc may be subnormal, 20 of its ulps (2^-1074) more
+    deep = np.abs(want) < 1e-290
+    _check("gelu", np.where(deep, 0.0, got), np.where(deep, 0.0, want), 6)
+    assert np.all(np.abs(got[deep] - want[deep]) <= 6 * np.spacing(np.abs(want[deep])) + 20 * 5e-324)
+    assert np.isnan(got.ravel()[2]) and got.ravel()[1] == math.inf  # (SPECIAL: -inf, inf)
+    torch_ok = x > -1  # where torch's own form hardly cancels (1 + erf(-0.71) = 0.32)
+    np.testing.assert_allclose(got[torch_ok], torch.nn.functional.gelu(torch.from_numpy(x)).numpy()[torch_ok],
+                               rtol=1e-14, atol=1e-300)
+
+
+def test_erfinv_and_erfcinv_f64_on_the_gpu():
+    """erfinv over (-1, 1) up to 1 - 2^-53 and erfcinv over (0, 2) down to 1e-300, against the
+    reference interpreter's float64 Newton solutions (math.erf / math.erfc, ~1 ulp; torch's
+    erfinv loses accuracy near +-1 and torch has no erfcinv); the specials as torch's."""
+    from fuser.runtime.reference import erfcinv, erfinv
+
+    rng = np.random.default_rng(36)
+    n = math.prod(SHAPE)
+    x = np.concatenate([rng.uniform(-1, 1, n // 2), 1 - 10.0 ** rng.uniform(-15.9, 0, n // 4),
+                        -(10.0 ** rng.uniform(-300, 0, n - n // 2 - n // 4))])
+    x[:8] = [1.0, -1.0, 0.0, -0.0, math.nan, 1.5, -math.inf, 5e-324]
+    y = np.concatenate([rng.uniform(0, 2, n // 2), 10.0 ** rng.uniform(-300, 0, n // 4),
+                        2 - 10.0 ** rng.uniform(-15.9, 0, n - n // 2 - n // 4)])
+    y[:7] = [0.0, 2.0, 1.0, math.nan, -0.5, 2.5, math.inf]
+    text = f"""func.func @i(%x: {T}, %y: {T}) -> ({T}, {T}) {{
+  %a = fusion.erfinv %x : {T}
+  %b = fusion.erfcinv %y : {T}
+  func.return %a, %b : {T}, {T}
+}}"""
+    a, b = (np.asarray(v) for v in fuser.compile(text)(x.reshape(SHAPE), y.reshape(SHAPE)))
+    want_a = np.vectorize(erfinv, otypes=[np.float64])(x).reshape(SHAPE)
+    want_b = np.vectorize(erfcinv, otypes=[np.float64])(y).reshape(SHAPE)
+    _check("erfinv", a, want_a, 4)
+    _check("erfcinv", b, want_b, 4)
+    specials = torch.erfinv(torch.tensor(x[:8])).numpy()
+    assert np.array_equal(a.ravel()[:8], specials, equal_nan=True)
+    assert np.array_equal(np.signbit(a.ravel()[:4]), np.signbit(specials[:4]))
+    assert b.ravel()[0] == math.inf and b.ravel()[1] == -math.inf and b.ravel()[2] == 0.0
+    assert np.isnan(b.ravel()[3:7]).all()
 
 
 @pytest.mark.parametrize("op", list(BINARY))

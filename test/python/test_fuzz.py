@@ -208,6 +208,8 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
                 seen[("scan", op.kind.data, name(op.input.type))] += 1
             if isinstance(op, (F.VarMeanOp, F.WelfordOp)):
                 seen[(op.name, name(op.input.type))] += 1
+            if isinstance(op, F.GeluOp):
+                seen[("gelu", op.approximate, name(op.input.type))] += 1
             if isinstance(op, F.SortOp):
                 seen[("sort", name(op.input.type))] += 1
                 seen[("sort", "topk" if op.k is not None else "whole", op.is_descending)] += 1
@@ -248,6 +250,7 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
     want |= {("reduce", k, "f64") for k in ("sum", "prod", "max", "min")}
     want |= {("scan", k, "f64") for k in ("sum", "max", "min")}
     want |= {(op, "f64") for op in ("fusion.var_mean", "fusion.welford")}
+    want |= {("gelu", form, "f64") for form in ("none", "tanh")}  # both forms of gelu in f64
     # strided inputs of every type and every kind, outputs in a stride order (issue 32)
     want |= {("strided input", t) for t in types + ["expanded", "gapped or permuted", "step", "permuted"]}
     want |= {("stride_order output", t) for t in ("f32", "bf16", "f16")}

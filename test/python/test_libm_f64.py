@@ -7,6 +7,10 @@ scale (uniform over intervals and log-uniform over magnitudes from subnormals to
 point), tiny and subnormal arguments, large ones, and the special values, whose results must
 equal numpy's (C's) bit for bit, sign of zero and NaN included. The bounds asserted are the ones
 libm_f64's docstring states.
+
+The erf family (libm_erf_f64.py), measured the same way: erf 1 ulp, erfc 2, gelu (erf form,
+x/2 erfc(-x / sqrt 2)) 3, erfinv 1, erfcinv 1 (against erfinv of 1 - s, or Newton's method on
+log erfc at 150 bits where s < 1/2, subnormal s included); special values as C's or torch's.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import pytest
 
 mpmath = pytest.importorskip("mpmath")
 
-from fuser.lowering.target.llvmir import libm_f64  # noqa: E402
+from fuser.lowering.target.llvmir import math_f64  # noqa: E402
 from fuser.lowering.target.llvmir.emitter import Emitter  # noqa: E402
 
 mp = mpmath.mp
@@ -51,12 +55,12 @@ def helper(name: str):
     import llvmlite.binding as lb
 
     op = {"fmod": "arith.remf", "pow": "math.powf"}.get(name, f"math.{name}")
-    two = op in libm_f64.MATH_F64_2
+    two = op in math_f64.MATH_F64_2
     mod = _Module()
     e = Emitter(mod, "h")
     e.start_block("entry")
     params = ["%a", "%b"] if two else ["%x"]
-    body = (libm_f64.MATH_F64_2 if two else libm_f64.MATH_F64)[op](e, *params)
+    body = (math_f64.MATH_F64_2 if two else math_f64.MATH_F64)[op](e, *params)
     e.emit(f"ret double {body}")
     text = ("\n".join(mod.globals.values()) + "\n" + "\n".join(mod.lines.values()) + "\n"
             + f"define double @h({', '.join('double ' + p for p in params)}) {{\n" + "\n".join(e.lines) + "\n}")
@@ -246,3 +250,92 @@ def test_f64_fmod_is_exact():
         want = np.fmod(a, b)  # C's fmod: exact
     same = (got == want) & (np.signbit(got) == np.signbit(want)) | (np.isnan(got) & np.isnan(want))
     assert same.all(), list(zip(a[~same][:5], b[~same][:5], got[~same][:5], want[~same][:5]))
+
+
+# ------------------------------------------------------------------ the erf family (libm_erf_f64)
+
+
+def _gelu_mp(x):
+    return x / 2 * mpmath.erfc(-x / mpmath.sqrt(2))
+
+
+def _erfinv_mp(x):
+    if abs(x) > 1:
+        raise ValueError
+    return mpmath.erfinv(x) if abs(x) < 1 else mpmath.inf * mpmath.sign(x)
+
+
+def _erfcinv_mp(y):
+    """z with erfc(z) = y: erfinv(1 - s) for s >= 1/2 (1 - s exact in 150 bits), else Newton's
+    method on log erfc(z) = log s at 150 bits (s may be subnormal); s = y or 2 - y (negated)."""
+    if not 0 <= y <= 2:
+        raise ValueError
+    if y in (0, 2):
+        return mpmath.inf if y == 0 else -mpmath.inf
+    s, sign = (y, 1) if y <= 1 else (2 - y, -1)
+    if s >= 0.5:
+        return sign * mpmath.erfinv(1 - s)
+    ls, z = mpmath.log(s), mpmath.sqrt(-mpmath.log(s))
+    for _ in range(200):
+        c = mpmath.erfc(z)
+        step = (mpmath.log(c) - ls) * mpmath.sqrt(mpmath.pi) * c / (-2 * mpmath.exp(-z * z))
+        z -= step
+        if abs(step) < mpmath.mpf(2) ** -140 * z:
+            break
+    return sign * z
+
+
+_SUB = np.array([5e-324, -5e-324, 2.2e-308, 1e-310, -3e-320, 1e-300, 1e-20, -1e-20])
+# name -> (mpmath function, sampler, the bound in ulp: the largest error measured on these sweeps
+# and the specials, rounded up to an integer)
+ERF_CASES = {
+    "erf": (mpmath.erf, lambda r: np.concatenate([r.uniform(-6, 6, 2000), r.uniform(-0.6, 0.6, 500),
+                                                  _logspace(r, -320, 1.5, 1000), _SUB]), 1.0),
+    "erfc": (mpmath.erfc, lambda r: np.concatenate([r.uniform(-6, 28, 2000), r.uniform(-0.6, 0.6, 500),
+                                                    _logspace(r, -320, 1.45, 1000), _SUB]), 2.0),
+    "gelu": (_gelu_mp, lambda r: np.concatenate([r.uniform(-40, 10, 2000), r.uniform(-1.5, 1.5, 500),
+                                                 _logspace(r, -320, 2, 1000), _SUB]), 3.0),
+    "erfinv": (_erfinv_mp, lambda r: np.concatenate([r.uniform(-1, 1, 2000), 1 - _logspace(r, -16, 0, 500, False),
+                                                     _logspace(r, -320, 0, 800), _SUB,
+                                                     [0.5, 0.53, 0.5300000000000001, 1 - 2.0 ** -53]]), 1.0),
+    "erfcinv": (_erfcinv_mp, lambda r: np.concatenate([r.uniform(0, 2, 2000), _logspace(r, -323.3, 0.3, 1000, False),
+                                                       2 - _logspace(r, -16, 0, 300, False),
+                                                       1 + _logspace(r, -300, -1, 300), np.abs(_SUB)]), 1.0),
+}
+# special values and what C / torch give (erf, erfc: C's; gelu, erfinv, erfcinv: torch's)
+ERF_SPECIALS = {
+    "erf": [(0.0, 0.0), (-0.0, -0.0), (np.inf, 1.0), (-np.inf, -1.0), (np.nan, np.nan), (6.0, 1.0), (-30.0, -1.0)],
+    "erfc": [(0.0, 1.0), (-0.0, 1.0), (np.inf, 0.0), (-np.inf, 2.0), (np.nan, np.nan), (28.0, 0.0), (1e300, 0.0),
+             (-30.0, 2.0)],
+    "gelu": [(0.0, 0.0), (-0.0, -0.0), (np.inf, np.inf), (-np.inf, np.nan), (np.nan, np.nan), (-1e300, -0.0),
+             (1e300, 1e300), (-40.0, -0.0)],
+    "erfinv": [(0.0, 0.0), (-0.0, -0.0), (1.0, np.inf), (-1.0, -np.inf), (1.5, np.nan), (-np.inf, np.nan),
+               (np.nan, np.nan)],
+    "erfcinv": [(1.0, 0.0), (0.0, np.inf), (2.0, -np.inf), (-0.5, np.nan), (2.5, np.nan), (np.inf, np.nan),
+                (np.nan, np.nan)],
+}
+
+
+@pytest.mark.parametrize("name", list(ERF_CASES))
+def test_f64_erf_family_accuracy_against_mpmath(name):
+    ref, draw, bound = ERF_CASES[name]
+    xs = draw(np.random.default_rng(32))
+    got, want = helper(name)(xs), _mp1(ref)(xs)
+    err = _ulp_err(got, want)
+    worst = int(np.argmax(err))
+    assert err[worst] <= bound, f"{name}({xs[worst]!r}) = {got[worst]!r}, want {want[worst]!r}: {err[worst]:.3f} ulp"
+
+
+@pytest.mark.parametrize("name", list(ERF_SPECIALS))
+def test_f64_erf_family_special_values(name):
+    xs = np.array([x for x, _ in ERF_SPECIALS[name]])
+    got = helper(name)(xs)
+    for (x, w), g in zip(ERF_SPECIALS[name], got):
+        assert (np.isnan(g) and np.isnan(w)) or (g == w and np.signbit(g) == np.signbit(w)), (name, x, g, w)
+
+
+def test_f64_erfcinv_inverts_erfc_down_to_subnormals():
+    """erfcinv(erfc(z)) within a few ulp of z wherever erfc(z) keeps 40 bits (z <= 26.5)."""
+    z = np.random.default_rng(33).uniform(0.5, 26.5, 2000)
+    back = helper("erfcinv")(helper("erfc")(z))
+    assert np.max(np.abs(back - z) / z) < 1e-13

@@ -17,8 +17,9 @@ from __future__ import annotations
 from .semantics import Value
 
 F64_ANY = ("neg", "abs", "relu", "tanh", "sigmoid", "silu", "sin", "cos", "atan", "asinh", "floor", "ceil", "trunc",
-           "round", "sign", "gelu")
-F64_OF_TANH = ("exp", "exp2", "expm1", "sinh", "cosh", "asin", "acos", "atanh")  # of tanh(x) (atanh: of tanh(x) / 2)
+           "round", "sign", "gelu", "erf", "erfc")  # (gelu: either form)
+# of tanh(x) (atanh and erfinv: of tanh(x) / 2; erfcinv: of 1 + tanh(x) / 2)
+F64_OF_TANH = ("exp", "exp2", "expm1", "sinh", "cosh", "asin", "acos", "atanh", "erfinv", "erfcinv")
 F64_OF_ONE_PLUS = ("log", "log2", "log10", "log1p", "reciprocal", "acosh", "sqrt", "rsqrt", "tan")  # of 1 + |x| (log1p: |x|)
 F64_BINARY = ("add", "sub", "mul", "max", "min", "atan2", "div", "fmod", "remainder", "pow")
 
@@ -60,14 +61,17 @@ class _F64Part:
         r = rng.random()
         if r < 0.25:
             op = rng.choice(F64_ANY)
-            attrs = ' {approximate = "tanh"}' if op == "gelu" else ""
+            attrs = ' {approximate = "tanh"}' if op == "gelu" and rng.random() < 0.5 else ""
             return self._f64(op[:2], f"fusion.{op} %{x.name}{attrs} : {ty}", [x])
         if r < 0.4:
             op = rng.choice(F64_OF_TANH)
             t = self._f64("t", f"fusion.tanh %{x.name} : {ty}", [x])
-            if op == "atanh":
+            if op in ("atanh", "erfinv", "erfcinv"):
                 half = self.const(0.5, "full", "f64")
                 t = self._f64("h", f"fusion.mul %{t.name}, %{half.name} : {ty}", [t, half])
+            if op == "erfcinv":
+                one = self.const(1.0, "full", "f64")
+                t = self._f64("u", f"fusion.add %{t.name}, %{one.name} : {ty}", [t, one])
             return self._f64(op[:2], f"fusion.{op} %{t.name} : {ty}", [t])
         if r < 0.55:
             op = rng.choice(F64_OF_ONE_PLUS)

@@ -343,6 +343,7 @@ def _sigmoid(x):
 
 
 _ERF = np.vectorize(math.erf, otypes=[np.float64])
+_ERFC = np.vectorize(math.erfc, otypes=[np.float64])
 
 
 def _gelu_slope(x):
@@ -464,7 +465,7 @@ _INT_NUMPY = {
 _NUMPY = {
     "neg": np.negative, "abs": np.abs, "tanh": np.tanh, "exp": np.exp, "log": np.log,
     "sigmoid": _sigmoid, "relu": lambda x: np.maximum(x, 0.0), "silu": lambda x: x * _sigmoid(x),
-    "gelu": lambda x: 0.5 * x * (1.0 + _ERF(x / math.sqrt(2.0))),
+    "gelu": lambda x: 0.5 * x * _ERFC(-x / math.sqrt(2.0)),  # (1 + erf would cancel for x << 0)
     "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x),
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum,
     "div": np.divide, "pow": np.power, "where": np.where, "segment_set": _IDENTITY,

@@ -34,8 +34,11 @@ every sample):
   a double-double and b log|a| one too; |a| = 1 gives 1.
 * fmod (exact): the remainder of the 53-bit mantissas, by shift-and-remainder steps of 11 bits.
 
-erf, erfc, erfinv, erfcinv and lgamma have no f64 form here: their f32 helpers reach f32
-accuracy only, and the dialect refuses them on f64 tensors (fusion.gelu without tanh too).
+* erf (1), erfc (2), gelu's erf form (3), erfinv (1), erfcinv (1): libm_erf_f64.py (their own
+  module, built on this one's exp and log; math_f64.py puts the two tables together).
+
+lgamma has no f64 form: its f32 helper reaches f32 accuracy only, and the dialect refuses it on
+f64 tensors.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from .common import TranslationError, int_prop, op_name, prop
 from .emitter import Emitter
 from .function import FunctionTranslator
 from .libm import MATH_HELPERS, MATH_HELPERS2
-from .libm_f64 import MATH_F64, MATH_F64_2
+from .math_f64 import MATH_F64, MATH_F64_2
 from .llvm_types import constant_literal, llvm_type
 
 TRIPLE = "nvptx64-nvidia-cuda"
@@ -107,7 +107,7 @@ class ModuleTranslator:
         return self._math_helper(f"__fuser_{math_op.split('.')[-1]}f", "float", math_op, MATH_HELPERS, MATH_HELPERS2)
 
     def helper_f64(self, math_op: str) -> str:
-        """Define (once) the f64 helper for a math op (libm_f64.py: MATH_F64, or MATH_F64_2 for
+        """Define (once) the f64 helper for a math op (math_f64.py: MATH_F64, or MATH_F64_2 for
         two operands); return its name."""
         return self._math_helper(f"__fuser_{math_op.split('.')[-1]}", "double", math_op, MATH_F64, MATH_F64_2)
 

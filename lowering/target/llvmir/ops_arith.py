@@ -6,7 +6,7 @@ spellings of the same instructions (llvm.add, llvm.fneg, llvm.select, llvm.bitca
   `arith.maxnumf/minnumf` -> `llvm.maxnum/minnum`.
 - Plain math ops are LLVM intrinsics overloaded on the operand type (vectors included); the
   transcendental ones call the f32 helpers of libm.py (f16/bf16 extended, vectors lane by lane)
-  or, for f64, the f64 helpers of libm_f64.py.
+  or, for f64, the f64 helpers of libm_f64.py and libm_erf_f64.py (math_f64.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from xdsl.ir import Operation, SSAValue
 
 from .common import TranslationError, int_prop, op_name, prop
 from .libm import MATH_HELPERS, MATH_HELPERS2
-from .libm_f64 import MATH_F64, MATH_F64_2
+from .math_f64 import MATH_F64, MATH_F64_2
 from .llvm_types import constant_literal, element, llvm_type, mangle
 
 if TYPE_CHECKING:

@@ -311,23 +311,6 @@ func.func @var_mean_f64_to_f32(%x: tensor<4x8xf64>) -> tensor<4xf32> {
 
 // -----
 
-// The ops without an f64-accurate lowering (erf, erfc, erfinv, erfcinv, lgamma) refuse f64 by name.
-// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.erf' op operand #0 ('input') is f64, which fusion.erf does not take: its lowering reaches f32 accuracy only (cast to f32 first)
-func.func @erf_f64(%x: tensor<4xf64>) -> tensor<4xf64> {
-  %0 = fusion.erf %x : tensor<4xf64>
-  func.return %0 : tensor<4xf64>
-}
-
-// -----
-
-// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.gelu' op operand #0 ('input') is f64: the erf form needs erf, which has no f64 lowering (approximate "tanh" takes f64; or cast to f32 first)
-func.func @gelu_f64(%x: tensor<4xf64>) -> tensor<4xf64> {
-  %0 = fusion.gelu %x : tensor<4xf64>
-  func.return %0 : tensor<4xf64>
-}
-
-// -----
-
 // CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.matmul' op operand #0 ('a') is f64: matmul takes bf16 or f16 operands (wgmma; f32 through them), f64 matmul is not supported
 func.func @matmul_f64(%a: tensor<4x8xf64>, %b: tensor<8x16xf64>) -> tensor<4x16xf64> {
   %c = fusion.matmul %a, %b : tensor<4x8xf64>, tensor<8x16xf64> -> tensor<4x16xf64>
@@ -556,8 +539,8 @@ func.func @uniform_inf(%s: tensor<i64>, %o: tensor<i64>) -> tensor<4xf32> {
 
 // -----
 
-// lgamma and erfcinv are float math (f32, f16, bf16), computed in f64 by the kernel and rounded once;
-// f64 operands are refused (their helpers reach f32 accuracy only).
+// lgamma is float math (f32, f16, bf16), computed in f64 by the kernel and rounded once; f64
+// operands are refused by name (its helper reaches f32 accuracy only; the erf family takes f64).
 // CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.lgamma' op operand #0 ('input') is f64, which fusion.lgamma does not take: its lowering reaches f32 accuracy only (cast to f32 first)
 func.func @lgamma_f64(%x: tensor<4xf64>) -> tensor<4xf64> {
   %0 = fusion.lgamma %x : tensor<4xf64>
