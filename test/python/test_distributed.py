@@ -58,6 +58,9 @@ def test_a_failing_rank_stops_its_world_and_says_why(tmp_path):
 
 
 def test_a_run_past_its_timeout_is_stopped(tmp_path):
+    """The run is stopped at its timeout and says so last; what its ranks finished before (on a
+    fast, idle machine, rank 0 may have finished a peer) is kept."""
     results = distributed.launch(2, ["--models", "gpt2", "--size", "tiny", "--source", "own", "--device", "cpu",
-                                     "--micro-batches", "2"], str(tmp_path), timeout=3)
-    assert results == [{"world": 2, "rank": None, "error": "stopped after 3 s"}]
+                                     "--micro-batches", "2"], str(tmp_path), timeout=2)
+    assert results[-1] == {"world": 2, "rank": None, "error": "stopped after 2 s"}
+    assert all("curve" in r and "error" not in r for r in results[:-1]), results
