@@ -12,7 +12,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from .reduction import reduce_result_types
-from .types import DTYPE_NAMES, FLOAT_TYPES, INT_TYPES, _check_tensor, _dims, _elem, _fmt
+from .types import DTYPE_NAMES, FLOAT_TYPES, INT_TYPES, _check_innermost_row_op, _check_tensor, _dims, _elem
 
 SCAN_KINDS = ("sum", "prod", "max", "min")
 # What fusion.scan takes: floats (scanned in f32, f64 in f64), integers and masks (summed and multiplied in
@@ -66,17 +66,7 @@ class ScanOp(IRDLOperation):
         if kind not in SCAN_KINDS:
             raise VerifyException(f"'fusion.scan' op kind '{kind}' is not one of {', '.join(SCAN_KINDS)}")
         t = _check_tensor(self, "operand #0 ('input')", self.input.type, SCAN_INPUT_TYPES)
-        rank = t.get_num_dims()
-        if rank == 0:
-            raise VerifyException(f"'fusion.scan' op operand #0 ('input') is {_fmt(t)}: a scan takes a tensor "
-                                  f"of rank 1 or more")
-        d = self.scan_dim
-        if not 0 <= d < rank:
-            raise VerifyException(f"'fusion.scan' op dim {d} is out of range for {_fmt(t)}")
-        if d != rank - 1:
-            raise VerifyException(f"'fusion.scan' op scans dim {d} of {_fmt(t)}: only the innermost dim ({rank - 1}) "
-                                  f"is scanned; permute the input so that dim {d} is last (fuser.cumsum and its "
-                                  f"siblings do)")
+        _check_innermost_row_op(self, t, self.scan_dim, "scan", "scans", "scanned", "fuser.cumsum and its siblings")
         rt = _check_tensor(self, "result 'result'", self.result.type)
         if _dims(rt) != _dims(t):
             raise VerifyException(f"'fusion.scan' op result 'result' has shape {list(_dims(rt))}, expected "

@@ -16,7 +16,7 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from .types import FLOAT_TYPES, INT_TYPES, _check_tensor, _dims, _elem, _fmt
+from .types import FLOAT_TYPES, INT_TYPES, _check_innermost_row_op, _check_tensor, _dims, _elem, _fmt
 
 SORT_INPUT_TYPES = FLOAT_TYPES + (Float64Type,) + INT_TYPES + (i1,)
 """What fusion.sort takes: every float type, the integers and masks."""
@@ -78,17 +78,7 @@ class SortOp(IRDLOperation):
 
     def verify_(self) -> None:
         t = _check_tensor(self, "operand #0 ('input')", self.input.type, SORT_INPUT_TYPES)
-        rank = t.get_num_dims()
-        if rank == 0:
-            raise VerifyException(f"'fusion.sort' op operand #0 ('input') is {_fmt(t)}: a sort takes a tensor "
-                                  f"of rank 1 or more")
-        d = self.sort_dim
-        if not 0 <= d < rank:
-            raise VerifyException(f"'fusion.sort' op dim {d} is out of range for {_fmt(t)}")
-        if d != rank - 1:
-            raise VerifyException(f"'fusion.sort' op sorts dim {d} of {_fmt(t)}: only the innermost dim ({rank - 1}) "
-                                  f"is sorted; permute the input so that dim {d} is last (fuser.sort and "
-                                  f"fuser.topk do)")
+        _check_innermost_row_op(self, t, self.sort_dim, "sort", "sorts", "sorted", "fuser.sort and fuser.topk")
         n = _dims(t)[-1]
         if self.k is not None:
             k = self.k.value.data

@@ -116,6 +116,20 @@ def _check_tensor(op: Operation, what: str, t: Attribute, allowed: tuple[type, .
     return t
 
 
+
+def _check_innermost_row_op(op: Operation, t: TensorType, d: int, noun: str, verb: str, done: str, callers: str) -> None:
+    """A row op (a scan, a sort) works along the innermost dim of a tensor of rank >= 1: the
+    same three errors for each, in its words ("a scan takes", "scans dim", "is scanned")."""
+    rank = t.get_num_dims()
+    if rank == 0:
+        raise VerifyException(f"'{op.name}' op operand #0 ('input') is {_fmt(t)}: a {noun} takes a tensor "
+                              f"of rank 1 or more")
+    if not 0 <= d < rank:
+        raise VerifyException(f"'{op.name}' op dim {d} is out of range for {_fmt(t)}")
+    if d != rank - 1:
+        raise VerifyException(f"'{op.name}' op {verb} dim {d} of {_fmt(t)}: only the innermost dim ({rank - 1}) "
+                              f"is {done}; permute the input so that dim {d} is last ({callers} do)")
+
 def _allows(allowed: tuple, et: Attribute) -> bool:
     """`allowed` holds element types (instances: i8, ui8) or classes of them (Float32Type)."""
     return any(et == a if isinstance(a, Attribute) else isinstance(et, a) for a in allowed)
