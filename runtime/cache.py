@@ -18,7 +18,9 @@ The disk layer is bounded: when its files total more than ``FUSER_CACHE_MAX_BYTE
 (default 1 GiB; ``0`` = no limit; a suffix K/M/G/T means KiB/MiB/GiB/TiB), a ``put``
 deletes the least recently used entries until it fits. To spare a directory scan per
 ``put``, a process scans on its first write and then whenever the last scan's total plus
-its own writes since exceeds the limit. An entry's
+its own writes since exceeds the limit; with several processes sharing the directory, what
+the others wrote since a process's last scan can leave it over the limit until the next scan
+(any process's). An entry's
 recency is the newest mtime of its files: set by the write, and by every hit, which touches
 the ``.json`` (explicitly: atime updates are often disabled). The entry just written is
 never evicted, even when it alone is over the limit.

@@ -331,12 +331,17 @@ def test_concurrent_processes_share_a_bounded_cache(tmp_path):
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
         assert "Traceback" not in err and "Warning" not in err, err
-    # each process's last eviction left at most the limit plus what others wrote meanwhile
-    assert disk_bytes(tmp_path / "c") <= limit + 4 * size
-    c = cache.KernelCache(tmp_path / "c", disk=True, max_bytes=0)
-    for k in c.keys_on_disk():
-        assert c.get(k).payloads["ptx"] == PAYLOAD
-    assert c.stats["corrupt"] == 0
+    # A process scans only when its own count says over the limit, so the others' writes since
+    # its last scan can leave the directory over the limit (the module docstring says so); the
+    # scans did evict, and a process's first write scans and brings the directory within it.
+    assert disk_bytes(tmp_path / "c") < 4 * 40 * size
+    reader = cache.KernelCache(tmp_path / "c", disk=True, max_bytes=0)
+    for k in reader.keys_on_disk():
+        assert reader.get(k).payloads["ptx"] == PAYLOAD
+    assert reader.stats["corrupt"] == 0
+    late = cache.KernelCache(tmp_path / "c", disk=True, max_bytes=limit)
+    late.put("ff" * 32, {"ptx": PAYLOAD}, {"n": 1})
+    assert disk_bytes(tmp_path / "c") <= limit
 
 
 # ------------------------------------------------------------------- metadata digest
