@@ -54,7 +54,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
 from fuser.dialects import fusion as F
-from fuser.dialects.fusion.layout import OFFSET, STRIDE_ORDER, STRIDES
+from fuser.dialects.fusion.layout import OFFSET, STRIDE_ORDER, STRIDES, check_stride_order
 from fuser.dialects.ir import decode_source, parse_module
 from fuser.runtime.reference import find_func, run_reference
 
@@ -158,19 +158,19 @@ class FusionBuilder:
         return Tensor(arg, self)
 
     def output(self, *tensors: Tensor, stride_order: Sequence[int] | None = None) -> None:
-        """Return `tensors` from the fusion. `stride_order` (nvFuser's output option) stores each
-        in that dim order, outermost first (`[1, 0]`: a column-major matrix): the call returns a
-        permuted view of a dense buffer, whose strides follow the order; the kernel writes that
-        layout."""
+        """Return `tensors` from the fusion. `stride_order` (nvFuser's output option, in its
+        convention) stores each with those strides: entry d is the rank of dim d's stride, 0 the
+        innermost, so `[1, 0]` is a row-major matrix and `[0, 1]` a column-major one (torch's
+        `dim_order()` lists the same dims outermost first: `[1, 0]`). The call returns a permuted
+        view of a dense buffer, whose strides follow the order; the kernel writes that layout."""
         self._check_open()
         if not tensors:
             raise ValueError("output() needs at least one tensor")
         order = None if stride_order is None else tuple(int(d) for d in stride_order)
         for t in tensors:
             self._own(t, "output")
-            if order is not None and sorted(order) != list(range(t.ndim)):
-                raise ValueError(f"output: stride_order {list(order)} is not a permutation of the {t.ndim} dims of "
-                                 f"a tensor of shape {t.shape}")
+            if order is not None:
+                check_stride_order(order, t.ndim, f"output of shape {t.shape}: stride_order")
             self._outputs.append(t)
             self._out_orders.append(order)
 

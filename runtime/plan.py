@@ -236,7 +236,7 @@ def _with_layout(spec: BufferSpec, host: Any, i: int, is_input: bool) -> BufferS
     strides and offset, or stride order), checked against the buffer's shape."""
     from dataclasses import replace
 
-    from fuser.dialects.fusion.layout import OFFSET, STRIDE_ORDER, STRIDES, VIEW, arg_attrs, strided_span
+    from fuser.dialects.fusion.layout import OFFSET, STRIDE_ORDER, STRIDES, VIEW, arg_attrs, dim_order, strided_span
     attrs = arg_attrs(host, i)
     if VIEW not in attrs:
         if STRIDES in attrs or STRIDE_ORDER in attrs:
@@ -254,9 +254,11 @@ def _with_layout(spec: BufferSpec, host: Any, i: int, is_input: bool) -> BufferS
             raise ProgramError(f"{what}: buffer of shape {spec.shape} for a view {view} with strides {strides} "
                                f"offset {offset}")
         return replace(spec, view=view, strides=strides, offset=offset)
-    order = tuple(int(v) for v in attrs[STRIDE_ORDER].get_values()) if STRIDE_ORDER in attrs else None
+    stride_order = tuple(int(v) for v in attrs[STRIDE_ORDER].get_values()) if STRIDE_ORDER in attrs else None
+    order = None if stride_order is None or sorted(stride_order) != list(range(len(view))) else dim_order(stride_order)
     if order is None or tuple(view[d] for d in order) != spec.shape:
-        raise ProgramError(f"{what}: buffer of shape {spec.shape} is not the view {view} in stride order {order}")
+        raise ProgramError(f"{what}: buffer of shape {spec.shape} is not the view {view} in stride order "
+                           f"{None if stride_order is None else list(stride_order)}")
     return replace(spec, view=view, order=order)
 
 

@@ -161,7 +161,7 @@ pad of odd width (lanes mapped alone), and a strided slice, flipped, padded and 
 edges of odd row counts."""
 
 
-_STRIDED = """func.func @strided(%x: tensor<37x130xf32> {fusion.strides = array<i64: 1, 41>, fusion.offset = 3 : i64}, %b: tensor<37x130xbf16> {fusion.strides = array<i64: 0, 1>}, %r: tensor<37x130xbf16> {fusion.strides = array<i64: 264, 2>, fusion.offset = 1 : i64}) -> (tensor<37x130xbf16> {fusion.stride_order = array<i64: 1, 0>}, tensor<130xf32>, tensor<37x130xf32>) {
+_STRIDED = """func.func @strided(%x: tensor<37x130xf32> {fusion.strides = array<i64: 1, 41>, fusion.offset = 3 : i64}, %b: tensor<37x130xbf16> {fusion.strides = array<i64: 0, 1>}, %r: tensor<37x130xbf16> {fusion.strides = array<i64: 264, 2>, fusion.offset = 1 : i64}) -> (tensor<37x130xbf16> {fusion.stride_order = array<i64: 0, 1>}, tensor<130xf32>, tensor<37x130xf32>) {
   %bf = fusion.cast %b : tensor<37x130xbf16> to tensor<37x130xf32>
   %rf = fusion.cast %r : tensor<37x130xbf16> to tensor<37x130xf32>
   %s = fusion.add %x, %bf : tensor<37x130xf32>

@@ -9,11 +9,14 @@ reference interpreter.
   `fusion-layouts` turns the argument into its 1-D storage (`tensor<N x T>`, N the elements the
   view reaches) read through a `fusion.as_strided`, and records the view's shape as
   `fusion.view`.
-- A result with `fusion.stride_order = array<i64: ...>` is returned in that dim order: the dims
-  from outermost to innermost in memory (the identity is row-major; `[1, 0]` of a matrix is
-  column-major). `fusion-layouts` returns the dense permute in that order instead and records the
-  logical shape as `fusion.view`; the runtime hands back the permuted view of it (torch:
-  `.permute`, numpy: `np.transpose`), whose strides are those of the order.
+- A result with `fusion.stride_order = array<i64: ...>` is stored with those strides, in
+  nvFuser's convention: entry d is the rank of dim d's stride, 0 the innermost (smallest) and
+  rank - 1 the outermost, so row-major is `[rank-1, ..., 1, 0]` (`[1, 0]` for a matrix) and
+  `[0, 1]` is a column-major matrix. Internally a layout is its dim order, the dims from
+  outermost to innermost (torch's `Tensor.dim_order()`; `dim_order` converts).
+  `fusion-layouts` returns the dense permute in that dim order instead and records the logical
+  shape as `fusion.view`; the runtime hands back the permuted view of it (torch: `.permute`,
+  numpy: `np.transpose`), whose strides are those of the order.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ VIEW = "fusion.view"
 STRIDE_ORDER = "fusion.stride_order"
 
 __all__ = ["STRIDES", "OFFSET", "VIEW", "STRIDE_ORDER", "InputLayout", "LayoutError", "input_layout",
-           "output_order", "output_view", "arg_attrs", "res_attrs", "inverse", "order_strides", "strided_span"]
+           "output_order", "output_view", "arg_attrs", "res_attrs", "inverse", "order_strides", "strided_span",
+           "dim_order", "check_stride_order"]
 
 
 class LayoutError(ValueError):
@@ -109,17 +113,29 @@ def input_layout(fn: FuncOp, i: int) -> InputLayout | None:
     return layout
 
 
+def check_stride_order(stride_order: Sequence[int], rank: int, what: str) -> None:
+    """A stride order must rank each of the `rank` dims once (0 = innermost); `what` names it."""
+    if sorted(stride_order) != list(range(rank)):
+        raise LayoutError(f"{what} {list(stride_order)} is not a permutation of its {rank} dims "
+                          f"(entry d ranks dim d's stride, 0 the innermost: row-major is "
+                          f"{list(range(rank - 1, -1, -1))})")
+
+
+def dim_order(stride_order: Sequence[int]) -> tuple[int, ...]:
+    """The dims from outermost to innermost of a (checked) stride order: [0, 1] -> (1, 0)."""
+    return tuple(sorted(range(len(stride_order)), key=lambda d: -stride_order[d]))
+
+
 def output_order(fn: FuncOp, j: int) -> tuple[int, ...] | None:
-    """Result j's `fusion.stride_order`, checked to be a permutation of its rank (None: row-major)."""
+    """Result j's dim order (outermost first) from its `fusion.stride_order`, which is checked
+    to rank its dims (None: row-major)."""
     attrs = res_attrs(fn, j)
     if STRIDE_ORDER not in attrs:
         return None
     what = f"@{fn.sym_name.data} result {j}"
-    order = _ints(attrs[STRIDE_ORDER], f"{what}: {STRIDE_ORDER}")
-    rank = len(output_view(fn, j))
-    if sorted(order) != list(range(rank)):
-        raise LayoutError(f"{what}: {STRIDE_ORDER} {list(order)} is not a permutation of its {rank} dims")
-    return order
+    stride_order = _ints(attrs[STRIDE_ORDER], f"{what}: {STRIDE_ORDER}")
+    check_stride_order(stride_order, len(output_view(fn, j)), f"{what}: {STRIDE_ORDER}")
+    return dim_order(stride_order)
 
 
 def output_view(fn: FuncOp, j: int) -> tuple[int, ...]:
@@ -134,11 +150,11 @@ def inverse(order: Sequence[int]) -> list[int]:
     return [list(order).index(d) for d in range(len(order))]
 
 
-def order_strides(shape: Sequence[int], order: Sequence[int]) -> tuple[int, ...]:
-    """Element strides of a dense tensor of `shape` stored in dim order `order` (outermost first)."""
+def order_strides(shape: Sequence[int], stride_order: Sequence[int]) -> tuple[int, ...]:
+    """Element strides of a dense tensor of `shape` stored in `stride_order` (0 = innermost)."""
     strides = [0] * len(shape)
     acc = 1
-    for d in reversed(list(order)):
+    for d in reversed(dim_order(stride_order)):
         strides[d] = acc
         acc *= max(int(shape[d]), 1)
     return tuple(strides)

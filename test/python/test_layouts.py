@@ -38,6 +38,22 @@ def test_reference_reads_strided_views(name):
     np.testing.assert_allclose(run_reference(fn, [v.numpy()])[0], want, rtol=1e-5, atol=1e-6)
 
 
+def test_stride_order_is_nvfusers_convention():
+    """Entry d ranks dim d's stride, 0 the innermost: [2, 1, 0] is row-major, [0, 1] a
+    column-major matrix, as nvFuser's add_output(stride_order=) reads them."""
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    for order, want in [((2, 1, 0), (12, 4, 1)), ((0, 1, 2), (1, 2, 6)), ((1, 2, 0), (4, 8, 1))]:
+        assert order_strides(x.shape, order) == want
+        fb = fuser.FusionBuilder("conv")
+        fb.output(fuser.neg(fb.input(x.shape, "f32", name="x")), stride_order=order)
+        out = fuser.compile(fb).reference(x)
+        assert out.strides == tuple(4 * s for s in want), order
+    m = np.ones((3, 5), np.float32)
+    fb = fuser.FusionBuilder("colmajor")
+    fb.output(fuser.neg(fb.input(m.shape, "f32", name="m")), stride_order=[0, 1])
+    assert fuser.compile(fb).reference(m).flags["F_CONTIGUOUS"]
+
+
 @pytest.mark.parametrize("order", [(1, 0, 2), (2, 1, 0), (0, 2, 1), (0, 1, 2)])
 def test_reference_outputs_in_stride_order(order):
     x = np.random.default_rng(2).standard_normal((3, 5, 7)).astype(np.float32)
@@ -57,7 +73,7 @@ def test_reference_outputs_in_stride_order(order):
 def test_program_keeps_layouts_through_json():
     gen = torch.Generator().manual_seed(3)
     v = make_view(torch, "gaps_offset", "f32", gen)
-    fb = unary_fusion(v, "f32", order=(1, 0))
+    fb = unary_fusion(v, "f32", order=(0, 1))  # column-major
     prog = fuser.compile(fb).program
     (x,), (y,) = prog.inputs, prog.outputs
     assert (x.shape, x.view, x.strides, x.offset) == ((3 + 5 * 37 + 31,), (6, 31), (37, 1), 3)
@@ -160,7 +176,7 @@ def test_api_declarations_are_checked():
     with pytest.raises(ValueError, match="offset 2 without strides"):
         fb.input((4, 5), "f32", name="y", offset=2)
     x = fb.input((4, 5), "f32", name="z", strides=(0, 1))
-    with pytest.raises(ValueError, match=r"stride_order \[0, 0\] is not a permutation of the 2 dims"):
+    with pytest.raises(ValueError, match=r"stride_order \[0, 0\] is not a permutation of its 2 dims \(entry d ranks dim d.s stride, 0 the innermost: row-major is \[1, 0\]\)"):
         fb.output(fuser.neg(x), stride_order=[0, 0])
     assert fuser.strides_of(np.zeros((4, 6), np.float32)[:, ::2]) == (6, 2)
     assert fuser.strides_of(torch.zeros(3, 4).t()) == (1, 4)
@@ -171,7 +187,7 @@ def test_expanded_and_stepped_inputs_of_every_type_in_the_reference():
     for dtype in ["f32", "f16", "bf16", "f64", "i8", "i16", "i32", "i64", "u8", "i1"]:
         for name in ("expand_cols", "step_slice", "permuted_3d"):
             v = make_view(torch, name, dtype, gen)
-            order = tuple(reversed(range(v.dim())))
+            order = tuple(range(v.dim()))  # dim 0 innermost: every stride differs from row-major's
             got = fuser.compile(unary_fusion(v, dtype, order=order)).reference(_host(v))
             from layout_cases import unary_torch
             want = unary_torch(torch, v, dtype)

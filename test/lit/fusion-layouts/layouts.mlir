@@ -64,20 +64,20 @@ func.func @expanded(%b: tensor<6x24xbf16> {fusion.strides = array<i64: 0, 1>}, %
   func.return %y : tensor<6x24xbf16>
 }
 
-// An output in stride order [1, 0] (column-major): a kernel writes the dense [9, 5] permute;
+// An output in stride order [0, 1] (column-major: dim 0 innermost): a kernel writes the dense [9, 5] permute;
 // the host's output buffer is that [9, 5] array and keeps the logical view [5, 9]. A second
 // result without an order is written row-major.
 // LAYOUT-LABEL: func.func @ordered
-// LAYOUT-SAME: -> (tensor<9x5xf32> {fusion.stride_order = array<i64: 1, 0>, fusion.view = array<i64: 5, 9>}, tensor<5x9xf32>)
+// LAYOUT-SAME: -> (tensor<9x5xf32> {fusion.stride_order = array<i64: 0, 1>, fusion.view = array<i64: 5, 9>}, tensor<5x9xf32>)
 // LAYOUT: %y_1 = fusion.permute %y [1, 0] : tensor<5x9xf32> to tensor<9x5xf32>
 // LAYOUT: func.return %y_1, %y : tensor<9x5xf32>, tensor<5x9xf32>
 // HOST-LABEL: func.func @ordered
-// HOST-SAME: %y: memref<9x5xf32> {fusion.stride_order = array<i64: 1, 0>, fusion.view = array<i64: 5, 9>}
+// HOST-SAME: %y: memref<9x5xf32> {fusion.stride_order = array<i64: 0, 1>, fusion.view = array<i64: 5, 9>}
 // CHECK-LABEL: sched.kernel @ordered_k0
 // CHECK: sched.store %{{.*}} : f32, memref<5x9xf32>
 // CHECK-LABEL: sched.kernel @ordered_k1
 // CHECK: sched.store %{{.*}} : f32, memref<9x5xf32>
-func.func @ordered(%x: tensor<5x9xf32>) -> (tensor<5x9xf32> {fusion.stride_order = array<i64: 1, 0>}, tensor<5x9xf32>) {
+func.func @ordered(%x: tensor<5x9xf32>) -> (tensor<5x9xf32> {fusion.stride_order = array<i64: 0, 1>}, tensor<5x9xf32>) {
   %y = fusion.sigmoid %x : tensor<5x9xf32>
   func.return %y, %y : tensor<5x9xf32>, tensor<5x9xf32>
 }
@@ -86,7 +86,7 @@ func.func @ordered(%x: tensor<5x9xf32>) -> (tensor<5x9xf32> {fusion.stride_order
 // through its own fusion.as_strided, and yields the permute of the ordered result in its place
 // (one kernel, as without the segment).
 // LAYOUT-LABEL: func.func @by_hand
-// LAYOUT-SAME: (%x: tensor<78xf32> {fusion.strides = array<i64: 1, 8>, fusion.view = array<i64: 6, 10>}) -> (tensor<10x6xf32> {fusion.stride_order = array<i64: 1, 0>, fusion.view = array<i64: 6, 10>})
+// LAYOUT-SAME: (%x: tensor<78xf32> {fusion.strides = array<i64: 1, 8>, fusion.view = array<i64: 6, 10>}) -> (tensor<10x6xf32> {fusion.stride_order = array<i64: 0, 1>, fusion.view = array<i64: 6, 10>})
 // LAYOUT-NEXT: %y = fusion.segment (%a = %x : tensor<78xf32>) -> (tensor<10x6xf32>) {
 // LAYOUT-NEXT: %a_1 = fusion.as_strided %a strides [1, 8] offset 0 : tensor<78xf32> to tensor<6x10xf32>
 // LAYOUT-NEXT: %e = fusion.exp %a_1 : tensor<6x10xf32>
@@ -96,7 +96,7 @@ func.func @ordered(%x: tensor<5x9xf32>) -> (tensor<5x9xf32> {fusion.stride_order
 // CHECK-LABEL: sched.kernel @by_hand_k0
 // CHECK-SAME: (%{{.*}} : memref<10x6xf32>, %{{.*}} : memref<78xf32>)
 // CHECK-NOT: sched.kernel @by_hand_k1
-func.func @by_hand(%x: tensor<6x10xf32> {fusion.strides = array<i64: 1, 8>}) -> (tensor<6x10xf32> {fusion.stride_order = array<i64: 1, 0>}) {
+func.func @by_hand(%x: tensor<6x10xf32> {fusion.strides = array<i64: 1, 8>}) -> (tensor<6x10xf32> {fusion.stride_order = array<i64: 0, 1>}) {
   %y = fusion.segment (%a = %x : tensor<6x10xf32>) -> (tensor<6x10xf32>) {
     %e = fusion.exp %a : tensor<6x10xf32>
     fusion.yield %e : tensor<6x10xf32>
