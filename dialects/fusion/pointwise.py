@@ -56,7 +56,6 @@ class UnaryOp(_OneOperandForm, IRDLOperation):
     -128); result has the operand's type."""
 
     ELEMENTS: ClassVar[tuple] = FLOAT_TYPES  # the element types the op takes
-    NO_F64: ClassVar[bool] = False  # an f64 operand is refused (no f64-accurate lowering)
     input = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
@@ -65,9 +64,6 @@ class UnaryOp(_OneOperandForm, IRDLOperation):
         super().__init__(operands=[input], result_types=[input.type], attributes=attrs or {})
 
     def verify_(self) -> None:
-        if self.NO_F64 and isinstance(self.input.type, TensorType) and isinstance(self.input.type.element_type, Float64Type):
-            raise VerifyException(f"'{self.name}' op operand #0 ('input') is f64, which {self.name} does not take: "
-                                  f"its lowering reaches f32 accuracy only (cast to f32 first)")
         _check_tensor(self, "operand #0 ('input')", self.input.type, self.ELEMENTS)
         if self.result.type != self.input.type:
             raise VerifyException(f"'{self.name}' op result type {self.result.type} must equal the operand type {self.input.type}")
@@ -343,7 +339,6 @@ class LgammaOp(UnaryOp):
     """log|gamma(x)|, as torch.lgamma; +inf at 0, the negative integers and +-inf"""
 
     name = "fusion.lgamma"
-    NO_F64: ClassVar[bool] = True
 
 
 @irdl_op_definition

@@ -68,8 +68,9 @@ HAND_WRITTEN = [
                       b"  func.return %x : tensor<99999999999999999999x8xf32>\n}\n"),
     Case("dynamic-shape", b"func.func @f(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {\n"
                           b"  %y = fusion.exp %x : tensor<?x8xf32>\n  func.return %y : tensor<?x8xf32>\n}\n"),
-    Case("f64-lgamma", b"func.func @f(%x: tensor<8xf64>) -> tensor<8xf64> {\n"
-                       b"  %y = fusion.lgamma %x : tensor<8xf64>\n  func.return %y : tensor<8xf64>\n}\n"),
+    Case("f64-matmul", b"func.func @f(%a: tensor<8x8xf64>, %b: tensor<8x8xf64>) -> tensor<8x8xf64> {\n"
+                       b"  %y = fusion.matmul %a, %b : tensor<8x8xf64>, tensor<8x8xf64> -> tensor<8x8xf64>\n"
+                       b"  func.return %y : tensor<8x8xf64>\n}\n"),
     Case("use-before-def", b"func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {\n"
                            b"  %y = fusion.neg %z : tensor<8xf32>\n  %z = fusion.exp %x : tensor<8xf32>\n"
                            b"  func.return %y : tensor<8xf32>\n}\n"),

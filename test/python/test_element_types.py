@@ -33,8 +33,6 @@ INT_ONLY = {"fusion.trunc_div", "fusion.floor_div", "fusion.bitwise_left_shift",
 INT_AND_MASK = {"fusion.bitwise_and", "fusion.bitwise_or", "fusion.bitwise_xor", "fusion.bitwise_not"}
 # Float ops of f64 too (nextafter steps the bits of any float type; no f64 math otherwise)
 F64_OPS = {"fusion.nextafter"}
-# Float ops with no f64-accurate lowering: refused on f64 (by name) rather than computed badly.
-NO_F64 = {"fusion.lgamma"}
 # ... and of integers and i1 masks alike
 ORDERED_OPS = {"fusion.cmp", "fusion.where", "fusion.full"}
 
@@ -132,8 +130,6 @@ def _must_compile(op: str, dt: str) -> bool:
         return True
     if op == "fusion.matmul":
         return dt in MATMUL_TYPES
-    if dt == "f64" and op in NO_F64:
-        return False
     if op.startswith("fusion.logical_") and op not in INT_ONLY:  # (logical_right_shift is an integer op)
         return dt == "i1"
     if op in ORDERED_OPS:

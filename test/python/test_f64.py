@@ -1,5 +1,5 @@
-"""f64 computed in f64 (issue 31): the dialect takes f64 wherever a float is accepted (save the
-lgamma, which has no f64-accurate lowering and is refused by name, and matmul), the reference interpreter
+"""f64 computed in f64 (issue 31): the dialect takes f64 wherever a float is accepted (save
+matmul, which refuses it by name), the reference interpreter
 computes it in float64, the Python API promotes as torch does, and the kernels compute it in f64
 registers: the PTX of f64 math, reductions and scans has f64 instructions, 64-bit shuffles as
 two 32-bit halves, and no round trip through f32."""
@@ -35,9 +35,9 @@ def _verify(text: str) -> None:
 
 UNARY_F64 = ["neg", "abs", "exp", "log", "tanh", "sqrt", "rsqrt", "relu", "sigmoid", "silu", "exp2", "log2", "log10",
              "log1p", "reciprocal", "floor", "ceil", "trunc", "round", "sign", "sin", "cos", "tan", "asin", "acos",
-             "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "erf", "erfc", "erfinv", "erfcinv"]
+             "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "erf", "erfc", "erfinv", "erfcinv",
+             "lgamma"]
 BINARY_F64 = ["add", "sub", "mul", "div", "max", "min", "pow", "atan2", "fmod", "remainder", "nextafter"]
-REFUSED = ["lgamma"]
 
 
 @pytest.mark.parametrize("op", UNARY_F64)
@@ -50,13 +50,6 @@ def test_unary_math_takes_f64(op):
 def test_binary_math_takes_f64(op):
     _verify(f"func.func @f(%x: {_t('f64')}, %y: {_t('f64')}) -> {_t('f64')} {{\n"
             f"  %r = fusion.{op} %x, %y : {_t('f64')}\n  func.return %r : {_t('f64')}\n}}")
-
-
-@pytest.mark.parametrize("op", REFUSED)
-def test_ops_without_an_f64_lowering_refuse_f64_by_name(op):
-    with pytest.raises(INVALID, match=rf"'fusion\.{op}' op operand #0 \('input'\) is f64"):
-        _verify(f"func.func @f(%x: {_t('f64')}) -> {_t('f64')} {{\n  %r = fusion.{op} %x : {_t('f64')}\n"
-                f"  func.return %r : {_t('f64')}\n}}")
 
 
 def test_gelu_takes_f64_in_both_forms():
@@ -197,6 +190,16 @@ def test_f64_erf_family_and_gelu_ptx_compute_in_f64():
 }}""")
     assert "fma.rn.f64" in ptx and "__fuser_erfcx_table" in ptx  # erfcx's coefficient table
     assert not re.search(r"cvt\.rn\.f32\.f64|cvt\.f64\.f32", ptx), "f64 erf went through f32"
+    assert "ex2.approx" not in ptx and "lg2.approx" not in ptx
+
+
+def test_f64_lgamma_ptx_computes_in_f64():
+    """lgamma: its f64 helper (libm_lgamma_f64.py) on the doubles, no f32 anywhere, no approximate
+    exp2/log2 (its logs are libm_f64's double-double log)."""
+    x = _t("f64", (5, 33))
+    ptx = _ptx(f"func.func @f(%x: {x}) -> {x} {{\n  %a = fusion.lgamma %x : {x}\n  func.return %a : {x}\n}}")
+    assert "fma.rn.f64" in ptx and "div.rn.f64" in ptx and "cvt.rni.f64.f64" in ptx  # (rint: sin(pi x)'s reduction)
+    assert not re.search(r"cvt\.rn\.f32\.f64|cvt\.f64\.f32", ptx), "f64 lgamma went through f32"
     assert "ex2.approx" not in ptx and "lg2.approx" not in ptx
 
 

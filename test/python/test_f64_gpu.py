@@ -6,7 +6,8 @@ and normal's moments, on odd shapes with NaN, infinities, zeros and subnormals p
 Bounds: the rounding ops, arithmetic, max/min, fmod, remainder, nextafter, cmp and where exactly
 torch's; the transcendental helpers (erf and erfc too) within 4 ulp of torch's; gelu's erf form,
 erfinv and erfcinv against references of their own (torch's cancel or lose accuracy near +-1) (libm_f64.py is within 2 ulp of the
-correctly rounded result on the host, test_libm_f64.py; torch's own CPU libm adds up to 1);
+correctly rounded result on the host, test_libm_f64.py; torch's own CPU libm adds up to 1); lgamma
+within 4 ulp of torch's, and an absolute 1e-16 near its zeros;
 reductions to the rounding of a different summation order."""
 
 from __future__ import annotations
@@ -202,6 +203,41 @@ def test_erfinv_and_erfcinv_f64_on_the_gpu():
     assert np.array_equal(np.signbit(a.ravel()[:4]), np.signbit(specials[:4]))
     assert b.ravel()[0] == math.inf and b.ravel()[1] == -math.inf and b.ravel()[2] == 0.0
     assert np.isnan(b.ravel()[3:7]).all()
+
+def _lgamma_inputs() -> np.ndarray:
+    """Every branch of libm_lgamma_f64: (0, 10), around the zeros at 1 and 2, Stirling's range to
+    the overflow, tiny and subnormal of both signs, the reflection over (-20, -1/2) and around its
+    first zeros, large negative non-integers, the specials (poles: 0, -0, -7, -1e300)."""
+    rng = np.random.default_rng(37)
+    n = math.prod(SHAPE)
+    k = n // 8
+    x = np.concatenate([rng.uniform(0, 10, k), 1 + rng.uniform(-1e-3, 1e-3, k // 2), 2 + rng.uniform(-1e-3, 1e-3, k // 2),
+                        10.0 ** rng.uniform(1, 305.4, k), 10.0 ** rng.uniform(-323, -0.31, k) * rng.choice([-1, 1], k),
+                        rng.uniform(-20, -0.5, k), rng.uniform(-4.1, -2.3, k), -(10.0 ** rng.uniform(1.3, 15.6, k))])
+    x = np.concatenate([x, rng.uniform(-8, 8, n - x.size)])
+    x[:len(SPECIAL)] = SPECIAL
+    return x.reshape(SHAPE)
+
+
+def _check_lgamma(x: np.ndarray, got: np.ndarray) -> None:
+    """Against torch's float64 lgamma (C's): 4 ulp where |lgamma| >= 1/10 (the helper is within
+    2 of the correctly rounded result, test_libm_f64.py; C's adds a little), an absolute 1e-16
+    below (near lgamma's zeros, where the reflection's terms cancel); poles, infinities and NaN
+    as torch's (x past ~2.556e305 is left out: torch's overflows a little early)."""
+    keep = ~(x > 2.5e305)
+    want = torch.lgamma(torch.from_numpy(x)).numpy()
+    assert np.array_equal(got[keep & ~np.isfinite(want)], want[keep & ~np.isfinite(want)], equal_nan=True)
+    small = np.isfinite(want) & (np.abs(want) < 0.1)
+    assert small.sum() > 100 and np.max(np.abs(got - want)[small]) <= 1e-16
+    _check("lgamma", got[keep & ~small], want[keep & ~small], 4)
+
+
+def test_lgamma_f64_on_the_gpu():
+    x = _lgamma_inputs()
+    got = np.asarray(fuser.compile(f"func.func @l(%x: {T}) -> {T} {{\n  %y = fusion.lgamma %x : {T}\n"
+                                   f"  func.return %y : {T}\n}}")(x))
+    _check_lgamma(x, got)
+
 
 
 @pytest.mark.parametrize("op", list(BINARY))

@@ -488,11 +488,22 @@ def test_f64_transcendental_calls_its_f64_helper():
     assert "float" not in ir
 
 
-def test_f64_math_without_an_f64_helper_is_a_clear_error():
-    """lgamma has no f64-accurate helper (the dialect refuses fusion.lgamma of f64 before this;
-    math.lgamma is fuser's own op, written here in generic form)."""
+def test_every_math_helper_has_an_f64_form():
+    """Every transcendental op with an f32 helper (libm.py) has an f64 one (math_f64.py): no f64
+    math op is refused (issue 31; lgamma was the last)."""
+    from fuser.lowering.target.llvmir.libm import MATH_HELPERS, MATH_HELPERS2
+    from fuser.lowering.target.llvmir.math_f64 import MATH_F64, MATH_F64_2
+    assert not set(MATH_HELPERS) - set(MATH_F64) and not set(MATH_HELPERS2) - set(MATH_F64_2)
+    assert "math.lgamma" in MATH_F64
+
+
+def test_f64_math_without_an_f64_helper_is_a_clear_error(monkeypatch):
+    """Were an f64 helper missing (none is: the test above), the translation names the op and
+    lists the f64 math it has, rather than rounding through f32."""
+    from fuser.lowering.target.llvmir import ops_arith
+    monkeypatch.delitem(ops_arith.MATH_F64, "math.lgamma")
     text = _f64_kernel("math.exp").replace("%b = math.exp %a : f64", '%b = "math.lgamma"(%a) : (f64) -> f64')
-    with pytest.raises(TranslationError, match=r"'math.lgamma' \(in @k64\).*has no f64 lowering"):
+    with pytest.raises(TranslationError, match=r"'math.lgamma' \(in @k64\).*has no f64 lowering \(f64 math: .*math.log"):
         module_to_llvm_ir(parse(text, allow_unregistered=True))
 
 

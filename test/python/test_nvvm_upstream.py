@@ -8,6 +8,7 @@ MLIR, and upstream's own printing must parse back in xDSL to the same ops. jaxli
 from __future__ import annotations
 
 import io
+import re
 import sys
 from pathlib import Path
 
@@ -194,6 +195,11 @@ def test_lowered_modules_verify_upstream(upstream):
         upstream(compile_fusion(text, pipeline).stages["nvvm"])
 
 
+# fuser's own math ops (dialects/math_ext.py: erfinv, erfcinv, lgamma, and gelu's erf form of f64)
+# have no upstream op to parse as; a fuzz seed whose fusion draws one gives way to the next seed
+_FUSER_OWN_MATH = re.compile(r"fusion\.(erfinv|erfcinv|lgamma) |fusion\.gelu %[\w.]+ : tensor<[\dx]*xf64>")
+
+
 def _variant_cases() -> dict[str, tuple[str, str]]:
     """Lowerings the examples and the sanitizer set do not take: every operand layout, the wide
     tiles, ping-pong with two B operands, a persistent cluster grid, split-K's 3-D partials with
@@ -211,6 +217,8 @@ def _variant_cases() -> dict[str, tuple[str, str]]:
     cases["serial persistent"] = (matmul_text(256, 256, 4096), pipeline_for("fusion-split-k{strategy=serial factor=4}")
                                   .replace("convert-fusion-to-sched", "convert-fusion-to-sched{matmul_persistent=1 sms=8}", 1))
     for seed in (2, 11, 20, 100, 205):  # 3-D cases and a matmul case of the fuzzer
+        while _FUSER_OWN_MATH.search(fuzz_case(seed).text):  # (the next seed that draws none)
+            seed += 1
         cases[f"fuzz {seed}"] = (fuzz_case(seed).text, "default")
     return cases
 

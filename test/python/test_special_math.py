@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import fuser
-from fuser.dialects.ir import FuserDiagnostic
 from fuser.runtime.arrays import numpy_dtype
 
 torch = pytest.importorskip("torch")
@@ -136,7 +135,15 @@ def test_unary_ops_compile_to_ptx(op, dtype):
                   wait=True)
 
 
-def test_lgamma_of_f64_is_refused_naming_the_op():
-    t = "tensor<4xf64>"
-    with pytest.raises(FuserDiagnostic, match="'fusion.lgamma' op operand #0"):
-        fuser.compile(f"func.func @k(%x: {t}) -> {t} {{\n  %y = fusion.lgamma %x : {t}\n  func.return %y : {t}\n}}\n")
+def test_lgamma_of_f64_compiles_and_its_reference_is_float64():
+    """lgamma of f64 (libm_lgamma_f64.py): compiles to PTX; the reference is log|gamma| in
+    float64 (Python's), +inf at the poles and at +-inf, as torch's."""
+    t = f"tensor<{SHAPE[0]}x{SHAPE[1]}xf64>"
+    text = f"func.func @k(%x: {t}) -> {t} {{\n  %y = fusion.lgamma %x : {t}\n  func.return %y : {t}\n}}\n"
+    c = fuser.compile(text, wait=True)
+    x = np.random.default_rng(7).uniform(-6, 6, SHAPE)
+    x[0, :6] = [0.0, -0.0, -3.0, np.inf, -np.inf, np.nan]
+    got = c.reference(x)
+    want = torch.lgamma(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14)
+    assert got.dtype == np.float64 and np.isnan(got[0, 5]) and (got[0, :5] == np.inf).all()

@@ -189,6 +189,7 @@ CASES: list[tuple[str, tuple, object]] = [
     ("f64_var_mean", (aten.var_mean.correction,), lambda T: torch.var_mean(T.d.exp(), dim=1)[0] * T.d.mean(1)),
     ("f64_pow_atan2", (aten.pow.Tensor_Scalar, aten.atan2.default),
      lambda T: T.d.abs() ** 2.7 + torch.atan2(T.d, T.a.double())),
+    ("f64_lgamma", (aten.lgamma.default,), lambda T: torch.lgamma(T.d * 4)),  # (the reflection too)
     ("convert_element_type", (prims.convert_element_type.default,),
      lambda T: prims.convert_element_type(T.a * 2, torch.float16)),
     ("eq_tensor", (aten.eq.Tensor,), lambda T: (T.a * 0) == T.b.clamp(0, 0)),

@@ -5,7 +5,7 @@ Three typed parts in five end with one or two f64 chains, drawn from a stream of
 (`f64s`) after the rest, so a seed's other ops are what they were: an f64 input ([-4, 4] in full
 float64 precision) or an f64 value made before, through two to four steps of f64 math in the
 ranges the float part keeps (exp-like functions of a tanh, log-like ones of 1 + |x|, the others
-of any value; where of a cmp against a constant; add, sub, mul, max, min, atan2, fmod and remainder by 1 + |y|, division by 1 + |y|,
+of any value, lgamma included; where of a cmp against a constant; add, sub, mul, max, min, atan2, fmod and remainder by 1 + |y|, division by 1 + |y|,
 pow of 1 + |x| to a tanh), then half the time a reduction of it (sum scaled by 1/n, prod of
 factors 1 + x / n, max, min; argmax, argmin of an exact value), a var_mean or welford in f64, or a scan (sum scaled
 by 1/n, max, min) along the last dim. An f64 result computed from f64 operands is checked at f64's
@@ -17,7 +17,8 @@ from __future__ import annotations
 from .semantics import Value
 
 F64_ANY = ("neg", "abs", "relu", "tanh", "sigmoid", "silu", "sin", "cos", "atan", "asinh", "floor", "ceil", "trunc",
-           "round", "sign", "gelu", "erf", "erfc")  # (gelu: either form)
+           "round", "sign", "gelu", "erf", "erfc", "lgamma")  # (gelu: either form; lgamma: its poles at
+# the integers <= 0 that the step functions make give +inf, as the reference's)
 # of tanh(x) (atanh and erfinv: of tanh(x) / 2; erfcinv: of 1 + tanh(x) / 2)
 F64_OF_TANH = ("exp", "exp2", "expm1", "sinh", "cosh", "asin", "acos", "atanh", "erfinv", "erfcinv")
 F64_OF_ONE_PLUS = ("log", "log2", "log10", "log1p", "reciprocal", "acosh", "sqrt", "rsqrt", "tan")  # of 1 + |x| (log1p: |x|)

@@ -70,3 +70,35 @@ func.func @stats(%x: tensor<37x4099xf64>) -> (tensor<37xf64>, tensor<37xf64>, te
   %c = fusion.scan sum %r dim 1 : tensor<37x4099xf64> to tensor<37x4099xf64>
   func.return %v, %m, %c : tensor<37xf64>, tensor<37xf64>, tensor<37x4099xf64>
 }
+
+// -----
+
+// lgamma of f64 (libm_lgamma_f64.py): one math op on the f64 value, its own f64 helper (not the
+// f32 one, __fuser_lgammaf): log|gamma| carried as a double-double, the shift into [3/2, 5/2)
+// by floor, the reflection's sin(pi x) reduced by rint; never a float.
+// ROUND: fusion.lgamma %x : tensor<7x33xf64>
+// CHECK-LABEL: sched.kernel @lgamma64_k0
+// CHECK: %[[X:.*]] = sched.load %{{.*}} : memref<7x33xf64> -> f64
+// CHECK: %[[L:.*]] = math.lgamma %[[X]] : f64
+// CHECK: sched.store %[[L]], %{{.*}} : f64, memref<7x33xf64>
+
+// LLVM-LABEL: define ptx_kernel void @lgamma64_k0
+// LLVM: call double @__fuser_lgamma(double
+// LLVM-NOT: __fuser_lgammaf
+// LLVM-LABEL: define internal double @__fuser_lgamma(double %x)
+// LLVM-NOT: float
+// LLVM: call double @llvm.floor.f64
+// LLVM: call double @llvm.fma.f64
+// LLVM: call double @llvm.rint.f64
+// LLVM: ret double
+
+// PTX-LABEL: .entry lgamma64_k0
+// PTX-NOT: cvt.rn.f32.f64
+// PTX-NOT: lg2.approx
+// PTX: cvt.rmi.f64.f64
+// PTX: fma.rn.f64
+// PTX: cvt.rni.f64.f64
+func.func @lgamma64(%x: tensor<7x33xf64>) -> tensor<7x33xf64> {
+  %l = fusion.lgamma %x : tensor<7x33xf64>
+  func.return %l : tensor<7x33xf64>
+}

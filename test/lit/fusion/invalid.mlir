@@ -539,16 +539,6 @@ func.func @uniform_inf(%s: tensor<i64>, %o: tensor<i64>) -> tensor<4xf32> {
 
 // -----
 
-// lgamma is float math (f32, f16, bf16), computed in f64 by the kernel and rounded once; f64
-// operands are refused by name (its helper reaches f32 accuracy only; the erf family takes f64).
-// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.lgamma' op operand #0 ('input') is f64, which fusion.lgamma does not take: its lowering reaches f32 accuracy only (cast to f32 first)
-func.func @lgamma_f64(%x: tensor<4xf64>) -> tensor<4xf64> {
-  %0 = fusion.lgamma %x : tensor<4xf64>
-  func.return %0 : tensor<4xf64>
-}
-
-// -----
-
 // CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.erfcinv' op operand #0 ('input') has element type i32, expected one of bf16, f16, f32, f64
 func.func @erfcinv_i32(%x: tensor<4xi32>) -> tensor<4xi32> {
   %0 = fusion.erfcinv %x : tensor<4xi32>
