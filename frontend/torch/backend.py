@@ -36,6 +36,10 @@ DECOMPOSED = [
     # autograd saves tanh's output for its backward through detach, which the min-cut partitioner
     # will not recompute through: decomposed (an alias), HF GPT-2's GELU saves nothing but its input
     aten.detach,
+    # batch norm in training: its statistics (var_mean) and the running statistics' update, which
+    # the graph then copies into the module's buffers (made in-place outputs: partition.py)
+    aten._native_batch_norm_legit_functional, aten._native_batch_norm_legit_no_training,
+    aten.native_batch_norm_backward,
 ]
 
 EXECUTORS = ("auto", "reference", "torch")
@@ -115,7 +119,7 @@ class FuserBackend:
         decomps.update(decompositions or {})
         split = {"partition_fn": min_cut_rematerialization_partition} if partitioner == "min_cut" else {}
         self._aot = aot_autograd(fw_compiler=self._compiler("forward"), bw_compiler=self._compiler("backward"),
-                                 inference_compiler=self._compiler("inference"), decompositions=decomps, **split)
+                                 inference_compiler=self._compiler("inference"), decompositions=decomps, keep_inference_input_mutations=True, **split)
         self.__name__ = "fuser"
 
     def _compiler(self, kind: str):
