@@ -64,7 +64,8 @@ class ConvertFusionToSched(SchedulingPass):
                 self._convert(op, fn)
 
     def _convert(self, module: ModuleOp, fn: func.FuncOp) -> None:
-        """Schedule `fn` writing its in-place outputs into their inputs; an aliased output whose
+        """Schedule `fn` writing its in-place outputs into their inputs (segments that read an
+        aliased input launched before the one writing it, where the data allows); an aliased output whose
         schedule would read its input after writing it (lowering/analysis/inplace.py: a kernel
         reading the input later, or one reading other elements than it writes) is scheduled
         again into a workspace that one copy kernel writes into the input after every other
@@ -131,7 +132,7 @@ class ConvertFusionToSched(SchedulingPass):
                 buffers[o] = a
         overrides = explicit_options(self)
         segments = []
-        for seg in [o for o in body.ops if isinstance(o, F.SegmentOp)]:
+        for seg in _readers_first([o for o in body.ops if isinstance(o, F.SegmentOp)], args, outputs, aliases):
             seg_opts, overridden = _segment_options(seg, opts, overrides)
             segments.append((seg, seg_opts, self._plan_segment(seg, seg_opts, overridden)))
         # Every buffer first (workspaces for the values kept between kernels), then the kernels;
@@ -177,6 +178,46 @@ class ConvertFusionToSched(SchedulingPass):
             raise ScheduleError(f"fusion.segment names the '{name}' scheduler, but its ops are a '{kinds[0]}' "
                                 f"task{why}", seg)
         return plan
+
+
+def _readers_first(segs: list[F.SegmentOp], args: list, outputs: list, aliases: dict[int, int]) -> list[F.SegmentOp]:
+    """`segs` in an order their data allows (a topological order, the given one where free) in
+    which every segment that reads an aliased input runs before the segment that writes the
+    in-place output into it, where the writer does not feed the reader: a reduction of the input
+    that the update also needs, or one beside it, runs first, so the update can be written in
+    place instead of staged."""
+    if not aliases:
+        return segs
+    index = {s: k for k, s in enumerate(segs)}
+    maker = {r: s for s in segs for r in s.outputs}
+    deps = {s: {maker[v] for v in s.inputs if v in maker} for s in segs}
+    def feeds(a, b) -> bool:  # a segment b reads, directly or through others
+        stack, seen = list(deps[b]), set()
+        while stack:
+            x = stack.pop()
+            if x is a:
+                return True
+            if x not in seen:
+                seen.add(x)
+                stack += deps[x]
+        return False
+    after = {s: set(d) for s, d in deps.items()}
+    for j, i in aliases.items():
+        writer = maker.get(outputs[j])
+        if writer is None:
+            continue
+        for r in segs:
+            if r is not writer and args[i] in r.inputs and not feeds(writer, r):
+                after[writer].add(r)
+    order, done = [], set()
+    while len(order) < len(segs):
+        ready = [s for s in segs if s not in done and after[s] <= done]
+        if not ready:  # (no cycle is possible: a reader the writer feeds is not waited for)
+            return segs
+        s = min(ready, key=index.__getitem__)
+        order.append(s)
+        done.add(s)
+    return order
 
 
 def _segment_options(seg: F.SegmentOp, opts, overrides: dict[str, object]) -> tuple[ScheduleOptions, list[str]]:

@@ -1,6 +1,7 @@
 """In-place outputs (issue 32) on the GPU, against torch on CUDA: an optimizer-style update of
 odd shapes written into the input's own storage (no output allocation: the returned tensor is
-the input), an update beside a reduction of the same input (staged), running statistics updated
+the input), an update beside a reduction of the same input (the reduction first, the update in place), a
+flip into itself (staged), running statistics updated
 in a reduction's epilogue, a KV-cache slot written through a slice, numpy and DeviceArray
 inputs, and the PyTorch backend's batch norm and compiled in-place update on CUDA."""
 
@@ -50,13 +51,27 @@ def test_update_beside_a_sum_of_the_input():
     fb.output(x * 2.0 + 1.0, alias=x)
     fb.output(fuser.sum(x, dims=[1]))
     c = fuser.compile(fb)
-    assert "fuser.staged_aliases" in c.ir("sched")
+    assert "fuser.staged_aliases" not in c.ir("sched")  # the sum's kernel runs first
     X = torch.randn(257, 33, device="cuda")
     X0 = X.clone()
     out, s = c(X)
     assert out is X
     torch.testing.assert_close(s, X0.sum(1), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(X, X0 * 2 + 1)
+
+
+@pytest.mark.parametrize("n", [1, 31, 1001, 4099])
+def test_flip_into_itself_is_staged(n):
+    torch = _torch()
+    fb = fuser.FusionBuilder("flip")
+    x = fb.input((n,), "f32", name="x")
+    fb.output(fuser.flip(x, [0]), alias=x)
+    c = fuser.compile(fb)
+    assert "fuser.staged_aliases" in c.ir("sched")
+    X = torch.randn(n, device="cuda")
+    want = X.flip(0)
+    assert c(X) is X
+    torch.testing.assert_close(X, want, rtol=0, atol=0)
 
 
 def test_running_stats_in_reduction_epilogue():
