@@ -6,6 +6,12 @@ partitioners (by default the min-cut one that Inductor uses: it saves few activa
 backward and recomputes cheap pointwise ops there instead, which a fusion compiler does for free
 inside the backward's kernels); a few decompositions from torch._decomp turn ops the table lacks
 into ops it has. Each graph is partitioned (partition.py) into fuser regions and PyTorch nodes.
+
+Input mutations (issue 32) stay in the graphs (AOTAutograd's keep_inference_input_mutations, as
+Inductor asks): an `aten.copy_(input, value)` at the end of a graph whose value a region computes
+from that input becomes an in-place output of the region (partition.input_mutations), which its
+kernels write into the input's storage; `stats.inplace_outputs` counts them. Batch norm in
+training (its running statistics) and a compiled `p.add_(...)` are the common cases.
 """
 
 from __future__ import annotations
