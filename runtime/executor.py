@@ -308,6 +308,8 @@ class Executor:
         if fast or convs[a][0] is not None:
             return args[a]
         host = convs[a][1]
+        if not host.flags.writeable:
+            raise ValueError(f"argument {a}: an in-place output is written back into it, but the array is read-only")
         driver.check(driver._cu.cuStreamSynchronize(hs), "cuStreamSynchronize")
         if host.nbytes:
             driver.context()
@@ -378,7 +380,7 @@ class Executor:
                     ctypes.memmove(st.params.wide_address(slot), tmaps[i], 128)
                 st.kernel.launch_raw(st.grid, st.block, st.smem, hs, st.params.address, st.cluster, st.dependent)
 
-        mine = iter(finish_outputs(kind, [o for o in outs if o[1] is not None], self._own_outputs))
+        mine = iter(finish_outputs(kind, [o for o, a in zip(outs, self._alias) if a is None], self._own_outputs))
         results = [next(mine) if a is None else self._inplace_result(args, a, fast, convs, ptrs[a], hs)
                    for a in self._alias]
         if staging:
