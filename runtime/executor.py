@@ -308,8 +308,6 @@ class Executor:
         if fast or convs[a][0] is not None:
             return args[a]
         host = convs[a][1]
-        if not host.flags.writeable:
-            raise ValueError(f"argument {a}: an in-place output is written back into it, but the array is read-only")
         driver.check(driver._cu.cuStreamSynchronize(hs), "cuStreamSynchronize")
         if host.nbytes:
             driver.context()
@@ -333,6 +331,10 @@ class Executor:
         else:
             check_count(args, specs)
             convs = [convert_arg(x, i, s) for i, (x, s) in enumerate(zip(args, specs))]
+            for a in self._alias:
+                if a is not None and convs[a][0] is None and not convs[a][1].flags.writeable:
+                    raise ValueError(f"argument {a}: an in-place output is written back into it, but the array is "
+                                     f"read-only")
             kind, ref = (convs[0][2], convs[0][3]) if convs else ("device", None)
             steps = steps or self._load()
             ptrs = []
