@@ -205,3 +205,42 @@ def test_compiled_inplace_update(T):
     T.testing.assert_close(p, p2)
     T.testing.assert_close(m, m2)
     assert b.stats.inplace_outputs == 2
+
+
+@pytest.mark.parametrize("pos", [0, 4, 6])
+def test_compiled_kv_cache_slot_write(T, pos):
+    """cache[:, pos:pos+3] = new under torch.compile: slice_scatter and the functional copy are
+    translated, and the copy_ into the cache becomes the region's in-place output."""
+    from fuser.frontend.torch.backend import FuserBackend
+
+    def write(cache, new, pos: int):
+        cache[:, pos:pos + new.shape[1]] = new
+        return cache
+
+    b = FuserBackend(executor="reference")
+    f = T.compile(write, backend=b, dynamic=False)
+    T.manual_seed(2)
+    C, N = T.randn(2, 9, 5), T.randn(2, 3, 5)
+    C2 = C.clone()
+    out = f(C, N, pos)
+    write(C2, N, pos)
+    assert T.equal(C, C2) and T.equal(out, C2)
+    assert b.stats.inplace_outputs == 1 and not b.stats.torch_nodes
+
+
+def test_slice_scatter_and_copy_translations(T):
+    from fuser.frontend.torch.backend import FuserBackend
+
+    def f(x, y, z):
+        a = T.ops.aten.slice_scatter.default(x, y, 1, 2, 5)
+        b = T.ops.aten.slice_scatter.default(x, y, 1, -3, None)
+        c = T.ops.aten.copy.default(x, z)  # z broadcast along dim 0, cast to x's dtype
+        return a * 2, b + 1, c
+
+    b = FuserBackend(executor="reference")
+    g = T.compile(f, backend=b, dynamic=False)
+    T.manual_seed(3)
+    x, y, z = T.randn(4, 8), T.randn(4, 3), T.randn(8, dtype=T.float64)
+    for got, want in zip(g(x, y, z), f(x, y, z)):
+        T.testing.assert_close(got, want)
+    assert not b.stats.torch_nodes and b.stats.reference_calls == 1

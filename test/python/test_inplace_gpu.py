@@ -139,3 +139,23 @@ def test_backend_batch_norm_on_cuda():
     torch.testing.assert_close(mine.running_mean, eager.running_mean, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(mine.running_var, eager.running_var, rtol=1e-5, atol=1e-6)
     assert b.stats.inplace_outputs == 2 and b.stats.gpu_calls >= 3
+
+
+def test_backend_kv_cache_write_on_cuda():
+    torch = _torch()
+    from fuser.frontend.torch.backend import FuserBackend
+
+    def write(cache, new, pos: int):
+        cache[:, pos:pos + new.shape[1]] = new
+        return cache
+
+    b = FuserBackend()
+    f = torch.compile(write, backend=b, dynamic=False)
+    C = torch.randn(3, 257, 8, 64, device="cuda").bfloat16()
+    N = torch.randn(3, 1, 8, 64, device="cuda").bfloat16()
+    C2 = C.clone()
+    ptr = C.data_ptr()
+    out = f(C, N, 100)
+    write(C2, N, 100)
+    assert C.data_ptr() == ptr and torch.equal(C, C2) and torch.equal(out, C2)
+    assert b.stats.inplace_outputs == 1 and b.stats.gpu_calls == 1
