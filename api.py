@@ -54,7 +54,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
 from fuser.dialects import fusion as F
-from fuser.dialects.fusion.layout import OFFSET, STRIDE_ORDER, STRIDES, check_stride_order
+from fuser.dialects.fusion.layout import ALIAS, OFFSET, STRIDE_ORDER, STRIDES, check_aliases, check_stride_order
 from fuser.dialects.ir import decode_source, parse_module
 from fuser.runtime.reference import find_func, run_reference
 
@@ -117,6 +117,7 @@ class FusionBuilder:
         self._module: ModuleOp | None = None
         self._arg_layouts: list[tuple[tuple[int, ...], int] | None] = []  # per input: (strides, offset)
         self._out_orders: list[tuple[int, ...] | None] = []  # per output: its stride order
+        self._out_aliases: list[int | None] = []  # per output: the input it is written into
 
     def __enter__(self) -> FusionBuilder:
         return self
@@ -157,22 +158,56 @@ class FusionBuilder:
         self._arg_layouts.append(None if strides is None else (strides, int(offset)))
         return Tensor(arg, self)
 
-    def output(self, *tensors: Tensor, stride_order: Sequence[int] | None = None) -> None:
+    def output(self, *tensors: Tensor, stride_order: Sequence[int] | None = None, alias: Tensor | None = None,
+               alias_input: Tensor | None = None) -> None:
         """Return `tensors` from the fusion. `stride_order` (nvFuser's output option, in its
         convention) stores each with those strides: entry d is the rank of dim d's stride, 0 the
         innermost, so `[1, 0]` is a row-major matrix and `[0, 1]` a column-major one (torch's
         `dim_order()` lists the same dims outermost first: `[1, 0]`). The call returns a permuted
-        view of a dense buffer, whose strides follow the order; the kernel writes that layout."""
+        view of a dense buffer, whose strides follow the order; the kernel writes that layout.
+
+        `alias=inp` (or nvFuser's spelling, `alias_input=inp`; one tensor per call) makes the
+        output in-place: it is written into input `inp`'s buffer (`fusion.alias` in the IR) and
+        the call returns `inp`'s own array, updated (a torch tensor or DeviceArray through its
+        pointer, no allocation; a numpy array or CPU tensor copied back into it), as does
+        `.reference`. Every result is computed from the inputs as they were passed (a batch
+        norm's running statistics, a KV-cache slot, an optimizer step): where a kernel would
+        read the input after one wrote it, the compiler writes that output to a workspace and
+        copies it in last (`fuser.staged_aliases` on the host function). `inp` must be a
+        dense input (no `strides=`) of the output's shape and dtype, aliased by one output."""
         self._check_open()
         if not tensors:
             raise ValueError("output() needs at least one tensor")
+        if alias is not None and alias_input is not None and alias is not alias_input:
+            raise ValueError("output: give alias= or alias_input=, not both")
+        alias = alias if alias is not None else alias_input
+        target = None
+        if alias is not None:
+            self._own(alias, "output alias")
+            if len(tensors) != 1:
+                raise ValueError(f"output: alias= names the input of one output, got {len(tensors)} tensors")
+            if not isinstance(alias.value, BlockArgument) or alias.value.owner is not self._block:
+                raise ValueError("output: alias= must be an input of this fusion (fb.input(...)), not a computed tensor")
+            target = alias.value.index
+            if target in self._out_aliases:
+                raise ValueError(f"output: input {target} already takes an in-place output")
+            t = tensors[0]
+            if t.shape != alias.shape or t.dtype != alias.dtype:
+                raise ValueError(f"output: an in-place output has its input's shape and dtype: {t.dtype}{list(t.shape)} "
+                                 f"into input {target} of {alias.dtype}{list(alias.shape)}")
+            if stride_order is not None and list(stride_order) != list(range(t.ndim - 1, -1, -1)):
+                raise ValueError("output: an in-place output is stored as its input is (row-major); no stride_order")
+            if self._arg_layouts[target] is not None:
+                raise ValueError(f"output: input {target} was declared with strides=; an in-place output needs a dense "
+                                 f"input (a stride-0 or strided view cannot be written in place)")
         order = None if stride_order is None else tuple(int(d) for d in stride_order)
         for t in tensors:
             self._own(t, "output")
             if order is not None:
                 check_stride_order(order, t.ndim, f"output of shape {t.shape}: stride_order")
             self._outputs.append(t)
-            self._out_orders.append(order)
+            self._out_orders.append(None if target is not None else order)
+            self._out_aliases.append(target)
 
     def full(self, value: float, shape: Shape, dtype: str = "f32") -> Tensor:
         """A tensor filled with `value` (`fusion.full`)."""
@@ -192,11 +227,14 @@ class FusionBuilder:
         if builtins.any(lay is not None for lay in self._arg_layouts):
             func.arg_attrs = ArrayAttr([DictionaryAttr({} if lay is None else _layout_attrs(*lay))
                                         for lay in self._arg_layouts])
-        if builtins.any(o is not None for o in self._out_orders):
-            func.res_attrs = ArrayAttr([DictionaryAttr({} if o is None else {STRIDE_ORDER: F._i64_array(o)})
-                                        for o in self._out_orders])
+        if builtins.any(o is not None for o in self._out_orders) or builtins.any(a is not None
+                                                                              for a in self._out_aliases):
+            func.res_attrs = ArrayAttr([DictionaryAttr(({} if o is None else {STRIDE_ORDER: F._i64_array(o)})
+                                                       | ({} if a is None else {ALIAS: IntegerAttr(a, i64)}))
+                                        for o, a in zip(self._out_orders, self._out_aliases)])
         module = ModuleOp([func])
         module.verify()
+        check_aliases(func)
         self._module = module
         return module
 

@@ -217,6 +217,12 @@ def _verify_tensor_signature(op: Operation) -> None:
         for i, t in enumerate(types):
             if (why := unsupported_element(t)) is not None:
                 raise VerifyException(f"'func.func' op @{op.sym_name.data} {what} #{i} ({t}): {why}")
+    if op.res_attrs is not None:
+        from fuser.dialects.fusion.layout import LayoutError, check_aliases
+        try:
+            check_aliases(op)
+        except LayoutError as e:
+            raise VerifyException(str(e)) from None
 
 
 def _verify_defined_before_use(op: Operation, positions: dict) -> None:

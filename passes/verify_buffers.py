@@ -26,6 +26,12 @@ Two kinds of access follow rules of their own (they synchronise across CTAs):
   Semaphores also order a kernel's own write before its read across CTAs, as a barrier does
   within one: a write before a signal, and a wait on that semaphore before the read.
 
+An input that an in-place output aliases (the host function's output argument carries
+`fusion.alias`, lowering/analysis/inplace.py) holds the input's data until a kernel writes the
+output into it: after that no launch may read it, and a kernel that reads and writes it must
+read each element only in the thread that then writes it (the same index, before the store).
+A violation names the input, the output and the kernels.
+
 A buffer may reach a kernel under several arguments (itself and a tensor map of it): reads and
 writes through any of them are the same buffer's.
 
@@ -46,6 +52,7 @@ from xdsl.passes import ModulePass
 
 from fuser.dialects import sched
 from fuser.dialects.ir import FuserDiagnostic, location_of
+from fuser.lowering.analysis.inplace import aliased_inputs, inplace_hazards
 
 # Ops that touch a kernel's global buffers, by the operand that names the buffer.
 _READS = {sched.LoadOp: "buffer", sched.TmaLoadOp: "tensor_map"}
@@ -146,6 +153,9 @@ def check_host(fn: func.FuncOp, kernels: dict[str, sched.KernelOp]) -> None:
     roles: dict[SSAValue, str] = {a: f"input #{i} of @{fn.sym_name.data}" for i, a in enumerate(args[:n_in])}
     roles |= {a: f"output #{i} of @{fn.sym_name.data}" for i, a in enumerate(args[n_in:])}
     defined: set[SSAValue] = set(args[:n_in])
+    inplace = {args[i]: j for i, j in aliased_inputs(fn).items()}
+    for a, j in inplace.items():
+        roles[a] += f", written in place by output #{j}"
     accesses: dict[str, KernelAccesses] = {}
     for op in fn.body.block.ops:
         if isinstance(op, sched.WorkspaceOp):
@@ -173,7 +183,7 @@ def check_host(fn: func.FuncOp, kernels: dict[str, sched.KernelOp]) -> None:
             buf = _buffer_of(op.args[i])
             pos, reader = reads[0]
             writes_it = any(j in acc.writes for j in aliases[buf])
-            if writes_it and not acc.ordered_write_before(aliases[buf], pos):
+            if writes_it and buf not in inplace and not acc.ordered_write_before(aliases[buf], pos):
                 raise FuserDiagnostic(
                     f"{where}: error: kernel @{name} reads {_describe(buf, roles)} through argument #{i} and also "
                     f"writes it, with no store and sched.barrier ordering its write before the read "
@@ -194,6 +204,15 @@ def check_host(fn: func.FuncOp, kernels: dict[str, sched.KernelOp]) -> None:
                     f"zero-initialized workspace)")
         for i in acc.writes:
             defined.add(_buffer_of(op.args[i]))
+    for h in inplace_hazards(fn, kernels):
+        buf = args[h.input]
+        where = location_of(fn)
+        if h.writer == h.reader:
+            raise FuserDiagnostic(f"{where}: error: kernel @{h.reader} reads and writes {_describe(buf, roles)}, "
+                                  f"the input that output #{h.output} aliases: {h.why.split(': ', 1)[1]}")
+        raise FuserDiagnostic(f"{where}: error: kernel @{h.reader} reads {_describe(buf, roles)} after kernel "
+                              f"@{h.writer} wrote output #{h.output} into it in place: it would read the updated "
+                              f"values, not the input's")
 
 
 def check_buffers(module: ModuleOp) -> None:

@@ -146,6 +146,9 @@ class Executor:
         self._zero_ws = tuple(i for i, w in enumerate(program.workspaces) if w.zero_init)
         self._kept_zero_ws = tuple(i for i, w in enumerate(program.workspaces) if w.kept_zero)
         self._zero_out = tuple(program.zero_outputs)
+        # In-place outputs: per output, the input whose buffer its kernels write (None: its own).
+        self._alias = tuple(o.alias for o in self.outputs)
+        self._own_outputs = [o for o in self.outputs if o.alias is None]
         self._steps: list[_Step] | None = None   # built on the first call (needs the GPU)
         self._ws_pool: dict[int, list[driver.DeviceBuffer]] = {}
         self._lock = threading.Lock()
@@ -235,7 +238,7 @@ class Executor:
     def _torch_layout(self) -> None:
         """What a cached torch call needs, computed once: output shapes and dtypes, and a
         launcher per step (driver.Kernel.launcher: everything but the stream bound)."""
-        self._torch_outs = tuple((tuple(o.shape), _torch_dtype(o.dtype)) for o in self.outputs)
+        self._torch_outs = tuple((tuple(o.shape), _torch_dtype(o.dtype), o.alias) for o in self.outputs)
         self._launchers = tuple((st.kernel.launcher(st.grid, st.block, st.smem, st.params.address, st.cluster,
                                                     st.dependent), st.params, st.fill, st.tfill)
                                 for st in self._steps)
@@ -265,9 +268,11 @@ class Executor:
         if self._launchers is None:
             self._torch_layout()
         ref = args[0]
-        outs = [ref.new_empty(shape, dtype=dtype) for shape, dtype in self._torch_outs]
-        for t in outs:
-            ptrs.append(t.data_ptr())
+        # an in-place output is its input, written through the input's pointer
+        outs = [ref.new_empty(shape, dtype=dtype) if alias is None else args[alias]
+                for shape, dtype, alias in self._torch_outs]
+        for t, (_, _, alias) in zip(outs, self._torch_outs):
+            ptrs.append(t.data_ptr() if alias is None else ptrs[alias])
         s = _torch_raw_stream(self._torch_ordinal)
         if self.program.workspaces or self._zero_out:
             hs = driver.stream_handle(s)
@@ -295,6 +300,20 @@ class Executor:
             return outs[0]
         return tuple(outs) if outs else None
 
+    @staticmethod
+    def _inplace_result(args: tuple, a: int, fast: bool, convs: list | None, ptr: int, hs: Any) -> Any:
+        """What an in-place output returns: input `a`'s own array, updated. A device array was
+        written through its pointer; a host one (numpy, a CPU tensor) is copied back from the
+        buffer it was uploaded into."""
+        if fast or convs[a][0] is not None:
+            return args[a]
+        host = convs[a][1]
+        driver.check(driver._cu.cuStreamSynchronize(hs), "cuStreamSynchronize")
+        if host.nbytes:
+            driver.context()
+            driver.check(driver._cu.cuMemcpyDtoH(host.ctypes.data, ptr, host.nbytes), "cuMemcpyDtoH")
+        return convs[a][3]
+
     def __call__(self, *args: Any, stream: Any = None) -> Any:
         if stream is None and self._torch_want is not None and self._steps is not None and args \
                 and _is_torch(args[0]) and not self._layouts:
@@ -306,12 +325,16 @@ class Executor:
         ptrs = self._torch_pointers(args) if steps is not None and args and _is_torch(args[0]) \
             and not self._layouts else None
         fast = ptrs is not None
-        staging = []
+        staging, convs = [], None
         if fast:
             kind, ref = "torch", args[0]
         else:
             check_count(args, specs)
             convs = [convert_arg(x, i, s) for i, (x, s) in enumerate(zip(args, specs))]
+            for a in self._alias:
+                if a is not None and convs[a][0] is None and not convs[a][1].flags.writeable:
+                    raise ValueError(f"argument {a}: an in-place output is written back into it, but the array is "
+                                     f"read-only")
             kind, ref = (convs[0][2], convs[0][3]) if convs else ("device", None)
             steps = steps or self._load()
             ptrs = []
@@ -336,7 +359,8 @@ class Executor:
             if kind == "torch" and self._torch_want is None and specs and not self._layouts:
                 self._torch_want = [(_torch_dtype(sp.dtype), tuple(sp.shape)) for sp in specs]
                 self._torch_ordinal = driver.device_ordinal()
-        outs = allocate_outputs(kind, ref, self.outputs, s)
+        own = iter(allocate_outputs(kind, ref, self._own_outputs, s))
+        outs = [next(own) if a is None else (ptrs[a], None) for a in self._alias]
         ptrs.extend(p for p, _ in outs)
         ws = self._workspaces(s) if self.program.workspaces else ()
         ptrs.extend(b.ptr for b in ws)
@@ -358,7 +382,9 @@ class Executor:
                     ctypes.memmove(st.params.wide_address(slot), tmaps[i], 128)
                 st.kernel.launch_raw(st.grid, st.block, st.smem, hs, st.params.address, st.cluster, st.dependent)
 
-        results = finish_outputs(kind, outs, self.outputs)
+        mine = iter(finish_outputs(kind, [o for o, a in zip(outs, self._alias) if a is None], self._own_outputs))
+        results = [next(mine) if a is None else self._inplace_result(args, a, fast, convs, ptrs[a], hs)
+                   for a in self._alias]
         if staging:
             # uploads must outlive the kernels reading them
             driver.check(driver._cu.cuStreamSynchronize(hs), "cuStreamSynchronize")

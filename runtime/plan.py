@@ -38,7 +38,9 @@ class BufferSpec:
     declared layout (issue 32, dialects/fusion/layout.py) adds the user's view of it: an input
     read in place through `strides` (elements, 0 allowed) from `offset` elements into its
     1-D storage buffer, an output stored in dim order `order` (outermost first); `view` is then
-    the array's shape, which the user passes or gets back."""
+    the array's shape, which the user passes or gets back. `alias` (outputs only): the input
+    whose buffer the kernels write this output into (an in-place output, `fusion.alias`): the
+    executor allocates nothing for it and returns that input's array, updated."""
     name: str
     shape: tuple[int, ...]
     dtype: str
@@ -46,6 +48,7 @@ class BufferSpec:
     strides: tuple[int, ...] | None = None
     offset: int = 0
     order: tuple[int, ...] | None = None
+    alias: int | None = None
 
     @property
     def nbytes(self) -> int:
@@ -70,10 +73,14 @@ class BufferSpec:
 
     def to_list(self) -> list:
         base = [self.name, list(self.shape), self.dtype]
-        if self.plain:
+        if self.plain and self.alias is None:
             return base
-        return base + [{"view": list(self.view), "strides": None if self.strides is None else list(self.strides),
-                        "offset": self.offset, "order": None if self.order is None else list(self.order)}]
+        lay = {} if self.plain else {
+            "view": list(self.view), "strides": None if self.strides is None else list(self.strides),
+            "offset": self.offset, "order": None if self.order is None else list(self.order)}
+        if self.alias is not None:
+            lay["alias"] = self.alias
+        return base + [lay]
 
     @classmethod
     def from_list(cls, d: list) -> "BufferSpec":
@@ -81,9 +88,12 @@ class BufferSpec:
         if not rest:
             return cls(name, tuple(shape), dtype)
         lay = rest[0]
+        alias = None if lay.get("alias") is None else int(lay["alias"])
+        if "view" not in lay:
+            return cls(name, tuple(shape), dtype, alias=alias)
         return cls(name, tuple(shape), dtype, tuple(lay["view"]),
                    None if lay["strides"] is None else tuple(lay["strides"]), int(lay["offset"]),
-                   None if lay["order"] is None else tuple(lay["order"]))
+                   None if lay["order"] is None else tuple(lay["order"]), alias)
 
 
 @dataclass(frozen=True)
@@ -236,8 +246,12 @@ def _with_layout(spec: BufferSpec, host: Any, i: int, is_input: bool) -> BufferS
     strides and offset, or stride order), checked against the buffer's shape."""
     from dataclasses import replace
 
-    from fuser.dialects.fusion.layout import OFFSET, STRIDE_ORDER, STRIDES, VIEW, arg_attrs, dim_order, strided_span
+    from fuser.dialects.fusion.layout import ALIAS, OFFSET, STRIDE_ORDER, STRIDES, VIEW, arg_attrs, dim_order, strided_span
     attrs = arg_attrs(host, i)
+    if ALIAS in attrs:
+        if is_input:
+            raise ProgramError(f"@{host.sym_name.data} argument {i}: {ALIAS} on an input (it marks an output)")
+        spec = replace(spec, alias=int(attrs[ALIAS].value.data))
     if VIEW not in attrs:
         if STRIDES in attrs or STRIDE_ORDER in attrs:
             raise ProgramError(f"@{host.sym_name.data} argument {i}: a layout without fusion.view (fusion-layouts "
@@ -348,6 +362,11 @@ def extract_program(module: Any, ptx: str, arch: str, name: str | None = None) -
         else:
             refs[a] = ("out", len(outputs))
             outputs.append(spec)
+    for j, o in enumerate(outputs):
+        if o.alias is not None and not (0 <= o.alias < n_in and (inputs[o.alias].shape, inputs[o.alias].dtype,
+                                                                 inputs[o.alias].plain) == (o.shape, o.dtype, True)):
+            raise ProgramError(f"@{fname} output {j} (%{o.name}): fusion.alias = {o.alias} names no dense input of "
+                               f"its shape {o.shape} and type {o.dtype}")
 
     consts: dict[Any, tuple[Any, Any]] = {}
     workspaces: list[dict] = []

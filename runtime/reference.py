@@ -27,7 +27,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from fuser.dialects.fusion import dtype_name
-from fuser.dialects.fusion.layout import VIEW, arg_attrs, input_layout, inverse, output_order, res_attrs
+from fuser.dialects.fusion.layout import output_aliases, VIEW, arg_attrs, input_layout, inverse, output_order, res_attrs
 from fuser.dialects.ir import parse_module
 from fuser.runtime import philox
 from fuser.runtime.arrays import ArgumentError  # the same error the GPU executor raises
@@ -696,13 +696,25 @@ def run_reference(func_op: FuncOp | ModuleOp, args: Sequence[np.ndarray], precis
 
     Arguments must match the parameter types exactly (numpy dtype per `NUMPY_DTYPES`, shape).
     A module holding a single func.func is accepted too.
+
+    An in-place output (`fusion.alias = I`) is written into argument I after every result is
+    computed (each reads the inputs as they were passed), and that argument's array is what
+    the call returns for it, as on the GPU; an argument that is not a writeable numpy array
+    (a list, a read-only array) is left alone and the result returned as a new array.
     """
     func = find_func(func_op) if isinstance(func_op, ModuleOp) else func_op
     if not isinstance(func.body.block.last_op, ReturnOp):
         raise ValueError(f"@{func.sym_name.data} has no func.return")
     with np.errstate(all="ignore"):  # inf/NaN results are values here, not errors
         outs = _run_block(_Interp(precision), func.body.block, _check_args(func, args))
-    return [_laid_out(func, j, x) for j, x in enumerate(outs)]
+    results = [_laid_out(func, j, x) for j, x in enumerate(outs)]
+    for j, i in output_aliases(func).items():
+        a = args[i]
+        if isinstance(a, np.ndarray) and a.flags.writeable and a.shape == results[j].shape \
+                and a.dtype == results[j].dtype:
+            np.copyto(a, results[j])
+            results[j] = a
+    return results
 
 
 def _run_block(it: _Interp, block, args: Sequence[np.ndarray]) -> list[np.ndarray]:

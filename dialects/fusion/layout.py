@@ -17,6 +17,14 @@ reference interpreter.
   `fusion-layouts` returns the dense permute in that dim order instead and records the logical
   shape as `fusion.view`; the runtime hands back the permuted view of it (torch: `.permute`,
   numpy: `np.transpose`), whose strides are those of the order.
+- A result with `fusion.alias = I : i64` is an in-place output (issue 32; nvFuser's
+  `add_output(out, alias_input=inp)`): its value is written into argument I's buffer, and the
+  call returns that argument's array itself, updated. The pair must have one type and argument
+  I must be dense row-major (no `fusion.strides`: a stride-0 or overlapping view would have
+  several elements share one address); the result takes no `fusion.stride_order`, and no two
+  results alias one argument. `check_aliases` is the check (the module verifier runs it on every
+  fusion function); `sched-verify-buffers` proves that no kernel reads an aliased element after
+  one is written.
 """
 
 from __future__ import annotations
@@ -33,8 +41,10 @@ STRIDES = "fusion.strides"
 OFFSET = "fusion.offset"
 VIEW = "fusion.view"
 STRIDE_ORDER = "fusion.stride_order"
+ALIAS = "fusion.alias"
 
-__all__ = ["STRIDES", "OFFSET", "VIEW", "STRIDE_ORDER", "InputLayout", "LayoutError", "input_layout",
+__all__ = ["STRIDES", "OFFSET", "VIEW", "STRIDE_ORDER", "ALIAS", "output_alias", "output_aliases", "check_aliases",
+           "overlapping", "InputLayout", "LayoutError", "input_layout",
            "output_order", "output_view", "arg_attrs", "res_attrs", "inverse", "order_strides", "strided_span",
            "dim_order", "check_stride_order"]
 
@@ -158,3 +168,67 @@ def order_strides(shape: Sequence[int], stride_order: Sequence[int]) -> tuple[in
         strides[d] = acc
         acc *= max(int(shape[d]), 1)
     return tuple(strides)
+
+
+def overlapping(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Two elements of the view share an address: a stride-0 dim of extent > 1, or strides
+    that interleave (dims sorted by stride, each must step past the whole of the ones inside it)."""
+    dims = sorted((int(s), int(n)) for s, n in zip(strides, shape) if int(n) > 1)
+    reach = 1
+    for s, n in dims:
+        if s < reach:
+            return True
+        reach = s * n
+    return False
+
+
+def output_alias(fn: FuncOp, j: int) -> int | None:
+    """The argument result j is written into (`fusion.alias`), or None (unchecked: see check_aliases)."""
+    a = res_attrs(fn, j).get(ALIAS)
+    return int(a.value.data) if isinstance(a, IntegerAttr) else None
+
+
+def output_aliases(fn: FuncOp) -> dict[int, int]:
+    """{result: argument} of every aliased result of `fn`."""
+    n = len(fn.function_type.outputs.data)
+    return {j: i for j in range(n) if (i := output_alias(fn, j)) is not None}
+
+
+def check_aliases(fn: FuncOp) -> None:
+    """Raise LayoutError naming the function, the result and the argument when a
+    `fusion.alias` declaration is not one the compiler can honour."""
+    outs = fn.function_type.outputs.data
+    ins = fn.function_type.inputs.data
+    taken: dict[int, int] = {}
+    for j in range(len(outs)):
+        attrs = res_attrs(fn, j)
+        if ALIAS not in attrs:
+            continue
+        a = attrs[ALIAS]
+        what = f"'func.func' op @{fn.sym_name.data} result #{j}"
+        if not isinstance(a, IntegerAttr):
+            raise LayoutError(f"{what}: {ALIAS} must be an integer (the argument it is written into), got {a}")
+        i = int(a.value.data)
+        if not 0 <= i < len(ins):
+            raise LayoutError(f"{what}: {ALIAS} = {i} names no argument (the function has {len(ins)})")
+        arg = _label(fn, i).split(" ", 1)[1]
+        if i in taken:
+            raise LayoutError(f"{what} and result #{taken[i]} both alias {arg}: an input can take one in-place "
+                              f"output")
+        taken[i] = j
+        arg_a = arg_attrs(fn, i)
+        if STRIDES in arg_a:
+            shape = _ints(arg_a[VIEW], f"{arg}: {VIEW}") if VIEW in arg_a else tuple(ins[i].get_shape())
+            strides = _ints(arg_a[STRIDES], f"{arg}: {STRIDES}")
+            if len(strides) == len(shape) and overlapping(shape, strides):
+                raise LayoutError(f"{what} aliases {arg}, a stride-0 or overlapping view ({STRIDES} "
+                                  f"{list(strides)} of shape {list(shape)}): several of its elements share one "
+                                  f"address, so it cannot be written in place")
+            raise LayoutError(f"{what} aliases {arg}, whose layout ({STRIDES} {list(strides)}) differs from the "
+                              f"dense row-major result: an aliased input must be dense")
+        if STRIDE_ORDER in attrs or VIEW in attrs:
+            raise LayoutError(f"{what} aliases {arg} but declares {STRIDE_ORDER}: an in-place output is stored "
+                              f"row-major, as its input is; drop the stride order")
+        if outs[j] != ins[i]:
+            raise LayoutError(f"{what} has type {outs[j]}, but the argument it aliases, {arg}, has type {ins[i]}: "
+                              f"an in-place output has its input's shape and element type")

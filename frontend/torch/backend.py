@@ -6,6 +6,12 @@ partitioners (by default the min-cut one that Inductor uses: it saves few activa
 backward and recomputes cheap pointwise ops there instead, which a fusion compiler does for free
 inside the backward's kernels); a few decompositions from torch._decomp turn ops the table lacks
 into ops it has. Each graph is partitioned (partition.py) into fuser regions and PyTorch nodes.
+
+Input mutations (issue 32) stay in the graphs (AOTAutograd's keep_inference_input_mutations, as
+Inductor asks): an `aten.copy_(input, value)` at the end of a graph whose value a region computes
+from that input becomes an in-place output of the region (partition.input_mutations), which its
+kernels write into the input's storage; `stats.inplace_outputs` counts them. Batch norm in
+training (its running statistics) and a compiled `p.add_(...)` are the common cases.
 """
 
 from __future__ import annotations
@@ -36,6 +42,10 @@ DECOMPOSED = [
     # autograd saves tanh's output for its backward through detach, which the min-cut partitioner
     # will not recompute through: decomposed (an alias), HF GPT-2's GELU saves nothing but its input
     aten.detach,
+    # batch norm in training: its statistics (var_mean) and the running statistics' update, which
+    # the graph then copies into the module's buffers (made in-place outputs: partition.py)
+    aten._native_batch_norm_legit_functional, aten._native_batch_norm_legit_no_training,
+    aten.native_batch_norm_backward,
 ]
 
 EXECUTORS = ("auto", "reference", "torch")
@@ -115,7 +125,7 @@ class FuserBackend:
         decomps.update(decompositions or {})
         split = {"partition_fn": min_cut_rematerialization_partition} if partitioner == "min_cut" else {}
         self._aot = aot_autograd(fw_compiler=self._compiler("forward"), bw_compiler=self._compiler("backward"),
-                                 inference_compiler=self._compiler("inference"), decompositions=decomps, **split)
+                                 inference_compiler=self._compiler("inference"), decompositions=decomps, keep_inference_input_mutations=True, **split)
         self.__name__ = "fuser"
 
     def _compiler(self, kind: str):

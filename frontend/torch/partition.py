@@ -26,6 +26,7 @@ from xdsl.transforms.dead_code_elimination import region_dce
 import fuser.api as fa
 from fuser.runtime import index_check
 from fuser.dialects import fusion as F
+from fuser.dialects.fusion.layout import output_aliases
 from fuser.passes.sink_reshapes import sink_reshapes
 
 from .pad_matmuls import pad_unaligned_matmuls
@@ -68,6 +69,9 @@ class Stats:
     fusions_loaded: int = 0
     padded_matmuls: int = 0  # mm / addmm padded to 16-byte rows (pad_matmuls.py)
     cudagraph_skips: int = 0  # graphs run without a CUDA graph although cudagraphs=True (backend.py)
+    # input mutations (aten.copy_ of a region's result into a graph input that the region reads:
+    # batch norm's running statistics, an optimizer's p.add_) made in-place outputs of the region
+    inplace_outputs: int = 0
 
 
 class FuserSupport(OperatorSupportBase):
@@ -278,9 +282,11 @@ class FusionRegion(torch.nn.Module):
     (a profiler tells them from PyTorch's) and equal regions share their compiled kernels."""
 
     def __init__(self, name: str, graph_module: fx.GraphModule, input_meta: list[torch.Tensor],
-                 config: dict[str, Any], stats: Stats):
+                 config: dict[str, Any], stats: Stats, aliases: dict[int, int] | None = None):
         super().__init__()
         self.name = name
+        # {region output: region argument} written in place (aten.copy_ of the output into the input)
+        self.aliases = dict(aliases or {})
         self.graph_module = graph_module  # the region as PyTorch ops: run when fuser cannot
         self.config = config
         self.stats = stats
@@ -363,7 +369,24 @@ class FusionRegion(torch.nn.Module):
         if not fusion_outs:
             raise Unsupported(f"region {self.name} computes nothing (only views of its inputs)")
         self.boundary = [b for b in boundary if b not in self.placeholders]
-        fb.output(*fusion_outs)
+        # In-place outputs: region output k written into region argument a (its fusion input).
+        into: dict[int, int] = {}  # fusion output -> fusion input
+        self.inplace: dict[int, int] = {}  # region output -> region argument, those taken
+        for k, a in self.aliases.items():
+            kind, what = self.output_from[k]
+            src = self.placeholders[a]
+            if kind != "fusion" or src not in self.fusion_inputs:
+                continue
+            i, order = what
+            j = self.fusion_inputs.index(src)
+            if order is not None or self.input_orders[j] is not None or self.input_layouts[j] is not None \
+                    or i in into or j in into.values() or fusion_outs[i].shape != env[src].shape \
+                    or fusion_outs[i].dtype != env[src].dtype or sum(1 for f in self.output_from if f == (kind, what)) > 1:
+                continue
+            into[i] = j
+            self.inplace[k] = a
+        for i, y in enumerate(fusion_outs):
+            fb.output(y, alias=env[self.fusion_inputs[into[i]]] if i in into else None)
         region_dce(fb.func.body)  # translated views that the outputs no longer need (folded permutes)
         self.fusion_output_shapes = self._return_before_reshapes(fb)
         digest = hashlib.sha1(str(fb.module).encode()).hexdigest()[:16]
@@ -380,9 +403,10 @@ class FusionRegion(torch.nn.Module):
         sink_reshapes(block)
         ret = block.last_op
         values, shapes = list(ret.operands), []
+        inplace = output_aliases(fb.func)
         for i, v in enumerate(values):
             src = v.owner.input if isinstance(v.owner, F.ReshapeOp) else None
-            if src is None or isinstance(src.owner, Block) or src in values:
+            if src is None or i in inplace or isinstance(src.owner, Block) or src in values:
                 shapes.append(None)
                 continue
             values[i] = src
@@ -413,7 +437,7 @@ class FusionRegion(torch.nn.Module):
                     a = _relayout(a, *layout)
                     if a is None:  # (overlapping strides other than expanded dims: no copy can hold them)
                         self.stats.torch_calls += 1
-                        return self.graph_module(*args)
+                        return self._in_pytorch(args)
                 ins.append(a)
                 continue
             if order is not None:  # taken in its stored dim order (contiguous as recorded; a copy if not)
@@ -435,24 +459,30 @@ class FusionRegion(torch.nn.Module):
         devs = {a.device.type for a in ins} or {self.device}
         if executor == "torch" or len(devs) != 1 or devs - {"cpu", "cuda"}:
             self.stats.torch_calls += 1
-            return self.graph_module(*args)
+            return self._in_pytorch(args)
         if devs == {"cpu"} or executor == "reference":
             outs = self._run_reference(ins)
         else:
             compiled = self._compiled()
             if compiled is None:  # fuser could not compile it: the region's PyTorch ops run instead
                 self.stats.torch_calls += 1
-                return self.graph_module(*args)
+                return self._in_pytorch(args)
             self.stats.gpu_calls += 1
             outs = compiled(*ins)
             outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
         results, given = [], set()
-        for (kind, what), m in zip(self.output_from, self.output_meta):
+        for k, ((kind, what), m) in enumerate(zip(self.output_from, self.output_meta)):
             if kind == "boundary":
                 results.append(vals[what])
                 continue
             i, order = what
             out = outs[i]
+            if k in self.inplace:  # written into its input (the kernels did; the reference's copy is copied in)
+                dst = args[self.inplace[k]]
+                if out is not dst:
+                    dst.copy_(out)
+                results.append(dst)
+                continue
             if i in given:  # the graph returns it again (an alias): a view of the same storage
                 out = out.view(out.shape)
             given.add(i)
@@ -461,6 +491,17 @@ class FusionRegion(torch.nn.Module):
             # the recorded strides exactly (a size-1 dim's stride included), over the same elements
             results.append(out if order is None else out.as_strided(m.shape, m.stride()))
         return tuple(results) if self.tuple_output else results[0]
+
+    def _in_pytorch(self, args: tuple) -> Any:
+        """The region run as its PyTorch ops, its in-place outputs then copied into their inputs."""
+        res = self.graph_module(*args)
+        if not self.inplace:
+            return res
+        res = list(res) if self.tuple_output else [res]
+        for k, a in self.inplace.items():
+            args[a].copy_(res[k])
+            res[k] = args[a]
+        return tuple(res) if self.tuple_output else res[0]
 
     def _run_reference(self, ins: list[torch.Tensor]) -> list[torch.Tensor]:
         from fuser.runtime.reference import reference_from_text
@@ -617,8 +658,10 @@ def partition_graph(gm: fx.GraphModule, config: dict[str, Any], stats: Stats, ki
             continue
         sub = getattr(fused, node.target)
         input_meta = [a.meta.get("val") for a in node.args]
+        mutations = input_mutations(fused.graph, node)
         try:
-            region = FusionRegion(f"{kind}_{node.target}", sub, input_meta, config, stats)
+            region = FusionRegion(f"{kind}_{node.target}", sub, input_meta, config, stats,
+                                  {k: a for k, (a, _, _) in mutations.items()})
         except NoInputs as e:
             log.debug("%s: %s", kind, e)
             continue
@@ -626,6 +669,15 @@ def partition_graph(gm: fx.GraphModule, config: dict[str, Any], stats: Stats, ki
             log.warning("%s: region %s stays in PyTorch: %s", kind, node.target, e)
             continue
         setattr(fused, node.target, region)
+        for k in region.inplace:  # the region writes the input itself: the copy_ is done
+            _, value, copy = mutations[k]
+            copy.replace_all_uses_with(value)
+            fused.graph.erase_node(copy)
+            stats.inplace_outputs += 1
+            name = op_name(torch.ops.aten.copy_.default)  # counted as left to PyTorch above: it is not
+            stats.torch_nodes[name] -= 1
+            if not stats.torch_nodes[name]:
+                del stats.torch_nodes[name]
         stats.regions += 1
         stats.fused_nodes += region.op_count
         if config.get("debug"):
@@ -635,6 +687,30 @@ def partition_graph(gm: fx.GraphModule, config: dict[str, Any], stats: Stats, ki
     fused.recompile()
     fused.fuser_fallbacks = fallbacks
     return fused
+
+
+def input_mutations(graph: fx.Graph, node: fx.Node) -> dict[int, tuple[int, fx.Node, fx.Node]]:
+    """The input mutations AOTAutograd leaves at the end of a graph (keep_inference_input_mutations:
+    `aten.copy_(input, value)`) whose value is output k of region call `node` and whose input is
+    one of its arguments: {k: (argument index, the value node, the copy_ node)}. Taken only where
+    every other reader of the input runs before the region (it would otherwise see the new
+    values, which the copy_ at the end kept from it)."""
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    values = [(0, node)] if not any(u.target is operator.getitem for u in node.users) else \
+        [(u.args[1], u) for u in node.users if u.target is operator.getitem]
+    out: dict[int, tuple[int, fx.Node, fx.Node]] = {}
+    for k, v in values:
+        for c in v.users:
+            if c.op != "call_function" or c.target is not torch.ops.aten.copy_.default or len(c.args) != 2 \
+                    or c.kwargs or c.args[1] is not v:
+                continue
+            dst = c.args[0]
+            if not isinstance(dst, fx.Node) or dst.op != "placeholder" or dst not in node.args:
+                continue
+            if any(u is not c and u is not node and order[u] > order[node] for u in dst.users):
+                continue
+            out[k] = (list(node.args).index(dst), v, c)
+    return out
 
 
 def regions(gm: fx.GraphModule) -> list[FusionRegion]:

@@ -1016,6 +1016,33 @@ def _slice_backward(ctx: Ctx) -> fa.Tensor:
     return fa.pad(g, pads, 0.0)
 
 
+@entry(aten.slice_scatter.default)
+def _slice_scatter(ctx: Ctx) -> fa.Tensor:
+    """`x` with its unit-step slice along `dim` replaced by `src` (a KV-cache slot update,
+    `cache[:, p:p+n] = new`): the cat of the parts of `x` around the slot and `src`, an index
+    computation in the consumer's kernel; other steps stay in PyTorch."""
+    x, src = ctx.tensor(0), ctx.tensor(1, "src")
+    dim = int(ctx.arg(2, "dim", 0)) % max(x.ndim, 1)
+    if int(ctx.arg(5, "step", 1)) != 1:
+        raise Unsupported(f"slice_scatter with step {ctx.arg(5, 'step', 1)}")
+    start, end, _ = slice(_int_or_none(ctx.arg(3, "start")), _int_or_none(ctx.arg(4, "end"))).indices(x.shape[dim])
+    end = max(start, end)
+    if src.shape[dim] != end - start:
+        raise Unsupported("slice_scatter of a source whose extent is not the slice's")
+    parts = [fa.slice(x, dim, 0, start), fa.cast(src, x.dtype), fa.slice(x, dim, end, x.shape[dim])]
+    parts = [t for t in parts if t.shape[dim]]
+    return fa.cat(parts, dim) if len(parts) > 1 else parts[0]
+
+
+@entry(aten.copy.default)
+def _copy(ctx: Ctx) -> fa.Tensor:
+    """The functional copy (what `x[...] = y` becomes before a scatter): `src` cast to the
+    destination's dtype and broadcast to its shape."""
+    dst, src = ctx.tensor(0), ctx.tensor(1, "src")
+    y = fa.cast(src, dst.dtype)
+    return y if y.shape == dst.shape else fa.broadcast_to(y, dst.shape)
+
+
 @entry(aten.clone.default, aten.detach.default, aten.alias.default)
 def _identity(ctx: Ctx) -> fa.Tensor:
     return ctx.tensor(0)

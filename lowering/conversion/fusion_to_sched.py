@@ -26,17 +26,18 @@ from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, IntegerAttr, ModuleOp, TensorType, i64
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, DictionaryAttr, FunctionType, IntegerAttr, ModuleOp, TensorType, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
-from fuser.dialects.fusion.layout import STRIDE_ORDER, STRIDES, VIEW, arg_attrs, res_attrs
+from fuser.dialects.fusion.layout import ALIAS, STRIDE_ORDER, STRIDES, VIEW, arg_attrs, output_aliases, res_attrs
 from fuser.lowering.common import ScheduleError, Task, refuse_unfolded_empty, shape_of
 from fuser.lowering.emitters.emitter import KernelEmitter
 from fuser.lowering.emitters.kernel_builder import KernelBuilder
 from fuser.lowering.emitters.matmul import emit_matmul
 from fuser.lowering.emitters.normalization import emit_persistent
+from fuser.lowering.analysis.inplace import inplace_hazards
 from fuser.lowering.analysis.planner import SCHEDULER_OF_TASK, Plan, plan_fusion, segment_plan
 from fuser.lowering.emitters.pointwise import emit_copy, emit_pointwise
 from fuser.lowering.provenance import located
@@ -63,7 +64,29 @@ class ConvertFusionToSched(SchedulingPass):
                 self._convert(op, fn)
 
     def _convert(self, module: ModuleOp, fn: func.FuncOp) -> None:
+        """Schedule `fn` writing its in-place outputs into their inputs (segments that read an
+        aliased input launched before the one writing it, where the data allows); an aliased output whose
+        schedule would read its input after writing it (lowering/analysis/inplace.py: a kernel
+        reading the input later, or one reading other elements than it writes) is scheduled
+        again into a workspace that one copy kernel writes into the input after every other
+        kernel, and recorded in the host function's `fuser.staged_aliases`."""
         refuse_unfolded_empty(fn.walk())
+        staged: set[int] = set()
+        while True:
+            before = set(module.body.block.ops)
+            host_fn = self._emit(module, fn, staged)
+            kernels = {o.sym_name.data: o for o in module.body.block.ops if isinstance(o, sched.KernelOp)}
+            more = {h.output for h in inplace_hazards(host_fn, kernels)} - staged
+            if not more:
+                break
+            for o in [o for o in module.body.block.ops if o not in before]:
+                module.body.block.erase_op(o)
+            staged |= more
+        if staged:
+            host_fn.attributes["fuser.staged_aliases"] = DenseArrayBase.from_list(i64, sorted(staged))
+        module.body.block.erase_op(fn)
+
+    def _emit(self, module: ModuleOp, fn: func.FuncOp, staged: set[int]) -> func.FuncOp:
         opts = self.schedule_options()
         _require_segments(fn)  # the kernel boundaries are fusion-segment's
         body = fn.body.block
@@ -85,16 +108,31 @@ class ConvertFusionToSched(SchedulingPass):
         for v, a in zip(args + outputs, host_block.args):
             a.name_hint = v.name_hint
         copies = []  # an input returned as-is, or a value returned twice: copied after it is computed
-        for o, a in zip(outputs, out_args):
+        aliases = output_aliases(fn)
+        for j, (o, a) in enumerate(zip(outputs, out_args)):
             if 0 in shape_of(o):
                 continue  # nothing to write: the runtime allocates it with no memory
+            if j in aliases:
+                # an in-place output: its kernels write the input's buffer (the output's own
+                # argument is left unused; the runtime passes the input there too), or a staged
+                # one a workspace copied into the input last
+                into = host_block.args[aliases[j]]
+                if o is args[aliases[j]]:
+                    continue  # the input returned as is, into itself: nothing to write
+                if o in buffers or j in staged:
+                    if o not in buffers:
+                        buffers[o] = _workspace(host, o)
+                    copies.append((o, into))
+                else:
+                    buffers[o] = into
+                continue
             if o in buffers:
                 copies.append((o, a))
             else:
                 buffers[o] = a
         overrides = explicit_options(self)
         segments = []
-        for seg in [o for o in body.ops if isinstance(o, F.SegmentOp)]:
+        for seg in _readers_first([o for o in body.ops if isinstance(o, F.SegmentOp)], args, outputs, aliases):
             seg_opts, overridden = _segment_options(seg, opts, overrides)
             segments.append((seg, seg_opts, self._plan_segment(seg, seg_opts, overridden)))
         # Every buffer first (workspaces for the values kept between kernels), then the kernels;
@@ -115,7 +153,7 @@ class ConvertFusionToSched(SchedulingPass):
             for o, a in copies:
                 emit_copy(em, o, a)
             host.emit(func.ReturnOp())
-        module.body.block.erase_op(fn)
+        return host_fn
 
     @staticmethod
     def _plan_segment(seg: F.SegmentOp, opts, overridden: list[str]) -> Plan:
@@ -142,6 +180,46 @@ class ConvertFusionToSched(SchedulingPass):
         return plan
 
 
+def _readers_first(segs: list[F.SegmentOp], args: list, outputs: list, aliases: dict[int, int]) -> list[F.SegmentOp]:
+    """`segs` in an order their data allows (a topological order, the given one where free) in
+    which every segment that reads an aliased input runs before the segment that writes the
+    in-place output into it, where the writer does not feed the reader: a reduction of the input
+    that the update also needs, or one beside it, runs first, so the update can be written in
+    place instead of staged."""
+    if not aliases:
+        return segs
+    index = {s: k for k, s in enumerate(segs)}
+    maker = {r: s for s in segs for r in s.outputs}
+    deps = {s: {maker[v] for v in s.inputs if v in maker} for s in segs}
+    def feeds(a, b) -> bool:  # a segment b reads, directly or through others
+        stack, seen = list(deps[b]), set()
+        while stack:
+            x = stack.pop()
+            if x is a:
+                return True
+            if x not in seen:
+                seen.add(x)
+                stack += deps[x]
+        return False
+    after = {s: set(d) for s, d in deps.items()}
+    for j, i in aliases.items():
+        writer = maker.get(outputs[j])
+        if writer is None:
+            continue
+        for r in segs:
+            if r is not writer and args[i] in r.inputs and not feeds(writer, r):
+                after[writer].add(r)
+    order, done = [], set()
+    while len(order) < len(segs):
+        ready = [s for s in segs if s not in done and after[s] <= done]
+        if not ready:  # (no cycle is possible: a reader the writer feeds is not waited for)
+            return segs
+        s = min(ready, key=index.__getitem__)
+        order.append(s)
+        done.add(s)
+    return order
+
+
 def _segment_options(seg: F.SegmentOp, opts, overrides: dict[str, object]) -> tuple[ScheduleOptions, list[str]]:
     """The options `seg` is converted with, and the names of the options given to this pass
     that change what the segment's `fuser.plan` recorded. Without such a change: the pass's
@@ -165,9 +243,12 @@ def _boundary_layouts(fn: func.FuncOp, host_fn: func.FuncOp, n_in: int, n_out: i
     """The host function's arguments keep the layouts the fusion's boundary declares (their
     `fusion.view`, strides, offset and stride order: what the runtime checks arrays against and
     returns outputs as), once `fusion-layouts` has applied them; a declaration it has not
-    applied is refused."""
+    applied is refused. An in-place output's argument carries `fusion.alias` (the input whose
+    buffer its kernels write)."""
     ins = [arg_attrs(fn, i) for i in range(n_in)]
     outs = [res_attrs(fn, j) for j in range(n_out)]
+    for j, i in output_aliases(fn).items():  # the runtime reads it from the output's argument
+        outs[j] = {**outs[j], ALIAS: IntegerAttr(i, i64)}
     for what, attrs, key in [("argument", ins, STRIDES), ("result", outs, STRIDE_ORDER)]:
         for i, d in enumerate(attrs):
             if key in d and VIEW not in d:

@@ -17,7 +17,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import i1
 
 from fuser.dialects import fusion as F
-from fuser.dialects.fusion.layout import input_layout, output_order
+from fuser.dialects.fusion.layout import input_layout, output_alias, output_order
 from fuser.dialects.ir import parse_module
 from fuser.passes.layouts import apply_layouts
 from fuser.runtime.reference import reference_from_text
@@ -189,6 +189,8 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
         for j, r in enumerate(fn.function_type.outputs.data):
             if output_order(fn, j) is not None:
                 seen[("stride_order output", name(r))] += 1
+            if output_alias(fn, j) is not None:  # in-place outputs (issue 32)
+                seen[("aliased output", name(r))] += 1
         apply_layouts(fn)
         live, results = _live_ops(fn), list(fn.body.block.last_op.operands)
         read = {v for op in live for v in op.operands} | set(results)
@@ -254,6 +256,8 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
     # strided inputs of every type and every kind, outputs in a stride order (issue 32)
     want |= {("strided input", t) for t in types + ["expanded", "gapped or permuted", "step", "permuted"]}
     want |= {("stride_order output", t) for t in ("f32", "bf16", "f16")}
+    # in-place outputs (fusion.alias) of every type (issue 32)
+    want |= {("aliased output", t) for t in types}
     missing = sorted(want - set(seen))
     assert not missing, f"never generated over {COVERAGE_SEEDS} seeds: {missing}"
     assert fuzz.CMP_PREDICATES == F.CMP_PREDICATES

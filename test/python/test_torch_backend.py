@@ -322,6 +322,10 @@ CASES: list[tuple[str, tuple, object]] = [
     ("scatter_value_int", (aten.scatter.value,), lambda T: torch.scatter(T.i, 1, T.ix[:, 1:2].flip(0), 9)),
     ("slice_backward", (aten.slice_backward.default,),
      lambda T: aten.slice_backward(T.a, [4, 12], 1, 2, 10, 1) + aten.slice_backward(T.b, [6, 8], 0, -4, 2 ** 63 - 1, 1).sum()),
+    # a KV-cache slot write's pieces (issue 32): the slot replaced, the source cast to the destination's dtype
+    ("slice_scatter", (aten.slice_scatter.default,),
+     lambda T: aten.slice_scatter(T.a, T.b[:, :3] * 2, 1, 5, 8) + aten.slice_scatter(T.a, T.b[:1], 0, -1)),
+    ("copy", (aten.copy.default,), lambda T: aten.copy(T.a, T.c) + aten.copy(T.b, T.bf) * 2),
 ]
 
 

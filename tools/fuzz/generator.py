@@ -82,6 +82,7 @@ class _Gen(_Semantics, _TypedPart, _F64Part):
         self.outputs: list[Value] = []
         self.arg_layouts: dict[str, tuple[tuple[int, ...], int]] = {}  # input -> declared (strides, offset)
         self.out_orders: list[tuple[int, ...] | None] = []  # per output: its stride order, if any
+        self.out_aliases: list[int | None] = []  # per output: the input it is written into (in place), if any
 
     def ty(self, kind: str, dtype: str = "f32") -> str:
         """The tensor type of a kind and a dtype (short names: u8 is spelled ui8)."""
@@ -429,6 +430,27 @@ class _Gen(_Semantics, _TypedPart, _F64Part):
             rank = len(self.shape(v.kind))
             order = tuple(rng.sample(range(rank), rank)) if rank >= 2 and rng.random() < 0.25 else None
             self.out_orders.append(order)
+        self.draw_aliases(rng)
+
+    def draw_aliases(self, rng: random.Random) -> None:
+        """In-place outputs (issue 32), after the layouts from the same stream: in about 40% of the
+        cases, up to two outputs without a stride order are written into a dense input of their
+        shape and type (`fusion.alias`), each input taking one; every result must still read the
+        inputs as passed (the compiler writes in place or stages)."""
+        self.out_aliases = [None] * len(self.outputs)
+        if rng.random() >= 0.4:
+            return
+        taken: set[int] = set()
+        for j in rng.sample(range(len(self.outputs)), len(self.outputs))[:2]:
+            v = self.outputs[j]
+            if self.out_orders[j] is not None:
+                continue
+            fits = [i for i, a in enumerate(self.args) if i not in taken and a.name not in self.arg_layouts
+                    and a.dtype == v.dtype and self.shape(a.kind) == self.shape(v.kind)]
+            if fits:
+                i = rng.choice(fits)
+                taken.add(i)
+                self.out_aliases[j] = i
 
     def assemble(self, final: list[Value]) -> str:
         def param(a: Value) -> str:
@@ -438,11 +460,15 @@ class _Gen(_Semantics, _TypedPart, _F64Part):
             return f"%{a.name}: {self.ty(a.kind, a.dtype)}{attrs}"
 
         orders = self.out_orders if len(self.out_orders) == len(final) else [None] * len(final)
+        aliases = self.out_aliases if len(self.out_aliases) == len(final) else [None] * len(final)
         params = ", ".join(param(a) for a in self.args)
         results = ", ".join(self.ty(v.kind, v.dtype) for v in final)
-        declared = ", ".join(self.ty(v.kind, v.dtype) + ("" if o is None else
-                                                         f" {{fusion.stride_order = array<i64: {', '.join(map(str, o))}>}}")
-                             for v, o in zip(final, orders))
+
+        def attrs(o, i) -> str:
+            entries = ([] if o is None else [f"fusion.stride_order = array<i64: {', '.join(map(str, o))}>"]) + \
+                ([] if i is None else [f"fusion.alias = {i} : i64"])
+            return f" {{{', '.join(entries)}}}" if entries else ""
+        declared = ", ".join(self.ty(v.kind, v.dtype) + attrs(o, i) for v, o, i in zip(final, orders, aliases))
         body = "\n".join(self.lines)
         names = ", ".join(f"%{v.name}" for v in final)
         self.outputs = final

@@ -44,6 +44,7 @@ class FuzzCase:
     checks: list[str] = field(default_factory=list)  # how `mismatch` compares each result (`_Gen.check_key`)
     expected: object = field(repr=False, default=None)  # (inputs, rounding=True) -> (results, magnitudes, don't-cares)
     layouts: list = field(default_factory=list)  # per input: the (strides, offset) it declares, or None
+    aliased: tuple = ()  # the inputs an in-place output is written into (issue 32)
 
 
 def fuzz_case(seed: int, name: str = "fuzz") -> FuzzCase:
@@ -64,7 +65,8 @@ def fuzz_case(seed: int, name: str = "fuzz") -> FuzzCase:
     text = g.assemble(g.outputs)
     return FuzzCase(seed, text, [(g.shape(a.kind), a.dtype) for a in g.args], [v.dtype for v in g.outputs],
                     g.evaluate, g.evaluate_with_magnitudes, [g.ranges[a.name] for a in g.args],
-                    [g.check_key(v) for v in g.outputs], g.expected, [g.arg_layouts.get(a.name) for a in g.args])
+                    [g.check_key(v) for v in g.outputs], g.expected, [g.arg_layouts.get(a.name) for a in g.args],
+                    tuple(i for i in g.out_aliases if i is not None))
 
 
 def random_fusion(seed: int, name: str = "fuzz") -> str:
@@ -164,6 +166,8 @@ def check(case: FuzzCase, text: str, options: str, inputs, want, gpu: bool, mags
         return "crash", f"ptxas: {str(e).splitlines()[0]}"
     except Exception as e:  # noqa: BLE001 - anything else is a compiler bug to report
         return "crash", f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    # an in-place output updates its input: each run gets its own copy (the case's inputs stay as drawn)
+    inputs = [x.copy() if i in case.aliased else x for i, x in enumerate(inputs)]
     try:
         got = k(*inputs) if gpu else reference_from_text(text)(*inputs, precision="native")
     except Exception as e:  # noqa: BLE001
