@@ -45,3 +45,15 @@ func.func @chunks(%x: tensor<3x50xf32>, %i: tensor<3x20001xi32>, %s: tensor<3x20
   %r = fusion.scatter %x, %i, %s dim 1 : tensor<3x50xf32>, tensor<3x20001xi32>, tensor<3x20001xf32> to tensor<3x50xf32>
   func.return %r : tensor<3x50xf32>
 }
+
+// A scatter inside a hand-written segment stays unsorted (a sort would be a second task there).
+// CHECK-LABEL: func.func @in_segment
+// CHECK-NOT: fusion.sort
+// CHECK: fusion.scatter %{{.*}}, %{{.*}}, %{{.*}} dim 0 add : tensor<10x4xf32>, tensor<40x1xi64>, tensor<40x4xf32> to tensor<10x4xf32>
+func.func @in_segment(%x: tensor<10x4xf32>, %i: tensor<40x1xi64>, %s: tensor<40x4xf32>) -> tensor<10x4xf32> {
+  %r = fusion.segment "pointwise" (%a = %x : tensor<10x4xf32>, %b = %i : tensor<40x1xi64>, %c = %s : tensor<40x4xf32>) -> (tensor<10x4xf32>) {
+    %y = fusion.scatter %a, %b, %c dim 0 add : tensor<10x4xf32>, tensor<40x1xi64>, tensor<40x4xf32> to tensor<10x4xf32>
+    fusion.yield %y : tensor<10x4xf32>
+  }
+  func.return %r : tensor<10x4xf32>
+}
