@@ -1363,14 +1363,30 @@ def embedding(weight: Tensor, ids: Tensor) -> Tensor:
     return reshape(rows, [*ids.shape, weight.shape[1]])
 
 
-def scatter(x: Tensor, dim: int, index: Tensor, src: Tensor | float, reduce: str | None = None) -> Tensor:
+def _scatter_op(x: Tensor, index: Tensor, src: Tensor, d: int, add: bool, deterministic: bool, what: str) -> Tensor:
+    """fusion.scatter, or with `deterministic=False` (sums only) fusion.scatter_add_atomic."""
+    if deterministic:
+        return x.builder._emit(F.ScatterOp(x.value, index.value, src.value, d, add=add))
+    if not add:
+        raise ValueError(f"{what}: deterministic=False is an option of the sums only (scatter_add, index_add)")
+    if x.dtype not in F.SCATTER_ATOMIC_TYPES:
+        raise ValueError(f"{what}: deterministic=False (atomic adds) takes {', '.join(F.SCATTER_ATOMIC_TYPES)}, "
+                         f"not {x.dtype}")
+    return x.builder._emit(F.ScatterAddAtomicOp(x.value, index.value, src.value, d))
+
+
+def scatter(x: Tensor, dim: int, index: Tensor, src: Tensor | float, reduce: str | None = None,
+            deterministic: bool = True) -> Tensor:
     """torch.scatter (and, `reduce="add"`, torch.scatter_add): `x` with src's elements written
     (added) along `dim` where `index` says (`fusion.scatter`). `index` has x's rank and is no
     larger than x in the dims but `dim`; src (a tensor no smaller than `index`, whose leading part
     is read, or a number) is read at index's positions. Deterministic: where indices repeat,
     the last in index order wins, and sums run in index order (floats accumulated in f32 from
     x's value and rounded once; integers wrap). Indices below 0 count from the end; one still
-    outside [0, extent) lands on the nearest end (torch raises; FUSER_CHECK_INDICES=1 reports it)."""
+    outside [0, extent) lands on the nearest end (torch raises; FUSER_CHECK_INDICES=1 reports it).
+    `deterministic=False` (sums of f32, f64, i32 and i64 only): `fusion.scatter_add_atomic`, a
+    copy of x and then one atomic add (red.global.add) per src element, in whatever order they
+    land, so f32 sums may differ by rounding from run to run."""
     x = _as_tensor(x, "scatter")
     index = _index_tensor(index, x, "scatter")
     if reduce not in (None, "add", "sum"):
@@ -1387,20 +1403,21 @@ def scatter(x: Tensor, dim: int, index: Tensor, src: Tensor | float, reduce: str
         if n < src.shape[k]:
             src = slice(src, k, 0, n)
     src = cast(src, x.dtype)
-    return x.builder._emit(F.ScatterOp(x.value, index.value, src.value, d, add=reduce is not None))
+    return _scatter_op(x, index, src, d, reduce is not None, deterministic, "scatter")
 
 
-def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor, deterministic: bool = True) -> Tensor:
     """torch.scatter_add: `scatter(x, dim, index, src, reduce="add")` (deterministic: each
-    element's sum in index order, floats in f32)."""
-    return scatter(x, dim, index, src, reduce="add")
+    element's sum in index order, floats in f32; `deterministic=False`: atomic adds)."""
+    return scatter(x, dim, index, src, reduce="add", deterministic=deterministic)
 
 
-def index_add(x: Tensor, dim: int, index: Tensor, src: Tensor, alpha: float = 1) -> Tensor:
+def index_add(x: Tensor, dim: int, index: Tensor, src: Tensor, alpha: float = 1, deterministic: bool = True) -> Tensor:
     """torch.index_add: `x` plus `alpha * src`'s slices along `dim` added to the slices that 1-D
     `index` names (src is x's shape but `len(index)` along `dim`): a `fusion.scatter ... add`
     whose index line is shared by every position of the other dims, so it is sorted once.
-    Deterministic, as `scatter_add`; the embedding backward (`embedding_backward`)."""
+    Deterministic, as `scatter_add` (`deterministic=False`: atomic adds, as there); the
+    embedding backward (`embedding_backward`)."""
     x = _as_tensor(x, "index_add")
     index = _index_tensor(index, x, "index_add")
     src = _as_tensor(src, "index_add")
@@ -1416,20 +1433,22 @@ def index_add(x: Tensor, dim: int, index: Tensor, src: Tensor, alpha: float = 1)
     if alpha != 1:
         src = src * alpha
     line = reshape(index, tuple(index.shape[0] if k == d else 1 for k in range(x.ndim)))
-    return x.builder._emit(F.ScatterOp(x.value, line.value, src.value, d, add=True))
+    return _scatter_op(x, line, src, d, True, deterministic, "index_add")
 
 
-def embedding_backward(grad: Tensor, ids: Tensor, num_weights: int, padding_idx: int | None = None) -> Tensor:
+def embedding_backward(grad: Tensor, ids: Tensor, num_weights: int, padding_idx: int | None = None,
+                       deterministic: bool = True) -> Tensor:
     """torch's embedding_dense_backward: the [num_weights, D] gradient of an embedding's weight,
     the rows of `grad` (ids.shape + (D,)) summed into the rows their ids name (an `index_add`
-    into zeros, in token order, f32 accumulation); the row `padding_idx` stays zero."""
+    into zeros, in token order, f32 accumulation; `deterministic=False`: atomic adds, f32 and
+    f64 only); the row `padding_idx` stays zero."""
     grad = _as_tensor(grad, "embedding_backward")
     ids = _index_tensor(ids, grad, "embedding_backward")
     if grad.ndim < 1 or tuple(grad.shape[:-1]) != tuple(ids.shape):
         raise ValueError(f"embedding_backward: grad {grad.type} must be ids' shape {list(ids.shape)} plus the width")
     width = grad.shape[-1]
     flat, rows = reshape(ids, [-1]), reshape(grad, [-1, width])
-    out = index_add(grad.builder.full(0, (num_weights, width), grad.dtype), 0, flat, rows)
+    out = index_add(grad.builder.full(0, (num_weights, width), grad.dtype), 0, flat, rows, deterministic=deterministic)
     if padding_idx is not None and padding_idx >= 0:
         pad_row = broadcast(iota(num_weights, builder=grad.builder), (num_weights, width), [1]).eq(padding_idx)
         out = where(pad_row, grad.builder.full(0, out.shape, out.dtype), out)

@@ -66,7 +66,7 @@ def fold_empty(block: Block) -> int:
             kept = [x for x in op.inputs if not is_empty(x)]
             new = kept[0] if len(kept) == 1 else _insert(block, op, F.CatOp(kept, op.dim.data)).result
             _replace(op, [new])
-        elif isinstance(op, F.ScatterOp) and is_empty(op.src):  # (nothing written: the input)
+        elif isinstance(op, (F.ScatterOp, F.ScatterAddAtomicOp)) and is_empty(op.src):  # (nothing written: the input)
             _replace(op, [op.input])
         elif isinstance(op, F.PadOp) and is_empty(op.input):
             shape = op.result.type.get_shape()

@@ -53,7 +53,7 @@ def index_checks(func: Any) -> list[IndexCheck]:
     args = list(func.body.block.args)
     checks = []
     for op in func.body.walk():
-        if not isinstance(op, F.INDEXED_OPS):
+        if not isinstance(op, (*F.INDEXED_OPS, F.ScatterAddAtomicOp)):
             continue
         src = _source(op.index)
         at = args.index(src) if isinstance(src, BlockArgument) and src in args else None
@@ -93,5 +93,5 @@ def check_indices(checks: Sequence[IndexCheck], arrays: Sequence[Any], fusion: s
             if not -c.extent <= value < c.extent:
                 raise IndexError(f"@{fusion}: {c.op} along dim {c.dim} (extent {c.extent}) reads index input "
                                  f"#{c.argument} ('{c.name}') holding {value}, outside [{-c.extent}, {c.extent}) "
-                                 f"(FUSER_CHECK_INDICES=1; unchecked, it would {'write' if c.op == 'fusion.scatter' else 'read'} "
+                                 f"(FUSER_CHECK_INDICES=1; unchecked, it would {'write' if c.op.startswith('fusion.scatter') else 'read'} "
                                  "the nearest end)")

@@ -518,7 +518,7 @@ def _eval_op(it: _Interp, op: Operation, ins: list[np.ndarray]) -> list[np.ndarr
         pos = ins[1].astype(np.int64)
         pos = np.clip(np.where(pos < 0, pos + n, pos), 0, max(n - 1, 0))  # (clamped: see the op)
         return [np.take_along_axis(x, pos, dim) if name == "fusion.gather" else np.take(x, pos, axis=dim)]
-    if name == "fusion.scatter":
+    if name in ("fusion.scatter", "fusion.scatter_add_atomic"):  # (atomic: the sums in index order)
         return [_scatter(op, ins)]
     if name == "fusion.flip":
         return [np.flip(ins[0], _dims_of(op)).copy()]
@@ -629,13 +629,14 @@ def _scatter(op: Operation, ins: list[np.ndarray]) -> np.ndarray:
     index = np.broadcast_to(index, src.shape)
     acc_type = np.float64 if x.dtype == np.float64 else np.float32 if x.dtype.kind == "f" or x.dtype == NUMPY_DTYPES["bf16"] \
         else x.dtype
-    out = x.astype(acc_type) if op.add is not None else x.copy()
+    add = op.name == "fusion.scatter_add_atomic" or op.add is not None
+    out = x.astype(acc_type) if add else x.copy()
     grid = np.indices(src.shape[:dim] + (1,) + src.shape[dim + 1:], sparse=True)
     with np.errstate(over="ignore"):
         for j in range(n):  # index positions in order: no two positions of one step share an element
             at = tuple(np.take(index, [j], axis=dim) if d == dim else g for d, g in enumerate(grid))
             vals = np.take(src, [j], axis=dim)
-            if op.add is not None:
+            if add:
                 out[at] = out[at] + vals.astype(acc_type)
             else:
                 out[at] = vals

@@ -22,6 +22,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from .types import (
     _CONVERT_FORMAT,
+    dtype_name as F_name,
     _check_dims_list,
     _check_tensor,
     _ConvertLike,
@@ -493,6 +494,55 @@ class IndexSelectOp(_IndexedBase):
             raise VerifyException(f"'fusion.index_select' op operand #1 ('index') {i} must be 1-D")
 
 
+def _verify_scatter(self) -> None:
+    """fusion.scatter's (and fusion.scatter_add_atomic's) checks, naming the op and the operand."""
+    name = f"'{self.name}' op"
+    t = _check_tensor(self, "operand #0 ('input')", self.input.type)
+    i = _check_tensor(self, "operand #1 ('index')", self.index.type)
+    s = _check_tensor(self, "operand #2 ('src')", self.src.type)
+    r = _check_tensor(self, "result", self.result.type)
+    _check_index(self, "operand #1 ('index')", i)
+    if r != t:
+        raise VerifyException(f"{name} result type {r} must equal operand #0 ('input')'s {t}")
+    if s.element_type != t.element_type:
+        raise VerifyException(f"{name} operand #2 ('src') has element type {s.element_type}, expected "
+                              f"{t.element_type} (the input's)")
+    if self.is_add and t.element_type == i1:
+        raise VerifyException(f"{name} 'add' takes no masks: operand #0 ('input') is {t}")
+    rank, d = t.get_num_dims(), self.dim.data
+    if not 0 <= d < rank:
+        raise VerifyException(f"{name} dim {d} is out of range for rank {rank}")
+    if s.get_num_dims() != rank:
+        raise VerifyException(f"{name} operand #2 ('src') {s} must have the input's rank {rank}")
+    for k, (a, b) in enumerate(zip(_dims(t), _dims(s))):
+        if k != d and b > a:
+            raise VerifyException(f"{name} operand #2 ('src') {s} is larger than the input {t} along dim {k}")
+    others = [n for k, n in enumerate(_dims(s)) if k != d]
+    n = _dims(s)[d]
+    if not self.is_sorted:
+        if i.get_num_dims() != rank or _dims(i)[d] != n:
+            raise VerifyException(f"{name} operand #1 ('index') {i} must have src's rank and its extent {n} "
+                                  f"along dim {d}")
+        lines = [m for k, m in enumerate(_dims(i)) if k != d]
+    else:
+        o = _check_tensor(self, "operand #3 ('order')", self.order.type)
+        if o.element_type != i64 or _dims(o) != _dims(i):
+            raise VerifyException(f"{name} operand #3 ('order') {o} must be i64 of the sorted index's shape "
+                                  f"{list(_dims(i))}")
+        if i.get_num_dims() != rank + 1:
+            raise VerifyException(f"{name} operand #1 ('index') {i} of the sorted form must have rank {rank + 1} "
+                                  f"(the index lines, then chunks and their length)")
+        kc, c = _dims(i)[-2], _dims(i)[-1]
+        if kc * c < n or (n and kc * c - n >= c) or (n == 0 and kc * c):
+            raise VerifyException(f"{name} operand #1 ('index') {i}: {kc} chunks of {c} do not cover the "
+                                  f"{n} index positions along dim {d} in as few chunks")
+        lines = list(_dims(i))[:-2]
+    for k, (m, want) in enumerate(zip(lines, others)):
+        if m not in (want, 1):
+            raise VerifyException(f"{name} operand #1 ('index') {i} has extent {m} along its index line's dim "
+                                  f"{k}: expected src's {want} or 1 (shared)")
+
+
 SCATTER_CHUNK = 16384
 """The most index positions one row of a sorted scatter's sort holds (fusion.sort's row limit for
 4- and 8-byte elements); a longer index line is sorted as several chunks, applied in order."""
@@ -557,51 +607,7 @@ class ScatterOp(IRDLOperation):
         return [n for d, n in enumerate(_dims(self.index.type)) if d != self.dim.data]
 
     def verify_(self) -> None:
-        name = "'fusion.scatter' op"
-        t = _check_tensor(self, "operand #0 ('input')", self.input.type)
-        i = _check_tensor(self, "operand #1 ('index')", self.index.type)
-        s = _check_tensor(self, "operand #2 ('src')", self.src.type)
-        r = _check_tensor(self, "result", self.result.type)
-        _check_index(self, "operand #1 ('index')", i)
-        if r != t:
-            raise VerifyException(f"{name} result type {r} must equal operand #0 ('input')'s {t}")
-        if s.element_type != t.element_type:
-            raise VerifyException(f"{name} operand #2 ('src') has element type {s.element_type}, expected "
-                                  f"{t.element_type} (the input's)")
-        if self.is_add and t.element_type == i1:
-            raise VerifyException(f"{name} 'add' takes no masks: operand #0 ('input') is {t}")
-        rank, d = t.get_num_dims(), self.dim.data
-        if not 0 <= d < rank:
-            raise VerifyException(f"{name} dim {d} is out of range for rank {rank}")
-        if s.get_num_dims() != rank:
-            raise VerifyException(f"{name} operand #2 ('src') {s} must have the input's rank {rank}")
-        for k, (a, b) in enumerate(zip(_dims(t), _dims(s))):
-            if k != d and b > a:
-                raise VerifyException(f"{name} operand #2 ('src') {s} is larger than the input {t} along dim {k}")
-        others = [n for k, n in enumerate(_dims(s)) if k != d]
-        n = _dims(s)[d]
-        if not self.is_sorted:
-            if i.get_num_dims() != rank or _dims(i)[d] != n:
-                raise VerifyException(f"{name} operand #1 ('index') {i} must have src's rank and its extent {n} "
-                                      f"along dim {d}")
-            lines = [m for k, m in enumerate(_dims(i)) if k != d]
-        else:
-            o = _check_tensor(self, "operand #3 ('order')", self.order.type)
-            if o.element_type != i64 or _dims(o) != _dims(i):
-                raise VerifyException(f"{name} operand #3 ('order') {o} must be i64 of the sorted index's shape "
-                                      f"{list(_dims(i))}")
-            if i.get_num_dims() != rank + 1:
-                raise VerifyException(f"{name} operand #1 ('index') {i} of the sorted form must have rank {rank + 1} "
-                                      f"(the index lines, then chunks and their length)")
-            kc, c = _dims(i)[-2], _dims(i)[-1]
-            if kc * c < n or (n and kc * c - n >= c) or (n == 0 and kc * c):
-                raise VerifyException(f"{name} operand #1 ('index') {i}: {kc} chunks of {c} do not cover the "
-                                      f"{n} index positions along dim {d} in as few chunks")
-            lines = list(_dims(i))[:-2]
-        for k, (m, want) in enumerate(zip(lines, others)):
-            if m not in (want, 1):
-                raise VerifyException(f"{name} operand #1 ('index') {i} has extent {m} along its index line's dim "
-                                      f"{k}: expected src's {want} or 1 (shared)")
+        _verify_scatter(self)
 
     @classmethod
     def parse(cls, parser: Parser):
@@ -640,6 +646,57 @@ class ScatterOp(IRDLOperation):
         printer.print_list([x.type for x in self.operands], printer.print_attribute)
         printer.print_string(" to ")
         printer.print_attribute(self.result.type)
+
+
+
+SCATTER_ATOMIC_TYPES = ("f32", "f64", "i32", "i64")
+"""Element types of fusion.scatter_add_atomic: what PTX's red.global.add adds one at a time."""
+
+
+@irdl_op_definition
+class ScatterAddAtomicOp(IRDLOperation):
+    """scatter_add by atomic adds, the option where order may vary (deterministic=False in the
+    API): `fusion.scatter_add_atomic %x, %i, %s dim 0 : T, I, S to T`, operands as an unsorted
+    `fusion.scatter ... add` (an index line may be shared along the other dims; indices
+    normalized as there). Its kernels copy `input` to the result, then add every src element
+    to its target with `red.global.add`: f32 sums come out in whatever order the adds land, so
+    two runs may differ by rounding (integers wrap and are exact). f32, f64, i32 and i64. A
+    kernel boundary: its result is written to memory and read back."""
+
+    name = "fusion.scatter_add_atomic"
+    input = operand_def(TensorType)
+    index = operand_def(TensorType)
+    src = operand_def(TensorType)
+    result = result_def(TensorType)
+    dim = prop_def(IntAttr)
+
+    def __init__(self, input: SSAValue, index: SSAValue, src: SSAValue, dim: int):
+        super().__init__(operands=[input, index, src], result_types=[input.type], properties={"dim": IntAttr(dim)})
+
+    @property
+    def is_add(self) -> bool:
+        return True
+
+    @property
+    def is_sorted(self) -> bool:
+        return False
+
+    def line_shape(self) -> list[int]:
+        return [n for d, n in enumerate(_dims(self.index.type)) if d != self.dim.data]
+
+    def verify_(self) -> None:
+        t = _check_tensor(self, "operand #0 ('input')", self.input.type)
+        if F_name(t.element_type) not in SCATTER_ATOMIC_TYPES:
+            raise VerifyException(f"'fusion.scatter_add_atomic' op operand #0 ('input') is {t}: atomic adds take "
+                                  f"{', '.join(SCATTER_ATOMIC_TYPES)} (fusion.scatter ... add takes every type)")
+        _verify_scatter(self)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        return _parse_operands_dim(cls, parser, arity=3)
+
+    def print(self, printer: Printer):
+        _print_operands_dim(self, printer)
 
 
 @irdl_op_definition

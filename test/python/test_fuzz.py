@@ -213,6 +213,8 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
             if isinstance(op, F.SortOp):
                 seen[("sort", name(op.input.type))] += 1
                 seen[("sort", "topk" if op.k is not None else "whole", op.is_descending)] += 1
+            if isinstance(op, F.ScatterAddAtomicOp):
+                seen[("scatter", "atomic", name(op.input.type))] += 1
             if isinstance(op, F.ScatterOp):
                 seen[("scatter", "add" if op.is_add else "set")] += 1
                 seen[("scatter", "sorted" if F._dims(op.src.type)[op.dim.data] > 16 else "unsorted")] += 1
@@ -243,6 +245,7 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
     want |= {("sort", what, d) for what in ("whole", "topk") for d in (False, True)}
     # scatters (issue 32): written and added, index lines short and sorted, of src's shape and shared
     want |= {("scatter", w) for w in ("add", "set", "sorted", "unsorted", "shared line", "lines")}
+    want |= {("scatter", "atomic", t) for t in F.SCATTER_ATOMIC_TYPES}  # atomic adds of each type they take
     # iota over every numeric type, uniform and normal over each float type they take (issue 31)
     from fuser.dialects.fusion.creation import IOTA_TYPES
     for op, allowed in ((F.IotaOp, IOTA_TYPES), (F.UniformOp, F.UniformOp.ELEMENTS), (F.NormalOp, F.NormalOp.ELEMENTS)):

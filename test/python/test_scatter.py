@@ -263,3 +263,41 @@ def test_ptx_is_assembled(case):
     assert ptx.count(".entry") == (1 if case in ("unsorted", "scatter_value") else 2)
     if find_ptxas():
         assemble_ptx(ptx, "sm_90a")
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64", "i32", "i64"])
+def test_atomic_variant(dt):
+    """deterministic=False: fusion.scatter_add_atomic, its own two kernels (the copy, then one
+    red.global.add per src element; a consumer reads the result back), the same sums in the
+    reference; ptxas takes the adds."""
+    rng = np.random.default_rng(2)
+    x, src = values(dt, (37, 9), rng), values(dt, (40, 9), rng)
+    ids = rng.integers(-37, 37, 40)
+    with fuser.FusionBuilder("at") as fb:
+        a, i, s = fb.input((37, 9), dt), fb.input((40,), "i64"), fb.input((40, 9), dt)
+        fb.output(fuser.index_add(fuser.neg(a), 0, i, s, deterministic=False) * 2)
+    assert "fusion.scatter_add_atomic" in fb.mlir()
+    c = fuser.compile(fb)
+    sched_ir = c.ir("sched")
+    assert sched_ir.count("sched.kernel") == 3 and sched_ir.count("sched.atomic_add") == 1
+    suffix = {"f32": "f32", "f64": "f64", "i32": "u32", "i64": "u64"}[dt]
+    assert f"red.global.add.{suffix}" in c.ptx
+    if find_ptxas():
+        assemble_ptx(c.ptx, "sm_90a")
+    want = as_torch(-x).index_add(0, torch.from_numpy(ids % 37), as_torch(src)) * 2
+    close(c.reference(x, ids, src), to_numpy(want), dt, exact=False)
+
+
+def test_atomic_variant_refusals():
+    with fuser.FusionBuilder("e") as fb:
+        x, i = fb.input((4, 3), "bf16"), fb.input((5,), "i64")
+        with pytest.raises(ValueError, match="deterministic=False .* takes f32, f64, i32, i64, not bf16"):
+            fuser.index_add(x, 0, i, fb.input((5, 3), "bf16"), deterministic=False)
+        with pytest.raises(ValueError, match="sums only"):
+            fuser.scatter(fb.input((4, 3)), 0, fb.input((5, 3), "i64"), fb.input((5, 3)), deterministic=False)
+        fb.output(x)
+    text = ("func.func @f(%x: tensor<4x3xbf16>, %i: tensor<5x3xi64>, %s: tensor<5x3xbf16>) {\n"
+            "  %r = fusion.scatter_add_atomic %x, %i, %s dim 0 : tensor<4x3xbf16>, tensor<5x3xi64>, tensor<5x3xbf16> "
+            "to tensor<4x3xbf16>\n  func.return\n}")
+    with pytest.raises(Exception, match="'fusion.scatter_add_atomic' op operand #0 \\('input'\\) is tensor<4x3xbf16>"):
+        parse_module(text).verify()

@@ -136,3 +136,28 @@ def test_embedding_backward_matches_autograd():
     torch.nn.functional.embedding(ids, wgt, padding_idx=3).backward(grad.float())
     torch.testing.assert_close(got.float(), wgt.grad.bfloat16().float(), rtol=1e-2, atol=1e-2)
     _same_bits(k(grad, ids), _np(got), "a second run")
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64", "i32", "i64"])
+@pytest.mark.parametrize("tokens", [7, 8193])
+def test_atomic_variant(dt, tokens):
+    """deterministic=False (fusion.scatter_add_atomic: a copy, then red.global.add per element):
+    integers exactly torch's; floats within the rounding of a sum in any order."""
+    torch = _torch()
+    gen = torch.Generator(device="cuda").manual_seed(tokens)
+    w = _values(torch, dt, (501, 40), gen) if dt in ("f32", "f64") else torch.randint(
+        -1000, 1000, (501, 40), device="cuda", generator=gen).to(_tdt(torch, dt))
+    g = _values(torch, dt, (tokens, 40), gen) if dt in ("f32", "f64") else torch.randint(
+        -1000, 1000, (tokens, 40), device="cuda", generator=gen).to(_tdt(torch, dt))
+    ids = torch.randint(-501, 501, (tokens,), device="cuda", generator=gen)
+    with fuser.FusionBuilder("at") as fb:
+        fb.output(fuser.index_add(fb.input(w.shape, dt), 0, fb.input(ids.shape, "i64"), fb.input(g.shape, dt),
+                                  deterministic=False))
+    k = fuser.compile(fb)
+    assert "red.global.add" in k.ptx
+    got = k(w, ids, g)
+    ref = w.double().index_add(0, ids % 501, g.double())
+    if dt in ("i32", "i64"):
+        assert torch.equal(got, ref.to(got.dtype))
+    else:
+        torch.testing.assert_close(got.double(), ref, rtol=1e-5 if dt == "f32" else 1e-12, atol=1e-3 if dt == "f32" else 1e-9)

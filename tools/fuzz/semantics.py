@@ -302,7 +302,7 @@ def _cast(x: np.ndarray, src: str, dst: str, rounding: bool = True) -> np.ndarra
 
 
 def _scatter_adds(rhs: str) -> bool:
-    return " add" in rhs.split(" : ")[0].split(" dim ")[1]
+    return rhs.startswith("fusion.scatter_add_atomic") or " add" in rhs.split(" : ")[0].split(" dim ")[1]
 
 
 def _scatter(rhs: str):
@@ -558,7 +558,7 @@ class _Semantics:
             return lambda x: np.reshape(x, shape)
         if op in _INDEX_MAPS:
             return _index_map(op, rhs)
-        if op == "scatter":
+        if op in ("scatter", "scatter_add_atomic"):
             return _scatter(rhs)
         if op == "matmul":
             ta, tb = self.ta, self.tb
@@ -583,7 +583,7 @@ class _Semantics:
             return lambda vals, mags: value
         if op in _INDEXED:  # the magnitudes of the elements read (the index is exact)
             return lambda vals, mags: fn(mags[0], vals[1])
-        if op == "scatter":  # the magnitudes moved (added) as the values are (the index is exact)
+        if op in ("scatter", "scatter_add_atomic"):  # the magnitudes moved (added) as the values are (the index is exact)
             return lambda vals, mags: fn(mags[0], vals[1], np.broadcast_to(mags[2], np.shape(vals[2])))
         if op in ("broadcast", "reshape", "permute", "matmul", *_INDEX_MAPS):  # linear in each operand's magnitude
             return lambda vals, mags: fn(*mags)
@@ -665,7 +665,7 @@ class _Semantics:
             move = self._numpy(rhs, kind)
             return (lambda vals, dcs, margins: None if dcs[0] is None else move(np.broadcast_to(dcs[0], np.shape(vals[0])),
                                                                               vals[1])), False
-        if op == "scatter":  # each written element's mask moves with it; an added one joins the input's
+        if op in ("scatter", "scatter_add_atomic"):  # each written element's mask moves with it; an added one joins the input's
             move = self._numpy(rhs, kind)
 
             def scattered(vals, dcs, margins):

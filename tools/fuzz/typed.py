@@ -587,7 +587,7 @@ class _TypedPart:
             r = cat([sliced(x, 0, k), sliced(y, k, n)])
         else:
             r = cat([sliced(x, 0, n, 2), sliced(x, 1, n, 2)])
-        if self.scatters is not None and self.scatters.random() < 0.3:  # then a scatter into it, now and then
+        if self.scatters is not None and self.scatters.random() < 0.5:  # then a scatter into it, half the time
             r = self.scattered(r, d)
         return self.keep(r)
 
@@ -596,7 +596,8 @@ class _TypedPart:
         where an index input says (issue 32): m index positions (1, 2, n, or past the 16 that
         fusion-sort-scatters sorts), an index of src's shape or one line shared along the other
         dims (index_add's), indices from -n - 2 to n + 1 (negative ones, a few out of range:
-        the nearest end), repeats (the last wins; sums in order). Drawn from its own stream
+        the nearest end), repeats (the last wins; sums in order); some sums of f32, f64, i32 and
+        i64 by atomic adds (fusion.scatter_add_atomic: any order, within rounding). Drawn from its own stream
         (`scatters`), so the rest of the case stays as it was."""
         rng, t = self.scatters, x.dtype
         full = self.shape("full")
@@ -611,8 +612,10 @@ class _TypedPart:
                            "mask" if t == "i1" else "range" if t in INTS else "uniform", x.bound)
         self.n_in += 2
         add = " add" if t != "i1" and rng.random() < 0.5 else ""
+        atomic = add and t in ("f32", "f64", "i32", "i64") and rng.random() < 0.5  # (its own kernels, atomic adds)
         ty = self.ty("full", t)
-        rhs = (f"fusion.scatter %{x.name}, %{index.name}, %{src.name} dim {d}{add} : {ty}, "
+        op, add = ("scatter_add_atomic", "") if atomic else ("scatter", add)
+        rhs = (f"fusion.{op} %{x.name}, %{index.name}, %{src.name} dim {d}{add} : {ty}, "
                f"{self.ty(kind(ishape), it)}, {self.ty(kind(sshape), t)} to {ty}")
         return self.emit("sc", "full", rhs, [x, index, src], t, listed=False)
 

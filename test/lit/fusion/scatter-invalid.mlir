@@ -73,3 +73,20 @@ func.func @chunks(%x: tensor<4x3xf32>, %i: tensor<1x3x4xi64>, %s: tensor<5x3xf32
   %r = fusion.scatter %x, %i, %s, %o dim 0 add : tensor<4x3xf32>, tensor<1x3x4xi64>, tensor<5x3xf32>, tensor<1x3x4xi64> to tensor<4x3xf32>
   func.return %r : tensor<4x3xf32>
 }
+
+// -----
+
+// The atomic variant takes what red.global.add adds: f32, f64, i32, i64.
+// CHECK: scatter-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.scatter_add_atomic' op operand #0 ('input') is tensor<4x3xbf16>: atomic adds take f32, f64, i32, i64 (fusion.scatter ... add takes every type)
+func.func @atomic_bf16(%x: tensor<4x3xbf16>, %i: tensor<5x3xi64>, %s: tensor<5x3xbf16>) -> tensor<4x3xbf16> {
+  %r = fusion.scatter_add_atomic %x, %i, %s dim 0 : tensor<4x3xbf16>, tensor<5x3xi64>, tensor<5x3xbf16> to tensor<4x3xbf16>
+  func.return %r : tensor<4x3xbf16>
+}
+
+// -----
+
+// CHECK: scatter-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.scatter_add_atomic' op operand #1 ('index') tensor<6x3xi64> must have src's rank and its extent 5 along dim 0
+func.func @atomic_index(%x: tensor<4x3xf32>, %i: tensor<6x3xi64>, %s: tensor<5x3xf32>) -> tensor<4x3xf32> {
+  %r = fusion.scatter_add_atomic %x, %i, %s dim 0 : tensor<4x3xf32>, tensor<6x3xi64>, tensor<5x3xf32> to tensor<4x3xf32>
+  func.return %r : tensor<4x3xf32>
+}
