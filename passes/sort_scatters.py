@@ -38,17 +38,24 @@ def chunks(n: int) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class SortScatters(ModulePass):
-    """Sort the index lines of every long fusion.scatter of a function's body. One inside a
-    hand-written `fusion.segment` is left unsorted (still right, each element reads the whole
-    line): a sort there would be a second task in the segment, which its scheduler refuses."""
+    """Sort the index lines of every long fusion.scatter of a function's body, and of the body
+    of a hand-written `fusion.segment` that names no scheduler (fusion-segment splits such a
+    segment into the segments its ops need: the sort becomes one). One inside a segment that
+    names its scheduler is left unsorted (still right, each element reads the whole line): a
+    sort there would be a second task, which that scheduler refuses."""
 
     name = "fusion-sort-scatters"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in [o for o in op.body.block.ops if isinstance(o, func.FuncOp)]:
-            for sc in [o for o in (fn.body.block.ops if fn.body.blocks else []) if isinstance(o, F.ScatterOp)]:
-                if not sc.is_sorted and F._dims(sc.src.type)[sc.dim.data] > SORT_ABOVE:
-                    sort_scatter(sc)
+            if not fn.body.blocks:
+                continue
+            blocks = [fn.body.block] + [s.body.block for s in fn.body.block.ops
+                                        if isinstance(s, F.SegmentOp) and s.scheduler_name is None]
+            for block in blocks:
+                for sc in [o for o in block.ops if isinstance(o, F.ScatterOp)]:
+                    if not sc.is_sorted and F._dims(sc.src.type)[sc.dim.data] > SORT_ABOVE:
+                        sort_scatter(sc)
 
 
 def sort_scatter(op: F.ScatterOp) -> F.ScatterOp:

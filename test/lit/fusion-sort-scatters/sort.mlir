@@ -46,12 +46,25 @@ func.func @chunks(%x: tensor<3x50xf32>, %i: tensor<3x20001xi32>, %s: tensor<3x20
   func.return %r : tensor<3x50xf32>
 }
 
-// A scatter inside a hand-written segment stays unsorted (a sort would be a second task there).
+// A scatter inside a hand-written segment that names its scheduler stays unsorted (a sort would
+// be a second task there); one that names none is sorted (fusion-segment splits it).
 // CHECK-LABEL: func.func @in_segment
 // CHECK-NOT: fusion.sort
 // CHECK: fusion.scatter %{{.*}}, %{{.*}}, %{{.*}} dim 0 add : tensor<10x4xf32>, tensor<40x1xi64>, tensor<40x4xf32> to tensor<10x4xf32>
 func.func @in_segment(%x: tensor<10x4xf32>, %i: tensor<40x1xi64>, %s: tensor<40x4xf32>) -> tensor<10x4xf32> {
   %r = fusion.segment "pointwise" (%a = %x : tensor<10x4xf32>, %b = %i : tensor<40x1xi64>, %c = %s : tensor<40x4xf32>) -> (tensor<10x4xf32>) {
+    %y = fusion.scatter %a, %b, %c dim 0 add : tensor<10x4xf32>, tensor<40x1xi64>, tensor<40x4xf32> to tensor<10x4xf32>
+    fusion.yield %y : tensor<10x4xf32>
+  }
+  func.return %r : tensor<10x4xf32>
+}
+
+// CHECK-LABEL: func.func @in_unnamed_segment
+// CHECK: fusion.segment (
+// CHECK: fusion.sort
+// CHECK: fusion.scatter %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} dim 0 add
+func.func @in_unnamed_segment(%x: tensor<10x4xf32>, %i: tensor<40x1xi64>, %s: tensor<40x4xf32>) -> tensor<10x4xf32> {
+  %r = fusion.segment (%a = %x : tensor<10x4xf32>, %b = %i : tensor<40x1xi64>, %c = %s : tensor<40x4xf32>) -> (tensor<10x4xf32>) {
     %y = fusion.scatter %a, %b, %c dim 0 add : tensor<10x4xf32>, tensor<40x1xi64>, tensor<40x4xf32> to tensor<10x4xf32>
     fusion.yield %y : tensor<10x4xf32>
   }
