@@ -74,7 +74,7 @@ __all__ = [
     "promote_types", "result_dtype",
     "broadcast_to", "broadcast", "reshape", "permute", "select", "narrow", "pad", "cat", "split",
     "flip", "expand", "squeeze", "unsqueeze", "triu", "tril", "gather", "take_along_axis", "index_select",
-    "embedding", "amax", "amin", "prod", "argmax", "argmin", "welford",
+    "embedding", "scatter", "scatter_add", "index_add", "embedding_backward", "amax", "amin", "prod", "argmax", "argmin", "welford",
     "var_mean", "cumsum", "cumprod", "cummax", "cummin", "sort", "argsort", "topk",
     "matmul", "segment_set",
     "iota", "arange", "uniform", "normal", "rand_like", "randn_like", "dropout", "dropout_backward",
@@ -1400,6 +1400,98 @@ def embedding(weight: Tensor, ids: Tensor) -> Tensor:
         raise ValueError(f"embedding: the weight must be 2-D, got {weight.type}")
     rows = index_select(weight, 0, reshape(ids, [-1]))
     return reshape(rows, [*ids.shape, weight.shape[1]])
+
+
+def _scatter_op(x: Tensor, index: Tensor, src: Tensor, d: int, add: bool, deterministic: bool, what: str) -> Tensor:
+    """fusion.scatter, or with `deterministic=False` (sums only) fusion.scatter_add_atomic."""
+    if deterministic:
+        return x.builder._emit(F.ScatterOp(x.value, index.value, src.value, d, add=add))
+    if not add:
+        raise ValueError(f"{what}: deterministic=False is an option of the sums only (scatter_add, index_add)")
+    if x.dtype not in F.SCATTER_ATOMIC_TYPES:
+        raise ValueError(f"{what}: deterministic=False (atomic adds) takes {', '.join(F.SCATTER_ATOMIC_TYPES)}, "
+                         f"not {x.dtype}")
+    return x.builder._emit(F.ScatterAddAtomicOp(x.value, index.value, src.value, d))
+
+
+def scatter(x: Tensor, dim: int, index: Tensor, src: Tensor | float, reduce: str | None = None,
+            deterministic: bool = True) -> Tensor:
+    """torch.scatter (and, `reduce="add"`, torch.scatter_add): `x` with src's elements written
+    (added) along `dim` where `index` says (`fusion.scatter`). `index` has x's rank and is no
+    larger than x in the dims but `dim`; src (a tensor no smaller than `index`, whose leading part
+    is read, or a number) is read at index's positions. Deterministic: where indices repeat,
+    the last in index order wins, and sums run in index order (floats accumulated in f32 from
+    x's value and rounded once; integers wrap). Indices below 0 count from the end; one still
+    outside [0, extent) lands on the nearest end (torch raises; FUSER_CHECK_INDICES=1 reports it).
+    `deterministic=False` (sums of f32, f64, i32 and i64 only): `fusion.scatter_add_atomic`, a
+    copy of x and then one atomic add (red.global.add) per src element, in whatever order they
+    land, so f32 sums may differ by rounding from run to run."""
+    x = _as_tensor(x, "scatter")
+    index = _index_tensor(index, x, "scatter")
+    if reduce not in (None, "add", "sum"):
+        raise ValueError(f"scatter: reduce={reduce!r} is not supported (None or 'add')")
+    d = _norm_dim(dim, x.ndim)
+    if index.ndim != x.ndim or builtins.any(b > a for k, (a, b) in enumerate(zip(x.shape, index.shape)) if k != d):
+        raise ValueError(f"scatter: the index {index.type} must have {x.type}'s rank and be no larger in a dim but {dim}")
+    if _is_scalar(src):
+        src = x.builder.full(src, index.shape, x.dtype)
+    src = _as_tensor(src, "scatter")
+    if src.ndim != x.ndim or builtins.any(b < a for a, b in zip(index.shape, src.shape)):
+        raise ValueError(f"scatter: src {src.type} must have the index {index.type}'s rank and be no smaller")
+    for k, n in enumerate(index.shape):
+        if n < src.shape[k]:
+            src = slice(src, k, 0, n)
+    src = cast(src, x.dtype)
+    return _scatter_op(x, index, src, d, reduce is not None, deterministic, "scatter")
+
+
+def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor, deterministic: bool = True) -> Tensor:
+    """torch.scatter_add: `scatter(x, dim, index, src, reduce="add")` (deterministic: each
+    element's sum in index order, floats in f32; `deterministic=False`: atomic adds)."""
+    return scatter(x, dim, index, src, reduce="add", deterministic=deterministic)
+
+
+def index_add(x: Tensor, dim: int, index: Tensor, src: Tensor, alpha: float = 1, deterministic: bool = True) -> Tensor:
+    """torch.index_add: `x` plus `alpha * src`'s slices along `dim` added to the slices that 1-D
+    `index` names (src is x's shape but `len(index)` along `dim`): a `fusion.scatter ... add`
+    whose index line is shared by every position of the other dims, so it is sorted once.
+    Deterministic, as `scatter_add` (`deterministic=False`: atomic adds, as there); the
+    embedding backward (`embedding_backward`)."""
+    x = _as_tensor(x, "index_add")
+    index = _index_tensor(index, x, "index_add")
+    src = _as_tensor(src, "index_add")
+    d = _norm_dim(dim, x.ndim)
+    if index.ndim != 1:
+        raise ValueError(f"index_add: the index must be 1-D, got {index.type}")
+    want = tuple(index.shape[0] if k == d else n for k, n in enumerate(x.shape))
+    if tuple(src.shape) != want:
+        raise ValueError(f"index_add: src {src.type} must have shape {list(want)} (x's, with len(index) along {dim})")
+    if x.dtype == "i1":
+        raise ValueError("index_add: bool tensors cannot be added")
+    src = cast(src, x.dtype)
+    if alpha != 1:
+        src = src * alpha
+    line = reshape(index, tuple(index.shape[0] if k == d else 1 for k in range(x.ndim)))
+    return _scatter_op(x, line, src, d, True, deterministic, "index_add")
+
+
+def embedding_backward(grad: Tensor, ids: Tensor, num_weights: int, padding_idx: int | None = None,
+                       deterministic: bool = True) -> Tensor:
+    """torch's embedding_dense_backward: the [num_weights, D] gradient of an embedding's weight,
+    the rows of `grad` (ids.shape + (D,)) summed into the rows their ids name (an `index_add`
+    into zeros, in token order, f32 accumulation; `deterministic=False`: atomic adds, f32 and
+    f64 only); the row `padding_idx` stays zero."""
+    grad = _as_tensor(grad, "embedding_backward")
+    ids = _index_tensor(ids, grad, "embedding_backward")
+    if grad.ndim < 1 or tuple(grad.shape[:-1]) != tuple(ids.shape):
+        raise ValueError(f"embedding_backward: grad {grad.type} must be ids' shape {list(ids.shape)} plus the width")
+    width = grad.shape[-1]
+    flat, rows = reshape(ids, [-1]), reshape(grad, [-1, width])
+    out = index_add(grad.builder.full(0, (num_weights, width), grad.dtype), 0, flat, rows, deterministic=deterministic)
+    if padding_idx is not None and padding_idx >= 0:
+        pad_row = broadcast(iota(num_weights, builder=grad.builder), (num_weights, width), [1]).eq(padding_idx)
+        out = where(pad_row, grad.builder.full(0, out.shape, out.dtype), out)
+    return out
 
 
 def segment_set(x: Tensor) -> Tensor:

@@ -13,7 +13,8 @@ a fusion function so that no op reads an empty value:
 - `fusion.welford` of an empty input gives avg NaN, m2 0, count 0; `fusion.var_mean` gives NaN
   for both (0 / 0, as torch's);
 - `fusion.matmul` with K = 0 gives zeros; `fusion.pad` of an empty operand gives its pad value
-  broadcast; `fusion.cat` drops its empty operands;
+  broadcast; `fusion.cat` drops its empty operands; `fusion.scatter` of an empty src gives its
+  input;
 - any other op with a non-empty result that reads an empty value (an index_select of an empty
   dim, which torch refuses) gives zeros.
 
@@ -65,6 +66,8 @@ def fold_empty(block: Block) -> int:
             kept = [x for x in op.inputs if not is_empty(x)]
             new = kept[0] if len(kept) == 1 else _insert(block, op, F.CatOp(kept, op.dim.data)).result
             _replace(op, [new])
+        elif isinstance(op, (F.ScatterOp, F.ScatterAddAtomicOp)) and is_empty(op.src):  # (nothing written: the input)
+            _replace(op, [op.input])
         elif isinstance(op, F.PadOp) and is_empty(op.input):
             shape = op.result.type.get_shape()
             _replace(op, [_insert(block, op, F.BroadcastOp(op.value, shape, list(range(len(shape))))).result])

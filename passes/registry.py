@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # loading xDSL is most of a tool's start-up: only the passes 
 _PASSES: dict[str, str] = {
     "fusion-layouts": "fuser.passes.layouts:FusionLayouts",
     "fusion-fold-empty": "fuser.passes.fold_empty:FoldEmpty",
+    "fusion-sort-scatters": "fuser.passes.sort_scatters:SortScatters",
     "fusion-sink-reshapes": "fuser.passes.sink_reshapes:SinkReshapes",
     "fusion-translate-welford": "fuser.passes.translate_welford:TranslateWelford",
     "fusion-split-k": "fuser.passes.split_k:SplitK",

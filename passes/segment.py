@@ -39,7 +39,7 @@ from fuser.dialects import fusion as F
 from fuser.lowering.analysis.planner import (BOUNDARY_OPS, SCHEDULER_OF_TASK, Plan, plan_fusion, task_ops, task_reads,
                                              unstored_matmul_result)
 from fuser.lowering.analysis.schedules import (matmul_decision, matmul_schedule, pointwise_schedule, reduction_schedule,
-                                              scan_schedule, sort_schedule)
+                                              scan_schedule, scatter_schedule, sort_schedule)
 from fuser.lowering.common import (ScheduleError, Task, definition_order, is_welford, nbytes, refuse_unfolded_empty,
                                    shape_of)
 from fuser.lowering.heuristics.options import PLAN_ATTR, ScheduleOptions, SchedulingPass, plan_attribute
@@ -181,6 +181,8 @@ def _decided(t: Task, plan: Plan, body: Block, opts: ScheduleOptions) -> Schedul
         decision = scan_schedule(t, plan.materialized, set(body.args), opts)
     elif t.kind == "sort":
         decision = sort_schedule(t, plan.materialized, set(body.args), opts)
+    elif t.kind == "scatter":
+        decision = scatter_schedule(t, plan.materialized, set(body.args), opts)
     elif t.kind == "normalization":
         p = t.group.decision.params
         decision = {"block": p.bx, "vector": p.lanes}
@@ -334,6 +336,10 @@ def describe(t: Task, plan: Plan, reads: list[SSAValue], written: list[SSAValue]
         epilogue = [o for o in t.outputs if o is not op.result]
         if epilogue:
             what += f" with {len(epilogue)} output(s) computed from it"
+    elif t.kind == "scatter":
+        op = t.op
+        what = (f"'{op.name}' of {list(shape_of(op.src))} into {list(shape_of(op.input))} along dim {op.dim.data} "
+                "(a copy, then atomic adds)")
     elif t.kind == "sort":
         op = t.op
         shape = shape_of(op.input)

@@ -56,10 +56,10 @@ from fuser.lowering.analysis.inplace import aliased_inputs, inplace_hazards
 
 # Ops that touch a kernel's global buffers, by the operand that names the buffer.
 _READS = {sched.LoadOp: "buffer", sched.TmaLoadOp: "tensor_map"}
-_WRITES = {sched.StoreOp: "buffer", sched.TmaStoreOp: "tensor_map", sched.TmaReduceOp: "tensor_map",
+_WRITES = {sched.StoreOp: "buffer", sched.AtomicAddOp: "buffer", sched.TmaStoreOp: "tensor_map", sched.TmaReduceOp: "tensor_map",
            sched.SemaphoreSignalOp: "sems"}
 # Writes that also read the buffer's data before the launch unless the kernel stores it too.
-_COMBINES = (sched.TmaReduceOp,)
+_COMBINES = (sched.TmaReduceOp, sched.AtomicAddOp)
 # Ops that only give another view of a buffer: accesses through the view are the buffer's.
 _VIEWS = (memref.CollapseShapeOp,)
 # Reads ordered by their own protocol, which need data before the launch.

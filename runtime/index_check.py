@@ -1,7 +1,8 @@
 """The out-of-range index report (`FUSER_CHECK_INDICES=1`, issue 32).
 
-`fusion.gather` and `fusion.index_select` give every index a defined result: below 0 it counts
-from the end (as torch), and one still outside [0, extent) reads the nearest end. That keeps a
+`fusion.gather`, `fusion.index_select` and `fusion.scatter` give every index a defined result:
+below 0 it counts from the end (as torch), and one still outside [0, extent) reads (a scatter:
+writes) the nearest end. That keeps a
 kernel from faulting, but hides a wrong label or token id. With FUSER_CHECK_INDICES=1 (also
 "true", "on", "yes") every call first checks each index *input* of such an op (an argument of the
 fusion, read directly or through reshapes, broadcasts and permutes) and raises IndexError naming
@@ -52,7 +53,7 @@ def index_checks(func: Any) -> list[IndexCheck]:
     args = list(func.body.block.args)
     checks = []
     for op in func.body.walk():
-        if not isinstance(op, F.INDEXED_OPS):
+        if not isinstance(op, (*F.INDEXED_OPS, F.ScatterAddAtomicOp)):
             continue
         src = _source(op.index)
         at = args.index(src) if isinstance(src, BlockArgument) and src in args else None
@@ -92,4 +93,5 @@ def check_indices(checks: Sequence[IndexCheck], arrays: Sequence[Any], fusion: s
             if not -c.extent <= value < c.extent:
                 raise IndexError(f"@{fusion}: {c.op} along dim {c.dim} (extent {c.extent}) reads index input "
                                  f"#{c.argument} ('{c.name}') holding {value}, outside [{-c.extent}, {c.extent}) "
-                                 f"(FUSER_CHECK_INDICES=1; unchecked, it would read the nearest end)")
+                                 f"(FUSER_CHECK_INDICES=1; unchecked, it would {'write' if c.op.startswith('fusion.scatter') else 'read'} "
+                                 "the nearest end)")

@@ -518,6 +518,8 @@ def _eval_op(it: _Interp, op: Operation, ins: list[np.ndarray]) -> list[np.ndarr
         pos = ins[1].astype(np.int64)
         pos = np.clip(np.where(pos < 0, pos + n, pos), 0, max(n - 1, 0))  # (clamped: see the op)
         return [np.take_along_axis(x, pos, dim) if name == "fusion.gather" else np.take(x, pos, axis=dim)]
+    if name in ("fusion.scatter", "fusion.scatter_add_atomic"):  # (atomic: the sums in index order)
+        return [_scatter(op, ins)]
     if name == "fusion.flip":
         return [np.flip(ins[0], _dims_of(op)).copy()]
     if name == "fusion.segment_set":
@@ -605,6 +607,40 @@ def _scan(it: _Interp, kind: str, x: np.ndarray) -> np.ndarray:
         zeros = np.take_along_axis(x, np.maximum(last_zero, 0), axis=-1)
         out = np.where((out == 0) & (last_zero >= 0), zeros, out)
     return out
+
+
+def _scatter(op: Operation, ins: list[np.ndarray]) -> np.ndarray:
+    """fusion.scatter (dialects/fusion/shape.py): `input` with src's elements written (or, `add`,
+    added) where the index says along dim, index position by index position in order (so the
+    last wins where indices repeat, and sums run in index order: floats in f32 (f64 for f64)
+    from the input's value, rounded once, integers wrapping). Indices below 0 count from the
+    end, any still outside [0, extent) land on the nearest end. The sorted form's index is first
+    put back in index order from its chunks (`order` says where each sorted position stood)."""
+    x, index, src = ins[0], ins[1].astype(np.int64), ins[2]
+    dim, n, extent = op.dim.data, ins[2].shape[op.dim.data], ins[0].shape[op.dim.data]
+    if len(ins) == 4:  # sorted form: [lines..., K, C] back to [lines..., n], then dim put back in place
+        order = ins[3].astype(np.int64)
+        kc, c = index.shape[-2:]
+        j = order + (np.arange(kc, dtype=np.int64) * c)[:, None]
+        restored = np.zeros(index.shape[:-2] + (kc * c,), np.int64)
+        np.put_along_axis(restored, j.reshape(index.shape[:-2] + (kc * c,)), index.reshape(restored.shape), -1)
+        index = np.moveaxis(restored[..., :n], -1, dim)
+    index = np.clip(np.where(index < 0, index + extent, index), 0, max(extent - 1, 0))
+    index = np.broadcast_to(index, src.shape)
+    acc_type = np.float64 if x.dtype == np.float64 else np.float32 if x.dtype.kind == "f" or x.dtype == NUMPY_DTYPES["bf16"] \
+        else x.dtype
+    add = op.name == "fusion.scatter_add_atomic" or op.add is not None
+    out = x.astype(acc_type) if add else x.copy()
+    grid = np.indices(src.shape[:dim] + (1,) + src.shape[dim + 1:], sparse=True)
+    with np.errstate(over="ignore"):
+        for j in range(n):  # index positions in order: no two positions of one step share an element
+            at = tuple(np.take(index, [j], axis=dim) if d == dim else g for d, g in enumerate(grid))
+            vals = np.take(src, [j], axis=dim)
+            if add:
+                out[at] = out[at] + vals.astype(acc_type)
+            else:
+                out[at] = vals
+    return out.astype(x.dtype)
 
 
 def _sort(x: np.ndarray, descending: bool, k: int) -> list[np.ndarray]:

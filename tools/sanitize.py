@@ -3,7 +3,7 @@ shared-memory and synchronization path the schedulers emit (the matmul epilogue 
 operand slots and in bytes of its own, stores straight from the registers, 2-CTA clusters, the persistent and ping-pong grids,
 two-kernel split-K with its reduction, serial split-K's turns and bulk reductions, block reductions that share scratch, normalization rows kept in
 shared memory, the column-reduction tree, the transpose tiles, a middle-dim reduction split over
-blocks, the index maps' clamped reads, the sort networks), each compiled and run once by `fuser-run` under
+blocks, the index maps' clamped reads, the sort networks, the scatters' searches), each compiled and run once by `fuser-run` under
 `compute-sanitizer --tool T` for each tool T. It prints one line per case and tool: the
 hazards the tool reported and whether the outputs matched the float64 reference.
 
@@ -184,6 +184,19 @@ _SORTS = """func.func @sorts(%x: tensor<37x1000xf32>, %y: tensor<5x5000xbf16>, %
 slots past the row empty), topk's select walk and its network of 128 threads' candidates, and
 short rows of 7, 8 to a block, in a network of 8 slots that a warp's threads beyond share."""
 
+_SCATTERS = """func.func @scatters(%g: tensor<20001x40xbf16>, %ids: tensor<20001x1xi64>, %w: tensor<501x40xbf16>, %x: tensor<37x29xf32>, %i: tensor<37x3xi32>, %s: tensor<37x3xf32>, %j: tensor<33x29xi64>, %t: tensor<33x29xf32>) -> (tensor<501x40xbf16>, tensor<37x29xf32>, tensor<37x29xf32>, tensor<37x29xf32>) {
+  %eb = fusion.scatter %w, %ids, %g dim 0 add : tensor<501x40xbf16>, tensor<20001x1xi64>, tensor<20001x40xbf16> to tensor<501x40xbf16>
+  %oh = fusion.scatter %x, %i, %s dim 1 : tensor<37x29xf32>, tensor<37x3xi32>, tensor<37x3xf32> to tensor<37x29xf32>
+  %cs = fusion.scatter %x, %j, %t dim 0 add : tensor<37x29xf32>, tensor<33x29xi64>, tensor<33x29xf32> to tensor<37x29xf32>
+  %at = fusion.scatter_add_atomic %x, %j, %t dim 0 : tensor<37x29xf32>, tensor<33x29xi64>, tensor<33x29xf32> to tensor<37x29xf32>
+  func.return %eb, %oh, %cs, %at : tensor<501x40xbf16>, tensor<37x29xf32>, tensor<37x29xf32>, tensor<37x29xf32>
+}"""
+"""Scatters (issue 32): an embedding backward of 20001 tokens (a sort in two chunks of 10001, the
+last padded, then the sorted segment pass's binary searches and bf16 vector reads), a short
+line read whole (3 positions a row), and a sorted line per column of 33 positions: every read
+of the index, order and src at a searched or clamped position stays in bounds; and the same
+column sums by atomic adds (a copy, then red.global.add per element, after it)."""
+
 
 def _default_with_split_k(options: str) -> str:
     """The default pipeline with fusion-split-k{options}."""
@@ -218,6 +231,7 @@ CASES: dict[str, tuple[str, str]] = {
     "index_maps": (_INDEX_MAPS, "default"),
     "strided_layouts": (_STRIDED, "default"),
     "sorts": (_SORTS, "default"),
+    "scatters": (_SCATTERS, "default"),
 }
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")

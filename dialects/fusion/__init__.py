@@ -13,7 +13,7 @@ Constants are `fusion.full`, a tensor filled with one value.
 The package, by concern:
     types      dtype names and helpers, tensor checks, shared assembly helpers
     pointwise  unary and binary math, cmp, where, cast, full
-    shape      broadcast, reshape, permute, slice, pad, cat, flip, gather, index_select, segment_set
+    shape      broadcast, reshape, permute, slice, pad, cat, flip, gather, index_select, scatter, segment_set
     reduction  reduce, welford, var_mean
     scan       scan (cumsum, cumprod, cummax, cummin along the innermost dim)
     sort       sort (sort, argsort and topk along the innermost dim: values and i64 indices)
@@ -134,7 +134,7 @@ from .scan import SCAN_INPUT_TYPES, SCAN_KINDS, ScanOp, scan_result_types
 from .sort import SORT_INPUT_TYPES, SortOp
 from .segment import SCHEDULERS, SegmentOp, YieldOp, new_segment
 from .shape import (INDEX_MAP_OPS, INDEX_TYPES, INDEXED_OPS, SHAPE_OPS, BroadcastOp, CatOp, FlipOp, GatherOp, IndexSelectOp,
-                    PadOp, PermuteOp, ReshapeOp, SegmentSetOp, SliceOp, AsStridedOp, strided_span)
+                    PadOp, PermuteOp, ReshapeOp, SCATTER_ATOMIC_TYPES, SCATTER_CHUNK, ScatterAddAtomicOp, ScatterOp, SegmentSetOp, SliceOp, AsStridedOp, strided_span)
 from .types import (
     _CONVERT_FORMAT,
     DTYPE_NAMES,
@@ -167,7 +167,7 @@ from .types import (
 Fusion = Dialect(
     "fusion",
     [*UNARY_OPS, *BINARY_OPS, *FLOAT_TEST_OPS, *LOGICAL_OPS, CmpOp, WhereOp, CastOp, BroadcastOp, ReshapeOp, PermuteOp, SliceOp, PadOp, CatOp,
-     FlipOp, AsStridedOp, GatherOp, IndexSelectOp, SegmentSetOp, FullOp,
+     FlipOp, AsStridedOp, GatherOp, IndexSelectOp, ScatterOp, ScatterAddAtomicOp, SegmentSetOp, FullOp,
      ReduceOp, WelfordOp, VarMeanOp, ScanOp, SortOp, MatmulOp, SegmentOp, YieldOp, *CREATION_OPS],
     [],
 )
@@ -194,7 +194,7 @@ __all__ = [
     "IotaOp", "RandomOp", "UniformOp", "NormalOp", "RANDOM_OPS", "CREATION_OPS",
     # shape
     "BroadcastOp", "ReshapeOp", "PermuteOp", "SliceOp", "PadOp", "CatOp", "FlipOp", "AsStridedOp", "strided_span", "SegmentSetOp", "SHAPE_OPS",
-    "INDEX_MAP_OPS", "INDEXED_OPS", "INDEX_TYPES", "GatherOp", "IndexSelectOp",
+    "INDEX_MAP_OPS", "INDEXED_OPS", "INDEX_TYPES", "GatherOp", "IndexSelectOp", "ScatterOp", "SCATTER_CHUNK", "ScatterAddAtomicOp", "SCATTER_ATOMIC_TYPES",
     # reduction
     "REDUCE_KINDS", "REDUCE_INPUT_TYPES", "reduce_result_types", "_reduced_shape", "_ReductionBase", "_print_reduction_head", "ReduceOp",
     "_parse_multi_result_reduction", "WelfordOp", "VarMeanOp",

@@ -11,7 +11,7 @@ kernels of one task, e.g. a split row reduction), and its terminator `fusion.yie
 
 The region is isolated from above: each operand enters as the block argument named on its left,
 so a segment reads exactly what its kernels load. The scheduler name (`pointwise`, `reduction`,
-`normalization`, `matmul`, `scan`, `sort`) is optional: `fusion-segment` fills it in for a hand-written segment
+`normalization`, `matmul`, `scan`, `sort`, `scatter`) is optional: `fusion-segment` fills it in for a hand-written segment
 and keeps the segment's boundary. `fuser.segment` records the decision (parameters, memory
 traffic, why a larger group was refused).
 """
@@ -29,7 +29,7 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
-SCHEDULERS = ("pointwise", "reduction", "normalization", "matmul", "scan", "sort")
+SCHEDULERS = ("pointwise", "reduction", "normalization", "matmul", "scan", "sort", "scatter")
 
 
 @irdl_op_definition

@@ -1,5 +1,6 @@
 """Shape `fusion` ops: broadcast, reshape, permute, the index maps slice, pad, cat, flip and
-as_strided, the indexed reads gather and index_select, and segment_set (a forced kernel
+as_strided, the indexed reads gather and index_select, the indexed writes scatter (and
+scatter_add / index_add), and segment_set (a forced kernel
 boundary).
 
 A shape op is an index computation: the kernel that reads its result reads its operand at the
@@ -9,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DenseArrayBase, IntAttr, TensorType, i32, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntAttr, TensorType, i1, i32, i64
 from xdsl.ir import Attribute, SSAValue
-from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, prop_def, result_def, traits_def, var_operand_def
+from xdsl.dialects.builtin import UnitAttr
+from xdsl.irdl import (IRDLOperation, irdl_op_definition, operand_def, opt_operand_def, opt_prop_def, prop_def, result_def,
+                        traits_def, var_operand_def)
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import Pure
@@ -19,6 +22,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from .types import (
     _CONVERT_FORMAT,
+    dtype_name as F_name,
     _check_dims_list,
     _check_tensor,
     _ConvertLike,
@@ -490,6 +494,211 @@ class IndexSelectOp(_IndexedBase):
             raise VerifyException(f"'fusion.index_select' op operand #1 ('index') {i} must be 1-D")
 
 
+def _verify_scatter(self) -> None:
+    """fusion.scatter's (and fusion.scatter_add_atomic's) checks, naming the op and the operand."""
+    name = f"'{self.name}' op"
+    t = _check_tensor(self, "operand #0 ('input')", self.input.type)
+    i = _check_tensor(self, "operand #1 ('index')", self.index.type)
+    s = _check_tensor(self, "operand #2 ('src')", self.src.type)
+    r = _check_tensor(self, "result", self.result.type)
+    _check_index(self, "operand #1 ('index')", i)
+    if r != t:
+        raise VerifyException(f"{name} result type {r} must equal operand #0 ('input')'s {t}")
+    if s.element_type != t.element_type:
+        raise VerifyException(f"{name} operand #2 ('src') has element type {s.element_type}, expected "
+                              f"{t.element_type} (the input's)")
+    if self.is_add and t.element_type == i1:
+        raise VerifyException(f"{name} 'add' takes no masks: operand #0 ('input') is {t}")
+    rank, d = t.get_num_dims(), self.dim.data
+    if not 0 <= d < rank:
+        raise VerifyException(f"{name} dim {d} is out of range for rank {rank}")
+    if s.get_num_dims() != rank:
+        raise VerifyException(f"{name} operand #2 ('src') {s} must have the input's rank {rank}")
+    for k, (a, b) in enumerate(zip(_dims(t), _dims(s))):
+        if k != d and b > a:
+            raise VerifyException(f"{name} operand #2 ('src') {s} is larger than the input {t} along dim {k}")
+    others = [n for k, n in enumerate(_dims(s)) if k != d]
+    n = _dims(s)[d]
+    if not self.is_sorted:
+        if i.get_num_dims() != rank or _dims(i)[d] != n:
+            raise VerifyException(f"{name} operand #1 ('index') {i} must have src's rank and its extent {n} "
+                                  f"along dim {d}")
+        lines = [m for k, m in enumerate(_dims(i)) if k != d]
+    else:
+        o = _check_tensor(self, "operand #3 ('order')", self.order.type)
+        if o.element_type != i64 or _dims(o) != _dims(i):
+            raise VerifyException(f"{name} operand #3 ('order') {o} must be i64 of the sorted index's shape "
+                                  f"{list(_dims(i))}")
+        if i.get_num_dims() != rank + 1:
+            raise VerifyException(f"{name} operand #1 ('index') {i} of the sorted form must have rank {rank + 1} "
+                                  f"(the index lines, then chunks and their length)")
+        kc, c = _dims(i)[-2], _dims(i)[-1]
+        if kc * c < n or (n and kc * c - n >= c) or (n == 0 and kc * c):
+            raise VerifyException(f"{name} operand #1 ('index') {i}: {kc} chunks of {c} do not cover the "
+                                  f"{n} index positions along dim {d} in as few chunks")
+        lines = list(_dims(i))[:-2]
+    for k, (m, want) in enumerate(zip(lines, others)):
+        if m not in (want, 1):
+            raise VerifyException(f"{name} operand #1 ('index') {i} has extent {m} along its index line's dim "
+                                  f"{k}: expected src's {want} or 1 (shared)")
+
+
+SCATTER_CHUNK = 16384
+"""The most index positions one row of a sorted scatter's sort holds (fusion.sort's row limit for
+4- and 8-byte elements); a longer index line is sorted as several chunks, applied in order."""
+
+
+@irdl_op_definition
+class ScatterOp(IRDLOperation):
+    """torch.scatter / scatter_add along `dim`, deterministic:
+    `fusion.scatter %x, %i, %s dim 0 [add] : tensor<VxDxf32>, tensor<TxDxi64>, tensor<TxDxf32> to tensor<VxDxf32>`.
+
+    The result is `input` with, for every position q of `src` (in order along `dim`, the
+    later index positions after the earlier ones), the element at q's coordinates but
+    `index[q]` along `dim` replaced by `src[q]` (no `add`: the last in index order wins where
+    indices repeat) or increased by it (`add`: the sum of `input` and every `src[q]` that lands
+    there, in index order; floats accumulated in f32, f64 in f64, integers in their own type,
+    wrapping). `index` (i32 or i64) has src's rank and its extent along `dim`; along every other
+    dim its extent is src's or 1 (one index line shared by all positions there: index_add's 1-D
+    index). `src` is no larger than `input` in the dims other than `dim`; elements of `input`
+    past src's extents are kept. An index below 0 counts from the end; one still outside
+    [0, extent) lands on the nearest end (the gathers' defined result; FUSER_CHECK_INDICES=1
+    reports such an index input). Masks (i1) take no `add`.
+
+    The sorted form, made by `fusion-sort-scatters`, has a fourth operand: `index` is then each
+    index line's positions, normalized into [0, extent), cut into K chunks of C and each chunk
+    sorted ascending (chunks padded with the extent, which no position equals), and `order` (i64)
+    where each sorted position stood in its chunk: both of shape index's extents but `dim`, then
+    [K, C] (the stable sort's values and indices). A kernel then finds the index positions that
+    land on an element by binary search in each chunk instead of reading the whole line, and
+    reads them in index order; the result is the same.
+    """
+
+    name = "fusion.scatter"
+    input = operand_def(TensorType)
+    index = operand_def(TensorType)
+    src = operand_def(TensorType)
+    order = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+    dim = prop_def(IntAttr)
+    add = opt_prop_def(UnitAttr)
+    traits = traits_def(Pure())
+
+    def __init__(self, input: SSAValue, index: SSAValue, src: SSAValue, dim: int, add: bool = False,
+                 order: SSAValue | None = None):
+        props = {"dim": IntAttr(dim)}
+        if add:
+            props["add"] = UnitAttr()
+        super().__init__(operands=[input, index, src, [order] if order is not None else []],
+                         result_types=[input.type], properties=props)
+
+    @property
+    def is_add(self) -> bool:
+        return self.add is not None
+
+    @property
+    def is_sorted(self) -> bool:
+        return self.order is not None
+
+    def line_shape(self) -> list[int]:
+        """The index lines' extents (index's, or in the sorted form its leading dims), without `dim`."""
+        if self.is_sorted:
+            return list(_dims(self.index.type))[:-2]
+        return [n for d, n in enumerate(_dims(self.index.type)) if d != self.dim.data]
+
+    def verify_(self) -> None:
+        _verify_scatter(self)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        start = parser.pos
+        names = [parser.parse_unresolved_operand()]
+        while parser.parse_optional_punctuation(",") is not None:
+            names.append(parser.parse_unresolved_operand())
+        if len(names) not in (3, 4):
+            parser.raise_error(f"'fusion.scatter' takes 3 operands (4 when sorted), got {len(names)}", start, parser.pos)
+        parser.parse_keyword("dim")
+        props = {"dim": IntAttr(parser.parse_integer())}
+        if parser.parse_optional_keyword("add") is not None:
+            props["add"] = UnitAttr()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types = [parser.parse_type()]
+        while parser.parse_optional_punctuation(",") is not None:
+            types.append(parser.parse_type())
+        parser.parse_keyword("to")
+        t = parser.parse_type()
+        if len(types) != len(names):
+            parser.raise_error(f"'fusion.scatter' has {len(names)} operands but {len(types)} operand types")
+        ops = [parser.resolve_operand(n, ty) for n, ty in zip(names, types)]
+        op = cls.create(operands=ops, result_types=[t], properties=props)
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer):
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_string(f" dim {self.dim.data}")
+        if self.is_add:
+            printer.print_string(" add")
+        _print_attrs(printer, self, [])
+        printer.print_string(" : ")
+        printer.print_list([x.type for x in self.operands], printer.print_attribute)
+        printer.print_string(" to ")
+        printer.print_attribute(self.result.type)
+
+
+
+SCATTER_ATOMIC_TYPES = ("f32", "f64", "i32", "i64")
+"""Element types of fusion.scatter_add_atomic: what PTX's red.global.add adds one at a time."""
+
+
+@irdl_op_definition
+class ScatterAddAtomicOp(IRDLOperation):
+    """scatter_add by atomic adds, the option where order may vary (deterministic=False in the
+    API): `fusion.scatter_add_atomic %x, %i, %s dim 0 : T, I, S to T`, operands as an unsorted
+    `fusion.scatter ... add` (an index line may be shared along the other dims; indices
+    normalized as there). Its kernels copy `input` to the result, then add every src element
+    to its target with `red.global.add`: f32 sums come out in whatever order the adds land, so
+    two runs may differ by rounding (integers wrap and are exact). f32, f64, i32 and i64. A
+    kernel boundary: its result is written to memory and read back."""
+
+    name = "fusion.scatter_add_atomic"
+    input = operand_def(TensorType)
+    index = operand_def(TensorType)
+    src = operand_def(TensorType)
+    result = result_def(TensorType)
+    dim = prop_def(IntAttr)
+
+    def __init__(self, input: SSAValue, index: SSAValue, src: SSAValue, dim: int):
+        super().__init__(operands=[input, index, src], result_types=[input.type], properties={"dim": IntAttr(dim)})
+
+    @property
+    def is_add(self) -> bool:
+        return True
+
+    @property
+    def is_sorted(self) -> bool:
+        return False
+
+    def line_shape(self) -> list[int]:
+        return [n for d, n in enumerate(_dims(self.index.type)) if d != self.dim.data]
+
+    def verify_(self) -> None:
+        t = _check_tensor(self, "operand #0 ('input')", self.input.type)
+        if F_name(t.element_type) not in SCATTER_ATOMIC_TYPES:
+            raise VerifyException(f"'fusion.scatter_add_atomic' op operand #0 ('input') is {t}: atomic adds take "
+                                  f"{', '.join(SCATTER_ATOMIC_TYPES)} (fusion.scatter ... add takes every type)")
+        _verify_scatter(self)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        return _parse_operands_dim(cls, parser, arity=3)
+
+    def print(self, printer: Printer):
+        _print_operands_dim(self, printer)
+
+
 @irdl_op_definition
 class SegmentSetOp(_ConvertLike):
     """Identity that forces a kernel boundary: its operand is written to memory."""
@@ -502,8 +711,8 @@ class SegmentSetOp(_ConvertLike):
             raise VerifyException(f"'fusion.segment_set' op result type {self.result.type} must equal operand type {self.input.type}")
 
 
-INDEXED_OPS = (GatherOp, IndexSelectOp)
-"""Shape ops that read their input where an index tensor says."""
+INDEXED_OPS = (GatherOp, IndexSelectOp, ScatterOp)
+"""Shape ops that read (or, scatter, write) their input where an index tensor says along `dim`."""
 INDEX_MAP_OPS = (SliceOp, PadOp, CatOp, FlipOp, AsStridedOp) + INDEXED_OPS
 """Shape ops whose result element reads an operand element at another index (or a pad value)."""
 SHAPE_OPS = (BroadcastOp, ReshapeOp, PermuteOp) + INDEX_MAP_OPS

@@ -93,6 +93,8 @@ from fuser.dialects.sched.core import (
     ReturnOp,
     ShflXorOp,
     StoreOp,
+    AtomicAddOp,
+    ATOMIC_ADD_TYPES,
     ThreadIdxOp,
     WorkspaceOp,
     YieldOp,
@@ -136,7 +138,7 @@ HOPPER_OPS = [TensorMapOp, MBarrierInitOp, MBarrierArriveOp, MBarrierArriveExpec
 Sched = Dialect(
     "sched",
     [KernelOp, ReturnOp, WorkspaceOp, LaunchOp, ThreadIdxOp, BlockIdxOp, BlockDimOp, GridDimOp, ForOp, YieldOp,
-     AllocOp, LoadOp, StoreOp, BarrierOp, ReleaseOp, ShflXorOp, *HOPPER_OPS, *CLUSTER_OPS,
+     AllocOp, LoadOp, StoreOp, AtomicAddOp, BarrierOp, ReleaseOp, ShflXorOp, *HOPPER_OPS, *CLUSTER_OPS,
      *SEMAPHORE_OPS, GridDepControlOp],
     [TensorMapType],
 )
@@ -148,7 +150,7 @@ __all__ = [
     "GLOBAL", "SHARED", "REGISTER", "HOPPER_SMEM_PER_BLOCK", "element_bytes", "memory_space", "memref", "storage_type", "value_type", "TensorMapType", "IndexType",
     # core
     "KernelOp", "ReturnOp", "WorkspaceOp", "LaunchOp", "ThreadIdxOp", "BlockIdxOp", "BlockDimOp", "GridDimOp",
-    "PARALLEL_BINDINGS", "ForOp", "YieldOp", "AllocOp", "LoadOp", "StoreOp", "BarrierOp", "ReleaseOp", "ShflXorOp",
+    "PARALLEL_BINDINGS", "ForOp", "YieldOp", "AllocOp", "LoadOp", "StoreOp", "AtomicAddOp", "ATOMIC_ADD_TYPES", "BarrierOp", "ReleaseOp", "ShflXorOp",
     # mbarrier
     "MBarrierInitOp", "MBarrierArriveOp", "MBarrierArriveExpectTxOp", "MBarrierWaitOp",
     # TMA

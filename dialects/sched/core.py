@@ -472,6 +472,35 @@ class StoreOp(IRDLOperation):
         _check_access(self, self.buffer, self.indices, self.value.type)
 
 
+ATOMIC_ADD_TYPES = ("f32", "f64", "i32", "i64")
+"""Element types `sched.atomic_add` takes: those PTX's red.global.add adds one at a time."""
+
+
+@irdl_op_definition
+class AtomicAddOp(IRDLOperation):
+    """`sched.atomic_add %v, %buf[%i] : f32, memref<1024xf32>`: buf[i] += v as one atomic
+    reduction in global memory (PTX `red.global.add`: no result, relaxed, GPU scope). Adds of
+    one element from several threads all land, in an order nothing fixes (float sums may then
+    differ by rounding from run to run). f32, f64, i32 and i64 (wrapping) scalars."""
+
+    name = "sched.atomic_add"
+    value = operand_def()
+    buffer = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    assembly_format = "$value `,` $buffer `[` $indices `]` attr-dict `:` type($value) `,` type($buffer)"
+
+    def __init__(self, value: SSAValue, buffer: SSAValue, indices: Sequence[SSAValue]):
+        super().__init__(operands=[value, buffer, list(indices)])
+
+    def verify_(self) -> None:
+        _check_access(self, self.buffer, self.indices, self.value.type)
+        if str(self.value.type) not in ATOMIC_ADD_TYPES:
+            raise VerifyException(f"'sched.atomic_add' op value type {self.value.type} is not one of "
+                                  f"{', '.join(ATOMIC_ADD_TYPES)}")
+        if memory_space(self.buffer.type) != GLOBAL:
+            raise VerifyException(f"'sched.atomic_add' op buffer {self.buffer.type} is not in global memory")
+
+
 @irdl_op_definition
 class BarrierOp(IRDLOperation):
     """All threads of the block meet here; shared-memory writes before are visible after."""

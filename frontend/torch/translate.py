@@ -975,17 +975,17 @@ def _embedding(ctx: Ctx) -> fa.Tensor:
 
 @entry(aten.scatter.value)
 def _scatter_value(ctx: Ctx) -> fa.Tensor:
-    """`self` with `value` written where `index` points along `dim`, for an index of extent 1
+    """`self` with `value` written where `index` points along `dim`. For an index of extent 1
     along `dim` and self's extents elsewhere (the one-hot of nll_loss's backward): a select of
-    `iota(dim) == index`, no scatter. An index outside [0, extent) writes nothing (torch raises)."""
+    `iota(dim) == index`, no scatter (an index outside [0, extent) writes nothing; torch raises);
+    any other index: `fusion.scatter` (`_scatter`)."""
     x, index = ctx.tensor(0), _index_arg(ctx, 2, "index")
     dim = int(ctx.arg(1, "dim")) % max(x.ndim, 1)
     if ctx.node.kwargs.get("reduce") is not None:
         raise Unsupported("scatter with reduce=")
     want = tuple(1 if d == dim else n for d, n in enumerate(x.shape))
-    if x.ndim == 0 or tuple(index.shape) != want:
-        raise Unsupported(f"scatter of an index of shape {tuple(index.shape)} into {tuple(x.shape)} along {dim}"
-                          f" (fused for an index of shape {want})")
+    if x.ndim == 0 or tuple(index.shape) != want:  # the general case: fusion.scatter of the value
+        return _scatter(ctx, x, dim, index, ctx.arg(3, "value"), None)
     positions = fa.iota(x.shape[dim], dtype=index.dtype, builder=ctx.fb)
     positions = fa.reshape(positions, tuple(x.shape[dim] if d == dim else 1 for d in range(x.ndim)))
     hit = fa.broadcast_to(positions, x.shape).eq(fa.broadcast_to(index, x.shape))
@@ -995,6 +995,60 @@ def _scatter_value(ctx: Ctx) -> fa.Tensor:
     if x.dtype not in MATH:
         raise Unsupported(f"scatter into {x.dtype}")
     return fa.where(hit, _scalar(value), x)
+
+
+def _scatter(ctx: Ctx, x: fa.Tensor, dim: int, index: fa.Tensor, src: Any, reduce: str | None) -> fa.Tensor:
+    """fusion.scatter (fa.scatter): deterministic, the last in index order wins among repeats
+    (torch leaves that one unspecified), sums in index order in f32 (issue 32). An index outside
+    [-extent, extent) lands on the nearest end (torch raises)."""
+    if x.dtype not in MATH + INTS + ("i1",) or (reduce is not None and x.dtype == "i1"):
+        raise Unsupported(f"{ctx.node.target} of {x.dtype}")
+    if not isinstance(src, fa.Tensor):
+        src = _int_scalar(ctx, src, x.dtype) if x.dtype in INTS else bool(src) if x.dtype == "i1" else _scalar(src)
+    return fa.scatter(x, dim, index, src, reduce=reduce)
+
+
+@entry(aten.scatter.src)
+def _scatter_src(ctx: Ctx) -> fa.Tensor:
+    """torch.scatter(self, dim, index, src) (no reduce=)."""
+    if ctx.node.kwargs.get("reduce") is not None:
+        raise Unsupported("scatter with reduce=")
+    x = ctx.tensor(0)
+    return _scatter(ctx, x, int(ctx.arg(1, "dim")) % max(x.ndim, 1), _index_arg(ctx, 2, "index"), ctx.tensor(3, "src"),
+                    None)
+
+
+@entry(aten.scatter_add.default)
+def _scatter_add(ctx: Ctx) -> fa.Tensor:
+    """torch.scatter_add: sums in index order (deterministic), floats accumulated in f32."""
+    x = ctx.tensor(0)
+    return _scatter(ctx, x, int(ctx.arg(1, "dim")) % max(x.ndim, 1), _index_arg(ctx, 2, "index"), ctx.tensor(3, "src"),
+                    "add")
+
+
+@entry(aten.index_add.default)
+def _index_add(ctx: Ctx) -> fa.Tensor:
+    """torch.index_add (alpha too): one shared, sorted index line (fa.index_add)."""
+    x, src = ctx.tensor(0), ctx.tensor(3, "source")
+    if x.dtype not in MATH + INTS:
+        raise Unsupported(f"index_add of {x.dtype}")
+    alpha = ctx.arg(4, "alpha", 1)
+    alpha = _int_scalar(ctx, alpha, x.dtype) if x.dtype in INTS else _scalar(alpha)
+    return fa.index_add(x, int(ctx.arg(1, "dim")) % max(x.ndim, 1), _index_arg(ctx, 2, "index"), src, alpha=alpha)
+
+
+@entry(aten.embedding_dense_backward.default)
+def _embedding_dense_backward(ctx: Ctx) -> fa.Tensor:
+    """The embedding's weight gradient: grad_output's rows summed into the rows their ids name,
+    in token order (deterministic; f32 accumulation), the padding row zero (fa.embedding_backward)."""
+    if ctx.arg(4, "scale_grad_by_freq", False):
+        raise Unsupported("embedding backward with scale_grad_by_freq")
+    g = ctx.tensor(0, "grad_output")
+    if g.dtype not in MATH:
+        raise Unsupported(f"embedding backward of {g.dtype}")
+    padding_idx = int(ctx.arg(3, "padding_idx", -1))
+    return fa.embedding_backward(g, _index_arg(ctx, 1, "indices"), int(ctx.arg(2, "num_weights")),
+                                 padding_idx=padding_idx if padding_idx >= 0 else None)
 
 
 @entry(aten.slice_backward.default)

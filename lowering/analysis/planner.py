@@ -53,10 +53,10 @@ class Plan:
 
 SCHEDULER_OF_TASK = {"pointwise": "pointwise", "segment": "pointwise", "reduction": "reduction",
                      "normalization": "normalization", "matmul": "matmul", "scan": "scan",
-                     "sort": "sort"}
+                     "sort": "sort", "scatter": "scatter"}
 """The scheduler that takes each kind of task (the name a `fusion.segment` carries)."""
 
-BOUNDARY_OPS = REDUCTION_OPS + (F.ScanOp, F.SortOp, F.SegmentSetOp, F.MatmulOp, F.SegmentOp)
+BOUNDARY_OPS = REDUCTION_OPS + (F.ScanOp, F.SortOp, F.ScatterAddAtomicOp, F.SegmentSetOp, F.MatmulOp, F.SegmentOp)
 """Ops whose results are written to memory and read back by the kernels that use them."""
 
 _NARROWING_CHAIN_OPS = (F.AddOp, F.SubOp, F.MulOp, F.NegOp, F.CastOp)
@@ -151,6 +151,8 @@ def plan_fusion(fn: func.FuncOp | Block, opts: ScheduleOptions = ScheduleOptions
             tasks.append(Task("scan", order[op], lvl(op.result), op, [op.result]))
         elif isinstance(op, F.SortOp):
             tasks.append(Task("sort", order[op], lvl(op.values), op, list(op.results)))
+        elif isinstance(op, F.ScatterAddAtomicOp):
+            tasks.append(Task("scatter", order[op], lvl(op.result), op, [op.result]))
         elif isinstance(op, F.MatmulOp):
             h = [narrowed[op]] if op in narrowed else []
             tasks.append(Task("matmul", order[op], lvl(op.result), op, [op.result] + h, narrowed=frozenset(h)))
@@ -204,6 +206,7 @@ def segment_plan(body: Block, scheduler: str, opts: ScheduleOptions = ScheduleOp
     sets = [op for op in body.ops if isinstance(op, F.SegmentSetOp)]
     scans = [op for op in body.ops if isinstance(op, F.ScanOp)]
     sorts = [op for op in body.ops if isinstance(op, F.SortOp)]
+    atomics = [op for op in body.ops if isinstance(op, F.ScatterAddAtomicOp)]
 
     def refuse(what: str):
         return ScheduleError(f"fusion.segment \"{scheduler}\" {what}: its ops are not one task of that scheduler "
@@ -218,6 +221,8 @@ def segment_plan(body: Block, scheduler: str, opts: ScheduleOptions = ScheduleOp
         raise refuse("holds a fusion.scan")
     if sorts and scheduler != "sort":
         raise refuse("holds a fusion.sort")
+    if atomics and scheduler != "scatter":
+        raise refuse("holds a fusion.scatter_add_atomic")
     if scheduler == "pointwise":
         if reductions or matmuls:
             raise refuse("holds a reduction or matmul")
@@ -240,6 +245,11 @@ def segment_plan(body: Block, scheduler: str, opts: ScheduleOptions = ScheduleOp
             raise refuse(f"holds {len(sorts)} sorts, {len(scans)} scans, {len(reductions)} reductions and "
                          f"{len(matmuls)} matmuls (one sort, with the outputs computed from its results)")
         task = Task("sort", 0, 0, sorts[0], list(stored))
+    elif scheduler == "scatter":
+        if len(atomics) != 1 or sorts or scans or reductions or matmuls or stored != [atomics[0].result]:
+            raise refuse(f"holds {len(atomics)} atomic scatters, {len(sorts) + len(scans) + len(reductions) + len(matmuls)} "
+                         f"other kernel ops and {len(stored)} results (one atomic scatter, its result alone)")
+        task = Task("scatter", 0, 0, atomics[0], list(stored))
     elif scheduler == "normalization":
         task = _normalization_task(body, reductions, matmuls, stored, materialized, args, opts, refuse)
     elif scheduler == "matmul":

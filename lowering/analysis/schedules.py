@@ -202,6 +202,20 @@ def sort_schedule(task: Task, materialized: set, args: set, opts) -> dict[str, i
     return {"block": sort_geometry(task.op, opts).bx}
 
 
+# ------------------------------------------------------------------ atomic scatter
+
+
+def scatter_atomic_geometry(op: F.ScatterAddAtomicOp, opts) -> tuple[int, int]:
+    """(threads per block, blocks) of the atomic scatter's adding kernel: a grid-stride loop over
+    src's elements, one each."""
+    return pointwise_params(math.prod(shape_of(op.src)), opts.sms, opts.block)
+
+
+def scatter_schedule(task: Task, materialized: set, args: set, opts) -> dict[str, int]:
+    """The atomic scatter's decision as the schedule option that reproduces it: `block`."""
+    return {"block": scatter_atomic_geometry(task.op, opts)[0]}
+
+
 # ------------------------------------------------------------------ matmul
 
 

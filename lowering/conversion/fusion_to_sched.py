@@ -15,6 +15,7 @@ the options of the segment's `fuser.plan`:
 - matmuls: lowering/emitters/matmul.py
 - scans: lowering/emitters/scan.py
 - sorts (sort, argsort, topk): lowering/emitters/sort.py
+- atomic scatters (fusion.scatter_add_atomic): lowering/emitters/scatter.py
 
 The heuristics those emitters apply are the `*_params` functions of lowering/heuristics/; pass
 options (`ScheduleOptions`) override them.
@@ -43,6 +44,7 @@ from fuser.lowering.emitters.pointwise import emit_copy, emit_pointwise
 from fuser.lowering.provenance import located
 from fuser.lowering.emitters.reduction import emit_reduction
 from fuser.lowering.emitters.scan import emit_scan
+from fuser.lowering.emitters.scatter import emit_scatter_atomic
 from fuser.lowering.emitters.sort import emit_sort
 from fuser.lowering.heuristics.options import (PLAN_ATTR, ScheduleOptions, ScheduleOptionsError, SchedulingPass,
                                                explicit_options, options_from_plan)
@@ -270,6 +272,8 @@ def emit_task(em: KernelEmitter, t: Task, materialized: set, args: set) -> None:
         emit_scan(em, t, materialized, args)
     elif t.kind == "sort":
         emit_sort(em, t, materialized, args)
+    elif t.kind == "scatter":
+        emit_scatter_atomic(em, t, materialized, args)
     elif t.kind == "segment":
         emit_pointwise(em, [t.op.result], materialized, args)
     else:

@@ -250,6 +250,8 @@ class Evaluator:
         """A gather or index_select at `idx`: the input read where the index tensor says along
         `dim`. A lane group of an index_select along another dim than the last reads one index
         for all its lanes (one vector access, an embedding row); anything else maps each lane."""
+        if isinstance(op, F.ScatterOp):
+            return self._scatter(op, idx, lanes)
         d = op.dim.data
         extent = shape_of(op.input)[d]
         gather = isinstance(op, F.GatherOp)
@@ -264,11 +266,99 @@ class Evaluator:
     def _position(self, i: SSAValue, extent: int) -> SSAValue:
         """Index value `i` (i32 or i64) as a position in [0, extent): below 0 it counts from the
         end, as torch's; still outside, the nearest end (a defined read where torch raises)."""
-        kb, t = self.kb, i.type
-        from_end = kb.v(arith.AddiOp(i, kb.const(extent, t)))
-        i = kb.v(arith.SelectOp(kb.v(arith.CmpiOp(i, kb.const(0, t), "slt")), from_end, i))
-        i = kb.v(arith.MinSIOp(kb.v(arith.MaxSIOp(i, kb.const(0, t))), kb.const(max(extent - 1, 0), t)))
-        return kb.v(arith.IndexCastOp(i, index))
+        return self.kb.v(arith.IndexCastOp(normalized_index(self.kb, i, extent), index))
+
+    def _scatter(self, op: F.ScatterOp, idx: list[SSAValue], lanes: int) -> list[SSAValue]:
+        """A fusion.scatter at `idx`: the input's element, then every src element whose index
+        lands on it, in index order (the last wins; `add` sums in the compute type, rounded
+        once). Unsorted, a loop over the whole index line compares each index; sorted
+        (fusion-sort-scatters), a binary search in each sorted chunk gives the range of the
+        line's positions that land here, read in order. A lane group along the last dim shares
+        one search where the index line is shared along it (index_add: an embedding gradient's
+        row, read as vectors); otherwise each lane is alone."""
+        d, xs, ss = op.dim.data, shape_of(op.input), shape_of(op.src)
+        last = len(xs) - 1
+        lines = op.line_shape()
+        if lanes > 1 and not (d != last and lines[-1] == 1 and ss[last] == xs[last]):
+            return self._per_lane(lambda ix: self._scatter(op, ix, 1), idx, lanes)
+        kb = self.kb
+        acc0 = self(op.input, idx, lanes)
+        if ss[d] == 0:
+            return acc0
+        inside, q = None, list(idx)  # q: the src coordinates (dim's is set per index position)
+        for k in range(len(xs)):
+            if k != d and ss[k] < xs[k]:
+                ok = kb.lt(idx[k], ss[k])
+                inside = ok if inside is None else kb.andi(inside, ok)
+                q[k] = kb.v(arith.MinUIOp(idx[k], kb.c(ss[k] - 1)))
+        others = [k for k in range(len(xs)) if k != d]
+        line = [kb.c(0) if lines[m] == 1 else q[k] for m, k in enumerate(others)]
+        ity = F._elem(op.index)
+        target = kb.v(arith.IndexCastOp(idx[d], ity))
+        compute = acc0[0].type
+
+        def take(b: KernelBuilder, acc: list[SSAValue], vals: list[SSAValue], hit: SSAValue | None) -> list[SSAValue]:
+            if op.is_add:
+                add = arith.AddfOp if F.is_float(F._elem(op.input)) else arith.AddiOp
+                new = [b.v(add(a, x)) for a, x in zip(acc, vals)]
+            else:
+                new = vals
+            return new if hit is None else [b.v(arith.SelectOp(hit, x, a)) for x, a in zip(new, acc)]
+
+        def loop(b: KernelBuilder, lo: SSAValue, hi: SSAValue, acc: list[SSAValue],
+                 body: Callable[[KernelBuilder, Evaluator, SSAValue, list[SSAValue]], list[SSAValue]],
+                 carried: list[Attribute] | None = None) -> list[SSAValue]:
+            blk = Block(arg_types=[index] + (carried or [compute] * len(acc)))
+            lb = b.at(blk)
+            out = body(lb, Evaluator(lb, self.buffers, self.overrides, self.index_maps), blk.args[0], list(blk.args[1:]))
+            lb.emit(scf.YieldOp(*out))
+            return list(b.emit(scf.ForOp(lo, hi, b.c(1), acc, Region(blk))).results)
+
+        if not op.is_sorted:
+            def position(b: KernelBuilder, ev: Evaluator, j: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+                at = lambda c: c[:d] + [j] + c[d:]  # noqa: E731
+                pos = normalized_index(b, ev(op.index, at(line), 1)[0], xs[d])
+                hit = b.v(arith.CmpiOp(pos, target, "eq"))
+                hit = hit if inside is None else b.andi(hit, inside)
+                return take(b, acc, ev(op.src, q[:d] + [j] + q[d + 1:], lanes), hit)
+            out = loop(kb, kb.c(0), kb.c(ss[d]), acc0, position)
+        else:
+            n_chunks, width = shape_of(op.index)[-2:]
+            bound = kb.v(arith.AddiOp(target, kb.const(1, ity)))
+
+            def chunk(b: KernelBuilder, ev: Evaluator, k: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+                lo = self._lower_bound(b, ev, op.index, line + [k], width, target)
+                hi = self._lower_bound(b, ev, op.index, line + [k], width, bound)
+                if inside is not None:
+                    hi = b.v(arith.SelectOp(inside, hi, lo))
+                base = b.mul(k, width)
+
+                def element(c: KernelBuilder, ev2: Evaluator, i: SSAValue, acc2: list[SSAValue]) -> list[SSAValue]:
+                    j = c.add(base, c.v(arith.IndexCastOp(ev2(op.order, line + [k, i], 1)[0], index)))
+                    return take(c, acc2, ev2(op.src, q[:d] + [j] + q[d + 1:], lanes), None)
+                return loop(b, lo, hi, acc, element)
+            out = loop(kb, kb.c(0), kb.c(n_chunks), acc0, chunk)
+        return [self._round(x, op.result) for x in out] if op.is_add else out
+
+    def _lower_bound(self, b: KernelBuilder, ev: "Evaluator", sorted_index: SSAValue, row: list[SSAValue],
+                     width: int, value: SSAValue) -> SSAValue:
+        """The first position of the ascending `sorted_index[*row, :]` (of `width`) not below
+        `value`: a branch-free binary search of a fixed width.bit_length() steps."""
+        def step(c: KernelBuilder, ev2: Evaluator, _s: SSAValue, lohi: list[SSAValue]) -> list[SSAValue]:
+            lo, hi = lohi
+            mid = c.v(arith.ShRUIOp(c.v(arith.AddiOp(lo, hi)), c.c(1)))
+            at = c.v(arith.MinUIOp(mid, c.c(width - 1)))
+            below = c.v(arith.CmpiOp(ev2(sorted_index, row + [at], 1)[0], value, "slt"))
+            live = c.lt(lo, hi)
+            up = c.andi(live, below)
+            down = c.andi(live, c.v(arith.XOrIOp(below, c.const(1, i1))))
+            return [c.v(arith.SelectOp(up, c.add(mid, 1), lo)), c.v(arith.SelectOp(down, mid, hi))]
+        blk = Block(arg_types=[index, index, index])
+        lb = b.at(blk)
+        out = step(lb, Evaluator(lb, self.buffers, self.overrides, self.index_maps), blk.args[0], list(blk.args[1:]))
+        lb.emit(scf.YieldOp(*out))
+        loop = b.emit(scf.ForOp(b.c(0), b.c(width.bit_length()), b.c(1), [b.c(0), b.c(width)], Region(blk)))
+        return loop.results[0]
 
     def _select_source(self, sources: list, fill: SSAValue | None, out_shape: tuple, idx: list[SSAValue],
                        lanes: int) -> list[SSAValue]:
@@ -299,6 +389,16 @@ class Evaluator:
     def _round(self, x: SSAValue, v: SSAValue) -> SSAValue:
         # f16/bf16 ops round their result, as the reference does.
         return self.kb.round_to(x, F._elem(v)) if F.is_float(F._elem(v)) else x
+
+
+def normalized_index(kb: KernelBuilder, i: SSAValue, extent: int) -> SSAValue:
+    """Index value `i` (i32 or i64) as a position in [0, extent), in its own type: below 0 it
+    counts from the end, as torch's; still outside, the nearest end (the gathers' and scatters'
+    defined result where torch raises)."""
+    t = i.type
+    from_end = kb.v(arith.AddiOp(i, kb.const(extent, t)))
+    i = kb.v(arith.SelectOp(kb.v(arith.CmpiOp(i, kb.const(0, t), "slt")), from_end, i))
+    return kb.v(arith.MinSIOp(kb.v(arith.MaxSIOp(i, kb.const(0, t))), kb.const(max(extent - 1, 0), t)))
 
 
 def compute_type(t: Attribute) -> Attribute:

@@ -106,6 +106,7 @@ PLAN_OPTIONS: dict[str, tuple[str, ...]] = {
     "normalization": ("sms", "block", "vector", "split", "persistent"),
     "scan": ("sms", "block", "vector"),
     "sort": ("sms", "block"),
+    "scatter": ("sms", "block"),
     "matmul": ("sms", "tile", "stages", "matmul_persistent", "matmul_pingpong", "matmul_cluster", "matmul_store",
                "matmul_smem_reuse"),
 }

@@ -639,3 +639,27 @@ def test_rotary_row_matches_torch_on_the_cpu():
         assert tuple(g_.shape) == tuple(want.shape)
         g64 = torch.from_numpy(np.asarray(g_, dtype=np.float64))
         assert ((g64 - want.double()).norm() / want.double().norm()).item() <= w.rtol
+
+
+def test_embedding_row_matches_torch_on_the_cpu():
+    """The embedding forward + weight-gradient row's fusion (reference interpreter) against its
+    torch function on the CPU at an odd shape, ids drawn below the vocabulary (many repeats)."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    from fuser.runtime.reference import reference_from_text
+
+    w = next(w for w in wl.WORKLOADS if w.family == "embedding")
+    shape = (301, 53, 24)
+    assert w.int_bounds(shape) == [None, 53, None] and w.library[0] == "liger"
+    g = torch.Generator().manual_seed(0)
+    wt = torch.randn(53, 24, generator=g).bfloat16()
+    ids = torch.randint(0, 53, (301,), generator=g)
+    dy = torch.randn(301, 24, generator=g).bfloat16()
+    bf = _np_dtype("bf16")
+    rows, dw = reference_from_text(w.mlir(shape, w.dtype))(wt.float().numpy().astype(bf), ids.numpy(),
+                                                           dy.float().numpy().astype(bf))
+    want_rows, want_dw = w.torch_fn(wt, ids, dy)
+    assert torch.equal(torch.from_numpy(np.asarray(rows, np.float32)), want_rows.float())
+    got = torch.from_numpy(np.asarray(dw, dtype=np.float32)).double()
+    want = want_dw.double()
+    assert dw.dtype == bf and (got - want).norm() / want.norm() <= w.rtol

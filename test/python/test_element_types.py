@@ -70,6 +70,9 @@ def _case(op: str, dt: str) -> str:
                              f"to {x}",
         "fusion.gather": f"%r = fusion.gather %x, %gi dim 1 : {x}, {_t((R, 5), 'i64')} to {_t((R, 5), dt)}",
         "fusion.index_select": f"%r = fusion.index_select %x, %si dim 0 : {x}, {_t((7,), 'i32')} to {_t((7, C), dt)}",
+        "fusion.scatter": f"%r = fusion.scatter %x, %gi, %g dim 1 : {x}, {_t((R, 5), 'i64')}, {_t((R, 5), dt)} to {x}",
+        "fusion.scatter_add_atomic": f"%r = fusion.scatter_add_atomic %x, %gi, %g dim 1 : {x}, {_t((R, 5), 'i64')}, "
+                                     f"{_t((R, 5), dt)} to {x}",
         "fusion.reduce": f"%r = fusion.reduce sum %x dims [1] : {x} to {red}",
         "fusion.scan": f"%r = fusion.scan max %x dim 1 : {x} to {x}",
         "fusion.sort": f"%r, %ri = fusion.sort %x dim 1 descending k 5 : {x} to {_t((R, 5), dt)}, {_t((R, 5), 'i64')}",
@@ -81,7 +84,7 @@ def _case(op: str, dt: str) -> str:
         else "test" if op in _TESTS else op
     line = body[kind].format(name=op.removeprefix("fusion."))
     args = (f"%x: {x}, %y: {x}, %m: {m}, %b: {row}, %w: {_t((C, 128), dt)}, %gi: {_t((R, 5), 'i64')}, %si: {_t((7,), 'i32')}, "
-            f"%s: {_t((3 + R + (R + 2) * (C - 1),), dt)}")
+            f"%s: {_t((3 + R + (R + 2) * (C - 1),), dt)}, %g: {_t((R, 5), dt)}")
     rtype = _result_type(line)
     return f"func.func @sweep({args}) -> {rtype} {{\n  {line}\n  func.return %r : {rtype}\n}}\n"
 
@@ -107,7 +110,7 @@ _TESTS = [op.name for op in F.FLOAT_TEST_OPS]
 _LOGICAL = [op.name for op in F.LOGICAL_OPS if op.name != "fusion.logical_not"]
 OPS = _UNARY + _BINARY + _TESTS + _LOGICAL + ["fusion.logical_not", "fusion.cmp", "fusion.where", "fusion.full", "fusion.broadcast", "fusion.reshape",
                           "fusion.permute", "fusion.slice", "fusion.pad", "fusion.cat", "fusion.flip", "fusion.gather",
-                          "fusion.index_select", "fusion.as_strided",
+                          "fusion.index_select", "fusion.as_strided", "fusion.scatter", "fusion.scatter_add_atomic",
                           "fusion.segment_set", "fusion.reduce", "fusion.scan", "fusion.sort", "fusion.welford",
                           "fusion.var_mean", "fusion.matmul"]
 # Made by passes or around other ops, not on their own: a cast has its own sweep below.
@@ -118,7 +121,7 @@ NOT_SWEPT = {"fusion.cast": "test_every_cast_compiles", "fusion.segment": "writt
 # What must compile, not merely be refused: shape ops on every supported type, the rest on floats.
 SHAPE_LIKE = {"fusion.broadcast", "fusion.reshape", "fusion.permute", "fusion.slice", "fusion.pad", "fusion.cat",
               "fusion.flip", "fusion.gather", "fusion.index_select", "fusion.segment_set", "fusion.as_strided",
-              "fusion.full"}  # (full: of every type, f64 too)
+              "fusion.scatter", "fusion.full"}  # (full: of every type, f64 too)
 # The matmul scheduler takes bf16 and f16 operands; on a 33-row output of f32 operands it refuses.
 MATMUL_TYPES = {"bf16", "f16"}
 
@@ -138,6 +141,8 @@ def _must_compile(op: str, dt: str) -> bool:
         return dt in FLOATS + INTS
     if op == "fusion.scan":  # a running max of floats, integers and masks (issue 31)
         return dt in FLOATS + INTS + ["i1"]
+    if op == "fusion.scatter_add_atomic":  # what red.global.add takes (issue 32)
+        return dt in ("f32", "f64", "i32", "i64")
     if op == "fusion.sort":  # topk of every float (f64 too), integer and mask (issue 32)
         return dt in FLOATS + INTS + ["i1", "f64"]
     if op in INT_ONLY:

@@ -215,6 +215,12 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
             if isinstance(op, F.SortOp):
                 seen[("sort", name(op.input.type))] += 1
                 seen[("sort", "topk" if op.k is not None else "whole", op.is_descending)] += 1
+            if isinstance(op, F.ScatterAddAtomicOp):
+                seen[("scatter", "atomic", name(op.input.type))] += 1
+            if isinstance(op, F.ScatterOp):
+                seen[("scatter", "add" if op.is_add else "set")] += 1
+                seen[("scatter", "sorted" if F._dims(op.src.type)[op.dim.data] > 16 else "unsorted")] += 1
+                seen[("scatter", "shared line" if 1 in op.line_shape() and 1 not in F._dims(op.src.type) else "lines")] += 1
             if isinstance(op, (*F.SHAPE_OPS, F.SegmentSetOp, F.CmpOp)):
                 seen[(op.name, name(op.operands[0].type))] += 1
             if isinstance(op, (F.WhereOp, F.FullOp, F.UnaryOp, F.BinaryOp, *F.CREATION_OPS)):
@@ -239,6 +245,9 @@ def test_every_op_type_and_cast_of_the_dialect_is_generated():
     # sort over every type it takes; whole rows and topk, each both ways (issue 32)
     want |= {("sort", F.dtype_name(t() if isinstance(t, type) else t)) for t in F.SORT_INPUT_TYPES}
     want |= {("sort", what, d) for what in ("whole", "topk") for d in (False, True)}
+    # scatters (issue 32): written and added, index lines short and sorted, of src's shape and shared
+    want |= {("scatter", w) for w in ("add", "set", "sorted", "unsorted", "shared line", "lines")}
+    want |= {("scatter", "atomic", t) for t in F.SCATTER_ATOMIC_TYPES}  # atomic adds of each type they take
     # iota over every numeric type, uniform and normal over each float type they take (issue 31)
     from fuser.dialects.fusion.creation import IOTA_TYPES
     for op, allowed in ((F.IotaOp, IOTA_TYPES), (F.UniformOp, F.UniformOp.ELEMENTS), (F.NormalOp, F.NormalOp.ELEMENTS)):

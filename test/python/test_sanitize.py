@@ -29,6 +29,10 @@ def test_cases_take_the_paths_they_name():
     s = sched("sorts")
     assert "a bitonic network of 1024 in shared memory" in s and "keeps its first 8 in registers" in s
     assert "8 rows per block, a bitonic network of 8" in s
+    s = sched("scatters")
+    assert s.count("sched.kernel") == 7  # two sorts, a pointwise kernel for each scatter, the atomic's two
+    assert s.count("sched.atomic_add") == 1
+    assert "memref<1x2x10001xi64>" in s and "memref<29x1x33xi64>" in s  # two chunks; a line per column
     assert "store=direct" in sched("matmul_direct_store") and "store=tma" in sched("matmul_own_staging")
 
 

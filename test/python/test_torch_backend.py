@@ -320,6 +320,18 @@ CASES: list[tuple[str, tuple, object]] = [
     ("scatter_value", (aten.scatter.value,),
      lambda T: torch.scatter(T.a, 1, T.ix[:, :1], -1.0) + torch.scatter(T.bf, 0, T.ix[1:2], 2.0).float()),
     ("scatter_value_int", (aten.scatter.value,), lambda T: torch.scatter(T.i, 1, T.ix[:, 1:2].flip(0), 9)),
+    ("scatter_value_general", (aten.scatter.value,), lambda T: torch.scatter(T.a, 1, T.ix[:3, :5], 0.5) * 1),
+    ("scatter_src", (aten.scatter.src,),
+     lambda T: torch.scatter(T.b, 1, torch.argsort(T.a[:, :6], 1), T.a * 2)),  # (each row's positions distinct)
+    ("scatter_src_int_dim0", (aten.scatter.src,), lambda T: torch.scatter(T.i32, 0, torch.argsort(T.b, 0), T.j32)),
+    ("scatter_add", (aten.scatter_add.default,), lambda T: torch.scatter_add(T.a, 0, T.ix[:, :5], T.b) + 1),
+    ("scatter_add_bf16_negative_dim", (aten.scatter_add.default,),
+     lambda T: torch.scatter_add(T.bf, -1, T.ix, T.bf * 3)),
+    ("scatter_add_int", (aten.scatter_add.default,), lambda T: torch.scatter_add(T.k64, 1, T.ix[:2], T.k64[:2])),
+    ("index_add", (aten.index_add.default,), lambda T: torch.index_add(T.a, 0, T.ix[0, :6], torch.cat([T.b[:2], T.b[1:3], T.b[2:]]), alpha=2)),
+    ("index_add_int_dim1", (aten.index_add.default,), lambda T: torch.index_add(T.i32, 1, T.ix[1], T.j32)),
+    ("embedding_dense_backward", (aten.embedding_dense_backward.default,),
+     lambda T: aten.embedding_dense_backward(T.a, T.ix[0, :4], 6, 2, False)),
     ("slice_backward", (aten.slice_backward.default,),
      lambda T: aten.slice_backward(T.a, [4, 12], 1, 2, 10, 1) + aten.slice_backward(T.b, [6, 8], 0, -4, 2 ** 63 - 1, 1).sum()),
     # a KV-cache slot write's pieces (issue 32): the slot replaced, the source cast to the destination's dtype
@@ -1110,6 +1122,36 @@ def test_cross_entropy_forward_and_backward_run_in_fuser(kwargs):
     fused = {str(n.target) for r in be.regions() for n in r.graph_module.graph.nodes if n.op == "call_function"}
     assert {"aten.gather.default", "aten.scatter.value"} <= fused, fused
     assert not any("nll_loss" in k or "scatter" in k or "gather" in k for k in be.stats.torch_nodes), be.stats.torch_nodes
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("dtype,padding_idx", [(torch.float32, None), (torch.float32, 3), (torch.bfloat16, None)])
+def test_embedding_forward_and_backward_run_in_fuser(device, dtype, padding_idx):
+    """nn.Embedding's lookup and its weight gradient (aten.embedding_dense_backward: the rows of
+    the gradient summed by token id, deterministic, f32 accumulation; issue 32) run in fuser and
+    give eager's gradient, with repeated ids and a padding row."""
+    g = torch.Generator().manual_seed(8)
+    emb = torch.nn.Embedding(53, 24, padding_idx=padding_idx).to(device=device, dtype=dtype)
+    ids = torch.randint(0, 53, (3, 29), generator=g).to(device)
+    ids[0, :9] = 3
+    upstream = torch.randn(3, 29, 24, generator=g).to(device=device, dtype=dtype)
+
+    def f(i):
+        return (emb(i) * upstream).sum()
+
+    be = ft.backend()
+    got = torch.compile(f, backend=be, dynamic=False)(ids)
+    got.backward()
+    grad_fuser = emb.weight.grad.clone()
+    emb.weight.grad = None
+    want = f(ids)
+    want.backward()
+    tol = dict(rtol=2e-2, atol=2e-2) if dtype == torch.bfloat16 else {}
+    torch.testing.assert_close(got, want, **tol)
+    torch.testing.assert_close(grad_fuser, emb.weight.grad, **tol)
+    fused = {str(n.target) for r in be.regions() for n in r.graph_module.graph.nodes if n.op == "call_function"}
+    assert {"aten.embedding.default", "aten.embedding_dense_backward.default"} <= fused, fused
+    assert not any("embedding" in k for k in be.stats.torch_nodes), be.stats.torch_nodes
 
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])

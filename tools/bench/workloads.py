@@ -555,6 +555,57 @@ def rotary(shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
     )
 
 
+def embedding_fwd_bwd(shape: Shape, dtype: str, quick_shape: Shape) -> Workload:
+    """An embedding's forward and its weight gradient in one step (issue 32): rows = w[ids] and
+    dw = the rows of dy summed into the rows their ids name (torch's embedding_dense_backward),
+    shape = (N tokens, V rows, D width). fuser: the lookup is an index_select kernel; the
+    gradient is deterministic, with no atomics: a stable sort of the ids, then each row of dw
+    binary-searches its tokens and sums their rows of dy in token order in f32. Bytes: the rows
+    read and written, dy read, dw written, the ids read twice. Peers: eager (F.embedding and
+    aten.embedding_dense_backward: atomics on the GPU), torch.compile, and Liger-Kernel's
+    embedding where installed."""
+    def build(s: Shape, d: str) -> FusionBuilder:
+        n, v, width = s
+        fb = FusionBuilder(f"embedding_fwd_bwd_{d}")
+        w = fb.input((v, width), d, name="w")
+        ids = fb.input((n,), "i64", name="ids")
+        dy = fb.input((n, width), d, name="dy")
+        rows = _named(fapi.embedding(w, ids), "rows")
+        return _finish(fb, rows, _named(fapi.embedding_backward(dy, ids, v), "dw"))
+
+    def ref(w, ids, dy):
+        import torch
+        return torch.nn.functional.embedding(ids, w), torch.ops.aten.embedding_dense_backward(dy, ids, w.shape[0], -1,
+                                                                                              False)
+
+    def liger(torch):
+        from liger_kernel.ops.experimental.embedding import LigerEmbeddingFunction
+
+        def fn(w, ids, dy):
+            with torch.enable_grad():
+                ww = w.detach().requires_grad_()
+                rows = LigerEmbeddingFunction.apply(ww, ids)
+                (g,) = torch.autograd.grad(rows, ww, dy)
+            return rows.detach(), g
+        return fn
+
+    def moved(s: Shape, d: str) -> int:
+        n, v, width = s
+        return 3 * nbytes((n, width), d) + nbytes((v, width), d) + 2 * nbytes((n,), "i64")
+
+    return Workload(
+        name=f"embedding_fwd_bwd_{dtype}_{fmt_shape(shape)}", family="embedding", shape=shape, dtype=dtype,
+        quick_shape=quick_shape,
+        inputs=lambda s, d: [((s[1], s[2]), d), ((s[0],), "i64"), ((s[0], s[2]), d)],
+        torch_fn=_torch_fn("embedding_fwd_bwd", ref),
+        bytes_moved=moved,
+        build=build, rtol=NORM_RTOL[dtype],
+        int_bounds=lambda s: [None, s[1], None],
+        library=("liger", liger),
+        note="shape is NxVxD; rows and dy read and written once, dw written, ids read twice",
+    )
+
+
 def matmul(epilogue: str, shape: Shape, quick_shape: Shape, dtype: str = "bf16", note: str = "",
            split_k: tuple[str, str] = ("", "")) -> Workload:
     """C[M,N] = A[M,K] @ B[K,N], bf16 operands, f32 accumulation, bf16 output; shape is (M, N, K).
@@ -784,6 +835,7 @@ def _register_defaults() -> None:
     register(cross_entropy_fwd_bwd((8192, 50257), "bf16", (256, 50257)))  # GPT-2's vocabulary
     register(cross_entropy_fwd_bwd((8192, 32000), "bf16", (256, 32000)))  # Llama's
     register(rotary((4, 16, 4, 2048, 128), "bf16", (1, 4, 2, 64, 128)))  # the Llama-style decoder's q and k
+    register(embedding_fwd_bwd((8192, 50257, 768), "bf16", (300, 1000, 64)))  # GPT-2's token embedding
     for dt in ("f32", "bf16"):
         register(dropout_residual_layer_norm(dt, (32768, 4096), (256, 4096)))
         register(dropout_residual_layer_norm_backward(dt, (32768, 4096), (256, 4096)))

@@ -64,6 +64,7 @@ class _Gen(_Semantics, _TypedPart, _F64Part):
         self.scans: random.Random | None = None  # draws the typed part's scans (fuzz_case sets it)
         self.f64s: random.Random | None = None  # draws the typed part's f64 math (fuzz_case sets it)
         self.sorts: random.Random | None = None  # draws the typed part's sorts (fuzz_case sets it)
+        self.scatters: random.Random | None = None  # turns gathers into scatters (fuzz_case sets it)
         self.name = name
         self.rows, self.cols = rng.choice(SHAPES)
         self.lead: tuple[int, ...] = ()  # a 3-D case's leading extent (B,)

@@ -54,6 +54,7 @@ def fuzz_case(seed: int, name: str = "fuzz") -> FuzzCase:
     g.scans = random.Random(seed * 7919 + 5)  # scans after the typed part's other outputs
     g.f64s = random.Random(seed * 7919 + 7)  # f64 math after the scans (issue 31)
     g.sorts = random.Random(seed * 7919 + 11)  # sorts after those (a stream of their own)
+    g.scatters = random.Random(seed * 7919 + 13)  # a scatter after some index maps (issue 32)
     side = random.Random(seed * 7919 + 1)  # one case in seven opens with a matmul
     with_matmul = side.random() < 1 / 7
     lead = 0

@@ -140,7 +140,8 @@ def _derive(op: str, rhs: str, operands: list[Value], dtype: str) -> tuple[bool,
         return True, "f64", dc or bool(inexact)
     if op in _STEP:  # an integer (or sign) of its operand: exact, but may flip as a comparison may
         return True, "f64", dc or bool(inexact)
-    keeps = op in _EXACT_OPS or (op in ("reduce", "scan") and rhs.split()[1] in ("max", "min"))
+    keeps = op in _EXACT_OPS or (op in ("reduce", "scan") and rhs.split()[1] in ("max", "min")) or \
+        (op == "scatter" and not _scatter_adds(rhs))
     if op == "full" or (keeps and not inexact):
         return True, "f64", dc
     # (a cast rounds to its type, and so does a normal draw of f16 or bf16: its inexact value
@@ -298,6 +299,31 @@ def _cast(x: np.ndarray, src: str, dst: str, rounding: bool = True) -> np.ndarra
         return _round_to(x.astype(np.float32), dst)
     y = x.astype(np.float64)  # i1: 0 or 1; integers: exact up to 2^53
     return _round_to(y, dst) if rounding else y
+
+
+def _scatter_adds(rhs: str) -> bool:
+    return rhs.startswith("fusion.scatter_add_atomic") or " add" in rhs.split(" : ")[0].split(" dim ")[1]
+
+
+def _scatter(rhs: str):
+    """fusion.scatter from its text: x with src's elements written (added) along dim where the
+    index says, position after position (the last wins; sums in order); indices below 0 from
+    the end, the rest clamped to the nearest end. Masks (don't-care) are or-ed where added."""
+    dim, add = int(re.search(r" dim (\d+)", rhs).group(1)), _scatter_adds(rhs)
+
+    def scatter(x, index, src):
+        out = np.array(x, copy=True)
+        n = out.shape[dim]
+        i = np.asarray(index).astype(np.int64)
+        i = np.broadcast_to(np.clip(np.where(i < 0, i + n, i), 0, n - 1), np.shape(src))
+        grid = np.indices(np.shape(src)[:dim] + (1,) + np.shape(src)[dim + 1:], sparse=True)
+        with np.errstate(over="ignore"):
+            for j in range(np.shape(src)[dim]):
+                at = tuple(np.take(i, [j], axis=dim) if k == dim else g for k, g in enumerate(grid))
+                v = np.take(src, [j], axis=dim)
+                out[at] = (out[at] | v if out.dtype == bool else out[at] + v) if add else v
+        return out
+    return scatter
 
 
 def _int_list(rhs: str, key: str) -> list[int]:
@@ -532,6 +558,8 @@ class _Semantics:
             return lambda x: np.reshape(x, shape)
         if op in _INDEX_MAPS:
             return _index_map(op, rhs)
+        if op in ("scatter", "scatter_add_atomic"):
+            return _scatter(rhs)
         if op == "matmul":
             ta, tb = self.ta, self.tb
             return lambda a, b: (a.T if ta else a) @ (b.T if tb else b)
@@ -555,6 +583,8 @@ class _Semantics:
             return lambda vals, mags: value
         if op in _INDEXED:  # the magnitudes of the elements read (the index is exact)
             return lambda vals, mags: fn(mags[0], vals[1])
+        if op in ("scatter", "scatter_add_atomic"):  # the magnitudes moved (added) as the values are (the index is exact)
+            return lambda vals, mags: fn(mags[0], vals[1], np.broadcast_to(mags[2], np.shape(vals[2])))
         if op in ("broadcast", "reshape", "permute", "matmul", *_INDEX_MAPS):  # linear in each operand's magnitude
             return lambda vals, mags: fn(*mags)
         if op in ("cast", "segment_set", "neg", "abs", "relu"):
@@ -635,6 +665,16 @@ class _Semantics:
             move = self._numpy(rhs, kind)
             return (lambda vals, dcs, margins: None if dcs[0] is None else move(np.broadcast_to(dcs[0], np.shape(vals[0])),
                                                                               vals[1])), False
+        if op in ("scatter", "scatter_add_atomic"):  # each written element's mask moves with it; an added one joins the input's
+            move = self._numpy(rhs, kind)
+
+            def scattered(vals, dcs, margins):
+                if dcs[0] is None and dcs[2] is None:
+                    return None
+                mask = [np.zeros(np.shape(v), bool) if dc is None else np.broadcast_to(dc, np.shape(v))
+                        for v, dc in zip(vals, dcs)]
+                return move(mask[0], vals[1], mask[2])
+            return scattered, False
         if op in _INDEX_MAPS:  # each element's mask moves with it (a pad value is exact: never don't-care)
             move = self._numpy(rhs, kind)
 

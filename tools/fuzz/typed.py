@@ -526,7 +526,8 @@ class _TypedPart:
         flip, a shift (a pad negative on one side), a slice (maybe strided) padded back, x's
         leading elements beside another value's trailing ones (a cat of two slices), x's
         even elements before its odd ones, or a gather or index_select along d where a new
-        index input says (indices from -n - 2 to n + 1: negative ones and a few out of range)."""
+        index input says (indices from -n - 2 to n + 1: negative ones and a few out of range);
+        now and then a scatter into the result (`scattered`)."""
         rng, t = self.rng, x.dtype
         full = self.shape("full")
         d = rng.randrange(len(full))
@@ -586,7 +587,37 @@ class _TypedPart:
             r = cat([sliced(x, 0, k), sliced(y, k, n)])
         else:
             r = cat([sliced(x, 0, n, 2), sliced(x, 1, n, 2)])
+        if self.scatters is not None and self.scatters.random() < 0.5:  # then a scatter into it, half the time
+            r = self.scattered(r, d)
         return self.keep(r)
+
+    def scattered(self, x: Value, d: int) -> Value:
+        """Full value `x` with a src input's elements written (or added: not to masks) along `d`
+        where an index input says (issue 32): m index positions (1, 2, n, or past the 16 that
+        fusion-sort-scatters sorts), an index of src's shape or one line shared along the other
+        dims (index_add's), indices from -n - 2 to n + 1 (negative ones, a few out of range:
+        the nearest end), repeats (the last wins; sums in order); some sums of f32, f64, i32 and
+        i64 by atomic adds (fusion.scatter_add_atomic: any order, within rounding). Drawn from its own stream
+        (`scatters`), so the rest of the case stays as it was."""
+        rng, t = self.scatters, x.dtype
+        full = self.shape("full")
+        n = full[d]
+        m = rng.choice([1, 2, n, n + 3, 3 * n + 1, 40])
+        sshape = tuple(m if k == d else e for k, e in enumerate(full))
+        ishape = sshape if rng.random() < 0.5 else tuple(m if k == d else 1 for k in range(len(full)))
+        kind = lambda shape: "=" + "x".join(map(str, shape))  # noqa: E731
+        it = rng.choice(["i64", "i32"])
+        index = self.add_arg(f"in{self.n_in}", kind(ishape), it, f"index:{n}", float(n + 2))
+        src = self.add_arg(f"in{self.n_in + 1}", kind(sshape), t,
+                           "mask" if t == "i1" else "range" if t in INTS else "uniform", x.bound)
+        self.n_in += 2
+        add = " add" if t != "i1" and rng.random() < 0.5 else ""
+        atomic = add and t in ("f32", "f64", "i32", "i64") and rng.random() < 0.5  # (its own kernels, atomic adds)
+        ty = self.ty("full", t)
+        op, add = ("scatter_add_atomic", "") if atomic else ("scatter", add)
+        rhs = (f"fusion.{op} %{x.name}, %{index.name}, %{src.name} dim {d}{add} : {ty}, "
+               f"{self.ty(kind(ishape), it)}, {self.ty(kind(sshape), t)} to {ty}")
+        return self.emit("sc", "full", rhs, [x, index, src], t, listed=False)
 
     def moved(self, x: Value, op: str | None = None, back: bool = False) -> Value:
         """`x` through a shape op (`op`, or one that fits its kind), the value used in its place:

@@ -32,7 +32,7 @@ from .context import KernelContext, KernelPattern
 
 STATIC_SMEM_LIMIT = 48 * 1024  # static shared memory a block may declare
 
-_BUFFER_USERS = (sched.LoadOp, sched.StoreOp, sched.MBarrierInitOp, sched.MBarrierArriveOp,
+_BUFFER_USERS = (sched.LoadOp, sched.StoreOp, sched.AtomicAddOp, sched.MBarrierInitOp, sched.MBarrierArriveOp,
                  sched.MBarrierArriveExpectTxOp, sched.MBarrierWaitOp, sched.TmaLoadOp, sched.TmaStoreOp,
                  sched.TmaReduceOp, sched.WgmmaDescOp, sched.MBarrierArriveClusterOp, memref.ViewOp, sched.ReleaseOp)
 
@@ -162,6 +162,20 @@ class LowerAccess(KernelPattern):
             rewriter.replace(op, llvm.StoreOp(op.value, ptr, alignment=align))
 
 
+class LowerAtomicAdd(KernelPattern):
+    """sched.atomic_add -> PTX `red.global.add.{f32,f64,u32,u64}` at the element's address (inline
+    PTX, as upstream's NVVM lowering spells instructions LLVM has no intrinsic for)."""
+
+    _PTX = {"f32": ("f32", "f"), "f64": ("f64", "d"), "i32": ("u32", "r"), "i64": ("u64", "l")}
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: sched.AtomicAddOp, rewriter: PatternRewriter) -> None:
+        ptr, _ = self.k.address(rewriter, op, op.buffer, op.indices)
+        suffix, constraint = self._PTX[str(op.value.type)]
+        self.k.asm(rewriter, f"red.global.add.{suffix} [$0], $1;", f"l,{constraint},~{{memory}}", [ptr, op.value])
+        rewriter.erase(op)
+
+
 def _bytes_of(t):
     """The byte type (or vector of bytes) an i1 value (or vector of i1) is stored as."""
     i8 = IntegerType(8)
@@ -173,4 +187,4 @@ def _zero(t):
 
 
 def memory_patterns(k: KernelContext) -> list[RewritePattern]:
-    return [LowerAlloc(k), LowerCollapseShape(k), LowerView(k), LowerRelease(), LowerAccess(k)]
+    return [LowerAlloc(k), LowerCollapseShape(k), LowerView(k), LowerRelease(), LowerAccess(k), LowerAtomicAdd(k)]

@@ -14,6 +14,7 @@
 // CHECK-NEXT:   {{.*}}%)  canonicalize
 // CHECK-NEXT:   {{.*}}%)  fusion-layouts
 // CHECK-NEXT:   {{.*}}%)  fusion-fold-empty
+// CHECK-NEXT:   {{.*}}%)  fusion-sort-scatters
 // CHECK-NEXT:   {{.*}}%)  fusion-sink-reshapes
 // CHECK-NEXT:   {{.*}}%)  fusion-split-k
 // CHECK-NEXT:   {{.*}}%)  fusion-segment

@@ -123,3 +123,24 @@ func.func @griddep_outside() {
   sched.griddepcontrol wait
   func.return
 }
+
+// -----
+
+sched.kernel @atomic_bf16(%x : memref<8xbf16>) grid [1, 1, 1] block [32, 1, 1] smem 0 {
+  %c0 = arith.constant 0 : index
+  %v = arith.constant 1.0 : bf16
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'sched.atomic_add' op value type bf16 is not one of f32, f64, i32, i64
+  sched.atomic_add %v, %x[%c0] : bf16, memref<8xbf16>
+  sched.return
+}
+
+// -----
+
+sched.kernel @atomic_shared() grid [1, 1, 1] block [32, 1, 1] smem 0 {
+  %c0 = arith.constant 0 : index
+  %s = sched.alloc : memref<8xf32, 3>
+  %v = arith.constant 1.0 : f32
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'sched.atomic_add' op buffer memref<8xf32, 3 : i64> is not in global memory
+  sched.atomic_add %v, %s[%c0] : f32, memref<8xf32, 3>
+  sched.return
+}

@@ -27,6 +27,7 @@ builtin.module {
     }
     sched.for bind(grid.x) %i = %c0 to %c4 step %c1 {
       sched.store %sum, %y[%i] : f32, memref<4xf32>
+      sched.atomic_add %sum, %y[%i] : f32, memref<4xf32>
     }
     sched.for bind(block.y) %i = %c0 to %c4 step %c1 {
     }
@@ -65,6 +66,7 @@ builtin.module {
 // CHECK-NEXT:    }
 // CHECK-NEXT:    sched.for bind(grid.x) %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK-NEXT:      sched.store %{{.*}}, %{{.*}}[%{{.*}}] : f32, memref<4xf32>
+// CHECK-NEXT:      sched.atomic_add %{{.*}}, %{{.*}}[%{{.*}}] : f32, memref<4xf32>
 // CHECK-NEXT:    }
 // CHECK-NEXT:    sched.for bind(block.y)
 // CHECK:         %{{.*}} = sched.shfl_xor %{{.*}}, 16 : f32
