@@ -22,7 +22,7 @@ import random
 
 import numpy as np
 
-from .semantics import INTS, Step, Value, _derive, _Semantics
+from .semantics import INTS, MLIR_NAMES, Step, Value, _derive, _Semantics
 from .f64_part import _F64Part
 from .typed import _TypedPart
 
@@ -64,6 +64,7 @@ class _Gen(_Semantics, _TypedPart, _F64Part):
         self.scans: random.Random | None = None  # draws the typed part's scans (fuzz_case sets it)
         self.f64s: random.Random | None = None  # draws the typed part's f64 math (fuzz_case sets it)
         self.sorts: random.Random | None = None  # draws the typed part's sorts (fuzz_case sets it)
+        self.fp8s: random.Random | None = None  # draws the typed part's FP8 values (fuzz_case sets it)
         self.name = name
         self.rows, self.cols = rng.choice(SHAPES)
         self.lead: tuple[int, ...] = ()  # a 3-D case's leading extent (B,)
@@ -84,8 +85,8 @@ class _Gen(_Semantics, _TypedPart, _F64Part):
         self.out_orders: list[tuple[int, ...] | None] = []  # per output: its stride order, if any
 
     def ty(self, kind: str, dtype: str = "f32") -> str:
-        """The tensor type of a kind and a dtype (short names: u8 is spelled ui8)."""
-        return "tensor<" + "".join(f"{d}x" for d in self.shape(kind)) + f"{'ui8' if dtype == 'u8' else dtype}>"
+        """The tensor type of a kind and a dtype (short names: u8 is spelled ui8, f8e4m3fn f8E4M3FN)."""
+        return "tensor<" + "".join(f"{d}x" for d in self.shape(kind)) + f"{MLIR_NAMES.get(dtype, dtype)}>"
 
     def fresh(self, stem: str) -> str:
         self.count += 1
