@@ -53,6 +53,7 @@ NUMPY_DTYPES: dict[str, np.dtype] = {
     **fp8.NUMPY,  # f8e4m3fn, f8e5m2: ml_dtypes' float8_e4m3fn, float8_e5m2
 }
 _FLOAT_NAMES = ("f32", "f16", "bf16", "f64")
+_FP8_NUMPY = tuple(fp8.NUMPY.values())  # (ml_dtypes' float8_e5m2 has numpy kind "f", float8_e4m3fn "V")
 
 
 def numpy_dtype(element_type: Attribute | str) -> np.dtype:
@@ -113,7 +114,7 @@ class _Interp:
     def up(self, x: np.ndarray) -> np.ndarray:
         """An operand in compute precision (floats only; masks and counts stay as they are; f64
         stays f64 in either precision, as the kernels compute it)."""
-        if x.dtype == np.float64:
+        if x.dtype == np.float64 or x.dtype in _FP8_NUMPY:  # (FP8 is moved and selected as its bits)
             return x
         if x.dtype.kind == "f" or x.dtype == NUMPY_DTYPES["bf16"]:
             return x.astype(self.ftype, copy=False)

@@ -329,3 +329,25 @@ def test_fp8_cvt_needs_sm_90():
     with pytest.raises(ValueError, match=r"needs sm_90: it uses cvt with .e4m3x2/.e5m2x2 \(FP8 conversions\)"):
         fuser.compile(text, arch="sm_80")
     assert ".target sm_90" in fuser.compile(text, arch="sm_90").ptx
+
+
+@pytest.mark.parametrize("dt", FP8)
+def test_the_reference_moves_and_selects_fp8_bits_unchanged(dt):
+    """where, permute and cat of all 256 bit patterns keep every byte, NaN payloads included
+    (f8E5M2 has six NaNs; ml_dtypes' float8_e5m2 is a numpy kind "f" type, which the reference
+    must not widen and round back as it does real floats), as the kernels move them."""
+    x = np.arange(256, dtype=np.uint8).view(NUMPY_DTYPES[dt]).reshape(16, 16)
+    y = x[::-1].copy()
+    m = np.random.default_rng(2).random((16, 16)) < 0.5
+    ty = _t((16, 16), dt)
+    text = f"""func.func @f(%x: {ty}, %y: {ty}, %m: {_t((16, 16), "i1")}) -> ({ty}, {ty}, {_t((32, 16), dt)}) {{
+  %w = fusion.where %m, %x, %y : {ty}
+  %p = fusion.permute %x [1, 0] : {ty} to {ty}
+  %c = fusion.cat %x, %y dim 0 : {ty}, {ty} to {_t((32, 16), dt)}
+  func.return %w, %p, %c : {ty}, {ty}, {_t((32, 16), dt)}
+}}"""
+    w, p, c = reference_from_text(text)(x, y, m)
+    u = lambda a: a.view(np.uint8)  # noqa: E731
+    np.testing.assert_array_equal(u(w), np.where(m, u(x), u(y)))
+    np.testing.assert_array_equal(u(p), u(x).T)
+    np.testing.assert_array_equal(u(c), np.concatenate([u(x), u(y)]))
