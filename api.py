@@ -30,6 +30,10 @@ f64 tensors are computed in f64 (math, reductions, scans and statistics, the erf
 `lgamma` and both forms of `gelu` included): an f64 tensor with an f32
 one promotes to f64, and an f32 tensor * 2.0 stays f32 (the Python float is weak), as torch's.
 
+FP8 tensors ("f8e4m3fn", "f8e5m2": torch.float8_e4m3fn, float8_e5m2) are storage, as in torch:
+`cast` to and from every type (torch's rounding: f8e4m3fn saturates at +-448, f8e5m2 overflows
+to inf), shape ops, `where` and `full`; no arithmetic and no promotion (a TypeError: cast first).
+
 `compile` turns a fusion into a `CompiledFusion`, callable on arrays (GPU), with the numpy
 reference interpreter and every stage's IR at hand.
 """
@@ -492,6 +496,9 @@ def promote_types(a: str, b: str) -> str:
     the other; u8 with a wider signed integer: that one)."""
     if a == b:
         return a
+    if a in F.FP8_DTYPES or b in F.FP8_DTYPES:  # (torch: "Promotion for Float8 Types is not supported")
+        raise TypeError(f"no type promotion for FP8 ({a} with {b}), as in torch: cast explicitly "
+                        f"(fuser.cast(x, \"f32\") or \"bf16\")")
     ca, cb = _category(a), _category(b)
     if ca != cb:
         return a if ca > cb else b
@@ -1011,7 +1018,11 @@ def where(cond: Tensor, a: Tensor | float, b: Tensor | float) -> Tensor:
 
 
 def cast(x: Tensor, dtype: str) -> Tensor:
-    """Elementwise dtype conversion; a no-op (no IR) when x already has `dtype`."""
+    """Elementwise dtype conversion, as torch's `Tensor.to(dtype)`; a no-op (no IR) when x
+    already has `dtype`. To the FP8 types "f8e4m3fn" and "f8e5m2" (torch.float8_e4m3fn,
+    float8_e5m2) it rounds to nearest even through f32, f8e4m3fn saturating at +-448 (inf
+    too), f8e5m2 overflowing to inf, NaN staying NaN: torch's rule; FP8 tensors take no
+    arithmetic, only casts, shape ops, `where` and `full`."""
     x = _as_tensor(x, "cast")
     _dtype_attr(dtype)
     if x.dtype == dtype:

@@ -39,20 +39,35 @@ def _bf16() -> Any:
         return None
 
 
+def _fp8() -> dict[str, Any]:
+    try:
+        import ml_dtypes  # (numpy has no float8 types of its own)
+        return {"f8e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn), "f8e5m2": np.dtype(ml_dtypes.float8_e5m2)}
+    except ImportError:
+        return {}
+
+
+# The types numpy and torch's .numpy() lack, reinterpreted through an integer of their width.
+_BITS_VIEW = {"bf16": "int16", "f8e4m3fn": "uint8", "f8e5m2": "uint8"}
+
 _NP: dict[str, Any] = {"f32": np.dtype(np.float32), "f16": np.dtype(np.float16), "f64": np.dtype(np.float64),
                        "i1": np.dtype(np.bool_), "i8": np.dtype(np.int8), "i16": np.dtype(np.int16),
                        "i32": np.dtype(np.int32), "i64": np.dtype(np.int64), "u8": np.dtype(np.uint8),
-                       "bf16": _bf16()}
+                       "bf16": _bf16(), **_fp8()}
 
 # __cuda_array_interface__ typestrs; bf16 has no standard one, "<V2" is what
 # ml_dtypes' bfloat16 reports and what DeviceArray exports.
 _CAI_TYPESTR = {"f32": "<f4", "f16": "<f2", "f64": "<f8", "i1": "|b1", "i8": "|i1", "i16": "<i2", "i32": "<i4",
-                "i64": "<i8", "u8": "|u1", "bf16": "<V2"}
-_CAI_DTYPE = {v: k for k, v in _CAI_TYPESTR.items()} | {"|V2": "bf16"}
+                "i64": "<i8", "u8": "|u1", "bf16": "<V2", "f8e4m3fn": "|V1", "f8e5m2": "|V1"}
+# (the two FP8 types share "|V1": an FP8 array is not told apart through the interface, so
+# "|V1" names no type here; DLPack carries their codes)
+_CAI_DTYPE = {v: k for k, v in _CAI_TYPESTR.items() if v != "|V1"} | {"|V2": "bf16"}
 
 # DLPack (code, bits) -> dtype name. kDLInt=0 kDLUInt=1 kDLFloat=2 kDLBfloat=4 kDLBool=6
+# kDLFloat8_e4m3fn=10 kDLFloat8_e5m2=12 (DLPack 1.1)
 _DL_DTYPE = {(2, 32): "f32", (2, 16): "f16", (2, 64): "f64", (4, 16): "bf16", (6, 8): "i1",
-             (0, 8): "i8", (0, 16): "i16", (0, 32): "i32", (0, 64): "i64", (1, 8): "u8"}
+             (0, 8): "i8", (0, 16): "i16", (0, 32): "i32", (0, 64): "i64", (1, 8): "u8",
+             (10, 8): "f8e4m3fn", (12, 8): "f8e5m2"}
 _DL_CPU, _DL_CUDA, _DL_CUDA_MANAGED = 1, 2, 13
 
 
@@ -73,7 +88,7 @@ def _torch_dtype(name: str) -> Any:
         import torch
         _torch_dtypes.update(f32=torch.float32, f16=torch.float16, bf16=torch.bfloat16, f64=torch.float64,
                              i1=torch.bool, i8=torch.int8, i16=torch.int16, i32=torch.int32, i64=torch.int64,
-                             u8=torch.uint8)
+                             u8=torch.uint8, f8e4m3fn=torch.float8_e4m3fn, f8e5m2=torch.float8_e5m2)
     return _torch_dtypes[name]
 
 
@@ -162,9 +177,20 @@ def as_layout(x: np.ndarray, strides: Sequence[int], offset: int = 0) -> np.ndar
     x = np.broadcast_to(np.asarray(x)[first], x.shape)
     span = offset + sum((n - 1) * s for n, s in zip(x.shape, strides)) + 1 if x.size else offset
     storage = np.zeros(max(span, 1), x.dtype)
-    view = np.lib.stride_tricks.as_strided(storage[offset:], x.shape, [s * x.itemsize for s in strides])
+    view = as_strided(storage[offset:], x.shape, [s * x.itemsize for s in strides])
     view[...] = x
     return view
+
+
+def as_strided(base: np.ndarray, shape: Sequence[int], strides: Sequence[int]) -> np.ndarray:
+    """numpy's as_strided (`strides` in bytes), also of ml_dtypes' types whose array interface
+    numpy cannot read back (float8_e5m2's "<f1"): through an unsigned integer view of their
+    width, viewed back (a writable view of `base` all the same)."""
+    dt = base.dtype
+    if dt.kind == "V" or dt.str[1:] == "f1":
+        raw = base.view(f"u{dt.itemsize}")
+        return np.lib.stride_tricks.as_strided(raw, shape, strides).view(dt)
+    return np.lib.stride_tricks.as_strided(base, shape, strides)
 
 
 def _host_storage(x: np.ndarray, spec: BufferSpec) -> np.ndarray:
@@ -172,8 +198,7 @@ def _host_storage(x: np.ndarray, spec: BufferSpec) -> np.ndarray:
     elements placed at offset + sum(i * strides) (elements it does not reach are zeros)."""
     storage = np.zeros(spec.shape, dtype=x.dtype)
     if x.size:
-        view = np.lib.stride_tricks.as_strided(storage[spec.offset:], spec.user_shape,
-                                               [s * x.itemsize for s in spec.strides])
+        view = as_strided(storage[spec.offset:], spec.user_shape, [s * x.itemsize for s in spec.strides])
         view[...] = x  # (overlapping elements, of stride-0 dims, are written the same value)
     return storage
 
@@ -236,9 +261,9 @@ def _from_torch(x: Any, index: int, spec: BufferSpec) -> Converted:
         if x.device.type != "cpu":
             raise _mismatch(index, spec, describe(x), " (only CPU and CUDA tensors are supported)")
         t = x.detach()
-        if spec.dtype == "bf16":  # numpy has no bf16: reinterpret the bits via ml_dtypes
+        if spec.dtype in _BITS_VIEW:  # numpy has no bf16 or FP8: reinterpret the bits via ml_dtypes
             import torch
-            host = t.view(torch.int16).numpy().view(numpy_dtype("bf16"))
+            host = t.view(getattr(torch, _BITS_VIEW[spec.dtype])).numpy().view(numpy_dtype(spec.dtype))
         else:
             host = t.numpy()
         if spec.strides is not None:
@@ -442,7 +467,7 @@ def allocate_outputs(kind: str, ref: Any, specs: Sequence[BufferSpec], stream: i
             t = ref.new_empty(s.shape, dtype=_torch_dtype(s.dtype))
             out.append((t.data_ptr(), t))
         return out
-    if kind == "cupy" and all(s.dtype != "bf16" for s in specs):
+    if kind == "cupy" and all(s.dtype not in _BITS_VIEW for s in specs):
         import cupy
         for s in specs:
             a = cupy.empty(s.shape, dtype=numpy_dtype(s.dtype))
@@ -468,8 +493,8 @@ def finish_outputs(kind: str, outs: list, specs: Sequence[BufferSpec] | None = N
         res = []
         for a in objs:
             h = a.numpy()
-            res.append(torch.from_numpy(h.view(np.int16)).view(torch.bfloat16)
-                       if a.dtype == "bf16" else torch.from_numpy(h))
+            res.append(torch.from_numpy(h.view(_BITS_VIEW[a.dtype])).view(_torch_dtype(a.dtype))
+                       if a.dtype in _BITS_VIEW else torch.from_numpy(h))
         return res
     return objs
 

@@ -21,7 +21,7 @@ __all__ = ["DTYPES", "BufferSpec", "WorkspaceSpec", "TensorMapSpec", "LaunchStep
 
 # dtype name -> bytes per element (i1 is stored as one byte, like numpy's bool)
 DTYPES: dict[str, int] = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8,
-                          "u8": 1}
+                          "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1}
 
 
 class ProgramError(ValueError):
@@ -216,6 +216,10 @@ def _dtype_of(t: Any) -> str | None:
         return "bf16"
     if isinstance(t, b.Float64Type):
         return "f64"
+    if isinstance(t, b.Float8E4M3FNType):
+        return "f8e4m3fn"
+    if isinstance(t, b.Float8E5M2Type):
+        return "f8e5m2"
     if isinstance(t, b.IntegerType) and t.signedness.data == b.Signedness.UNSIGNED:
         return "u8" if t.width.data == 8 else None
     if isinstance(t, b.IntegerType) and t.width.data in (1, 8, 16, 32, 64):

@@ -26,11 +26,11 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from fuser.dialects.fusion import dtype_name
+from fuser.dialects.fusion import dtype_name, fp8
 from fuser.dialects.fusion.layout import output_aliases, VIEW, arg_attrs, input_layout, inverse, output_order, res_attrs
 from fuser.dialects.ir import parse_module
 from fuser.runtime import philox
-from fuser.runtime.arrays import ArgumentError  # the same error the GPU executor raises
+from fuser.runtime.arrays import ArgumentError, as_strided  # (the same error the GPU executor raises)
 
 
 class UnsupportedOpError(NotImplementedError):
@@ -50,8 +50,10 @@ NUMPY_DTYPES: dict[str, np.dtype] = {
     "i32": np.dtype(np.int32),
     "i64": np.dtype(np.int64),
     "u8": np.dtype(np.uint8),
+    **fp8.NUMPY,  # f8e4m3fn, f8e5m2: ml_dtypes' float8_e4m3fn, float8_e5m2
 }
 _FLOAT_NAMES = ("f32", "f16", "bf16", "f64")
+_FP8_NUMPY = tuple(fp8.NUMPY.values())  # (ml_dtypes' float8_e5m2 has numpy kind "f", float8_e4m3fn "V")
 
 
 def numpy_dtype(element_type: Attribute | str) -> np.dtype:
@@ -79,7 +81,7 @@ def _elem_name(v: SSAValue) -> str:
 
 
 def _dtype_label(dt: np.dtype) -> str:
-    return "bfloat16" if dt == NUMPY_DTYPES["bf16"] else dt.name
+    return "bfloat16" if dt == NUMPY_DTYPES["bf16"] else {v: k for k, v in fp8.NUMPY.items()}.get(dt, dt.name)
 
 
 # ------------------------------------------------------------------ parsing
@@ -112,7 +114,7 @@ class _Interp:
     def up(self, x: np.ndarray) -> np.ndarray:
         """An operand in compute precision (floats only; masks and counts stay as they are; f64
         stays f64 in either precision, as the kernels compute it)."""
-        if x.dtype == np.float64:
+        if x.dtype == np.float64 or x.dtype in _FP8_NUMPY:  # (FP8 is moved and selected as its bits)
             return x
         if x.dtype.kind == "f" or x.dtype == NUMPY_DTYPES["bf16"]:
             return x.astype(self.ftype, copy=False)
@@ -123,6 +125,12 @@ class _Interp:
         name = _elem_name(v)
         if self.f64 and name in _FLOAT_NAMES:
             dt = np.dtype(np.float64)
+        elif name in fp8.NUMPY:  # torch's rounding (saturating for f8e4m3fn), not ml_dtypes' own
+            out = np.asarray(x)
+            out = out if out.dtype == fp8.NUMPY[name] else fp8.to_fp8(out, name)
+            if out.shape != _shape(v):
+                raise AssertionError(f"reference interpreter bug: computed shape {out.shape} for {v.type}")
+            return out
         else:
             dt = numpy_dtype(name)
         out = np.asarray(x).astype(dt, copy=False)
@@ -432,7 +440,12 @@ def _cast(it: _Interp, x: np.ndarray, target: str) -> np.ndarray:
     i64 and wraps (torch's rule); bool to integer is
     0 or 1; integers convert by sign (u8: zero) extension or by wrapping. To a float type the
     caller rounds; in native precision integers and f64 values go through float32 first (as
-    torch converts them to f16 and bf16)."""
+    torch converts them to f16 and bf16). FP8 (dialects/fusion/fp8.py) converts through f32 both
+    ways, as torch does: from FP8 exactly, to FP8 by torch's rounding (`round` applies it)."""
+    if x.dtype in fp8.NUMPY.values():
+        x = fp8.to_f32(x)
+    if target in fp8.NUMPY:
+        return x.astype(np.float32) if x.dtype.kind in "biuf" or x.dtype == NUMPY_DTYPES["bf16"] else x
     if target == "i1":
         return x != 0
     if target not in _FLOAT_NAMES:
@@ -502,7 +515,7 @@ def _eval_op(it: _Interp, op: Operation, ins: list[np.ndarray]) -> list[np.ndarr
         shape, strides = _shape(op.result), _dims_of(op, "strides")
         if 0 in shape:
             return [np.empty(shape, x.dtype)]
-        view = np.lib.stride_tricks.as_strided(x[op.offset.data:], shape, [s * x.itemsize for s in strides])
+        view = as_strided(x[op.offset.data:], shape, [s * x.itemsize for s in strides])
         return [view.copy()]
     if name == "fusion.pad":
         x = ins[0]
@@ -706,8 +719,7 @@ def _check_args(func: FuncOp, args: Sequence[object]) -> list[np.ndarray]:
                                     f"{_dtype_label(a.dtype)} array of shape {a.shape}")
             storage = np.zeros(want_shape, want_dt)
             if a.size:
-                np.lib.stride_tricks.as_strided(storage[layout.offset:], layout.shape,
-                                                [k * a.itemsize for k in layout.strides])[...] = a
+                as_strided(storage[layout.offset:], layout.shape, [k * a.itemsize for k in layout.strides])[...] = a
             a = storage
         elif a.shape != want_shape or a.dtype != want_dt:
             raise ArgumentError(f"{label}: expected {p.type}, got {_dtype_label(a.dtype)} array of shape {a.shape}")

@@ -30,7 +30,9 @@ from fuser.passes.pipeline import PipelineError
 
 # Relative error allowed against the float64 reference, by output dtype. f64 outputs get f32's:
 # math runs in f32 (an f64 output is computed in f64 only when it is a cast or move of f64 data).
-TOLERANCE = {"f32": 1e-4, "f16": 2e-3, "bf16": 1.6e-2, "f64": 1e-4}
+TOLERANCE = {"f32": 1e-4, "f16": 2e-3, "bf16": 1.6e-2, "f64": 1e-4,
+             "f8e4m3fn": 7e-2, "f8e5m2": 1.3e-1}  # (FP8: a value the f32 kernel and the float64
+#   reference round to either side of an FP8 grid point differs by an ulp, 12.5% (25%) of it)
 
 
 def _dtype_name(t) -> str:
@@ -124,8 +126,8 @@ def _as_bf16_if_void2(a: np.ndarray) -> np.ndarray:
 
 
 def _kind(dt) -> str:
-    """numpy's kind letter, with bfloat16 (a 'V' to numpy) counted as a float."""
-    return "f" if dt.name == "bfloat16" else dt.kind
+    """numpy's kind letter, with ml_dtypes' bfloat16 and float8 types ('V' to numpy) counted as floats."""
+    return "f" if dt.name == "bfloat16" or dt.name.startswith("float8") else dt.kind
 
 
 def _convert(a: np.ndarray, want, what: str) -> np.ndarray:

@@ -4,7 +4,8 @@ Values are builtin `tensor<...>` types of static shape (symbolic extents are a l
 shape check goes through `types._dims`, the one place that would learn about `?`).
 Element types are those of `types.DTYPE_NAMES`: f32, f16, bf16 and f64 for math (f16 and bf16
 computed in f32, f64 in f64), and i1 (one byte per element), i8, i16, i32, i64 and ui8 (`u8`)
-for inputs, outputs, casts, shape ops and the integer ops.
+for inputs, outputs, casts, shape ops and the integer ops; f8E4M3FN and f8E5M2 (FP8, storage
+only: casts, shape ops, full, where; no arithmetic, as in torch).
 
 Binary ops take operands of one type: broadcasting and casting are explicit ops
 (`fusion.broadcast`, `fusion.cast`), so every implicit conversion is visible in the IR.
@@ -139,6 +140,10 @@ from .types import (
     _CONVERT_FORMAT,
     DTYPE_NAMES,
     FLOAT_TYPES,
+    FP8_DTYPES,
+    FP8_TYPES,
+    SELECT_TYPES,
+    is_fp8,
     NARROW_FLOAT_TYPES,
     stat_type,
     _check_dims_list,
@@ -174,7 +179,7 @@ Fusion = Dialect(
 
 __all__ = [
     # types
-    "FLOAT_TYPES", "NARROW_FLOAT_TYPES", "stat_type", "DTYPE_NAMES", "dtype_name", "is_float", "is_integer", "is_unsigned", "INT_DTYPES", "ui8", "_dims", "_elem", "tensor", "_fmt", "_check_tensor",
+    "FLOAT_TYPES", "NARROW_FLOAT_TYPES", "FP8_TYPES", "FP8_DTYPES", "SELECT_TYPES", "is_fp8", "stat_type", "DTYPE_NAMES", "dtype_name", "is_float", "is_integer", "is_unsigned", "INT_DTYPES", "ui8", "_dims", "_elem", "tensor", "_fmt", "_check_tensor",
     "_check_dims_list", "_print_int_list", "_parse_int_list", "_i64_array", "_print_attrs",
     "_ConvertLike", "_CONVERT_FORMAT", "_ConvertLikeExtra",
     # pointwise

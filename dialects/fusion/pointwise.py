@@ -16,7 +16,7 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from .types import (FLOAT_TYPES, INT_TYPES, NUMERIC_TYPES, ORDERED_TYPES, _CONVERT_FORMAT, _check_tensor, _ConvertLike,
+from .types import (FLOAT_TYPES, INT_TYPES, NUMERIC_TYPES, ORDERED_TYPES, SELECT_TYPES, _CONVERT_FORMAT, _check_tensor, _ConvertLike,
                     _dims, _print_attrs, is_integer, is_unsigned, tensor)
 
 # ------------------------------------------------------------------- unary ops
@@ -795,7 +795,7 @@ class WhereOp(IRDLOperation):
         super().__init__(operands=[cond, a, b], result_types=[a.type])
 
     def verify_(self) -> None:
-        t = _check_tensor(self, "operand #1 ('lhs')", self.lhs.type, ORDERED_TYPES)
+        t = _check_tensor(self, "operand #1 ('lhs')", self.lhs.type, SELECT_TYPES)
         c = _check_tensor(self, "operand #0 ('cond')", self.cond.type)
         if c != TensorType(i1, _dims(t)):
             raise VerifyException(f"'fusion.where' op operand #0 ('cond') has type {c}, expected {TensorType(i1, _dims(t))}")
@@ -860,7 +860,7 @@ class FullOp(IRDLOperation):
         super().__init__(result_types=[tensor(shape, dtype)], properties={"value": FloatAttr(float(value), Float64Type())})
 
     def verify_(self) -> None:
-        t = _check_tensor(self, "result", self.result.type, ORDERED_TYPES)  # (every type)
+        t = _check_tensor(self, "result", self.result.type, SELECT_TYPES)  # (every type)
         v = self.value.value.data
         et = t.element_type
         if isinstance(et, IntegerType) and not (math.isfinite(v) and v == int(v)):

@@ -21,6 +21,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from .types import (
+    NUMERIC_TYPES,
     _CONVERT_FORMAT,
     dtype_name as F_name,
     _check_dims_list,
@@ -509,6 +510,8 @@ def _verify_scatter(self) -> None:
                               f"{t.element_type} (the input's)")
     if self.is_add and t.element_type == i1:
         raise VerifyException(f"{name} 'add' takes no masks: operand #0 ('input') is {t}")
+    if self.is_add:  # (FP8 is storage only: the FP8 message)
+        _check_tensor(self, "operand #0 ('input')", t, NUMERIC_TYPES)
     rank, d = t.get_num_dims(), self.dim.data
     if not 0 <= d < rank:
         raise VerifyException(f"{name} dim {d} is out of range for rank {rank}")
@@ -685,7 +688,7 @@ class ScatterAddAtomicOp(IRDLOperation):
         return [n for d, n in enumerate(_dims(self.index.type)) if d != self.dim.data]
 
     def verify_(self) -> None:
-        t = _check_tensor(self, "operand #0 ('input')", self.input.type)
+        t = _check_tensor(self, "operand #0 ('input')", self.input.type, NUMERIC_TYPES)
         if F_name(t.element_type) not in SCATTER_ATOMIC_TYPES:
             raise VerifyException(f"'fusion.scatter_add_atomic' op operand #0 ('input') is {t}: atomic adds take "
                                   f"{', '.join(SCATTER_ATOMIC_TYPES)} (fusion.scatter ... add takes every type)")

@@ -14,6 +14,8 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     Float64Type,
+    Float8E4M3FNType,
+    Float8E5M2Type,
     IntegerType,
     Signedness,
     TensorType,
@@ -42,9 +44,16 @@ ui8 = IntegerType(8, Signedness.UNSIGNED)
 # are MLIR's signless i8, i16, i32, i64 (two's complement, read as signed, as torch's int8 ...
 # int64) and the unsigned ui8 (torch's uint8, short name "u8"); a kernel computes each in
 # registers of its own width (a u8 as a signless i8 whose ops are the unsigned ones).
+# The FP8 types (issue 34) are MLIR's f8E4M3FN and f8E5M2, torch's float8_e4m3fn and float8_e5m2
+# (short names "f8e4m3fn", "f8e5m2"): storage types, as in torch, that no arithmetic takes; they
+# are cast to and from every other type, moved by the shape ops as bytes, filled by `full` and
+# selected by `where`. A kernel keeps them as their bits (a signless i8).
 DTYPE_NAMES = {"f32": Float32Type(), "f16": Float16Type(), "bf16": BFloat16Type(), "i1": i1, "i8": i8, "i16": i16,
-               "i32": i32, "i64": i64, "u8": ui8, "f64": Float64Type()}
+               "i32": i32, "i64": i64, "u8": ui8, "f64": Float64Type(), "f8e4m3fn": Float8E4M3FNType(),
+               "f8e5m2": Float8E5M2Type()}
 INT_DTYPES = ("i8", "i16", "i32", "i64", "u8")  # the integer types (i1, a mask, is not one of them)
+FP8_TYPES = (Float8E4M3FNType, Float8E5M2Type)
+FP8_DTYPES = ("f8e4m3fn", "f8e5m2")
 
 
 def dtype_name(t: Attribute) -> str:
@@ -57,6 +66,11 @@ def dtype_name(t: Attribute) -> str:
 
 def is_float(t: Attribute) -> bool:
     return isinstance(t, FLOAT_TYPES)
+
+
+def is_fp8(t: Attribute) -> bool:
+    """An FP8 element type (f8E4M3FN, f8E5M2): storage only, no arithmetic."""
+    return isinstance(t, FP8_TYPES)
 
 
 def is_integer(t: Attribute) -> bool:
@@ -112,6 +126,10 @@ def _check_tensor(op: Operation, what: str, t: Attribute, allowed: tuple[type, .
         raise VerifyException(f"'{op.name}' op {what}: {why}")
     if allowed is not None and not _allows(allowed, t.element_type):
         names = ", ".join(_names(allowed))
+        if is_fp8(t.element_type):  # (torch raises "not implemented for 'Float8_e4m3fn'" there)
+            raise VerifyException(f"'{op.name}' op {what} has element type {t.element_type}: FP8 tensors are "
+                                  f"storage only, with no arithmetic, as in torch; cast to f32 or bf16 first "
+                                  f"(fusion.cast); this op takes {names}")
         raise VerifyException(f"'{op.name}' op {what} has element type {t.element_type}, expected one of {names}")
     return t
 
@@ -145,7 +163,8 @@ def _names(allowed: tuple) -> list[str]:
 # What the integer and mask ops take (element types, for `_check_tensor`'s `allowed`).
 INT_TYPES = tuple(DTYPE_NAMES[n] for n in INT_DTYPES)
 NUMERIC_TYPES = FLOAT_TYPES + INT_TYPES          # arithmetic: add sub mul max min neg abs ...
-ORDERED_TYPES = NUMERIC_TYPES + (i1,)            # cmp, where and full also take masks
+ORDERED_TYPES = NUMERIC_TYPES + (i1,)            # cmp also takes masks
+SELECT_TYPES = ORDERED_TYPES + FP8_TYPES         # where and full: every type (FP8 as its bits)
 
 
 def _check_dims_list(op: Operation, dims: Sequence[int], rank: int, what: str = "dims") -> None:

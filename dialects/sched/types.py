@@ -15,6 +15,8 @@ from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
     Float32Type,
+    Float8E4M3FNType,
+    Float8E5M2Type,
     IntAttr,
     IntegerAttr,
     IntegerType,
@@ -68,9 +70,13 @@ def value_type(t: Attribute) -> Attribute:
     """The type `sched.load` gives and `sched.store` takes for a buffer of element type `t`:
     a memref of ui8 (a u8 tensor; the runtime reads the sign from the buffer's type) holds
     signless i8 values, as arith and llvm take only signless integers (the ops that read them
-    choose the unsigned forms); every other type is itself (i1 included: loaded `!= 0`)."""
+    choose the unsigned forms); a memref of an FP8 type (f8E4M3FN, f8E5M2) holds its bits as
+    signless i8 values (the casts that read or make them convert with the GPU's cvt); every other
+    type is itself (i1 included: loaded `!= 0`)."""
     if isinstance(t, IntegerType) and t.signedness.data != Signedness.SIGNLESS:
         return IntegerType(t.width.data)
+    if isinstance(t, (Float8E4M3FNType, Float8E5M2Type)):
+        return IntegerType(8)
     return t
 
 

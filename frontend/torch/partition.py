@@ -91,6 +91,9 @@ class FuserSupport(OperatorSupportBase):
 # ------------------------------------------------------------------ tensors <-> numpy
 
 
+_FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+
+
 def _to_numpy(t: torch.Tensor) -> np.ndarray:
     # A copy: numpy sharing a tensor's storage makes that storage unresizable for good, and
     # FSDP2 frees its gathered parameters by resizing their storage to 0.
@@ -98,6 +101,9 @@ def _to_numpy(t: torch.Tensor) -> np.ndarray:
     if t.dtype == torch.bfloat16:
         import ml_dtypes
         return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    if t.dtype in _FP8:  # (torch's .numpy() has no FP8: the bits, as ml_dtypes' type)
+        import ml_dtypes
+        return t.view(torch.uint8).numpy().view(getattr(ml_dtypes, str(t.dtype).removeprefix("torch.")))
     return t.numpy()
 
 
@@ -105,6 +111,8 @@ def _from_numpy(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
     a = np.array(a, order="C")  # a copy: the interpreter may return views of its inputs
     if dtype == torch.bfloat16:
         return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    if dtype in _FP8:
+        return torch.from_numpy(a.view(np.uint8)).view(dtype)
     return torch.from_numpy(a)
 
 

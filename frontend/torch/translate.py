@@ -44,7 +44,7 @@ class Unsupported(Exception):
 DTYPES: dict[torch.dtype, str] = {
     torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.float64: "f64",
     torch.bool: "i1", torch.int8: "i8", torch.int16: "i16", torch.int32: "i32", torch.int64: "i64",
-    torch.uint8: "u8",
+    torch.uint8: "u8", torch.float8_e4m3fn: "f8e4m3fn", torch.float8_e5m2: "f8e5m2",
 }
 TORCH_DTYPES = {v: k for k, v in DTYPES.items()}
 MATH = ("f32", "f16", "bf16", "f64")  # element types fuser computes with (f16/bf16 in f32, f64 in f64)

@@ -16,6 +16,7 @@ from xdsl.dialects.builtin import Float16Type, Float64Type, IntegerType, i1
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from fuser.dialects import fusion as F
+from fuser.dialects.fusion import fp8
 from fuser.dialects import sched
 from fuser.dialects.arith_ext import RemFOp
 from fuser.dialects.math_ext import ErfcinvOp, ErfcOp, ErfinvOp, GeluOp, LgammaOp
@@ -104,6 +105,9 @@ class Evaluator:
                 return [kb.const(n - (1 << w) if w > 1 and n >= 1 << (w - 1) else n, compute_type(et))] * lanes
             if isinstance(et, Float64Type):
                 return [kb.const(op.value.value.data, et)] * lanes
+            if F.is_fp8(et):  # its bits, rounded by torch's rule
+                b = fp8.bits_of(op.value.value.data, F.dtype_name(et))
+                return [kb.const(b - 256 if b >= 128 else b, compute_type(et))] * lanes
             return [kb.cf(_round_const(op.value.value.data, et))] * lanes
         if isinstance(op, F.IotaOp):
             return emit_iota(kb, op, idx, lanes)
@@ -420,8 +424,22 @@ def emit_cast(kb: KernelBuilder, x: SSAValue, to: Attribute, src_elem: Attribute
     out-of-range casts are undefined in C++, and torch on the CPU gives other values; LLVM's
     fptosi is poison there, so the limits are explicit selects); float to i8 or i16 goes so
     through i32 and wraps (what torch gives on an H100: 300.7 -> 44, inf -> -1). Float to u8 goes
-    through i64 and wraps, as torch defines it (c10's cast note: -1.0 -> 255)."""
+    through i64 and wraps, as torch defines it (c10's cast note: -1.0 -> 255).
+
+    FP8 (computed as its bits, an i8) converts through f32 both ways, as torch does: to FP8 the
+    source is first cast to f32 (an f64 or an integer rounds there), then `arith.truncf` to the
+    FP8 type rounds by torch's rule (dialects/fusion/fp8.py: f8E4M3FN saturates to +-448,
+    f8E5M2 overflows to inf; lowered to `cvt.rn.satfinite` and selects); from FP8, `arith.extf`
+    gives the exact f32, then cast to the target as any f32."""
     src = x.type
+    if src_elem is not None and F.is_fp8(src_elem) and F.is_fp8(to) and src_elem == to:
+        return x
+    if src_elem is not None and F.is_fp8(src_elem):
+        y = kb.v(arith.ExtFOp(kb.v(arith.BitcastOp(x, src_elem)), f32))
+        return emit_cast(kb, y, to, f32)
+    if F.is_fp8(to):
+        y = emit_cast(kb, x, f32, src_elem) if src != f32 or (src_elem is not None and not F.is_float(src_elem)) else x
+        return kb.v(arith.BitcastOp(kb.v(arith.TruncFOp(y, to)), compute_type(to)))
     unsigned_src = src_elem is not None and F.is_unsigned(src_elem)
     ct = compute_type(to)
     if src == ct and unsigned_src == F.is_unsigned(to):

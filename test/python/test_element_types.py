@@ -19,7 +19,8 @@ from fuser.dialects.ir import FuserDiagnostic
 from fuser.driver import compile_fusion
 
 SUPPORTED = list(F.DTYPE_NAMES)  # short names (u8 is spelled ui8 in MLIR: `_t`)
-UNSUPPORTED = ["si8", "ui16", "i128", "f8E4M3FN"]
+UNSUPPORTED = ["si8", "ui16", "i128", "f8E4M3FNUZ"]  # (f8E4M3FN and f8E5M2 are supported: issue 34)
+FP8 = ["f8e4m3fn", "f8e5m2"]  # storage only: casts, shape ops, full and where; no arithmetic
 FLOATS = ["f32", "f16", "bf16", "f64"]  # what math, cmp, where and reductions take (f64 in f64)
 INTS = ["i8", "i16", "i32", "i64", "u8"]
 # Ops of integers (issue 31) beside floats; the divisions with a rounding mode take integers only
@@ -40,7 +41,7 @@ R, C = 33, 64
 
 
 def _t(shape, dt):
-    return "tensor<" + "x".join(map(str, shape)) + "x" + {"u8": "ui8"}.get(dt, dt) + ">"
+    return "tensor<" + "x".join(map(str, shape)) + "x" + {"u8": "ui8", "f8e4m3fn": "f8E4M3FN", "f8e5m2": "f8E5M2"}.get(dt, dt) + ">"
 
 
 def _case(op: str, dt: str) -> str:
@@ -55,7 +56,7 @@ def _case(op: str, dt: str) -> str:
         "binary": f"%r = fusion.{{name}} %x, %y : {x}",
         "fusion.cmp": f"%r = fusion.cmp lt, %x, %y : {x}",
         "fusion.where": f"%r = fusion.where %m, %x, %y : {x}",
-        "fusion.full": f"%r = fusion.full {'1.5' if dt in FLOATS + UNSUPPORTED else '1'} : {x}",
+        "fusion.full": f"%r = fusion.full {'1.5' if dt in FLOATS + FP8 + UNSUPPORTED else '1'} : {x}",
         "fusion.broadcast": f"%r = fusion.broadcast %b dims [0] : {row} to {x}",
         "fusion.reshape": f"%r = fusion.reshape %x : {x} to {flat}",
         "fusion.permute": f"%r = fusion.permute %x [1, 0] : {x} to {_t((C, R), dt)}",
@@ -131,6 +132,8 @@ def _must_compile(op: str, dt: str) -> bool:
         return False
     if op in SHAPE_LIKE:
         return True
+    if dt in FP8:  # (and `where`: a select of bits; every other op refuses FP8, as torch's do)
+        return op == "fusion.where"
     if op == "fusion.matmul":
         return dt in MATMUL_TYPES
     if op.startswith("fusion.logical_") and op not in INT_ONLY:  # (logical_right_shift is an integer op)
@@ -183,6 +186,9 @@ def test_every_op_on_every_element_type(op, dt):
         assert error is not None and "is not supported" in error, error
     else:  # a supported type the op does not take: the fusion level refuses it, naming the op
         assert error is not None and f"'{op}'" in error, (op, dt)
+        if dt in FP8 and not op.startswith("fusion.logical_"):  # (those take masks: "expected i1 (a mask)")
+            # ... and says what to do, as torch's "not implemented for 'Float8_e4m3fn'" does not
+            assert "FP8 tensors are storage only" in error and "cast to f32 or bf16 first" in error, error
 
 
 @pytest.mark.parametrize("src", SUPPORTED + UNSUPPORTED[:1])

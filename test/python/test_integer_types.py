@@ -21,7 +21,7 @@ INTS = ["i8", "i16", "i32", "i64", "u8"]
 TYPES = ["f32", "f16", "bf16", "f64", "i1", *INTS]
 TORCH = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64,
          "i1": torch.bool, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64,
-         "u8": torch.uint8}
+         "u8": torch.uint8, "f8e4m3fn": torch.float8_e4m3fn, "f8e5m2": torch.float8_e5m2}
 
 
 def _t(shape, dt):
@@ -102,7 +102,8 @@ def test_runtime_tables_know_every_type():
         dt = arrays.numpy_dtype(name)
         assert dt == NUMPY_DTYPES[name] and dt.itemsize == plan.DTYPES[name]
         assert arrays._torch_dtype(name) is TORCH[name]
-        assert arrays._CAI_DTYPE[arrays._CAI_TYPESTR[name]] == name
+        if name not in F.FP8_DTYPES:  # (the two FP8 types share "|V1", read back as neither: test_fp8_types)
+            assert arrays._CAI_DTYPE[arrays._CAI_TYPESTR[name]] == name
         assert plan._memref_spec(MemRefType(t, [3, 4]), "x") == ((3, 4), name)
     codes = {v: k for k, v in arrays._DL_DTYPE.items()}
     assert {name: codes[name] for name in INTS} == {"i8": (0, 8), "i16": (0, 16), "i32": (0, 32), "i64": (0, 64),

@@ -176,6 +176,10 @@ CASES: list[tuple[str, tuple, object]] = [
     ("clamp_max_tensor_bf16", (aten.clamp_max.Tensor,), lambda T: aten.clamp_max.Tensor(T.bf, T.bf * 0.5)),
     ("to_f16", (aten._to_copy.default,), lambda T: T.a.to(torch.float16)),
     ("to_bf16", (aten._to_copy.default,), lambda T: T.a.to(torch.bfloat16)),
+    # FP8 (issue 34): a round trip through f8e4m3fn past its 448 (saturating), and an f8e5m2 output
+    ("fp8_e4m3fn_round_trip", (aten._to_copy.default,),
+     lambda T: (T.a * 300).to(torch.float8_e4m3fn).to(torch.bfloat16)),
+    ("to_fp8_e5m2", (aten._to_copy.default,), lambda T: (T.bf * 3e4).to(torch.float8_e5m2)),
     ("bool_to_float", (aten._to_copy.default,), lambda T: T.m.float() * T.a),
     ("float_to_bool", (aten._to_copy.default,), lambda T: (T.a * 2).to(torch.bool)),
     ("float_to_i64", (aten._to_copy.default,), lambda T: (T.a * 4).to(torch.int64)),

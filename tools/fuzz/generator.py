@@ -22,7 +22,7 @@ import random
 
 import numpy as np
 
-from .semantics import INTS, Step, Value, _derive, _Semantics
+from .semantics import FP8, INTS, MLIR_NAMES, Step, Value, _derive, _Semantics
 from .f64_part import _F64Part
 from .typed import _TypedPart
 
@@ -65,6 +65,7 @@ class _Gen(_Semantics, _TypedPart, _F64Part):
         self.f64s: random.Random | None = None  # draws the typed part's f64 math (fuzz_case sets it)
         self.sorts: random.Random | None = None  # draws the typed part's sorts (fuzz_case sets it)
         self.scatters: random.Random | None = None  # turns gathers into scatters (fuzz_case sets it)
+        self.fp8s: random.Random | None = None  # draws the typed part's FP8 values (fuzz_case sets it)
         self.name = name
         self.rows, self.cols = rng.choice(SHAPES)
         self.lead: tuple[int, ...] = ()  # a 3-D case's leading extent (B,)
@@ -86,8 +87,8 @@ class _Gen(_Semantics, _TypedPart, _F64Part):
         self.out_aliases: list[int | None] = []  # per output: the input it is written into (in place), if any
 
     def ty(self, kind: str, dtype: str = "f32") -> str:
-        """The tensor type of a kind and a dtype (short names: u8 is spelled ui8)."""
-        return "tensor<" + "".join(f"{d}x" for d in self.shape(kind)) + f"{'ui8' if dtype == 'u8' else dtype}>"
+        """The tensor type of a kind and a dtype (short names: u8 is spelled ui8, f8e4m3fn f8E4M3FN)."""
+        return "tensor<" + "".join(f"{d}x" for d in self.shape(kind)) + f"{MLIR_NAMES.get(dtype, dtype)}>"
 
     def fresh(self, stem: str) -> str:
         self.count += 1
@@ -442,7 +443,9 @@ class _Gen(_Semantics, _TypedPart, _F64Part):
         if rng.random() >= 0.4:
             return
         taken: set[int] = set()
-        for j in rng.sample(range(len(self.outputs)), len(self.outputs))[:2]:
+        order = rng.sample(range(len(self.outputs)), len(self.outputs))
+        # FP8 outputs first: their inputs are rare, and a KV cache in FP8 is a real in-place write
+        for j in sorted(order, key=lambda j: self.outputs[j].dtype not in FP8)[:2]:
             v = self.outputs[j]
             if self.out_orders[j] is not None:
                 continue

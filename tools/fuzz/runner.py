@@ -55,6 +55,7 @@ def fuzz_case(seed: int, name: str = "fuzz") -> FuzzCase:
     g.f64s = random.Random(seed * 7919 + 7)  # f64 math after the scans (issue 31)
     g.sorts = random.Random(seed * 7919 + 11)  # sorts after those (a stream of their own)
     g.scatters = random.Random(seed * 7919 + 13)  # a scatter after some index maps (issue 32)
+    g.fp8s = random.Random(seed * 7919 + 17)  # FP8 values after the sorts (issue 34)
     side = random.Random(seed * 7919 + 1)  # one case in seven opens with a matmul
     with_matmul = side.random() < 1 / 7
     lead = 0
@@ -81,7 +82,8 @@ def make_inputs(case: FuzzCase, seed: int) -> list[np.ndarray]:
     247 to 255), an integer type's whole range (its ends a tenth each), large i64 up to
     2^40 (a third halfway between two float32s where |x| >= 2^39, a tenth 0), indices of an extent N
     in [-N - 2, N + 2) (beyond it, the nearest end is read), f64 values in
-    [-4, 4] (a tenth 0, a twentieth each halfway between two float32, f16 or bf16 values)."""
+    [-4, 4] (a tenth 0, a twentieth each halfway between two float32, f16 or bf16 values), "wide"
+    f32 values in [-600, 600] (a tenth scaled into the FP8 subnormals) to cast to FP8."""
     from fuser.runtime.arrays import as_layout
     from fuser.runtime.reference import numpy_dtype
 
@@ -90,6 +92,9 @@ def make_inputs(case: FuzzCase, seed: int) -> list[np.ndarray]:
     for (shape, dt), how in zip(case.inputs, case.ranges or ["uniform"] * len(case.inputs)):
         if how == "uniform":
             x = rng.uniform(-2, 2, shape).astype(np.float32).astype(numpy_dtype(dt))
+        elif how == "wide":  # f32 in [-600, 600] (past f8e4m3fn's 448), a tenth below 2^-6 (FP8 subnormals)
+            x = rng.uniform(-600, 600, shape)
+            x = np.where(rng.random(shape) < 0.1, x * 2.0 ** -16, x).astype(np.float32)
         elif how == "mask":
             x = rng.integers(0, 2, shape).astype(np.bool_)
         elif how == "small":

@@ -79,10 +79,15 @@ def _nextafter(a, b, dtype: str):
     return np.where(x == y, y, np.nextafter(x, y)).astype(np.float64)
 
 LOWP = ("f16", "bf16")
+FP8 = ("f8e4m3fn", "f8e5m2")  # (issue 34) storage types: casts, shape ops, where and full only
+# Per FP8 type: (mantissa bits, least normal exponent, largest finite value); f8e4m3fn saturates
+# there (inf too), f8e5m2 overflows to inf (torch's rules)
+_FP8_FORMAT = {"f8e4m3fn": (3, -6, 448.0), "f8e5m2": (2, -14, 57344.0)}
 INTS = ("i8", "i16", "i32", "i64", "u8")  # the integer types (named as the dialect's short names)
 DISCRETE = ("i1",) + INTS
 _NP_INT = {"i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8}
 # The largest magnitude an integer type holds (as `Value.bound` counts it)
+MLIR_NAMES = {"u8": "ui8", "f8e4m3fn": "f8E4M3FN", "f8e5m2": "f8E5M2"}  # short dtype name -> MLIR's spelling
 INT_LIMIT = {"i8": 128.0, "i16": 32768.0, "i32": 2.0 ** 31, "i64": 2.0 ** 63, "u8": 255.0}
 
 
@@ -110,7 +115,8 @@ class Step:
     unrounded: object = None  # fn as the reference interpreter's f64 mode has it (float casts keep float64)
 
 
-TOLERANCE = {"f64": 1e-12, "f32": 2e-4, "bf16": 2e-2, "f16": 4e-3}
+TOLERANCE = {"f64": 1e-12, "f32": 2e-4, "bf16": 2e-2, "f16": 4e-3,
+             "f8e4m3fn": 0.13, "f8e5m2": 0.26}  # (FP8: an inexact value cast may round one ulp away)
 
 
 ROUNDING_SLACK = 16 * 2.0 ** -24
@@ -220,8 +226,10 @@ def _sort(descending: bool, k: int):
 
 
 def _elems(rhs: str) -> list[str]:
-    """The element types of the tensor types in an op's text, in order (short names: u8 for ui8)."""
-    return [{"ui8": "u8"}.get(t, t) for t in re.findall(r"[<x]([a-z]+\d*)>", rhs)]
+    """The element types of the tensor types in an op's text, in order (short names: u8 for ui8,
+    f8e4m3fn for f8E4M3FN, f8e5m2 for f8E5M2)."""
+    short = {v: k for k, v in MLIR_NAMES.items()}
+    return [short.get(t, t) for t in re.findall(r"[<x]([a-z]+\d*|f8E4M3FN|f8E5M2)>", rhs)]
 
 
 def _as(x, dtype: str) -> np.ndarray:
@@ -237,10 +245,29 @@ def _round_to(x, dtype: str) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
     if dtype == "f64":
         return x
+    if dtype in FP8:
+        return _round_fp8(x.astype(np.float32).astype(np.float64), dtype)
     y = x.astype(np.float32)
     if dtype in LOWP:
         y = y.astype(np.float16 if dtype == "f16" else ml_dtypes.bfloat16)
     return y.astype(np.float64)
+
+
+def _round_fp8(x: np.ndarray, dtype: str) -> np.ndarray:
+    """float64 values (already f32 ones) rounded to an FP8 type's grid, nearest with ties to
+    even, as float64: the grid step of x's binade (the subnormals' below the least normal
+    exponent); f8e4m3fn saturating at +-448 (inf too), f8e5m2 overflowing to +-inf past 57344;
+    NaN stays NaN."""
+    mant, emin, top = _FP8_FORMAT[dtype]
+    if dtype == "f8e4m3fn":
+        x = np.clip(x, -top, top)  # (NaN stays NaN)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        e = np.maximum(np.floor(np.log2(np.abs(x))), emin)
+        step = np.exp2(e - mant)
+        y = np.where(np.isfinite(x) & (x != 0), np.round(x / step) * step, x)  # (np.round: ties to even)
+    if dtype == "f8e4m3fn":
+        return np.clip(y, -top, top)
+    return np.where(np.abs(y) > top, np.copysign(np.inf, y), y)
 
 
 def _trunc_i64(x) -> np.ndarray:
@@ -290,7 +317,10 @@ def _creation(op: str, rhs: str, shape: tuple[int, ...], rounding: bool = True):
 
 def _cast(x: np.ndarray, src: str, dst: str, rounding: bool = True) -> np.ndarray:
     """fusion.cast's semantics (torch's). `rounding=False`: float targets keep float64, as the
-    reference interpreter's f64 mode has them."""
+    reference interpreter's f64 mode has them (FP8 targets round in either: the reference
+    keeps FP8 values FP8)."""
+    if dst in FP8:
+        rounding = True
     if dst == "i1":
         return x != 0  # NaN is true
     if dst in INTS:
@@ -528,7 +558,7 @@ class _Semantics:
         op = rhs.split()[0].removeprefix("fusion.")
         if op == "full":
             value, shape = float(rhs.split()[1]), self.shape(kind)
-            if rounding:  # the constant the kernel holds
+            if rounding or _elems(rhs)[-1] in FP8:  # the constant the kernel holds
                 value = float(_round_to(np.float64(value), _elems(rhs)[-1]))
             return lambda: np.full(shape, value)
         if op == "cast":

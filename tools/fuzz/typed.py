@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 import random
 
-from .semantics import DISCRETE, INT_LIMIT, INTS, LOWP, Step, Value, _sort
+from .semantics import _FP8_FORMAT, DISCRETE, FP8, INT_LIMIT, INTS, LOWP, Step, Value, _sort
 
 CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")  # the dialect's; test_fuzz checks they match
 CAST_TYPES = ("f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32", "i64", "u8")
@@ -96,6 +96,10 @@ class _TypedPart:
         if self.sorts is not None and self.sorts.random() < 0.5:  # (after the scans: they stay as they were)
             self.rng = self.sorts
             outs.append(self.typed_sort())
+            self.rng = rng
+        if self.fp8s is not None and self.fp8s.random() < 0.5:  # FP8 (issue 34), after the sorts
+            self.rng = self.fp8s
+            outs += [self.typed_fp8() for _ in range(self.fp8s.randint(1, 2))]
             self.rng = rng
         outs = [self.out_cast(v) for v in outs]
         if rng.random() < 0.3:  # (drawn last, so that what came before is what each seed always gave)
@@ -227,6 +231,48 @@ class _TypedPart:
             self.made.append(v)
         self.uses.setdefault(x.name, set()).update((values.name, indices.name))
         return self.keep(rng.choice([values, indices]))
+
+    def typed_fp8(self) -> Value:
+        """An FP8 value (issue 34): a new FP8 input, a cast to FP8 of an f32 input of [-600, 600]
+        (f8e4m3fn saturates past 448; subnormals), of a value of any cast type, or of the other
+        FP8 type; half the time moved through a shape op (every one, segment_set too) or
+        selected by `where` against an FP8 constant; returned as it is or cast to another type."""
+        rng = self.rng
+        t = rng.choice(FP8)
+        top = _FP8_FORMAT[t][2]
+        kind = rng.choice(["full", "full", "row", "col"])
+        r = rng.random()
+        if r < 0.2:
+            v = self.new_input(kind, t)
+        elif r < 0.45:
+            x = self.add_arg(f"in{self.n_in}", kind, "f32", "wide")
+            self.n_in += 1
+            v = self.cast(x, t)
+        elif r < 0.55:
+            v = self.cast(self.typed_fp8_source(kind, [d for d in FP8 if d != t][0]), t)
+        else:
+            v = self.cast(self.source(rng.choice(CAST_TYPES)), t)
+        # (f8e5m2 of an integer past its range is inf: no bound then, so nothing scales it back)
+        bound = top if t == "f8e4m3fn" or v.bound <= top else math.inf
+        v.bound = bound
+        r = rng.random()
+        if r < 0.4 and v.kind != "tr":
+            v = self.moved(v)
+        elif r < 0.55 and v.kind in ("full", "row", "col"):
+            m = self.make("i1", v.kind)
+            c = self.const(rng.choice([0.0, 1.5, -448.0, 0.0625]), v.kind, t)
+            a, b = (v, c) if rng.random() < 0.5 else (c, v)
+            v = self.keep(self.emit("w", v.kind, f"fusion.where %{m.name}, %{a.name}, %{b.name} : {self.ty(v.kind, t)}",
+                                    [m, a, b], t, listed=False))
+        v.bound = bound
+        if rng.random() < 0.35:
+            return v
+        return self.cast(v, rng.choice([d for d in CAST_TYPES + FP8 if d != t]), bound=bound)
+
+    def typed_fp8_source(self, kind: str, t: str) -> Value:
+        """A value of FP8 type `t`: one made before, or a new input."""
+        old = self.pick_typed(t, kind)
+        return old if old is not None and self.rng.random() < 0.5 else self.new_input(kind, t)
 
     def keep(self, v: Value) -> Value:
         """File a value of the typed part: f32 ones with the float values, others with the typed."""
@@ -611,7 +657,7 @@ class _TypedPart:
         src = self.add_arg(f"in{self.n_in + 1}", kind(sshape), t,
                            "mask" if t == "i1" else "range" if t in INTS else "uniform", x.bound)
         self.n_in += 2
-        add = " add" if t != "i1" and rng.random() < 0.5 else ""
+        add = " add" if t not in ("i1", *FP8) and rng.random() < 0.5 else ""  # (FP8: storage only)
         atomic = add and t in ("f32", "f64", "i32", "i64") and rng.random() < 0.5  # (its own kernels, atomic adds)
         ty = self.ty("full", t)
         op, add = ("scatter_add_atomic", "") if atomic else ("scatter", add)

@@ -10,7 +10,8 @@ The check reads the LLVM IR text, the one form every path goes through (fuser.co
 function attributes (a cluster launch), matched against each family's pattern.
 
 The table's facts are the PTX ISA's target notes, checked against ptxas 13.0 on sm_80, sm_90
-and sm_90a: wgmma and setmaxnreg are sm_90a only; the rest appeared in sm_90.
+and sm_90a: wgmma and setmaxnreg are sm_90a only; the FP8 cvt forms appeared in sm_89; the rest
+appeared in sm_90.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ ARCH_FEATURES = (
     ArchFeature("griddepcontrol (programmatic dependent launch)", "sm_90", r"\bgriddepcontrol\b",
                 optional_pass="sched-dependent-launch"),
     ArchFeature("elect.sync", "sm_90", r"\belect\.sync\b"),
+    # (sm_89 has it too, the first target that does; of the targets here sm_90 is)
+    ArchFeature("cvt with .e4m3x2/.e5m2x2 (FP8 conversions)", "sm_90", r"\b(e4m3|e5m2)x2\b"),
 )
 _PATTERNS = [(f, re.compile(f.pattern)) for f in ARCH_FEATURES]
 

@@ -15,6 +15,8 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     Float64Type,
+    Float8E4M3FNType,
+    Float8E5M2Type,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -47,6 +49,8 @@ def llvm_type(t: Attribute) -> str:
         return f"i{t.width.data}"
     if type(t) in _FLOAT_TYPES:
         return _FLOAT_TYPES[type(t)]
+    if isinstance(t, (Float8E4M3FNType, Float8E5M2Type)):  # LLVM has no FP8 type: the bits
+        return "i8"
     if isinstance(t, VectorType):
         shape = t.get_shape()
         if len(shape) != 1 or any(t.get_scalable_dims()):

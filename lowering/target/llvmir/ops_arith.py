@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import VectorType
+from xdsl.dialects.builtin import Float8E4M3FNType, Float8E5M2Type, VectorType
 from xdsl.ir import Operation, SSAValue
 
 from .common import TranslationError, int_prop, op_name, prop
@@ -138,6 +138,59 @@ def _cast(inst: str, ft: FunctionTranslator, op: Operation) -> None:
     src = op.operands[0]
     dst = llvm_type(op.results[0].type)
     ft.set_result(op, ft.e.inst(f"{inst} {ft.tv(src)} to {dst}"))
+
+
+def _fp8_name(t) -> str | None:
+    """"e4m3" / "e5m2" for an FP8 type (f8E4M3FN, f8E5M2), else None."""
+    return {Float8E4M3FNType: "e4m3", Float8E5M2Type: "e5m2"}.get(type(t))
+
+
+def _float_cast(inst: str, ft: FunctionTranslator, op: Operation) -> None:
+    """`arith.extf` / `arith.truncf` / `arith.bitcast`; FP8 (kept as i8 bits: LLVM has no FP8
+    type) is converted with the cvt instructions of sm_89+ (PTX ISA 7.8), through the NVPTX
+    intrinsics `llvm.nvvm.ff.to.{e4m3,e5m2}x2.rn` (`cvt.rn.satfinite.{e4m3,e5m2}x2.f32`) and
+    `llvm.nvvm.{e4m3,e5m2}x2.to.f16x2.rn` (`cvt.rn.f16x2.{e4m3,e5m2}x2`, exact)."""
+    src, dst = op.operands[0].type, op.results[0].type
+    if inst == "bitcast" and llvm_type(src) == llvm_type(dst):  # i8 <-> FP8: the same bits
+        ft.set_result(op, ft.v(op.operands[0]))
+    elif inst == "fpext" and _fp8_name(src):
+        ft.set_result(op, _fp8_to_float(ft, ft.v(op.operands[0]), _fp8_name(src), llvm_type(dst)))
+    elif inst == "fptrunc" and _fp8_name(dst):
+        x = ft.v(op.operands[0])
+        if llvm_type(src) != "float":  # (f64: through f32, as torch converts a double)
+            x = ft.e.inst(f"fptrunc {llvm_type(src)} {x} to float")
+        ft.set_result(op, _float_to_fp8(ft, x, _fp8_name(dst)))
+    else:
+        _cast(inst, ft, op)
+
+
+def _fp8_to_float(ft: FunctionTranslator, bits: str, fmt: str, dst: str) -> str:
+    """FP8 bits (i8) to `dst` (half, float or double): the pair conversion to f16x2 on the low
+    byte, lane 0 (the low half) extended; exact, NaN stays NaN."""
+    e = ft.e
+    pair = e.inst(f"zext i8 {bits} to i16")
+    h2 = e.call("<2 x half>", f"llvm.nvvm.{fmt}x2.to.f16x2.rn", [("i16", pair)])
+    h = e.inst(f"extractelement <2 x half> {h2}, i32 0")
+    return h if dst == "half" else e.inst(f"fpext half {h} to {dst}")
+
+
+def _float_to_fp8(ft: FunctionTranslator, x: str, fmt: str) -> str:
+    """f32 `x` to FP8 bits (i8) by torch's rule (dialects/fusion/fp8.py): round to nearest even
+    with `cvt.rn.satfinite` (x in both lanes, the low byte kept), then selects for what
+    satfinite does otherwise: NaN is 0x7F with x's sign bit; f8E4M3FN saturates, |x| > 448
+    (inf too) giving +-448 (0x7E); f8E5M2 does not: |x| >= 61440, which rounds past 57344,
+    is +-inf (0x7C)."""
+    e = ft.e
+    pair = e.call("i16", f"llvm.nvvm.ff.to.{fmt}x2.rn", [("float", x), ("float", x)])
+    r = e.inst(f"trunc i16 {pair} to i8")
+    neg = e.inst(f"icmp slt i32 {e.inst(f'bitcast float {x} to i32')}, 0")
+    sign = e.inst(f"select i1 {neg}, i8 -128, i8 0")
+    mag = e.call("float", "llvm.fabs.f32", [("float", x)])
+    limit, big = (448.0, 0x7E) if fmt == "e4m3" else (61440.0, 0x7C)
+    over = e.inst(f"fcmp {'ogt' if fmt == 'e4m3' else 'oge'} float {mag}, {e.f(limit)}")
+    r = e.inst(f"select i1 {over}, i8 {e.inst(f'or i8 {sign}, {big}')}, i8 {r}")
+    nan = e.inst(f"fcmp uno float {x}, 0.0")
+    return e.inst(f"select i1 {nan}, i8 {e.inst(f'or i8 {sign}, 127')}, i8 {r}")
 
 
 def _index_cast(ext: str, ft: FunctionTranslator, op: Operation) -> None:
@@ -290,7 +343,8 @@ HANDLERS: dict[str, Callable[[FunctionTranslator, Operation], None]] = {
     **{name: partial(_binary, inst) for name, inst in _LLVM_BINARY.items()},
     **{name: partial(_overloaded_intrinsic, fn) for name, fn in _BINARY_INTRINSICS.items()},
     **{name: partial(_overloaded_intrinsic, fn) for name, fn in _MATH_INTRINSICS.items()},
-    **{name: partial(_cast, inst) for name, inst in _ARITH_CASTS.items()},
+    **{name: partial(_float_cast if inst in ("fpext", "fptrunc", "bitcast") else _cast, inst)
+       for name, inst in _ARITH_CASTS.items()},
     **{name: partial(_cast, inst) for name, inst in _LLVM_CASTS.items()},
     **{name: _math_helper for name in [*MATH_HELPERS, *MATH_HELPERS2, *MATH_F64, *MATH_F64_2]},
     "arith.remf": _remf,
