@@ -83,7 +83,7 @@ def numpy_dtype(name: str) -> Any:
 _torch_dtypes: dict[str, Any] = {}
 
 
-def _torch_dtype(name: str) -> Any:
+def torch_dtype(name: str) -> Any:
     if not _torch_dtypes:
         import torch
         _torch_dtypes.update(f32=torch.float32, f16=torch.float16, bf16=torch.bfloat16, f64=torch.float64,
@@ -251,7 +251,7 @@ def _from_numpy(x: np.ndarray, index: int, spec: BufferSpec, kind: str = "numpy"
 
 
 def _from_torch(x: Any, index: int, spec: BufferSpec) -> Converted:
-    if x.dtype is not _torch_dtype(spec.dtype) or x.shape != spec.user_shape:
+    if x.dtype is not torch_dtype(spec.dtype) or x.shape != spec.user_shape:
         raise _mismatch(index, spec, describe(x))
     if spec.strides is not None:
         _check_strides(index, spec, list(x.stride()), describe(x))
@@ -464,7 +464,7 @@ def allocate_outputs(kind: str, ref: Any, specs: Sequence[BufferSpec], stream: i
     out = []
     if kind == "torch":
         for s in specs:  # new_empty: same device as ref, and cheaper than torch.empty
-            t = ref.new_empty(s.shape, dtype=_torch_dtype(s.dtype))
+            t = ref.new_empty(s.shape, dtype=torch_dtype(s.dtype))
             out.append((t.data_ptr(), t))
         return out
     if kind == "cupy" and all(s.dtype not in _BITS_VIEW for s in specs):
@@ -493,7 +493,7 @@ def finish_outputs(kind: str, outs: list, specs: Sequence[BufferSpec] | None = N
         res = []
         for a in objs:
             h = a.numpy()
-            res.append(torch.from_numpy(h.view(_BITS_VIEW[a.dtype])).view(_torch_dtype(a.dtype))
+            res.append(torch.from_numpy(h.view(_BITS_VIEW[a.dtype])).view(torch_dtype(a.dtype))
                        if a.dtype in _BITS_VIEW else torch.from_numpy(h))
         return res
     return objs

@@ -23,7 +23,7 @@ import threading
 from typing import Any
 
 from . import driver
-from .arrays import _is_torch, _torch_dtype, allocate_outputs, check_count, convert_arg, finish_outputs, foreign_stream
+from .arrays import _is_torch, torch_dtype, allocate_outputs, check_count, convert_arg, finish_outputs, foreign_stream
 from .plan import Program
 
 __all__ = ["Executor", "load_module"]
@@ -238,7 +238,7 @@ class Executor:
     def _torch_layout(self) -> None:
         """What a cached torch call needs, computed once: output shapes and dtypes, and a
         launcher per step (driver.Kernel.launcher: everything but the stream bound)."""
-        self._torch_outs = tuple((tuple(o.shape), _torch_dtype(o.dtype), o.alias) for o in self.outputs)
+        self._torch_outs = tuple((tuple(o.shape), torch_dtype(o.dtype), o.alias) for o in self.outputs)
         self._launchers = tuple((st.kernel.launcher(st.grid, st.block, st.smem, st.params.address, st.cluster,
                                                     st.dependent), st.params, st.fill, st.tfill)
                                 for st in self._steps)
@@ -357,7 +357,7 @@ class Executor:
                     if f is not None and f != s:
                         driver.wait_on_foreign_stream(f, s)
             if kind == "torch" and self._torch_want is None and specs and not self._layouts:
-                self._torch_want = [(_torch_dtype(sp.dtype), tuple(sp.shape)) for sp in specs]
+                self._torch_want = [(torch_dtype(sp.dtype), tuple(sp.shape)) for sp in specs]
                 self._torch_ordinal = driver.device_ordinal()
         own = iter(allocate_outputs(kind, ref, self._own_outputs, s))
         outs = [next(own) if a is None else (ptrs[a], None) for a in self._alias]

@@ -290,7 +290,7 @@ def test_runtime_tables_know_fp8():
     codes = {v: k for k, v in arrays._DL_DTYPE.items()}
     for name in FP8:
         assert arrays.numpy_dtype(name) == NUMPY_DTYPES[name] == np.dtype(getattr(ml_dtypes, "float8_" + name[2:]))
-        assert plan.DTYPES[name] == 1 and arrays._torch_dtype(name) is TORCH[name]
+        assert plan.DTYPES[name] == 1 and arrays.torch_dtype(name) is TORCH[name]
         assert plan._memref_spec(MemRefType(F.DTYPE_NAMES[name], [3, 4]), "x") == ((3, 4), name)
         assert arrays._CAI_TYPESTR[name] == "|V1" and "|V1" not in arrays._CAI_DTYPE
     assert (codes["f8e4m3fn"], codes["f8e5m2"]) == ((10, 8), (12, 8))

@@ -17,6 +17,7 @@ import pytest
 
 from fuser import api
 from fuser.dialects.fusion import fp8
+from cuda_torch import cuda_torch
 
 pytestmark = pytest.mark.gpu
 
@@ -27,13 +28,6 @@ ALL = ["f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32", "i64", "u8", *FP8]
 
 def _t(shape, dt):
     return "tensor<" + "".join(f"{d}x" for d in shape) + MLIR.get(dt, dt) + ">"
-
-
-def _torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA device")
-    return torch
 
 
 def _dtype(torch, dt):
@@ -79,7 +73,7 @@ def test_every_fp8_bit_pattern_to_every_type_matches_torch_cuda(src):
     """256 bit patterns, tiled over 4099 x 37 elements (odd, so the vector tails run), cast to
     every other type in one fusion: exactly torch's CUDA casts (floats NaN for NaN, integers
     by the GPU's rule, which torch's CUDA casts share)."""
-    torch = _torch()
+    torch = cuda_torch()
     shape = (4099, 37)
     x = torch.arange(shape[0] * shape[1], device="cuda").remainder(256).to(torch.uint8).view(
         _dtype(torch, src)).reshape(shape)
@@ -107,7 +101,7 @@ def test_floats_to_fp8_match_torch_cuda(src):
     """To both FP8 types from every float type: from f16 and bf16 every bit pattern, from f32
     and f64 the sweep; the kernel's bits against the reference's rule everywhere and against
     torch's CUDA cast (where its overflow rule is the saturating one, or inside the range)."""
-    torch = _torch()
+    torch = cuda_torch()
     x32 = _sweep(torch)
     if src in ("f16", "bf16"):
         x = torch.arange(65536, device="cuda", dtype=torch.int32).to(torch.int16).view(_dtype(torch, src))
@@ -128,7 +122,7 @@ def test_floats_to_fp8_match_torch_cuda(src):
 
 @pytest.mark.parametrize("src", ["i8", "i16", "i32", "i64", "u8", "i1"])
 def test_integers_to_fp8_match_torch_cuda(src):
-    torch = _torch()
+    torch = cuda_torch()
     gen = torch.Generator(device="cuda").manual_seed(3)
     if src == "i1":
         x = torch.rand(100003, device="cuda", generator=gen) < 0.5
@@ -147,7 +141,7 @@ def test_integers_to_fp8_match_torch_cuda(src):
 def test_fp8_shape_ops_and_where_match_torch(dt):
     """A transpose, a slice, a cat, a pad and a where of FP8 values on odd shapes: the bytes
     torch moves."""
-    torch = _torch()
+    torch = cuda_torch()
     R, C = 1031, 517
     ty = lambda *s: _t(s, dt)  # noqa: E731
     text = f"""func.func @moves(%x: {ty(R, C)}, %y: {ty(R, C)}, %m: {_t((R, C), "i1")}) -> ({ty(C, R)}, {ty(2 * R, C)}, {ty(R + 3, C)}, {ty(R, C)}) {{
@@ -174,7 +168,7 @@ def test_fp8_shape_ops_and_where_match_torch(dt):
 def test_fused_round_trip_and_the_pytorch_backend():
     """bf16 -> f8e4m3fn -> bf16 in one kernel, and through torch.compile with fuser's backend
     (the region runs in fuser), equal to eager torch on CUDA."""
-    torch = _torch()
+    torch = cuda_torch()
     import fuser.torch as ft
 
     def f(x):

@@ -11,21 +11,15 @@ import numpy as np
 import pytest
 
 import fuser
+from cuda_torch import cuda_torch
 
 pytestmark = pytest.mark.gpu
-
-
-def _torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA device")
-    return torch
 
 
 @pytest.mark.parametrize("shape", [(1,), (1001,), (37, 129), (3, 5, 257)])
 @pytest.mark.parametrize("dtype", ["f32", "bf16", "f16"])
 def test_sgd_step_in_place(shape, dtype):
-    torch = _torch()
+    torch = cuda_torch()
     tdt = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[dtype]
     fb = fuser.FusionBuilder("sgd")
     p = fb.input(shape, dtype, name="p")
@@ -45,7 +39,7 @@ def test_sgd_step_in_place(shape, dtype):
 
 
 def test_update_beside_a_sum_of_the_input():
-    torch = _torch()
+    torch = cuda_torch()
     fb = fuser.FusionBuilder("twice")
     x = fb.input((257, 33), "f32", name="x")
     fb.output(x * 2.0 + 1.0, alias=x)
@@ -62,7 +56,7 @@ def test_update_beside_a_sum_of_the_input():
 
 @pytest.mark.parametrize("n", [1, 31, 1001, 4099])
 def test_flip_into_itself_is_staged(n):
-    torch = _torch()
+    torch = cuda_torch()
     fb = fuser.FusionBuilder("flip")
     x = fb.input((n,), "f32", name="x")
     fb.output(fuser.flip(x, [0]), alias=x)
@@ -75,7 +69,7 @@ def test_flip_into_itself_is_staged(n):
 
 
 def test_running_stats_in_reduction_epilogue():
-    torch = _torch()
+    torch = cuda_torch()
     fb = fuser.FusionBuilder("stats")
     x = fb.input((6, 7, 13, 11), "f32", name="x")
     r = fb.input((7,), "f32", name="r")
@@ -91,7 +85,7 @@ def test_running_stats_in_reduction_epilogue():
 @pytest.mark.parametrize("pos", [0, 5, 60])
 def test_kv_cache_slot_write(pos):
     """cache[:, pos:pos+3] = new, as a cat of the cache's slices around the slot, written into the cache."""
-    torch = _torch()
+    torch = cuda_torch()
     B, S, H, L = 3, 63, 17, 3
     fb = fuser.FusionBuilder("kv")
     cache = fb.input((B, S, H), "bf16", name="cache")
@@ -108,7 +102,7 @@ def test_kv_cache_slot_write(pos):
 
 
 def test_numpy_and_device_array_inputs():
-    _torch()
+    cuda_torch()
     from fuser.runtime.arrays import DeviceArray
     fb = fuser.FusionBuilder("axpy")
     p = fb.input((1001,), "f32", name="p")
@@ -125,7 +119,7 @@ def test_numpy_and_device_array_inputs():
 
 
 def test_backend_batch_norm_on_cuda():
-    torch = _torch()
+    torch = cuda_torch()
     from fuser.frontend.torch.backend import FuserBackend
     torch.manual_seed(0)
     eager = torch.nn.BatchNorm2d(7).cuda()
@@ -142,7 +136,7 @@ def test_backend_batch_norm_on_cuda():
 
 
 def test_backend_kv_cache_write_on_cuda():
-    torch = _torch()
+    torch = cuda_torch()
     from fuser.frontend.torch.backend import FuserBackend
 
     def write(cache, new, pos: int):

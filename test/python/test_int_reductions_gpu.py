@@ -14,6 +14,7 @@ import pytest
 
 import fuser
 from fuser.runtime.reference import NUMPY_DTYPES
+from cuda_torch import cuda_torch, torch_dtype
 
 pytestmark = pytest.mark.gpu
 
@@ -22,18 +23,6 @@ FNS = {"sum": fuser.sum, "prod": fuser.prod, "max": fuser.amax, "min": fuser.ami
 # (shape, dims): inner split, outer, inner, middle (permuted view), all dims, tall outer (split)
 SHAPES = [((3, 1000003), 1), ((1027, 33), 0), ((1027, 33), 1), ((5, 37, 9), 1), ((1027, 33), None),
           ((200003, 3), 0)]
-
-
-def _torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA device")
-    return torch
-
-
-def _tdt(torch, dt):
-    return {"i1": torch.bool, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64,
-            "u8": torch.uint8, "f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[dt]
 
 
 def _input(torch, kind, dt, shape, gen):
@@ -46,7 +35,7 @@ def _input(torch, kind, dt, shape, gen):
         return x
     if kind == "prod" and dt not in ("f32", "bf16"):
         odd = torch.tensor([-3, -1, 1, 3, 1, 1], device="cuda")
-        return odd[torch.randint(0, 6, shape, device="cuda", generator=gen)].to(_tdt(torch, dt))
+        return odd[torch.randint(0, 6, shape, device="cuda", generator=gen)].to(torch_dtype(dt))
     if dt in ("f32", "bf16", "f16"):
         if kind == "prod":
             x = torch.rand(shape, device="cuda", generator=gen) * 0.2 + 0.9
@@ -63,7 +52,7 @@ def _input(torch, kind, dt, shape, gen):
             x.view(-1)[: min(n, 3)] = -0.0      # -0.0 is zero
         else:
             x = torch.randn(shape, device="cuda", generator=gen)
-        return x.to(_tdt(torch, dt))
+        return x.to(torch_dtype(dt))
     info = np.iinfo(NUMPY_DTYPES[dt])
     if kind.startswith("arg") or kind in ("any", "all"):
         lo, hi = (-3, 4) if dt != "u8" else (0, 4)
@@ -73,12 +62,12 @@ def _input(torch, kind, dt, shape, gen):
             x.view(-1)[n // 3] = 0
         if kind == "any":
             x = torch.where(torch.rand(shape, device="cuda", generator=gen) < 0.001, x, torch.zeros_like(x))
-        return x.to(_tdt(torch, dt))
+        return x.to(torch_dtype(dt))
     x = torch.randint(int(info.min), int(info.max), shape, dtype=torch.int64, device="cuda", generator=gen,
                       ) if dt != "i64" else torch.randint(-2**63, 2**63 - 1, shape, dtype=torch.int64, device="cuda",
                                                             generator=gen)
     x.view(-1)[:2] = torch.tensor([int(info.min), int(info.max)], device="cuda")[: x.numel()]
-    return x.to(_tdt(torch, dt))
+    return x.to(torch_dtype(dt))
 
 
 def _torch_reduce(torch, kind, x, dims):
@@ -108,7 +97,7 @@ CASES = ([("sum", dt) for dt in ("i1", "i8", "u8", "i16", "i32", "i64")]
 @pytest.mark.parametrize("shape,dims", SHAPES, ids=lambda v: str(v).replace(" ", ""))
 @pytest.mark.parametrize("kind,dt", CASES, ids=lambda v: str(v))
 def test_reduction_matches_torch(kind, dt, shape, dims):
-    torch = _torch()
+    torch = cuda_torch()
     if kind == "prod" and dt == "f32" and shape[0] * shape[-1] > 100_000:
         pytest.skip("an f32 product of 10^5 factors leaves f32's range whatever the order")
     gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(repr((kind, dt, shape, dims)).encode()))
@@ -132,7 +121,7 @@ def test_reduction_matches_torch(kind, dt, shape, dims):
 
 def test_sums_that_overflow_narrow_types_and_wrap_in_i64():
     """An i8 sum exceeds i8 (torch's result is i64); sum(dtype=i8) wraps it; i64 sums wrap."""
-    torch = _torch()
+    torch = cuda_torch()
     x8 = torch.full((5, 100003), 127, dtype=torch.int8, device="cuda")
     x64 = torch.full((5, 1027), 2**62 + 12345, dtype=torch.int64, device="cuda")
     with fuser.FusionBuilder("overflow") as fb:
@@ -150,9 +139,9 @@ def test_sums_that_overflow_narrow_types_and_wrap_in_i64():
 @pytest.mark.parametrize("dt", ["f32", "bf16", "i32"])
 def test_argmax_ties_and_nans_first_wins(dt):
     """Every element equal: index 0 everywhere; NaNs: the first NaN of each row wins both."""
-    torch = _torch()
-    x = torch.full((1027, 4099), 7, dtype=_tdt(torch, dt), device="cuda")
-    y = torch.randn(1027, 4099, device="cuda").to(_tdt(torch, dt) if dt != "i32" else torch.float32)
+    torch = cuda_torch()
+    x = torch.full((1027, 4099), 7, dtype=torch_dtype(dt), device="cuda")
+    y = torch.randn(1027, 4099, device="cuda").to(torch_dtype(dt) if dt != "i32" else torch.float32)
     if dt != "i32":
         y[::3, 4000] = float("nan")
         y[::3, 4050] = float("nan")
@@ -173,7 +162,7 @@ def test_argmax_ties_and_nans_first_wins(dt):
 def test_joint_and_normalization_kernels_of_integer_reductions():
     """A column sum and a row argmax of one input (the joint kernel); x - rowmax(x) of i16 and
     an f32 row argmax feeding the row (the normalization kernel)."""
-    torch = _torch()
+    torch = cuda_torch()
     gen = torch.Generator(device="cuda").manual_seed(5)
     x = torch.randint(-2**31, 2**31 - 1, (1027, 4099), dtype=torch.int64, device="cuda", generator=gen).to(torch.int32)
     h = torch.randint(-30000, 30000, (333, 777), device="cuda", generator=gen).to(torch.int16)

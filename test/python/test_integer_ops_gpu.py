@@ -10,6 +10,7 @@ import pytest
 
 import fuser
 from fuser.runtime.reference import NUMPY_DTYPES, reference_from_text
+from cuda_torch import cuda_torch, torch_dtype
 
 pytestmark = pytest.mark.gpu
 
@@ -17,23 +18,11 @@ INTS = ["i8", "i16", "i32", "i64", "u8"]
 SHAPES = [(7,), (1000003,), (33, 1027)]
 
 
-def _torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA device")
-    return torch
-
-
-def _tdt(torch, dt):
-    return {"i1": torch.bool, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64,
-            "u8": torch.uint8, "f32": torch.float32}[dt]
-
-
 def _random(torch, dt, shape, gen):
     info = np.iinfo(NUMPY_DTYPES[dt])
     x = torch.randint(int(info.min), int(info.max), shape, dtype=torch.int64, device="cuda", generator=gen)
     x.view(-1)[:2] = torch.tensor([int(info.min), int(info.max)], device="cuda")[: x.numel()]
-    return x.to(_tdt(torch, dt))
+    return x.to(torch_dtype(dt))
 
 
 OPS = {  # name -> (fuser fn, torch fn, needs a nonzero divisor)
@@ -64,7 +53,7 @@ OPS = {  # name -> (fuser fn, torch fn, needs a nonzero divisor)
 
 
 def test_gcd_of_i16_min_is_torchs():
-    torch = _torch()
+    torch = cuda_torch()
     a = torch.tensor([-32768, -32768, -6596, 964, 12], dtype=torch.int16, device="cuda")
     b = torch.tensor([21667, -23654, -32768, -32768, -18], dtype=torch.int16, device="cuda")
     with fuser.FusionBuilder("gcd_i16") as fb:
@@ -78,7 +67,7 @@ def test_gcd_of_i16_min_is_torchs():
 @pytest.mark.parametrize("dt", INTS)
 @pytest.mark.parametrize("op", sorted(OPS))
 def test_integer_op_matches_torch(op, dt, shape):
-    torch = _torch()
+    torch = cuda_torch()
     gen = torch.Generator(device="cuda").manual_seed(hash((op, dt, shape)) % 2**31)
     a, b = _random(torch, dt, shape, gen), _random(torch, dt, shape[-1:], gen)
     fn, tfn, divides = OPS[op]
@@ -103,11 +92,11 @@ def test_integer_op_matches_torch(op, dt, shape):
 
 @pytest.mark.parametrize("dt", INTS)
 def test_neg_abs_pow_and_constants_match_torch(dt):
-    torch = _torch()
+    torch = cuda_torch()
     gen = torch.Generator(device="cuda").manual_seed(3)
     shape = (129, 257)
     a = _random(torch, dt, shape, gen)
-    e = torch.randint(0, 12, shape, device="cuda", generator=gen).to(_tdt(torch, dt))
+    e = torch.randint(0, 12, shape, device="cuda", generator=gen).to(torch_dtype(dt))
     with fuser.FusionBuilder("int_unary") as fb:
         ta, te = fb.input(shape, dt, name="a"), fb.input(shape, dt, name="e")
         fb.output(-ta, fuser.abs(ta), ta ** te, ta * 3 + 7, fuser.where(ta < 5, ta, 5))
@@ -121,7 +110,7 @@ def test_neg_abs_pow_and_constants_match_torch(dt):
 def test_division_by_zero_and_min_by_minus_one_match_the_reference(dt):
     """fuser's definitions (a // 0 = a % 0 = -1, MIN // -1 = MIN), checked against the
     reference interpreter, whole range, 1000003 elements, a third of the divisors 0 or -1."""
-    torch = _torch()
+    cuda_torch()  # (skips without a CUDA device)
     n = 1000003
     t = f"tensor<{n}x{'ui8' if dt == 'u8' else dt}>"
     text = f"""
@@ -146,7 +135,7 @@ func.func @divs(%a: {t}, %b: {t}) -> ({t}, {t}, {t}, {t}) {{
 
 
 def test_cmp_and_where_of_masks_and_full_of_every_integer_type():
-    torch = _torch()
+    torch = cuda_torch()
     shape = (1000, 1027)
     m1 = torch.rand(shape, device="cuda") < 0.5
     m2 = torch.rand(shape, device="cuda") < 0.5
@@ -158,7 +147,7 @@ def test_cmp_and_where_of_masks_and_full_of_every_integer_type():
         fb.output(*outs)
     got = fuser.compile(fb)(m1, m2)
     want = [m1 < m2, m1 >= m2, torch.where(m1, m2, m1)]
-    want += [torch.full(shape, v, dtype=_tdt(torch, dt), device="cuda") + m1.to(_tdt(torch, dt)) for dt, v in
+    want += [torch.full(shape, v, dtype=torch_dtype(dt), device="cuda") + m1.to(torch_dtype(dt)) for dt, v in
              (("i8", -128), ("i16", 32000), ("i32", -5), ("i64", 2**40), ("u8", 254))]
     for i, (g, w) in enumerate(zip(got, want)):
         assert torch.equal(g, w), i
@@ -168,7 +157,7 @@ def test_a_matmul_epilogue_writes_narrow_integers():
     """A bf16 matmul whose epilogue casts the product to u8, i8 and i16 (small integer operands:
     every product exact, inside i16; u8 wraps negative ones, torch's rule, and i8 wraps what i32
     holds, as torch's CUDA casts)."""
-    torch = _torch()
+    torch = cuda_torch()
     m, n, k = 256, 264, 136
     a = torch.randint(-3, 4, (m, k), device="cuda").to(torch.bfloat16)
     b = torch.randint(-3, 4, (k, n), device="cuda").to(torch.bfloat16)
@@ -188,12 +177,12 @@ def test_shifts_and_not_match_torch(dt):
     """<<, >> (arithmetic for signed types, logical for u8) and ~ against torch on CUDA, amounts
     from -2 (not for u8) to width + 2: torch defines the shifts past the width (0, or the sign);
     logical_right_shift (torch has none for signed types) against the reference."""
-    torch = _torch()
+    torch = cuda_torch()
     gen = torch.Generator(device="cuda").manual_seed(17)
     shape = (33, 1027)
     width = np.iinfo(NUMPY_DTYPES[dt]).bits
     a = _random(torch, dt, shape, gen)
-    s = torch.randint(0 if dt == "u8" else -2, width + 3, shape, device="cuda", generator=gen).to(_tdt(torch, dt))
+    s = torch.randint(0 if dt == "u8" else -2, width + 3, shape, device="cuda", generator=gen).to(torch_dtype(dt))
     with fuser.FusionBuilder("shifts") as fb:
         ta, ts = fb.input(shape, dt, name="a"), fb.input(shape, dt, name="s")
         fb.output(ta << ts, ta >> ts, ~ta, fuser.logical_right_shift(ta, ts))
@@ -204,7 +193,7 @@ def test_shifts_and_not_match_torch(dt):
 
 
 def test_bitwise_ops_of_masks_match_torch():
-    torch = _torch()
+    torch = cuda_torch()
     shape = (1000003,)
     m1, m2 = torch.rand(shape, device="cuda") < 0.5, torch.rand(shape, device="cuda") < 0.3
     with fuser.FusionBuilder("mask_bits") as fb:
@@ -248,7 +237,7 @@ def test_negated_minimum_read_by_later_ops(case, dt):
                           "reproduced alone or fixed", strict=False)
 def test_abs_of_the_most_negative_value_then_fmod():
     """torch.abs(INT_MIN) is INT_MIN (two's complement wraps), so fmod(abs(INT_MIN), d) is negative."""
-    torch = _torch()
+    torch = cuda_torch()
     x = torch.tensor([-2 ** 31, -7, 2 ** 31 - 1, -2 ** 31], dtype=torch.int32, device="cuda")
     d = torch.tensor([691294354, 3, 5, -9], dtype=torch.int32, device="cuda")
     with fuser.FusionBuilder("abs_fmod") as fb:

@@ -101,7 +101,7 @@ def test_runtime_tables_know_every_type():
     for name, t in F.DTYPE_NAMES.items():
         dt = arrays.numpy_dtype(name)
         assert dt == NUMPY_DTYPES[name] and dt.itemsize == plan.DTYPES[name]
-        assert arrays._torch_dtype(name) is TORCH[name]
+        assert arrays.torch_dtype(name) is TORCH[name]
         if name not in F.FP8_DTYPES:  # (the two FP8 types share "|V1", read back as neither: test_fp8_types)
             assert arrays._CAI_DTYPE[arrays._CAI_TYPESTR[name]] == name
         assert plan._memref_spec(MemRefType(t, [3, 4]), "x") == ((3, 4), name)

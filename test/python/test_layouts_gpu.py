@@ -13,17 +13,11 @@ from layout_cases import VIEWS, declared, make_view, unary_fusion, unary_torch
 import fuser
 from fuser.dialects.fusion.layout import order_strides
 from fuser.runtime.arrays import ArgumentError
+from cuda_torch import cuda_torch
 
 pytestmark = pytest.mark.gpu
 
 FAMILIES = ["f32", "f16", "bf16", "f64", "i8", "i16", "i32", "i64", "u8", "i1"]
-
-
-def _torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA device")
-    return torch
 
 
 def _close(torch, got, want, dtype):
@@ -39,7 +33,7 @@ def _close(torch, got, want, dtype):
 @pytest.mark.parametrize("dtype", FAMILIES)
 @pytest.mark.parametrize("name", sorted(VIEWS))
 def test_strided_views_of_every_family(name, dtype, pipeline):
-    torch = _torch()
+    torch = cuda_torch()
     gen = torch.Generator(device="cuda").manual_seed(11)
     v = make_view(torch, name, dtype, gen, device="cuda")
     for order in (None, tuple(range(v.dim()))):  # row-major, and dim 0 innermost
@@ -52,7 +46,7 @@ def test_strided_views_of_every_family(name, dtype, pipeline):
 def test_vector_loads_of_aligned_rows_and_scalar_loads_of_odd_ones():
     """The aligned gapped rows are read with 16-byte loads; the odd start declares offset 1 and
     reads lane by lane; both equal torch exactly (a copy)."""
-    torch = _torch()
+    torch = cuda_torch()
     gen = torch.Generator(device="cuda").manual_seed(12)
     for name, vec in (("aligned_rows", True), ("odd_start", False)):
         v = make_view(torch, name, "f32", gen, device="cuda")
@@ -66,7 +60,7 @@ def test_vector_loads_of_aligned_rows_and_scalar_loads_of_odd_ones():
 
 
 def test_reductions_softmax_scan_and_matmul_of_strided_inputs():
-    torch = _torch()
+    torch = cuda_torch()
     g = torch.Generator(device="cuda").manual_seed(13)
     xt = torch.randn(70, 33, generator=g, device="cuda").t()  # [33, 70], innermost stride 33
     fb = fuser.FusionBuilder("row_sums")
@@ -106,7 +100,7 @@ def test_reductions_softmax_scan_and_matmul_of_strided_inputs():
 
 
 def test_numpy_and_device_array_inputs():
-    torch = _torch()
+    torch = cuda_torch()
     rng = np.random.default_rng(14)
     base = rng.standard_normal(400).astype(np.float32)
     xv = np.lib.stride_tricks.as_strided(base[5:], (6, 13), (4 * 60, 4 * 3))  # gaps, steps, offset 5
@@ -138,7 +132,7 @@ def test_numpy_and_device_array_inputs():
 
 
 def test_torch_backend_reads_strided_inputs_in_place():
-    torch = _torch()
+    torch = cuda_torch()
     import fuser.torch as ft
     be = ft.backend()
 

@@ -13,18 +13,12 @@ import pytest
 
 import fuser
 from fuser.tools.bench import workloads
+from cuda_torch import cuda_torch
 
 pytestmark = pytest.mark.gpu
 
 SHAPES = [(7, 9), (1000003,), (33, 128), (5, 3, 17), (4, 1024)]
 SCHEDULES = ["default", "default{vector=1}", "default{vector=2 block=64}", "default{block=1024}"]
-
-
-def _torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA device")
-    return torch
 
 
 def _fusion(kind: str, shape, dtype: str, extra=None):
@@ -78,7 +72,7 @@ def test_fused_with_other_ops_and_a_reduction():
 
 
 def test_kernel_statistics():
-    torch = _torch()
+    torch = cuda_torch()
     n = 1_000_000
     u = torch.as_tensor(fuser.compile(_fusion("uniform", (n,), "f32"))(np.int64(77), np.int64(0))).double()
     u = (u + 1.0) / 4.0  # low -1, high 3 back to [0, 1)
@@ -95,7 +89,7 @@ def test_kernel_statistics():
 
 @pytest.mark.parametrize("dtype", ["i64", "i32", "f32", "bf16", "f64"])
 def test_iota_equals_torch_arange(dtype):
-    torch = _torch()
+    torch = cuda_torch()
     integer = dtype[0] == "i"
     start, end, step = (3, 1000003, 7) if integer else (0.5, 700.0, 0.25)
     with fuser.FusionBuilder("arange") as fb:
@@ -112,7 +106,7 @@ def test_iota_equals_torch_arange(dtype):
 
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
 def test_dropout_matches_torch_given_the_mask(dtype):
-    torch = _torch()
+    torch = cuda_torch()
     tdt = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]
     shape, p = (129, 1031), 0.2
     with fuser.FusionBuilder("dropout") as fb:
@@ -139,7 +133,7 @@ def test_dropout_matches_torch_given_the_mask(dtype):
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
 def test_dropout_residual_layer_norm_forward_and_backward(dtype):
     """The bench rows' fusions: outputs against torch given the fusion's own mask."""
-    torch = _torch()
+    torch = cuda_torch()
     torch.manual_seed(0)
     for w in (workloads.dropout_residual_layer_norm(dtype, (1000, 768), (1000, 768)),
               workloads.dropout_residual_layer_norm_backward(dtype, (1000, 768), (1000, 768))):

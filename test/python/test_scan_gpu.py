@@ -21,6 +21,7 @@ import pytest
 
 import fuser
 from fuser.runtime.reference import NUMPY_DTYPES
+from cuda_torch import cuda_torch, torch_dtype
 
 pytestmark = pytest.mark.gpu
 
@@ -29,18 +30,6 @@ SHAPES = [(1,), (7,), (3, 33), (5, 1000), (2, 4097), (2, 100000), (1000, 7), (3,
 DTYPES = ["f32", "bf16", "f16", "i32", "i64", "i1", "i8", "u8"]
 EPS = {"f32": 2.0 ** -24, "bf16": 2.0 ** -8, "f16": 2.0 ** -11}
 DEPTH = 64  # roundings on an element's path: 8 in a thread, 5 shuffles, up to 32 warps (the carry's: below)
-
-
-def _torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA device")
-    return torch
-
-
-def _tdt(torch, dt):
-    return {"i1": torch.bool, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64,
-            "u8": torch.uint8, "f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[dt]
 
 
 def _input(torch, kind, dt, shape, gen):
@@ -59,17 +48,17 @@ def _input(torch, kind, dt, shape, gen):
             x.view(-1)[: min(n, 2)] = float("-inf")
         else:
             x = torch.randn(shape, device="cuda", generator=gen)
-        return x.to(_tdt(torch, dt))
+        return x.to(torch_dtype(dt))
     info = np.iinfo(NUMPY_DTYPES[dt])
     if kind == "prod":
         odd = torch.tensor([-3, -1, 1, 3, 1, 1, 2, -1] if dt != "u8" else [1, 3, 1, 1, 2, 5, 1, 1], device="cuda")
-        return odd[torch.randint(0, 8, shape, device="cuda", generator=gen)].to(_tdt(torch, dt))
+        return odd[torch.randint(0, 8, shape, device="cuda", generator=gen)].to(torch_dtype(dt))
     if dt == "i64":
         x = torch.randint(-2**63, 2**63 - 1, shape, dtype=torch.int64, device="cuda", generator=gen)
     else:
         x = torch.randint(int(info.min), int(info.max) + 1, shape, dtype=torch.int64, device="cuda", generator=gen)
     x.view(-1)[:2] = torch.tensor([int(info.min), int(info.max)], device="cuda")[: x.numel()]
-    return x.to(_tdt(torch, dt))
+    return x.to(torch_dtype(dt))
 
 
 def _torch_scan(torch, kind, t, dim=-1, dtype=None):
@@ -111,7 +100,7 @@ def _check(torch, kind, dt, x, got, dim=-1):
 @pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("kind", list(FNS))
 def test_scan_matches_torch(kind, dt, shape):
-    torch = _torch()
+    torch = cuda_torch()
     gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(repr((kind, dt, shape)).encode()))
     x = _input(torch, kind, dt, shape, gen)
     with fuser.FusionBuilder(f"{kind}_{dt}") as fb:
@@ -126,7 +115,7 @@ def test_scan_matches_torch(kind, dt, shape):
 def test_forced_block_sizes(kind, dt, block):
     """32 threads per row: a row of 100000 takes 391 tiles, each carrying the last one's total;
     1024 threads: 32 warps' totals through shared memory."""
-    torch = _torch()
+    torch = cuda_torch()
     gen = torch.Generator(device="cuda").manual_seed(block + len(kind))
     shape = (3, 100000)
     x = _input(torch, kind, dt, shape, gen)
@@ -140,7 +129,7 @@ def test_forced_block_sizes(kind, dt, block):
 
 @pytest.mark.parametrize("kind,dt", [("sum", "bf16"), ("max", "f32"), ("prod", "i8"), ("min", "i1")])
 def test_other_dims_through_a_permute(kind, dt):
-    torch = _torch()
+    torch = cuda_torch()
     gen = torch.Generator(device="cuda").manual_seed(7)
     shape = (37, 5, 1000)
     x = _input(torch, kind, dt, shape, gen)
@@ -157,7 +146,7 @@ def test_producers_and_consumers_share_the_scan_kernel():
     """exp(x) * 2 is recomputed in the scan's kernel; (cumsum + y) cast to bf16 and the running
     max of a mask (a running any) are stored from its registers; a row sum of the scan reads it
     back in a kernel of its own."""
-    torch = _torch()
+    torch = cuda_torch()
     gen = torch.Generator(device="cuda").manual_seed(11)
     x = (torch.randn(37, 4097, device="cuda", generator=gen) / 4).to(torch.bfloat16)
     y = torch.randn(37, 4097, device="cuda", generator=gen)
@@ -180,7 +169,7 @@ def test_producers_and_consumers_share_the_scan_kernel():
 def test_torch_compile_runs_cumsum_and_cumprod_in_fuser():
     """aten.cumsum / aten.cumprod through the PyTorch backend, on CUDA: one region, the scans
     and their producers and consumers in fuser's kernels."""
-    torch = _torch()
+    torch = cuda_torch()
     ft = pytest.importorskip("fuser.torch")
     be = ft.backend()
 

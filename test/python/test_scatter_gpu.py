@@ -12,33 +12,21 @@ import pytest
 
 import fuser
 from fuser.runtime.reference import NUMPY_DTYPES
+from cuda_torch import cuda_torch, torch_dtype
 
 pytestmark = pytest.mark.gpu
 
 DTYPES = ["f32", "bf16", "f16", "f64", "i32", "i64", "i16", "i8", "u8", "i1"]
 
 
-def _torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA device")
-    return torch
-
-
-def _tdt(torch, dt):
-    return {"i1": torch.bool, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64,
-            "u8": torch.uint8, "f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16,
-            "f64": torch.float64}[dt]
-
-
 def _values(torch, dt, shape, gen):
     if dt == "i1":
         return torch.rand(shape, device="cuda", generator=gen) < 0.5
     if dt in ("f32", "bf16", "f16", "f64"):
-        return (torch.randn(shape, device="cuda", generator=gen, dtype=torch.float64) * 3).to(_tdt(torch, dt))
+        return (torch.randn(shape, device="cuda", generator=gen, dtype=torch.float64) * 3).to(torch_dtype(dt))
     info = np.iinfo(NUMPY_DTYPES[dt])
     lo, hi = (int(info.min), int(info.max)) if dt != "i64" else (-2**62, 2**62)
-    return torch.randint(lo, hi, shape, dtype=torch.int64, device="cuda", generator=gen).to(_tdt(torch, dt))
+    return torch.randint(lo, hi, shape, dtype=torch.int64, device="cuda", generator=gen).to(torch_dtype(dt))
 
 
 def _np(t) -> np.ndarray:
@@ -63,7 +51,7 @@ def _same_bits(got, want: np.ndarray, what: str) -> None:
 def test_scatter_and_scatter_add(dt, dim, positions):
     """Odd shapes; an index smaller than the input in another dim; repeats; negative and
     out-of-range indices (the nearest end); lines short (a loop) and long (sorted)."""
-    torch = _torch()
+    torch = cuda_torch()
     gen = torch.Generator(device="cuda").manual_seed(hash((dt, dim, positions)) % 2**31)
     xs = (37, 29)
     d = dim % 2
@@ -101,7 +89,7 @@ def test_scatter_and_scatter_add(dt, dim, positions):
 def test_index_add_rows(dt, tokens, vocab, width):
     """The embedding backward's shape: index_add along dim 0 of a shared id line (T past one sort
     chunk of 16384 too), many repeats; bit-identical to the reference and from run to run."""
-    torch = _torch()
+    torch = cuda_torch()
     gen = torch.Generator(device="cuda").manual_seed(tokens + vocab)
     w = _values(torch, dt, (vocab, width), gen)
     g = _values(torch, dt, (tokens, width), gen) if dt != "i32" else torch.randint(
@@ -122,7 +110,7 @@ def test_index_add_rows(dt, tokens, vocab, width):
 
 
 def test_embedding_backward_matches_autograd():
-    torch = _torch()
+    torch = cuda_torch()
     gen = torch.Generator(device="cuda").manual_seed(5)
     ids = torch.randint(0, 1000, (4, 2049), device="cuda", generator=gen)
     ids[0, :300] = 17
@@ -143,12 +131,12 @@ def test_embedding_backward_matches_autograd():
 def test_atomic_variant(dt, tokens):
     """deterministic=False (fusion.scatter_add_atomic: a copy, then red.global.add per element):
     integers exactly torch's; floats within the rounding of a sum in any order."""
-    torch = _torch()
+    torch = cuda_torch()
     gen = torch.Generator(device="cuda").manual_seed(tokens)
     w = _values(torch, dt, (501, 40), gen) if dt in ("f32", "f64") else torch.randint(
-        -1000, 1000, (501, 40), device="cuda", generator=gen).to(_tdt(torch, dt))
+        -1000, 1000, (501, 40), device="cuda", generator=gen).to(torch_dtype(dt))
     g = _values(torch, dt, (tokens, 40), gen) if dt in ("f32", "f64") else torch.randint(
-        -1000, 1000, (tokens, 40), device="cuda", generator=gen).to(_tdt(torch, dt))
+        -1000, 1000, (tokens, 40), device="cuda", generator=gen).to(torch_dtype(dt))
     ids = torch.randint(-501, 501, (tokens,), device="cuda", generator=gen)
     with fuser.FusionBuilder("at") as fb:
         fb.output(fuser.index_add(fb.input(w.shape, dt), 0, fb.input(ids.shape, "i64"), fb.input(g.shape, dt),

@@ -10,17 +10,11 @@ import pytest
 from shape_op_cases import CASES, EXACT, build, expected, make_inputs
 
 import fuser
+from cuda_torch import cuda_torch
 
 pytestmark = pytest.mark.gpu
 
 SCHEDULES = ["default", "default{vector=1}", "default{vector=2 block=64}"]
-
-
-def _torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA device")
-    return torch
 
 
 def _inputs(torch, name: str, dtype):
@@ -38,7 +32,7 @@ def _outputs(out):
 @pytest.mark.parametrize("pipeline", SCHEDULES)
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_f32_matches_torch(name, pipeline):
-    torch = _torch()
+    torch = cuda_torch()
     xs = _inputs(torch, name, torch.float32)
     got = _outputs(fuser.compile(build(name), pipeline=pipeline)(*xs))
     for g, w in zip(got, expected(name, torch, *xs), strict=True):
@@ -51,7 +45,7 @@ def test_f32_matches_torch(name, pipeline):
 @pytest.mark.parametrize("dtype", ["bf16", "f16", "i32", "i64"])
 @pytest.mark.parametrize("name", sorted(EXACT - {"two_outputs"}))
 def test_other_types_move_exactly(name, dtype):
-    torch = _torch()
+    torch = cuda_torch()
     tdt = {"bf16": torch.bfloat16, "f16": torch.float16, "i32": torch.int32, "i64": torch.int64}[dtype]
     xs = _inputs(torch, name, tdt)
     got = _outputs(fuser.compile(build(name, dtype))(*xs))
@@ -61,7 +55,7 @@ def test_other_types_move_exactly(name, dtype):
 
 
 def test_rope_in_bf16_matches_torch():
-    torch = _torch()
+    torch = cuda_torch()
     xs = _inputs(torch, "rope", torch.bfloat16)
     got = fuser.compile(build("rope", "bf16"))(*xs)
     want = expected("rope", torch, *[x.float() for x in xs])[0]

@@ -16,24 +16,12 @@ import pytest
 
 import fuser
 from fuser.runtime.reference import NUMPY_DTYPES
+from cuda_torch import cuda_torch, torch_dtype
 
 pytestmark = pytest.mark.gpu
 
 SHAPES = [(1,), (2,), (3,), (4, 31), (3, 33), (5, 1000), (2, 4097), (2, 16384), (1000, 7), (3, 5, 33)]
 DTYPES = ["f32", "bf16", "f16", "f64", "i32", "i64", "i16", "i1", "i8", "u8"]
-
-
-def _torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA device")
-    return torch
-
-
-def _tdt(torch, dt):
-    return {"i1": torch.bool, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64,
-            "u8": torch.uint8, "f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16,
-            "f64": torch.float64}[dt]
 
 
 def _input(torch, dt, shape, gen):
@@ -49,7 +37,7 @@ def _input(torch, dt, shape, gen):
         x[torch.rand(shape, device="cuda", generator=gen) < max(0.02, 2.0 / cols)] = float("nan")
         x[torch.rand(shape, device="cuda", generator=gen) < 0.02] = float("inf")
         x[torch.rand(shape, device="cuda", generator=gen) < 0.02] = float("-inf")
-        return x.to(_tdt(torch, dt))
+        return x.to(torch_dtype(dt))
     info = np.iinfo(NUMPY_DTYPES[dt])
     if dt == "i64":
         x = torch.randint(-2**63, 2**63 - 1, shape, dtype=torch.int64, device="cuda", generator=gen)
@@ -58,7 +46,7 @@ def _input(torch, dt, shape, gen):
     small = torch.randint(max(int(info.min), -3), 3, shape, dtype=torch.int64, device="cuda", generator=gen)
     x = torch.where(torch.rand(shape, device="cuda", generator=gen) < 0.5, small, x)
     x.view(-1)[:2] = torch.tensor([int(info.min), int(info.max)], device="cuda")[: x.numel()]
-    return x.to(_tdt(torch, dt))
+    return x.to(torch_dtype(dt))
 
 
 def _stable(torch, x, dim, descending):
@@ -85,7 +73,7 @@ def _same(torch, got, want, what, zero_signs=True):
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda v: "x".join(map(str, v)))
 @pytest.mark.parametrize("dt", DTYPES)
 def test_sort_matches_torch(dt, shape):
-    torch = _torch()
+    torch = cuda_torch()
     gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(repr((dt, shape)).encode()))
     x = _input(torch, dt, shape, gen)
     with fuser.FusionBuilder(f"sort_{dt}") as fb:
@@ -105,7 +93,7 @@ TOPK = [((5, 1000), 8), ((3, 33), 1), ((3, 33), 33), ((2, 4097), 16), ((4, 32000
 @pytest.mark.parametrize("shape,k", TOPK, ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
 @pytest.mark.parametrize("dt", ["f32", "bf16", "f16", "f64", "i32", "i64", "i1", "i8", "u8"])
 def test_topk_matches_torch(dt, shape, k):
-    torch = _torch()
+    torch = cuda_torch()
     gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(repr((dt, shape, k)).encode()))
     x = _input(torch, dt, shape, gen)
     with fuser.FusionBuilder(f"topk_{dt}") as fb:
@@ -124,7 +112,7 @@ def test_topk_matches_torch(dt, shape, k):
 @pytest.mark.parametrize("block", [32, 1024])
 @pytest.mark.parametrize("dt,k", [("f32", None), ("bf16", 8), ("i64", None), ("u8", 3)])
 def test_forced_block_sizes(dt, k, block):
-    torch = _torch()
+    torch = cuda_torch()
     gen = torch.Generator(device="cuda").manual_seed(block + len(dt))
     shape = (3, 5000)
     x = _input(torch, dt, shape, gen)
@@ -142,7 +130,7 @@ def test_forced_block_sizes(dt, k, block):
 
 @pytest.mark.parametrize("dt", ["bf16", "i32", "i1"])
 def test_other_dims_through_a_permute(dt):
-    torch = _torch()
+    torch = cuda_torch()
     gen = torch.Generator(device="cuda").manual_seed(7)
     shape = (37, 5, 100)
     x = _input(torch, dt, shape, gen)
@@ -163,7 +151,7 @@ def test_producers_and_consumers_share_the_sort_kernel():
     """e = exp(x) * 2 is recomputed in the sort's kernel (and written by a pointwise kernel, to
     check against); values + y and indices * 2 are stored from it; a row sum of the values reads
     them back in a kernel of its own."""
-    torch = _torch()
+    torch = cuda_torch()
     gen = torch.Generator(device="cuda").manual_seed(11)
     x = (torch.randn(37, 4097, device="cuda", generator=gen) / 4).to(torch.bfloat16)
     y = torch.randn(37, 8, device="cuda", generator=gen)

@@ -16,6 +16,7 @@ import pytest
 
 from fuser import api
 from fuser.runtime.reference import reference_from_text
+from cuda_torch import cuda_torch
 
 pytestmark = pytest.mark.gpu
 
@@ -29,13 +30,6 @@ INTS = ("i8", "i16", "i32", "i64", "u8")
 def _t(shape, dt):
     """The tensor type of a shape and a dtype name (u8 is spelled ui8 in MLIR)."""
     return "tensor<" + "x".join(map(str, shape)) + "x" + {"u8": "ui8"}.get(dt, dt) + ">"
-
-
-def _torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA device")
-    return torch
 
 
 def _outputs(k, *args):
@@ -90,7 +84,7 @@ def test_issue_reproducer_bool_output_never_true():
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_dropout_backward_matches_torch(shape):
-    torch = _torch()
+    torch = cuda_torch()
     t, tk = _t(shape, "bf16"), _t(shape, "i1")
     tf = _t(shape, "f32")
     text = f"""
@@ -113,7 +107,7 @@ func.func @dropout_bwd(%g: {t}, %keep: {tk}) -> {t} {{
 @pytest.mark.parametrize("shape", [(1, 1), (7, 33), (1, 1000003), (4097, 4099)])
 def test_scale_bias_relu_forward_and_backward_match_torch(shape):
     """The forward returns the ReLU mask (a bool output); the backward takes it (a bool input)."""
-    torch = _torch()
+    torch = cuda_torch()
     t, tm, tb = _t(shape, "bf16"), _t(shape, "i1"), _t(shape[-1:], "bf16")
     fwd = f"""
 func.func @sbr_fwd(%x: {t}, %scale: {tb}, %bias: {tb}) -> ({t}, {tm}) {{
@@ -150,7 +144,7 @@ func.func @sbr_bwd(%g: {t}, %m: {tm}, %scale: {tb}) -> {t} {{
 @pytest.mark.parametrize("shape", SHAPES)
 def test_a_mask_in_arithmetic_matches_torch(shape):
     """x + (x > 0.5) in f32, and the mask's count as an i64 output (a bool sum counts)."""
-    torch = _torch()
+    torch = cuda_torch()
     t, tm, ti = _t(shape, "f32"), _t(shape, "i1"), _t(shape, "i64")
     text = f"""
 func.func @mask_math(%x: {t}) -> ({t}, {ti}) {{
@@ -209,7 +203,7 @@ def test_every_cast_matches_torch(src):
     C++ defines the conversion) except for u8, whose out-of-range rule torch defines (through
     int64, wrapping: -1.5 -> 255); torch's CUDA casts to i8, i16, i32 and i64 beyond the range
     are what the GPU's cvt gives, which `test_out_of_range_float_to_int_matches_torch` pins."""
-    torch = _torch()
+    torch = cuda_torch()
     n = 4099
     x = _cast_inputs(src, n, np.random.default_rng(7 + len(src)))
     outs = [d for d in TYPES if d != src]
@@ -243,7 +237,7 @@ def test_out_of_range_float_to_int_matches_torch(dst):
     reference computes; cvt.rzi.s32 and a truncation); this checks that torch's CUDA cast does
     the same (C++ leaves it undefined; torch on the CPU gives other values), 1000003 elements of
     f32 up to 1e12 in magnitude. (On an H100, 2026-11-26, torch's i8 and i16 casts wrapped.)"""
-    torch = _torch()
+    torch = cuda_torch()
     n = 1000003
     x = torch.randn(n, device="cuda") * torch.tensor([1e2, 1e5, 1e9, 1e12], device="cuda")[torch.arange(n, device="cuda") % 4]
     text = f"""
