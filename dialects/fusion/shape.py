@@ -309,17 +309,23 @@ class PadOp(IRDLOperation):
         printer.print_attribute(self.result.type)
 
 
-def _parse_operands_dim(cls, parser: Parser, arity: int | None = None):
-    """`%a, %b, ... dim D {attrs} : Ta, Tb, ... to T` (cat, gather, index_select); `arity`: the
-    operand count the op takes (None: one or more)."""
+def _parse_operands_dim(cls, parser: Parser, arity: int | None = None, arities: tuple[int, ...] = (),
+                        arity_note: str = "", flags: tuple[str, ...] = ()):
+    """`%a, %b, ... dim D [flags] {attrs} : Ta, Tb, ... to T` (cat, gather, index_select,
+    scatter); `arity`: the operand count the op takes (None: one or more), or `arities` the counts
+    (`arity_note` says when each); `flags`: unit keywords after the dim, made unit properties."""
     start = parser.pos
     names = [parser.parse_unresolved_operand()]
     while parser.parse_optional_punctuation(",") is not None:
         names.append(parser.parse_unresolved_operand())
-    if arity is not None and len(names) != arity:
-        parser.raise_error(f"'{cls.name}' takes {arity} operands, got {len(names)}", start, parser.pos)
+    allowed = arities or ((arity,) if arity is not None else ())
+    if allowed and len(names) not in allowed:
+        parser.raise_error(f"'{cls.name}' takes {allowed[0]} operands{arity_note}, got {len(names)}", start, parser.pos)
     parser.parse_keyword("dim")
-    dim = parser.parse_integer()
+    props: dict[str, Attribute] = {"dim": IntAttr(parser.parse_integer())}
+    for flag in flags:
+        if parser.parse_optional_keyword(flag) is not None:
+            props[flag] = UnitAttr()
     attrs = parser.parse_optional_attr_dict()
     parser.parse_punctuation(":")
     types = [parser.parse_type()]
@@ -330,7 +336,7 @@ def _parse_operands_dim(cls, parser: Parser, arity: int | None = None):
     if len(types) != len(names):
         parser.raise_error(f"'{cls.name}' has {len(names)} operands but {len(types)} operand types")
     op = cls.create(operands=[parser.resolve_operand(n, ty) for n, ty in zip(names, types)], result_types=[t],
-                    properties={"dim": IntAttr(dim)})
+                    properties=props)
     op.attributes.update(attrs)
     return op
 
@@ -614,29 +620,7 @@ class ScatterOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser):
-        start = parser.pos
-        names = [parser.parse_unresolved_operand()]
-        while parser.parse_optional_punctuation(",") is not None:
-            names.append(parser.parse_unresolved_operand())
-        if len(names) not in (3, 4):
-            parser.raise_error(f"'fusion.scatter' takes 3 operands (4 when sorted), got {len(names)}", start, parser.pos)
-        parser.parse_keyword("dim")
-        props = {"dim": IntAttr(parser.parse_integer())}
-        if parser.parse_optional_keyword("add") is not None:
-            props["add"] = UnitAttr()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        types = [parser.parse_type()]
-        while parser.parse_optional_punctuation(",") is not None:
-            types.append(parser.parse_type())
-        parser.parse_keyword("to")
-        t = parser.parse_type()
-        if len(types) != len(names):
-            parser.raise_error(f"'fusion.scatter' has {len(names)} operands but {len(types)} operand types")
-        ops = [parser.resolve_operand(n, ty) for n, ty in zip(names, types)]
-        op = cls.create(operands=ops, result_types=[t], properties=props)
-        op.attributes.update(attrs)
-        return op
+        return _parse_operands_dim(cls, parser, arities=(3, 4), arity_note=" (4 when sorted)", flags=("add",))
 
     def print(self, printer: Printer):
         printer.print_string(" ")
