@@ -16,7 +16,8 @@ miss (and rewritten by the next ``put``), never an exception.
 
 The disk layer is bounded: when its files total more than ``FUSER_CACHE_MAX_BYTES``
 (default 1 GiB; ``0`` = no limit; a suffix K/M/G/T means KiB/MiB/GiB/TiB), a ``put``
-deletes the least recently used entries until it fits. To spare a directory scan per
+deletes the least recently used entries until they take at most 90% of it (so that the puts
+after it do not each scan again). To spare a directory scan per
 ``put``, a process scans on its first write and then whenever the last scan's total plus
 its own writes since exceeds the limit; with several processes sharing the directory, what
 the others wrote since a process's last scan can leave it over the limit until the next scan
@@ -490,8 +491,13 @@ class KernelCache:
                 recency[key] = max(recency.get(key, 0.0), st.st_mtime)
                 files.setdefault(key, []).append(Path(f.path))
         total = sum(sizes.values())
+        if total <= self.max_bytes:
+            return total
+        # down to 90% of the limit: at 100%, every later put would pass it and scan again
+        # (a full 1 GiB cache of ~20k files cost each compile a half-second scan)
+        low = self.max_bytes - self.max_bytes // 10
         for key in sorted((k for k in sizes if k != keep), key=lambda k: recency[k]):
-            if total <= self.max_bytes:
+            if total <= low:
                 break
             if not any(p.name.endswith(".json") for p in files[key]) and now - recency[key] < _STALE_TMP_S:
                 # payloads without their .json: a write in progress (the .json comes last).

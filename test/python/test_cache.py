@@ -461,3 +461,19 @@ def test_processes_compile_each_fusion_once(tmp_path):
     for i in range(len(fusions)):
         assert [c[i] for c in cached].count(False) == 1, f"fusion {i}: cached flags {[c[i] for c in cached]}"
     assert not list((tmp_path / "c").rglob("*.lock"))
+
+
+def test_a_full_cache_does_not_scan_on_every_put(tmp_path, monkeypatch):
+    """An eviction frees down to 90% of the limit, so the puts after it fit without a scan (a
+    full cache scanned its whole directory on every put: a half second per compile at 20k files)."""
+    size = entry_size(tmp_path)
+    c = cache.KernelCache(tmp_path / "c", disk=True, max_bytes=40 * size + size // 2)  # room for 40
+    scans = []
+    real_evict = c._evict
+    monkeypatch.setattr(c, "_evict", lambda keep: scans.append(keep) or real_evict(keep))
+    for n in range(200):
+        put(c, n)
+    # the first write, then one scan per 4-5 puts once full (it frees 4 entries' room)
+    assert len(scans) <= 1 + (200 - 40) // 4
+    assert len(scans) >= (200 - 40) // 5
+    assert disk_bytes(tmp_path / "c") <= c.max_bytes
