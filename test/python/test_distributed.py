@@ -5,6 +5,9 @@ their losses equal one process's on the same global batch (tools/bench/distribut
 
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -64,3 +67,24 @@ def test_a_run_past_its_timeout_is_stopped(tmp_path):
                                      "--micro-batches", "2"], str(tmp_path), timeout=2)
     assert results[-1] == {"world": 2, "rank": None, "error": "stopped after 2 s"}
     assert all("curve" in r and "error" not in r for r in results[:-1]), results
+    # no rank outlives the stop (each names the run's folder on its command line)
+    deadline = time.monotonic() + 30
+    while (left := _processes_naming(str(tmp_path))) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not left, left
+
+
+def _processes_naming(text: str) -> list[str]:
+    """Command lines of the live processes that contain `text` (Linux /proc)."""
+    found = []
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                line = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{d}/stat") as f:
+                zombie = f.read().rsplit(")", 1)[1].split()[0] == "Z"
+        except (OSError, IndexError):
+            continue
+        if text in line and not zombie:
+            found.append(f"{d}: {line[:200]}")
+    return found

@@ -285,9 +285,16 @@ def launch(world: int, worker_args: Sequence[str], out_dir: str, timeout: float 
     stopped = threading.Event()
 
     def stop() -> None:
+        # SIGTERM first: torchrun starts each rank in a session of its own, out of the group's
+        # reach, and stops them itself on SIGTERM (a SIGKILL of the group left them running)
         stopped.set()
         with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
 
     lines: list[str] = []
 
