@@ -287,8 +287,10 @@ def test_the_float_part_of_a_case_does_not_depend_on_its_typed_part(monkeypatch)
 
 
 def test_a_cpu_run_finds_nothing(capsys):
-    counts = fuzz.run(60, 1000, gpu=False)
-    assert counts["ok"] + counts["refused"] == 60, counts
+    # (24 cases: the loop end to end; the generator's reach is test_every_op_type_..., and the
+    # GPU fuzz runs are the thousands)
+    counts = fuzz.run(24, 1000, gpu=False)
+    assert counts["ok"] + counts["refused"] == 24, counts
 
 
 def test_a_wrong_answer_is_caught_and_shrunk(tmp_path):
