@@ -93,7 +93,9 @@ def _kernels(text: str, options: str = "") -> str:
     return str(m)
 
 
-@pytest.mark.parametrize("seed", SEEDS[:30])
+# (the first 16 and the two that caught a hand-written segment left unsorted by
+# fusion-sort-scatters; 30 took 100 s of the suite's worker time)
+@pytest.mark.parametrize("seed", SEEDS[:16] + [17, 27])
 def test_whole_function_by_hand_gives_the_same_kernels(seed):
     """A hand-written segment around the whole body is split into exactly the segments the
     automatic cut makes, so the kernels are the same."""
