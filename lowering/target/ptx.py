@@ -85,7 +85,7 @@ def llvm_ir_to_ptx(llvm_ir: str, arch: str = "sm_90a", opt_level: int = 3) -> st
             ptx = _codegen(llvm_ir, arch, opt_level)
         else:
             ptx = _codegen_in_child(llvm_ir, arch, opt_level)
-    ptx = avoid_neg16(ptx)
+    ptx = avoid_wrapping_neg_abs(ptx)
     unresolved = re.findall(r"^\.extern \.func.*?\b(llvm\.[\w.]+)", ptx, re.MULTILINE)
     if unresolved:
         raise PtxError(f"unknown LLVM intrinsic(s) {sorted(set(unresolved))} (not selectable by NVPTX)")
@@ -93,18 +93,20 @@ def llvm_ir_to_ptx(llvm_ir: str, arch: str = "sm_90a", opt_level: int = 3) -> st
 
 
 _NEG16 = re.compile(r"^(\s*)neg\.s16\s+(%\w+),\s*(%\w+);", re.MULTILINE)
-_ABS16 = re.compile(r"^(\s*)abs\.s16\s+(%\w+),\s*(%\w+);", re.MULTILINE)
+_ABS = re.compile(r"^(\s*)abs\.s(16|32|64)\s+(%\w+),\s*(%\w+);", re.MULTILINE)
 
 
-def avoid_neg16(ptx: str) -> str:
-    """16-bit negation and absolute value as a complement and an add: on an H100 (ptxas of CUDA
-    13) `neg.s16` and `abs.s16` of -32768 left a value that a following `shr.s16` or the
+def avoid_wrapping_neg_abs(ptx: str) -> str:
+    """Integer negation and absolute value as a complement and an add. On an H100 (ptxas of
+    CUDA 13) `neg.s16` and `abs.s16` of -32768 left a value that a following `shr.s16` or the
     `mul.hi.s16` of a division read as +32768 (-(-32768) >> 3 gave 4096, remainder(-(-32768), -3)
-    gave -1), while the same wrap through `add.s16` is read right. LLVM forms neg and abs from
-    any multiply by -1 or select of a negation, so the kernels' IR cannot avoid them."""
+    gave -1), while the same wrap through `add.s16` is read right; `abs.s32` of INT_MIN read by
+    `rem.s32` gave the remainder of +2^31 (GPU fuzz seed 9920000), so abs is rewritten at every
+    width. LLVM forms neg and abs from any multiply by -1 or select of a negation, so the
+    kernels' IR cannot avoid them."""
     ptx = _NEG16.sub(r"\1not.b16 \2, \3;\n\1add.s16 \2, \2, 1;", ptx)
-    return _ABS16.sub(r"\1{\n\1.reg .pred %abs_p;\n\1.reg .b16 %abs_t;\n\1setp.lt.s16 %abs_p, \3, 0;\n"
-                      r"\1not.b16 %abs_t, \3;\n\1add.s16 %abs_t, %abs_t, 1;\n\1selp.b16 \2, %abs_t, \3, %abs_p;\n\1}", ptx)
+    return _ABS.sub(r"\1{\n\1.reg .pred %abs_p;\n\1.reg .b\2 %abs_t;\n\1setp.lt.s\2 %abs_p, \4, 0;\n"
+                    r"\1not.b\2 %abs_t, \4;\n\1add.s\2 %abs_t, %abs_t, 1;\n\1selp.b\2 \3, %abs_t, \4, %abs_p;\n\1}", ptx)
 
 
 def _codegen(llvm_ir: str, arch: str, opt_level: int) -> str:

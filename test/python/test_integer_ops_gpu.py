@@ -219,7 +219,7 @@ NEG_USES = {
 }
 
 
-@pytest.mark.parametrize("dt", ["i8", "i16"])
+@pytest.mark.parametrize("dt", ["i8", "i16", "i32", "i64"])
 @pytest.mark.parametrize("case", sorted(NEG_USES))
 def test_negated_minimum_read_by_later_ops(case, dt):
     info = np.iinfo(NUMPY_DTYPES[dt])
@@ -232,11 +232,9 @@ def test_negated_minimum_read_by_later_ops(case, dt):
     assert not bad.any(), f"x={x[bad][:4]} gpu={got[bad][:4]} want={want[bad][:4]}"
 
 
-@pytest.mark.xfail(reason="GPU fuzz seed 9920000 (2026-11-26, H100): abs of the most negative i32 read by fmod "
-                          "gave a positive remainder on the GPU (ptxas may take abs.s32's result as >= 0); not yet "
-                          "reproduced alone or fixed", strict=False)
 def test_abs_of_the_most_negative_value_then_fmod():
-    """torch.abs(INT_MIN) is INT_MIN (two's complement wraps), so fmod(abs(INT_MIN), d) is negative."""
+    """torch.abs(INT_MIN) is INT_MIN (two's complement wraps), so fmod(abs(INT_MIN), d) is negative
+    (GPU fuzz seed 9920000 gave the remainder of +2^31 before abs.s32 was rewritten)."""
     torch = cuda_torch()
     x = torch.tensor([-2 ** 31, -7, 2 ** 31 - 1, -2 ** 31], dtype=torch.int32, device="cuda")
     d = torch.tensor([691294354, 3, 5, -9], dtype=torch.int32, device="cuda")
