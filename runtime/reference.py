@@ -756,7 +756,14 @@ def run_reference(func_op: FuncOp | ModuleOp, args: Sequence[np.ndarray], precis
     with np.errstate(all="ignore"):  # inf/NaN results are values here, not errors
         outs = _run_block(_Interp(precision), func.body.block, _check_args(func, args))
     results = [_laid_out(func, j, x) for j, x in enumerate(outs)]
-    for j, i in output_aliases(func).items():
+    aliases = output_aliases(func)
+    # a result that is (a view of) an argument another in-place output writes (a swap of two
+    # inputs) is copied first, so that it keeps the input's values
+    written = [args[i] for i in aliases.values() if isinstance(args[i], np.ndarray)]
+    for j in aliases:
+        if any(np.shares_memory(results[j], a) for a in written):
+            results[j] = results[j].copy()
+    for j, i in aliases.items():
         a = args[i]
         if isinstance(a, np.ndarray) and a.flags.writeable and a.shape == results[j].shape \
                 and a.dtype == results[j].dtype:

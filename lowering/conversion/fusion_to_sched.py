@@ -110,6 +110,10 @@ class ConvertFusionToSched(SchedulingPass):
         for v, a in zip(args + outputs, host_block.args):
             a.name_hint = v.name_hint
         copies = []  # an input returned as-is, or a value returned twice: copied after it is computed
+        # A staged output that is an input as is (an in-place swap of two inputs): that input is
+        # copied to a workspace before any kernel, since another in-place output may write it.
+        snapshots: list[tuple[SSAValue, SSAValue]] = []
+        staged_copies = []  # after every other copy: those may read the inputs staged outputs go into
         aliases = output_aliases(fn)
         for j, (o, a) in enumerate(zip(outputs, out_args)):
             if 0 in shape_of(o):
@@ -121,15 +125,19 @@ class ConvertFusionToSched(SchedulingPass):
                 into = host_block.args[aliases[j]]
                 if o is args[aliases[j]]:
                     continue  # the input returned as is, into itself: nothing to write
-                if o in buffers or j in staged:
+                if j in staged and o in args:
+                    snapshot = _workspace(host, o)
+                    snapshots.append((o, snapshot))
+                    staged_copies.append((o, into, snapshot))
+                elif o in buffers or j in staged:
                     if o not in buffers:
                         buffers[o] = _workspace(host, o)
-                    copies.append((o, into))
+                    (staged_copies if j in staged else copies).append((o, into, None))
                 else:
                     buffers[o] = into
                 continue
             if o in buffers:
-                copies.append((o, a))
+                copies.append((o, a, None))
             else:
                 buffers[o] = a
         overrides = explicit_options(self)
@@ -141,6 +149,9 @@ class ConvertFusionToSched(SchedulingPass):
         # a segment's own copies follow its kernels, since later segments may read them.
         seg_copies = [_segment_buffers(host, seg, plan, buffers) for seg, _, plan in segments]
         em = KernelEmitter(fn.sym_name.data, module.body.block, host, buffers, opts)
+        with located(fn):
+            for o, w in snapshots:
+                emit_copy(em, o, w)
         for (seg, seg_opts, plan), own in zip(segments, seg_copies):
             argset = set(seg.body.block.args)
             em.opts = seg_opts
@@ -152,8 +163,8 @@ class ConvertFusionToSched(SchedulingPass):
                 for o, a in own:
                     emit_copy(em, o, a)
         with located(fn):
-            for o, a in copies:
-                emit_copy(em, o, a)
+            for o, a, src in copies + staged_copies:
+                emit_copy(em, o, a, src)
             host.emit(func.ReturnOp())
         return host_fn
 

@@ -50,8 +50,9 @@ def emit_pointwise(em: KernelEmitter, outputs: list[SSAValue], materialized: set
     em.kernel(host_bufs, (grid, 1, 1), (block, 1, 1), body)
 
 
-def emit_copy(em: KernelEmitter, src: SSAValue, dst: SSAValue) -> None:
-    """Copy the buffer of `src` into the host buffer `dst`."""
+def emit_copy(em: KernelEmitter, src: SSAValue, dst: SSAValue, src_buf: SSAValue | None = None) -> None:
+    """Copy the buffer of `src` (or the host buffer `src_buf` holding its value) into the host
+    buffer `dst`."""
     alias = WorkspaceValue(dst)
     alias.type = src.type
     em.buffers[alias] = dst
@@ -59,7 +60,7 @@ def emit_copy(em: KernelEmitter, src: SSAValue, dst: SSAValue) -> None:
     lanes = vector_lanes(shape[-1], elem_bytes(F._elem(src))) if shape else 1
     nvec = math.prod(shape) // lanes
     block, grid = pointwise_params(nvec, em.opts.sms, em.opts.block)
-    host_bufs = [em.buffers[src], dst]
+    host_bufs = [em.buffers[src] if src_buf is None else src_buf, dst]
 
     def body(kb, kargs):
         loop = sched.ForOp(kb.c(0), kb.c(nvec), kb.c(1), [], Block(arg_types=[sched.IndexType()]), bind="grid.x")

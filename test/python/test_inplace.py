@@ -109,6 +109,35 @@ def test_a_flip_into_itself_is_staged():
     np.testing.assert_array_equal(X, np.arange(1001, dtype=np.float32)[::-1])
 
 
+def _rotation(n_inputs, shape=(31, 33)):
+    """Input k returned into input k+1's place (mod n), the last one negated: two inputs make a
+    swap (fuzz seed 11271021), three a rotation."""
+    fb = fuser.FusionBuilder("rotate")
+    xs = [fb.input(shape, "f32", name=f"x{k}") for k in range(n_inputs)]
+    for k, x in enumerate(xs):
+        fb.output(-x if k == n_inputs - 1 else x, alias=xs[(k + 1) % n_inputs])
+    return fb
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_inputs_swapped_or_rotated_in_place(n):
+    """An input returned as is into another input's place keeps the values it had before any
+    kernel wrote it: in the schedule (a staged one is copied aside first and into place last;
+    sched-verify-buffers once refused the swap) and in the reference interpreter (which once
+    copied the swapped values onto each other)."""
+    c = fuser.compile(_rotation(n))
+    m, host, kernels = _host(c)
+    check_buffers(m)
+    assert not inplace_hazards(host, kernels)
+    assert "fuser.staged_aliases" in host.attributes
+    xs = [np.full((31, 33), k + 1, np.float32) for k in range(n)]
+    outs = c.reference(*xs)
+    for k in range(n):
+        assert outs[k] is xs[(k + 1) % n]
+        want = -(k + 1) if k == n - 1 else k + 1
+        np.testing.assert_array_equal(xs[(k + 1) % n], np.float32(want))
+
+
 def test_verify_buffers_names_the_kernels():
     """The planner's schedule with its two launches swapped: the update writes p in place,
     then the reduction would sum the updated p."""

@@ -68,6 +68,24 @@ def test_flip_into_itself_is_staged(n):
     torch.testing.assert_close(X, want, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_inputs_swapped_or_rotated_in_place(n):
+    """x_k returned into x_{k+1}'s storage (the last one negated): a swap and a rotation, each
+    output holding the inputs' values from before the call (fuzz seed 11271021)."""
+    torch = cuda_torch()
+    fb = fuser.FusionBuilder("rotate")
+    xs = [fb.input((37, 129), "f32", name=f"x{k}") for k in range(n)]
+    for k, x in enumerate(xs):
+        fb.output(-x if k == n - 1 else x, alias=xs[(k + 1) % n])
+    c = fuser.compile(fb)
+    X = [torch.randn(37, 129, device="cuda") for _ in range(n)]
+    X0 = [x.clone() for x in X]
+    outs = c(*X)
+    for k in range(n):
+        assert outs[k] is X[(k + 1) % n]
+        torch.testing.assert_close(X[(k + 1) % n], -X0[k] if k == n - 1 else X0[k], rtol=0, atol=0)
+
+
 def test_running_stats_in_reduction_epilogue():
     torch = cuda_torch()
     fb = fuser.FusionBuilder("stats")
