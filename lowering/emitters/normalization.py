@@ -199,7 +199,11 @@ def _rows_in_shared(kb: KernelBuilder, g: NormGroup, p, stages, sources, overrid
                     j = kb.v(arith.MinUIOp(j, kb.c(row_vecs - 1)))
                 col = kb.mul(j, p.lanes)
                 at = v_row + kb.delinearize(col, col_shape)
-                loaded.append((kb.load(amap[v], at, p.lanes) if v in amap else computed(v, at, p.lanes), col))
+                if v in amap:
+                    x = kb.load(amap[v], at, p.lanes)
+                else:  # computed in its compute type (a bf16 input read through a view: f32), kept as stored
+                    x = [kb.trunc(e, F._elem(v)) if F.is_float(F._elem(v)) else e for e in computed(v, at, p.lanes)]
+                loaded.append((x, col))
             for x, col in loaded:
                 kb.store(x, buf, [ty, col])
     kb.emit(sched.BarrierOp())

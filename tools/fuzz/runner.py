@@ -16,6 +16,8 @@ checked bit for bit there too.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import random
 import re
 import sys
@@ -233,7 +235,28 @@ def gpu_problem() -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def _verifying_every_pass():
+    """The compile driver verifies only the last level; the fuzzer verifies the IR after every
+    pass, so that a scheduler's ill-typed sched IR fails the compile on the CPU too (a bf16 row
+    stored as f32 values once reached the GPU as wrong numbers: seed 11283004)."""
+    before = os.environ.get("FUSER_VERIFY_EACH")
+    os.environ["FUSER_VERIFY_EACH"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["FUSER_VERIFY_EACH"]
+        else:
+            os.environ["FUSER_VERIFY_EACH"] = before
+
+
 def run(cases: int, seed: int, gpu: bool = False, save: Path | None = None, log=print) -> Counter:
+    with _verifying_every_pass():
+        return _run(cases, seed, gpu, save, log)
+
+
+def _run(cases: int, seed: int, gpu: bool, save: Path | None, log) -> Counter:
     counts: Counter = Counter()
     refusals: Counter = Counter()
     if gpu and (problem := gpu_problem()):  # before any case, not as a crash of each
