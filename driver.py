@@ -21,6 +21,7 @@ from xdsl.passes import ModulePass
 
 from fuser.lowering.target import ptx as ptx_mod
 from fuser.lowering.conversion.nvvm_to_llvm import lower_nvvm_to_llvm
+from fuser.lowering.target.llvmir.module import find_gpu_modules
 from fuser.dialects.ir import FuserDiagnostic, parse_module, print_module
 from fuser.passes.pipeline import build_pipeline, pipeline_text, run_passes, with_schedule_options
 from fuser.passes.verify_buffers import check_buffers
@@ -184,7 +185,10 @@ def _build(text: str, module: ModuleOp | str, passes: list[ModulePass], arch: st
     if "nvvm" not in reached:
         raise FuserDiagnostic("error: the pipeline did not reach the nvvm level (it must include convert-sched-to-nvvm)")
     lower_nvvm_to_llvm(mod)  # in place: the module is ours, so the translation need not copy it
-    llvm_ir = ptx_mod.module_to_llvm_ir(mod, arch)
-    ptx = ptx_mod.llvm_ir_to_ptx(llvm_ir, arch)
+    if find_gpu_modules(mod):
+        llvm_ir = ptx_mod.module_to_llvm_ir(mod, arch)
+        ptx = ptx_mod.llvm_ir_to_ptx(llvm_ir, arch)
+    else:  # no kernel to launch (an input returned into itself, outputs with no elements)
+        llvm_ir = ptx = ""
     program = extract_program(mod, ptx, arch)
     return CompileResult(program, stages, llvm_ir, ptx, time.perf_counter() - t0)

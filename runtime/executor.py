@@ -169,7 +169,7 @@ class Executor:
         driver.require_gpu()
         ptx = self.program.ptx
         key = _ptx_key(ptx)
-        module = load_module(ptx)
+        module = load_module(ptx) if self._plan else None  # (a fusion with no kernel has no PTX)
         steps = []
         for step, fill, consts, tfill in self._plan:
             s = _Step()

@@ -150,6 +150,9 @@ def _emit(module, args) -> str:
     if args.target == "mlir":
         return print_module(module, generic=args.print_op_generic, debuginfo=args.print_debuginfo)
     from fuser.lowering.target import ptx as ptx_mod
+    if not _has_kernels(module) and (host := _kernelless_host(module)) is not None:
+        comment = "//" if args.target == "ptx" else ";"
+        return f"{comment} @{host} launches no kernel (nothing to compute): no {args.target.upper()} to emit\n"
     if not _has_kernels(module):
         raise FuserDiagnostic(f"error: -t {args.target} needs nvvm-level IR (a gpu.module with kernels); "
                               "run the lowering first, e.g. -p default")
@@ -165,6 +168,16 @@ def _emit(module, args) -> str:
 
 def _has_kernels(module) -> bool:
     return any(op.name == "gpu.module" for op in module.walk())
+
+
+def _kernelless_host(module) -> str | None:
+    """The name of a lowered host function that launches nothing (its outputs are inputs
+    returned into themselves, or have no elements), when that is all the module holds."""
+    ops = list(module.walk())
+    hosts = [op for op in ops if op.name == "func.func" and "fuser.num_outputs" in op.attributes]
+    if len(hosts) != 1 or any(op.name.startswith(("fusion.", "sched.", "gpu.")) for op in ops):
+        return None
+    return hosts[0].sym_name.data
 
 
 class PhaseTimer:

@@ -138,6 +138,24 @@ def test_inputs_swapped_or_rotated_in_place(n):
         np.testing.assert_array_equal(xs[(k + 1) % n], np.float32(want))
 
 
+@pytest.mark.parametrize("build", ["flip1", "same", "empty"])
+def test_a_fusion_that_launches_no_kernel_compiles(build):
+    """A flip of one element into itself, an input returned into itself, an output with no
+    elements: no kernel, no PTX, and a program that launches nothing (the driver once raised
+    a TranslationError traceback: GPU test_flip_into_itself_is_staged[1])."""
+    fb = fuser.FusionBuilder(build)
+    x = fb.input((0, 4) if build == "empty" else (1,), "f32", name="x")
+    if build == "empty":
+        fb.output(x * 2.0)
+    else:
+        fb.output(fuser.flip(x, [0]) if build == "flip1" else x, alias=x)
+    c = fuser.compile(fb)
+    assert c.ptx == "" and not c.program.launches
+    X = np.full((0, 4) if build == "empty" else (1,), 3.0, np.float32)
+    out = c.reference(X)
+    assert out.shape == X.shape and (build == "empty" or out is X and X[0] == 3.0)
+
+
 def test_verify_buffers_names_the_kernels():
     """The planner's schedule with its two launches swapped: the update writes p in place,
     then the reduction would sum the updated p."""
@@ -202,7 +220,7 @@ def T():
 
 
 def test_batch_norm_running_stats_after_three_steps(T):
-    from fuser.frontend.torch.backend import FuserBackend
+    from fuser.torch.backend import FuserBackend
     T.manual_seed(0)
     eager = T.nn.BatchNorm2d(5)
     mine = T.nn.BatchNorm2d(5)
@@ -224,7 +242,7 @@ def test_batch_norm_running_stats_after_three_steps(T):
 
 
 def test_compiled_inplace_update(T):
-    from fuser.frontend.torch.backend import FuserBackend
+    from fuser.torch.backend import FuserBackend
 
     def step(p, g, m):
         m.mul_(0.9).add_(g)
@@ -249,7 +267,7 @@ def test_compiled_inplace_update(T):
 def test_compiled_kv_cache_slot_write(T, pos):
     """cache[:, pos:pos+3] = new under torch.compile: slice_scatter and the functional copy are
     translated, and the copy_ into the cache becomes the region's in-place output."""
-    from fuser.frontend.torch.backend import FuserBackend
+    from fuser.torch.backend import FuserBackend
 
     def write(cache, new, pos: int):
         cache[:, pos:pos + new.shape[1]] = new
@@ -267,7 +285,7 @@ def test_compiled_kv_cache_slot_write(T, pos):
 
 
 def test_slice_scatter_and_copy_translations(T):
-    from fuser.frontend.torch.backend import FuserBackend
+    from fuser.torch.backend import FuserBackend
 
     def f(x, y, z):
         a = T.ops.aten.slice_scatter.default(x, y, 1, 2, 5)
