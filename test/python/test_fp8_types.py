@@ -300,7 +300,7 @@ def test_api_round_trip_and_torch_cpu_tensors():
     """fuser.cast to and from FP8 through the builder, compiled to PTX (the cvt instructions in
     it), and run by the reference on torch's FP8 tensors, taken to numpy and back as the PyTorch
     backend does (ml_dtypes' types: torch's .numpy() has none)."""
-    from fuser.frontend.torch.partition import _from_numpy, _to_numpy
+    from fuser.torch.partition import _from_numpy, _to_numpy
     with fuser.FusionBuilder("fp8_rt") as fb:
         x = fb.input((5, 7), "bf16", name="x")
         q = fb.input((7,), "f8e5m2", name="q")

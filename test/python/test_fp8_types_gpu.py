@@ -23,7 +23,8 @@ pytestmark = pytest.mark.gpu
 
 FP8 = ["f8e4m3fn", "f8e5m2"]
 MLIR = {"f8e4m3fn": "f8E4M3FN", "f8e5m2": "f8E5M2", "u8": "ui8"}
-ALL = ["f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32", "i64", "u8", *FP8]
+INTEGERS = ["i8", "i16", "i32", "i64", "u8"]
+ALL = ["f32", "f16", "bf16", "f64", "i1", *INTEGERS, *FP8]
 
 
 def _t(shape, dt):
@@ -71,8 +72,8 @@ def _torch_saturates_e4m3fn(torch) -> bool:
 @pytest.mark.parametrize("src", FP8)
 def test_every_fp8_bit_pattern_to_every_type_matches_torch_cuda(src):
     """256 bit patterns, tiled over 4099 x 37 elements (odd, so the vector tails run), cast to
-    every other type in one fusion: exactly torch's CUDA casts (floats NaN for NaN, integers
-    by the GPU's rule, which torch's CUDA casts share)."""
+    every other type in one fusion: exactly torch's CUDA casts (floats NaN for NaN), except NaN
+    to an integer, which C++ leaves undefined and fuser makes 0."""
     torch = cuda_torch()
     shape = (4099, 37)
     x = torch.arange(shape[0] * shape[1], device="cuda").remainder(256).to(torch.uint8).view(
@@ -80,8 +81,13 @@ def test_every_fp8_bit_pattern_to_every_type_matches_torch_cuda(src):
     dsts = [d for d in ALL if d != src]
     k = api.compile(_casts(src, dsts, shape))
     got = k(x)
+    nan = torch.isnan(x.float())
     for d, g in zip(dsts, got):
-        _equal(torch, g, x.to(_dtype(torch, d)), f"{src} -> {d}")
+        if d in INTEGERS:  # NaN to an integer is undefined in C++ (torch on CUDA: i64 gives INT64_MIN); fuser: 0
+            assert not g[nan].any(), f"{src} -> {d}: NaN gave {g[nan].unique().tolist()}, not 0"
+            _equal(torch, g, x.to(_dtype(torch, d)), f"{src} -> {d}", ~nan)
+        else:
+            _equal(torch, g, x.to(_dtype(torch, d)), f"{src} -> {d}")
 
 
 def _sweep(torch):
@@ -112,7 +118,7 @@ def test_floats_to_fp8_match_torch_cuda(src):
     got = k(x)
     sat = _torch_saturates_e4m3fn(torch)
     for d, g in zip(FP8, got):
-        host = x.float().cpu().numpy()
+        host = x.cpu().float().numpy()  # (on the host: CUDA's f16 -> f32 conversion drops a NaN's sign)
         ref = torch.from_numpy(fp8.to_fp8(host, d).view(np.uint8)).cuda()
         assert torch.equal(g.view(torch.uint8), ref), f"{src} -> {d}: {int((g.view(torch.uint8) != ref).sum())} " \
                                                       f"differ from the reference"
@@ -174,7 +180,8 @@ def test_fused_round_trip_and_the_pytorch_backend():
     def f(x):
         return x.to(torch.float8_e4m3fn).to(torch.bfloat16) * 2
 
-    x = (torch.randn(4097, 1031, device="cuda") * 300).bfloat16()
+    # inside +-448: torch releases before 2.13 give NaN past it where fuser saturates (see above)
+    x = (torch.randn(4097, 1031, device="cuda") * 300).clamp(-448, 448).bfloat16()
     be = ft.backend()
     got = torch.compile(f, backend=be, dynamic=False)(x)
     assert be.stats.torch_nodes == {}, be.stats.torch_nodes

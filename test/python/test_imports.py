@@ -185,3 +185,18 @@ def test_passes_use_analyses_not_emitters():
     bad = [f"{m} -> {d}" for m, deps in _graph().items() if m.startswith("fuser.passes")
            for d in sorted(deps) if _lowering_folder(d) in ("emitters", "conversion", "target")]
     assert bad == []
+
+
+def test_nothing_imports_the_frontend_by_its_folder_name():
+    """frontend/torch installs as `fuser.torch` (pyproject's package-dir); `fuser.frontend`
+    exists only in an editable checkout, so an import of it passes here and fails on the GPU
+    machine, where fuser is installed (test_inplace_gpu's backend tests did)."""
+    bad = []
+    for f in sorted(ROOT.rglob("*.py")):
+        if ".venv" in f.parts or "build" in f.parts:
+            continue
+        for node in _runtime_nodes(ast.parse(f.read_text(), str(f))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            bad += [f"{f.relative_to(ROOT)}:{node.lineno}" for n in names if n.startswith("fuser.frontend")]
+    assert not bad, f"import fuser.torch instead: {bad}"

@@ -138,7 +138,7 @@ def test_numpy_and_device_array_inputs():
 
 def test_backend_batch_norm_on_cuda():
     torch = cuda_torch()
-    from fuser.frontend.torch.backend import FuserBackend
+    from fuser.torch.backend import FuserBackend
     torch.manual_seed(0)
     eager = torch.nn.BatchNorm2d(7).cuda()
     mine = torch.nn.BatchNorm2d(7).cuda()
@@ -155,7 +155,7 @@ def test_backend_batch_norm_on_cuda():
 
 def test_backend_kv_cache_write_on_cuda():
     torch = cuda_torch()
-    from fuser.frontend.torch.backend import FuserBackend
+    from fuser.torch.backend import FuserBackend
 
     def write(cache, new, pos: int):
         cache[:, pos:pos + new.shape[1]] = new

@@ -1187,7 +1187,7 @@ def test_relayout_copies_into_the_compiled_layout():
     """A call's tensor whose strides or storage offset the compiled layout cannot take is copied
     into that layout (an expanded dim written once); overlapping strides of another kind give
     None (the region then runs in PyTorch)."""
-    from fuser.frontend.torch.partition import _in_layout, _relayout
+    from fuser.torch.partition import _in_layout, _relayout
 
     base = torch.randn(6, 40)
     x = base[:, 2:34]
