@@ -6,9 +6,9 @@ cheap for a short line (the one-hot of a loss's gradient: one position), but an 
 gradient's line holds every token. For a line longer than `SORT_ABOVE` positions this pass
 makes, before it, a stable ascending `fusion.sort` of the line's normalized indices (below 0
 counted from the end, outside [0, extent) moved to the nearest end, as the op defines them),
-moved so that `dim` is innermost and cut into chunks of at most `fusion.SCATTER_CHUNK` (the
-sort kernel's longest row; the last chunk padded with the extent, which no element's position
-equals), and gives the scatter the sorted indices and their positions (`order`). Each result
+as i32 where the extent allows, moved so that `dim` is innermost and cut into chunks of at most
+`fusion.SCATTER_CHUNK` (the sort kernel's longest row; the last chunk padded with the extent,
+which no element's position equals), and gives the scatter the sorted indices and their positions (`order`). Each result
 element then finds its positions by a binary search per chunk and reads them in index order:
 the same result, with no atomics and no dependence on timing (the sort is stable). An index line
 shared along other dims (index_add's) is sorted once. Idempotent.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, i32, i64
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
@@ -75,6 +75,9 @@ def sort_scatter(op: F.ScatterOp) -> F.ScatterOp:
     i = op.index
     i = emit(F.WhereOp(emit(F.CmpOp("lt", i, full(0))), emit(F.AddOp(i, full(extent))), i))
     i = emit(F.MinOp(emit(F.MaxOp(i, full(0))), full(max(extent - 1, 0))))
+    if ity == i64 and extent < 2 ** 31:  # positions in [0, extent] fit 32 bits: half the sort's keys
+        ity = i32                                # and of the searches' loads
+        i = emit(F.CastOp(i, i32))
     rank = len(shape)
     if d != rank - 1:
         perm = [k for k in range(rank) if k != d] + [d]

@@ -66,11 +66,24 @@ def pointwise_inputs(outputs: list[SSAValue], materialized: set, args: set) -> t
     return expr, by_name(set().union(*(leaves(expr[o], materialized - {o}, args) for o in outputs)))
 
 
+def _positions_only(v: SSAValue) -> bool:
+    """Every use of `v` is the index (or a sorted scatter's order) operand of a gather or a
+    scatter, which the Evaluator reads one element per lane group (an embedding gradient's
+    sorted i64 token ids, beside bf16 rows)."""
+    def position(use) -> bool:
+        op = use.operation
+        return isinstance(op, F.INDEXED_OPS) and (op.index is v or getattr(op, "order", None) is v) \
+            and v not in (op.input, getattr(op, "src", None))
+    return bool(v.uses) and all(position(u) for u in v.uses)
+
+
 def grid_stride(outputs: list[SSAValue], reads: list[SSAValue], opts) -> tuple[int, int, int, int]:
     """(lanes per access, vectors, threads per block, blocks) of the grid-stride kernel."""
     shape = shape_of(outputs[0])
-    # (a 0-d read, such as a random op's seed, is one scalar load: it does not narrow the vectors)
-    max_bytes = max(elem_bytes(F._elem(v)) for v in list(outputs) + [r for r in reads if shape_of(r)])
+    # (a 0-d read, such as a random op's seed, is one scalar load, and so is each element of a
+    # read that only gives gathers and scatters their positions: neither narrows the vectors)
+    max_bytes = max(elem_bytes(F._elem(v)) for v in list(outputs) + [r for r in reads if shape_of(r)
+                                                                      and not _positions_only(r)])
     lanes = vector_lanes(shape[-1], max_bytes, opts.vector) if shape else 1
     nvec = math.prod(shape) // lanes
     block, grid = pointwise_params(nvec, opts.sms, opts.block)

@@ -16,7 +16,8 @@ func.func @one_hot(%x: tensor<9x11xf32>, %i: tensor<9x1xi32>, %s: tensor<9x1xf32
   func.return %r : tensor<9x11xf32>
 }
 
-// index_add's shared line (the embedding backward): one sort of 300 ids.
+// index_add's shared line (the embedding backward): one sort of 300 ids, as i32 (the extent
+// fits: half the sort's key bytes).
 // CHECK-LABEL: func.func @emb_bwd
 // CHECK: %[[LT:.*]] = fusion.cmp lt, %ids, %{{.*}} : tensor<300x1xi64>
 // CHECK: %[[FROM_END:.*]] = fusion.add %ids, %{{.*}} : tensor<300x1xi64>
@@ -24,10 +25,11 @@ func.func @one_hot(%x: tensor<9x11xf32>, %i: tensor<9x1xi32>, %s: tensor<9x1xf32
 // CHECK: %[[MAX:.*]] = fusion.max %[[W]]
 // CHECK: %[[TOP:.*]] = fusion.full 999 : tensor<300x1xi64>
 // CHECK: %[[MIN:.*]] = fusion.min %[[MAX]], %[[TOP]] : tensor<300x1xi64>
-// CHECK: %[[P:.*]] = fusion.permute %[[MIN]] [1, 0] : tensor<300x1xi64> to tensor<1x300xi64>
-// CHECK: %[[R:.*]] = fusion.reshape %[[P]] : tensor<1x300xi64> to tensor<1x1x300xi64>
-// CHECK: %[[V:.*]], %[[O:.*]] = fusion.sort %[[R]] dim 2 : tensor<1x1x300xi64> to tensor<1x1x300xi64>, tensor<1x1x300xi64>
-// CHECK: %r = fusion.scatter %w, %[[V]], %g, %[[O]] dim 0 add : tensor<1000x64xbf16>, tensor<1x1x300xi64>, tensor<300x64xbf16>, tensor<1x1x300xi64> to tensor<1000x64xbf16>
+// CHECK: %[[N:.*]] = fusion.cast %[[MIN]] : tensor<300x1xi64> to tensor<300x1xi32>
+// CHECK: %[[P:.*]] = fusion.permute %[[N]] [1, 0] : tensor<300x1xi32> to tensor<1x300xi32>
+// CHECK: %[[R:.*]] = fusion.reshape %[[P]] : tensor<1x300xi32> to tensor<1x1x300xi32>
+// CHECK: %[[V:.*]], %[[O:.*]] = fusion.sort %[[R]] dim 2 : tensor<1x1x300xi32> to tensor<1x1x300xi32>, tensor<1x1x300xi64>
+// CHECK: %r = fusion.scatter %w, %[[V]], %g, %[[O]] dim 0 add : tensor<1000x64xbf16>, tensor<1x1x300xi32>, tensor<300x64xbf16>, tensor<1x1x300xi64> to tensor<1000x64xbf16>
 func.func @emb_bwd(%g: tensor<300x64xbf16>, %ids: tensor<300x1xi64>, %w: tensor<1000x64xbf16>) -> tensor<1000x64xbf16> {
   %r = fusion.scatter %w, %ids, %g dim 0 add : tensor<1000x64xbf16>, tensor<300x1xi64>, tensor<300x64xbf16> to tensor<1000x64xbf16>
   func.return %r : tensor<1000x64xbf16>

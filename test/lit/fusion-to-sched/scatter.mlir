@@ -34,28 +34,29 @@ func.func @one_hot(%x: tensor<9x11xf32>, %i: tensor<9x1xi32>, %s: tensor<9x1xf32
 
 // The embedding backward: a sort kernel of the 300 ids, then the sorted segment pass: each
 // lane group of a weight row (one shared id line: one search for its lanes) finds the first
-// sorted id not below its row and the first above it (two fixed 9-step searches), then sums
-// its rows of the gradient in token order, read as vectors, into f32, stored as bf16.
+// sorted id not below its row and the first above it (two fixed 9-step searches of the i32
+// sorted ids), then sums its rows of the gradient in token order, read as 16-byte vectors (the
+// i64 positions, read one per lane group, do not narrow them), into f32, stored as bf16.
 // CHECK-LABEL: sched.kernel @emb_bwd_k0
 // CHECK-SAME: fuser.schedule = "sort of 1 rows of 300, first 300 kept
 // CHECK-LABEL: sched.kernel @emb_bwd_k1
-// CHECK: %[[W:.*]] = sched.load %4[%[[ROW:.*]], %[[COL:.*]]] : memref<1000x64xbf16> -> vector<2xbf16>
-// CHECK: %[[ID:.*]] = arith.index_cast %[[ROW]] : index to i64
-// CHECK: %[[NEXT:.*]] = arith.addi %[[ID]], %{{.*}} : i64
-// CHECK: scf.for %[[K:.*]] = %{{.*}} iter_args({{.*}}) -> (f32, f32) {
+// CHECK: %[[W:.*]] = sched.load %4[%[[ROW:.*]], %[[COL:.*]]] : memref<1000x64xbf16> -> vector<8xbf16>
+// CHECK: %[[ID:.*]] = arith.index_cast %[[ROW]] : index to i32
+// CHECK: %[[NEXT:.*]] = arith.addi %[[ID]], %{{.*}} : i32
+// CHECK: scf.for %[[K:.*]] = %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32) {
 // CHECK: %[[LO:.*]], %{{.*}} = scf.for {{.*}} -> (index, index) {
-// CHECK: sched.load %1[%{{.*}}, %[[K]], %{{.*}}] : memref<1x1x300xi64> -> i64
-// CHECK: arith.cmpi slt, %{{.*}}, %[[ID]] : i64
+// CHECK: sched.load %1[%{{.*}}, %[[K]], %{{.*}}] : memref<1x1x300xi32> -> i32
+// CHECK: arith.cmpi slt, %{{.*}}, %[[ID]] : i32
 // CHECK: %[[HI:.*]], %{{.*}} = scf.for {{.*}} -> (index, index) {
-// CHECK: arith.cmpi slt, %{{.*}}, %[[NEXT]] : i64
-// CHECK: scf.for %[[C:.*]] = %[[LO]] to %[[HI]] step %{{.*}} iter_args({{.*}}) -> (f32, f32) {
+// CHECK: arith.cmpi slt, %{{.*}}, %[[NEXT]] : i32
+// CHECK: scf.for %[[C:.*]] = %[[LO]] to %[[HI]] step %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32) {
 // CHECK: %[[O:.*]] = sched.load %2[%{{.*}}, %[[K]], %[[C]]] : memref<1x1x300xi64> -> i64
 // CHECK: %[[T:.*]] = arith.index_cast %[[O]] : i64 to index
-// CHECK: %[[G:.*]] = sched.load %3[%{{.*}}, %[[COL]]] : memref<300x64xbf16> -> vector<2xbf16>
+// CHECK: %[[G:.*]] = sched.load %3[%{{.*}}, %[[COL]]] : memref<300x64xbf16> -> vector<8xbf16>
 // CHECK: arith.addf
 // CHECK: arith.addf
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
-// CHECK: sched.store %{{.*}}, %0[%[[ROW]], %[[COL]]] : vector<2xbf16>, memref<1000x64xbf16>
+// CHECK: sched.store %{{.*}}, %0[%[[ROW]], %[[COL]]] : vector<8xbf16>, memref<1000x64xbf16>
 // CHECK: sched.launch @emb_bwd_k0
 // CHECK: sched.launch @emb_bwd_k1
 // PTX-NOT: red.global
