@@ -76,7 +76,7 @@ def emit_persistent(em: KernelEmitter, task: Task, materialized: set, args: set)
         overrides: dict[SSAValue, SSAValue] = {}   # reduction results, filled stage by stage
         sources = {v: amap[v] for v in reads}
         if p.smem:
-            copies = _rows_in_shared(kb, g, p, stages, sources, overrides, row_c, row_idx, tx, ty, amap)
+            copies = _rows_in_shared(kb, g, p, stages, sources, overrides, row_c, row_idx, tx, ty)
         else:
             cache = _rows_in_registers(kb, g, p, stages, sources, overrides, row_idx, tx, ty)
         ok_row = kb.lt(row, rows)
@@ -173,8 +173,8 @@ def _row_loop(kb: KernelBuilder, row_vecs: int, init: list) -> tuple[KernelBuild
     return kb.at(loop.body.block), j, carried, loop
 
 
-def _rows_in_shared(kb: KernelBuilder, g: NormGroup, p, stages, sources, overrides, row_c, row_idx, tx, ty,
-                    amap) -> dict:
+def _rows_in_shared(kb: KernelBuilder, g: NormGroup, p, stages, sources, overrides, row_c, row_idx, tx,
+                    ty) -> dict:
     """Copy the cached rows into shared memory once, unrolled so that a thread's loads are in
     flight together; each stage then loops over the row there, so that no slot's value or index
     stays live from one stage to the next (a 1024-thread block has 64 registers a thread, a
@@ -199,8 +199,8 @@ def _rows_in_shared(kb: KernelBuilder, g: NormGroup, p, stages, sources, overrid
                     j = kb.v(arith.MinUIOp(j, kb.c(row_vecs - 1)))
                 col = kb.mul(j, p.lanes)
                 at = v_row + kb.delinearize(col, col_shape)
-                if v in amap:
-                    x = kb.load(amap[v], at, p.lanes)
+                if v in sources:  # a kernel input (not an output of this kernel: that is computed here)
+                    x = kb.load(sources[v], at, p.lanes)
                 else:  # computed in its compute type (a bf16 input read through a view: f32), kept as stored
                     x = [kb.trunc(e, F._elem(v)) if F.is_float(F._elem(v)) else e for e in computed(v, at, p.lanes)]
                 loaded.append((x, col))
