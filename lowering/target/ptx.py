@@ -102,8 +102,9 @@ def avoid_wrapping_neg_abs(ptx: str) -> str:
     `mul.hi.s16` of a division read as +32768 (-(-32768) >> 3 gave 4096, remainder(-(-32768), -3)
     gave -1), while the same wrap through `add.s16` is read right; `abs.s32` of INT_MIN read by
     `rem.s32` gave the remainder of +2^31 (GPU fuzz seed 9920000), so abs is rewritten at every
-    width. LLVM forms neg and abs from any multiply by -1 or select of a negation, so the
-    kernels' IR cannot avoid them."""
+    width (there, with the rewrite off, neg.s32 and neg.s64 read by shifts, divisions and
+    remainders were right). LLVM forms neg and abs from any multiply by -1 or select of a
+    negation, so the kernels' IR cannot avoid them."""
     ptx = _NEG16.sub(r"\1not.b16 \2, \3;\n\1add.s16 \2, \2, 1;", ptx)
     return _ABS.sub(r"\1{\n\1.reg .pred %abs_p;\n\1.reg .b\2 %abs_t;\n\1setp.lt.s\2 %abs_p, \4, 0;\n"
                     r"\1not.b\2 %abs_t, \4;\n\1add.s\2 %abs_t, %abs_t, 1;\n\1selp.b\2 \3, %abs_t, \4, %abs_p;\n\1}", ptx)

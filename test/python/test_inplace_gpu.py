@@ -61,7 +61,7 @@ def test_flip_into_itself_is_staged(n):
     x = fb.input((n,), "f32", name="x")
     fb.output(fuser.flip(x, [0]), alias=x)
     c = fuser.compile(fb)
-    assert "fuser.staged_aliases" in c.ir("sched")
+    assert ("fuser.staged_aliases" in c.ir("sched")) == (n > 1)  # (a flip of one element launches nothing)
     X = torch.randn(n, device="cuda")
     want = X.flip(0)
     assert c(X) is X
