@@ -26,7 +26,11 @@ SORT_SMEM_BYTES = 200 * 1024
 SORT_SELECT_MAX_K = 16
 """The largest k a thread keeps in registers (topk's select mode)."""
 SORT_MAX_BX = 512
-"""The most threads that sort one row."""
+"""The most threads that sort one row when rows fill the GPU (more blocks stay resident)."""
+SORT_FEW_ROWS = 32
+SORT_FEW_ROWS_MAX_BX = 1024
+"""With at most SORT_FEW_ROWS rows most SMs idle and a row's sort is the kernel's time: up to
+1024 threads sort it (an embedding gradient's one line of 8192 token ids)."""
 SORT_BLOCK_THREADS = 256
 """Threads per block when short rows share one."""
 SELECT_ELEMS_PER_CANDIDATE = 8
@@ -82,6 +86,6 @@ def sort_params(rows: int, n: int, k: int, key_bytes: int, block: int = 0, what:
             f"'{what}' rows of {n} elements of {key_bytes} byte(s) do not fit the sort kernel: it sorts a row in "
             f"shared memory, at most {longest} such elements ({SORT_SMEM_BYTES // 1024} KB with their i32 "
             f"positions); topk with k <= {SORT_SELECT_MAX_K} takes rows of any length")
-    bx = forced or min(SORT_MAX_BX, max(32, net // 2))
+    bx = forced or min(SORT_FEW_ROWS_MAX_BX if rows <= SORT_FEW_ROWS else SORT_MAX_BX, max(32, net // 2))
     by = max(1, min(SORT_BLOCK_THREADS // bx, next_pow2(rows), SORT_SMEM_BYTES // (net * (key_bytes + 4))))
     return SortParams("network", n, k, net, bx, by, key_bytes)

@@ -34,8 +34,8 @@ func.func @one_hot(%x: tensor<9x11xf32>, %i: tensor<9x1xi32>, %s: tensor<9x1xf32
 
 // The embedding backward: a sort kernel of the 300 ids, then the sorted segment pass: each
 // lane group of a weight row (one shared id line: one search for its lanes) finds the first
-// sorted id not below its row and the first above it (two fixed 9-step searches of the i32
-// sorted ids), then sums its rows of the gradient in token order, read as 16-byte vectors (the
+// sorted id not below its row and the first above it (two 9-step searches of the i32 sorted
+// ids, unrolled, one probe a step, in 32-bit arithmetic), then sums its rows of the gradient in token order, read as 16-byte vectors (the
 // i64 positions, read one per lane group, do not narrow them), into f32, stored as bf16.
 // CHECK-LABEL: sched.kernel @emb_bwd_k0
 // CHECK-SAME: fuser.schedule = "sort of 1 rows of 300, first 300 kept
@@ -44,11 +44,13 @@ func.func @one_hot(%x: tensor<9x11xf32>, %i: tensor<9x1xi32>, %s: tensor<9x1xf32
 // CHECK: %[[ID:.*]] = arith.index_cast %[[ROW]] : index to i32
 // CHECK: %[[NEXT:.*]] = arith.addi %[[ID]], %{{.*}} : i32
 // CHECK: scf.for %[[K:.*]] = %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32) {
-// CHECK: %[[LO:.*]], %{{.*}} = scf.for {{.*}} -> (index, index) {
+// CHECK-NOT: scf.for
+// CHECK-COUNT-9: arith.cmpi slt, %{{.*}}, %[[ID]] : i32
+// CHECK: %[[LO:.*]] = arith.index_cast %{{.*}} : i32 to index
+// CHECK-NOT: scf.for
 // CHECK: sched.load %1[%{{.*}}, %[[K]], %{{.*}}] : memref<1x1x300xi32> -> i32
-// CHECK: arith.cmpi slt, %{{.*}}, %[[ID]] : i32
-// CHECK: %[[HI:.*]], %{{.*}} = scf.for {{.*}} -> (index, index) {
-// CHECK: arith.cmpi slt, %{{.*}}, %[[NEXT]] : i32
+// CHECK-COUNT-9: arith.cmpi slt, %{{.*}}, %[[NEXT]] : i32
+// CHECK: %[[HI:.*]] = arith.index_cast %{{.*}} : i32 to index
 // CHECK: scf.for %[[C:.*]] = %[[LO]] to %[[HI]] step %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32) {
 // CHECK: %[[O:.*]] = sched.load %2[%{{.*}}, %[[K]], %[[C]]] : memref<1x1x300xi64> -> i64
 // CHECK: %[[T:.*]] = arith.index_cast %[[O]] : i64 to index
