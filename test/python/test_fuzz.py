@@ -293,6 +293,13 @@ def test_a_cpu_run_finds_nothing(capsys):
     assert counts["ok"] + counts["refused"] == 24, counts
 
 
+def test_a_run_with_a_time_limit_stops_and_says_so():
+    lines = []
+    counts = fuzz.run(50, 1000, gpu=False, log=lines.append, seconds=0.0)
+    assert sum(counts.values()) == 1  # (at least one case runs)
+    assert any(x.startswith("fuser-fuzz: 1 of 50 (stopped at --seconds 0) cases from seed 1000") for x in lines), lines
+
+
 def test_a_wrong_answer_is_caught_and_shrunk(tmp_path):
     # the first case with a mask among at least three outputs (seeds move as the generator grows)
     seed, k = next((s, c.outputs.index("i1", 1)) for s in range(100) for c in [fuzz.fuzz_case(s)]

@@ -251,18 +251,25 @@ def _verifying_every_pass():
             os.environ["FUSER_VERIFY_EACH"] = before
 
 
-def run(cases: int, seed: int, gpu: bool = False, save: Path | None = None, log=print) -> Counter:
+def run(cases: int, seed: int, gpu: bool = False, save: Path | None = None, log=print,
+        seconds: float | None = None) -> Counter:
+    """Check `cases` fusions from `seed` on; with `seconds`, start no case after that long (at
+    least one runs) and still print the summary, so a run inside a time budget says what it did."""
     with _verifying_every_pass():
-        return _run(cases, seed, gpu, save, log)
+        return _run(cases, seed, gpu, save, log, seconds)
 
 
-def _run(cases: int, seed: int, gpu: bool, save: Path | None, log) -> Counter:
+def _run(cases: int, seed: int, gpu: bool, save: Path | None, log, seconds: float | None) -> Counter:
     counts: Counter = Counter()
     refusals: Counter = Counter()
     if gpu and (problem := gpu_problem()):  # before any case, not as a crash of each
         raise RuntimeError(problem)
     t0 = time.perf_counter()
+    done = 0
     for s in range(seed, seed + cases):
+        if seconds is not None and done and time.perf_counter() - t0 >= seconds:
+            break
+        done += 1
         case = fuzz_case(s)
         options = OPTION_VARIANTS[s % len(OPTION_VARIANTS)]
         inputs = make_inputs(case, s)
@@ -279,7 +286,8 @@ def _run(cases: int, seed: int, gpu: bool, save: Path | None, log) -> Counter:
                 (save / f"fuzz-{s}.mlir").write_text(
                     f"// fuser-fuzz seed {s}, pipeline options '{options}', {status}: {detail}\n"
                     f"// kept outputs {keep} of the original case\n{text}")
-    log(f"fuser-fuzz: {cases} cases from seed {seed} on the {'GPU' if gpu else 'CPU'} in "
+    ran = f"{done}" if done == cases else f"{done} of {cases} (stopped at --seconds {seconds:g})"
+    log(f"fuser-fuzz: {ran} cases from seed {seed} on the {'GPU' if gpu else 'CPU'} in "
         f"{time.perf_counter() - t0:.0f} s: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     for pattern, n in refusals.most_common():
         log(f"  refused {n}x: {pattern}")
@@ -293,9 +301,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0, help="first seed (case i uses seed + i)")
     p.add_argument("--gpu", action="store_true", help="run every kernel on the GPU (else: the reference interpreter)")
     p.add_argument("--save-failures", type=Path, help="write each failing case, shrunk, as a .mlir reproducer here")
+    p.add_argument("--seconds", type=float, help="start no case after this many seconds, then print the summary "
+                                                  "(for a run inside a time limit: a killed run prints nothing)")
     args = p.parse_args(argv)
     if args.gpu and (problem := gpu_problem()):
         print(f"fuser-fuzz: {problem}", file=sys.stderr)
         return 2
-    counts = run(args.cases, args.seed, args.gpu, args.save_failures)
+    counts = run(args.cases, args.seed, args.gpu, args.save_failures, seconds=args.seconds)
     return 1 if counts["mismatch"] or counts["crash"] else 0
