@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from xdsl.ir import SSAValue
+from xdsl.ir import OpResult, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.lowering.analysis.planner import matmul_results
@@ -66,15 +66,28 @@ def pointwise_inputs(outputs: list[SSAValue], materialized: set, args: set) -> t
     return expr, by_name(set().union(*(leaves(expr[o], materialized - {o}, args) for o in outputs)))
 
 
-def _positions_only(v: SSAValue) -> bool:
-    """Every use of `v` is the index (or a sorted scatter's order) operand of a gather or a
-    scatter, which the Evaluator reads one element per lane group (an embedding gradient's
-    sorted i64 token ids, beside bf16 rows)."""
-    def position(use) -> bool:
-        op = use.operation
+def _positions_only(v: SSAValue, kernel_ops: set) -> bool:
+    """Every use of `v` among the kernel's ops is the index (or a sorted scatter's order)
+    operand of a gather or a scatter, which the Evaluator reads one element per lane group (an
+    embedding gradient's sorted i64 token ids, beside bf16 rows)."""
+    def position(op) -> bool:
         return isinstance(op, F.INDEXED_OPS) and (op.index is v or getattr(op, "order", None) is v) \
             and v not in (op.input, getattr(op, "src", None))
-    return bool(v.uses) and all(position(u) for u in v.uses)
+    users = [u.operation for u in v.uses if u.operation in kernel_ops]
+    return bool(users) and all(position(op) for op in users)
+
+
+def _ops_between(outputs: list[SSAValue], reads: list[SSAValue]) -> set:
+    """The ops that compute `outputs` from `reads` (what one kernel evaluates)."""
+    stop, seen = set(reads), set()
+    todo = [o.owner for o in outputs if isinstance(o, OpResult)]
+    while todo:
+        op = todo.pop()
+        if op in seen:
+            continue
+        seen.add(op)
+        todo += [x.owner for x in op.operands if x not in stop and isinstance(x, OpResult)]
+    return seen
 
 
 def grid_stride(outputs: list[SSAValue], reads: list[SSAValue], opts) -> tuple[int, int, int, int]:
@@ -82,8 +95,9 @@ def grid_stride(outputs: list[SSAValue], reads: list[SSAValue], opts) -> tuple[i
     shape = shape_of(outputs[0])
     # (a 0-d read, such as a random op's seed, is one scalar load, and so is each element of a
     # read that only gives gathers and scatters their positions: neither narrows the vectors)
+    ops = _ops_between(outputs, reads)
     max_bytes = max(elem_bytes(F._elem(v)) for v in list(outputs) + [r for r in reads if shape_of(r)
-                                                                      and not _positions_only(r)])
+                                                                      and not _positions_only(r, ops)])
     lanes = vector_lanes(shape[-1], max_bytes, opts.vector) if shape else 1
     nvec = math.prod(shape) // lanes
     block, grid = pointwise_params(nvec, opts.sms, opts.block)
