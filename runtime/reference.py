@@ -757,12 +757,12 @@ def run_reference(func_op: FuncOp | ModuleOp, args: Sequence[np.ndarray], precis
         outs = _run_block(_Interp(precision), func.body.block, _check_args(func, args))
     results = [_laid_out(func, j, x) for j, x in enumerate(outs)]
     aliases = output_aliases(func)
-    # a result that is (a view of) an argument another in-place output writes (a swap of two
-    # inputs) is copied first, so that it keeps the input's values
+    # a result that is (a view of) an argument an in-place output writes (an input returned as
+    # is, or swapped into another input) is copied first, so that it keeps the input's values
     written = [args[i] for i in aliases.values() if isinstance(args[i], np.ndarray)]
-    for j in aliases:
-        if any(np.shares_memory(results[j], a) for a in written):
-            results[j] = results[j].copy()
+    for j, r in enumerate(results):
+        if any(np.shares_memory(r, a) for a in written):
+            results[j] = r.copy()
     for j, i in aliases.items():
         a = args[i]
         if isinstance(a, np.ndarray) and a.flags.writeable and a.shape == results[j].shape \

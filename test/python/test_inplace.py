@@ -138,6 +138,26 @@ def test_inputs_swapped_or_rotated_in_place(n):
         np.testing.assert_array_equal(xs[(k + 1) % n], np.float32(want))
 
 
+def test_an_input_returned_beside_its_own_update_keeps_the_old_values():
+    """`return x, 2x` with the second into x (CPU fuzz seed 11310228): the first output is x as
+    it was passed. The reference interpreter returned the updated array for it; the schedule
+    copies x out before the update lands (the update is staged and copied in last)."""
+    fb = fuser.FusionBuilder("keep")
+    x = fb.input((31, 33), "f32", name="x")
+    fb.output(x)
+    fb.output(x * 2.0, alias=x)
+    c = fuser.compile(fb)
+    m, host, kernels = _host(c)
+    check_buffers(m)
+    assert not inplace_hazards(host, kernels)
+    X = np.arange(31 * 33, dtype=np.float32).reshape(31, 33)
+    X0 = X.copy()
+    old, new = c.reference(X)
+    assert new is X and old is not X
+    np.testing.assert_array_equal(old, X0)
+    np.testing.assert_array_equal(X, X0 * 2)
+
+
 @pytest.mark.parametrize("build", ["flip1", "same", "empty"])
 def test_a_fusion_that_launches_no_kernel_compiles(build):
     """A flip of one element into itself, an input returned into itself, an output with no

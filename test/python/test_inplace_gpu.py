@@ -86,6 +86,20 @@ def test_inputs_swapped_or_rotated_in_place(n):
         torch.testing.assert_close(X[(k + 1) % n], -X0[k] if k == n - 1 else X0[k], rtol=0, atol=0)
 
 
+def test_an_input_returned_beside_its_own_update():
+    torch = cuda_torch()
+    fb = fuser.FusionBuilder("keep")
+    x = fb.input((37, 129), "f32", name="x")
+    fb.output(x)
+    fb.output(x * 2.0, alias=x)
+    X = torch.randn(37, 129, device="cuda")
+    X0 = X.clone()
+    old, new = fuser.compile(fb)(X)
+    assert new is X
+    torch.testing.assert_close(old, X0, rtol=0, atol=0)
+    torch.testing.assert_close(X, X0 * 2, rtol=0, atol=0)
+
+
 def test_running_stats_in_reduction_epilogue():
     torch = cuda_torch()
     fb = fuser.FusionBuilder("stats")
