@@ -90,7 +90,8 @@ func.func @flip_both(%x: tensor<6x64xf32>) -> tensor<6x64xf32> {
 }
 
 // An embedding row: the index, counted from the end if negative and clamped into [0, 999], is
-// loaded once per lane group, and the row read as vectors.
+// loaded once per lane group, and the row read as 16-byte vectors (the i32 index, read one per
+// lane group, does not narrow them).
 // CHECK-LABEL: sched.kernel @embed_k0
 // CHECK: %[[ID:.*]] = sched.load %{{.*}}[%{{.*}}] : memref<37xi32> -> i32
 // CHECK: %[[FROM_END:.*]] = arith.addi %[[ID]], %{{.*}} : i32
@@ -100,7 +101,7 @@ func.func @flip_both(%x: tensor<6x64xf32>) -> tensor<6x64xf32> {
 // CHECK: %[[LAST:.*]] = arith.constant 999 : i32
 // CHECK: %[[ROW:.*]] = arith.minsi %[[LO]], %[[LAST]] : i32
 // CHECK: %[[AT:.*]] = arith.index_cast %[[ROW]] : i32 to index
-// CHECK: sched.load %{{.*}}[%[[AT]], %{{.*}}] : memref<1000x64xbf16> -> vector<4xbf16>
+// CHECK: sched.load %{{.*}}[%[[AT]], %{{.*}}] : memref<1000x64xbf16> -> vector<8xbf16>
 func.func @embed(%w: tensor<1000x64xbf16>, %ids: tensor<37xi32>) -> tensor<37x64xbf16> {
   %e = fusion.index_select %w, %ids dim 0 : tensor<1000x64xbf16>, tensor<37xi32> to tensor<37x64xbf16>
   func.return %e : tensor<37x64xbf16>
