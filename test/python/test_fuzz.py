@@ -287,10 +287,10 @@ def test_the_float_part_of_a_case_does_not_depend_on_its_typed_part(monkeypatch)
 
 
 def test_a_cpu_run_finds_nothing(capsys):
-    # (24 cases: the loop end to end; the generator's reach is test_every_op_type_..., and the
-    # GPU fuzz runs are the thousands)
-    counts = fuzz.run(24, 1000, gpu=False)
-    assert counts["ok"] + counts["refused"] == 24, counts
+    # (12 cases: the loop end to end, every pass's output verified; the generator's reach is
+    # test_every_op_type_..., and the fuzz runs off CI are the thousands)
+    counts = fuzz.run(12, 1000, gpu=False)
+    assert counts["ok"] + counts["refused"] == 12, counts
 
 
 def test_a_run_with_a_time_limit_stops_and_says_so():

@@ -65,9 +65,10 @@ def test_every_lit_input_passes_the_check(chunk):
         pytest.skip("no schedule")
 
 
-# 30 seeds drawn fresh each run; under pytest-xdist every worker draws the same 30 (seeded by the
-# run's id), since the workers must collect the same tests.
-SEEDS = list(range(120)) + random.Random(os.environ.get("PYTEST_XDIST_TESTRUNUID")).sample(range(10**6, 10**7), 30)
+# 60 fixed seeds and 30 drawn fresh each run; under pytest-xdist every worker draws the same 30
+# (seeded by the run's id), since the workers must collect the same tests. (120 fixed seeds took
+# 80 s of the suite's worker time; fuser-fuzz, off CI, covers this ground by the thousand.)
+SEEDS = list(range(60)) + random.Random(os.environ.get("PYTEST_XDIST_TESTRUNUID")).sample(range(10**6, 10**7), 30)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
