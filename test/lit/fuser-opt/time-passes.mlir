@@ -1,8 +1,8 @@
-// RUN: fuser-opt %s -p default -t llvm --time-passes -o /dev/null 2>&1 | filecheck %s
+// RUN: fuser-opt %s -p 'default,cse' -t llvm --time-passes -o /dev/null 2>&1 | filecheck %s
 // RUN: fuser-opt %s --split-input-file --time-passes 2>&1 >/dev/null | filecheck %s --check-prefix=PARSE
 
 // --time-passes prints mlir-opt's timing table to stderr: parse, every pass in pipeline order
-// (cse twice: one row per place in the pipeline), verification, the translation, the rest, Total.
+// (cse twice here: one row per place in the pipeline), verification, the translation, the rest, Total.
 
 // CHECK:      ===-------------------------------------------------------------------------===
 // CHECK-NEXT:                          ... Execution time report ...
