@@ -183,6 +183,17 @@ def verify_module(module: ModuleOp) -> None:
             raise FuserDiagnostic(f"{location_of(op)}: error: {_op_message(op, e)}") from None
 
 
+def verify_ops(module: ModuleOp, kinds: tuple[type, ...]) -> None:
+    """Verify only the ops of `kinds` (each one's own `verify_`), reporting as verify_module: a
+    cheap check of the ops whose errors nothing later catches."""
+    for op in module.walk():
+        if isinstance(op, kinds):
+            try:
+                op.verify_()
+            except DiagnosticException as e:
+                raise FuserDiagnostic(f"{location_of(op)}: error: {_op_message(op, e)}") from None
+
+
 def _verify_placement(op: Operation) -> None:
     """What xDSL's recursive `Operation.verify` checks besides `verify_`, for one op: no erased
     operand, successors in its own region and only on a block's last op, a terminator where

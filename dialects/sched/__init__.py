@@ -95,6 +95,7 @@ from fuser.dialects.sched.core import (
     StoreOp,
     AtomicAddOp,
     ATOMIC_ADD_TYPES,
+    MEMORY_ACCESS_OPS,
     ThreadIdxOp,
     WorkspaceOp,
     YieldOp,
@@ -150,7 +151,7 @@ __all__ = [
     "GLOBAL", "SHARED", "REGISTER", "HOPPER_SMEM_PER_BLOCK", "element_bytes", "memory_space", "memref", "storage_type", "value_type", "TensorMapType", "IndexType",
     # core
     "KernelOp", "ReturnOp", "WorkspaceOp", "LaunchOp", "ThreadIdxOp", "BlockIdxOp", "BlockDimOp", "GridDimOp",
-    "PARALLEL_BINDINGS", "ForOp", "YieldOp", "AllocOp", "LoadOp", "StoreOp", "AtomicAddOp", "ATOMIC_ADD_TYPES", "BarrierOp", "ReleaseOp", "ShflXorOp",
+    "PARALLEL_BINDINGS", "ForOp", "YieldOp", "AllocOp", "LoadOp", "StoreOp", "AtomicAddOp", "ATOMIC_ADD_TYPES", "MEMORY_ACCESS_OPS", "BarrierOp", "ReleaseOp", "ShflXorOp",
     # mbarrier
     "MBarrierInitOp", "MBarrierArriveOp", "MBarrierArriveExpectTxOp", "MBarrierWaitOp",
     # TMA

@@ -501,6 +501,11 @@ class AtomicAddOp(IRDLOperation):
             raise VerifyException(f"'sched.atomic_add' op buffer {self.buffer.type} is not in global memory")
 
 
+MEMORY_ACCESS_OPS = (LoadOp, StoreOp, AtomicAddOp)
+"""The element accesses of a buffer, whose types the NVVM conversion no longer checks (its
+pointers are opaque): the compile driver verifies them at the sched level."""
+
+
 @irdl_op_definition
 class BarrierOp(IRDLOperation):
     """All threads of the block meet here; shared-memory writes before are visible after."""

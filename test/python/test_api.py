@@ -526,6 +526,41 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
         run_passes([BreakTypes()], m, verify_each=verify_each)
 
 
+def test_the_driver_verifies_the_sched_level(monkeypatch, tmp_path):
+    """Besides the whole IR at the end, fuser.compile verifies the schedulers' loads and stores
+    at the sched level: a kernel storing f32 values into a bf16 buffer (what a persistent row
+    of a view once did) is a compile error naming the op. Past the NVVM conversion, whose
+    pointers are opaque, nothing catches it (without the check this compiles)."""
+    from dataclasses import dataclass
+
+    from xdsl.dialects.builtin import f32
+
+    from fuser.dialects import sched
+    from fuser.dialects.ir import FuserDiagnostic
+    from fuser.passes.pipeline import build_pipeline
+
+    @dataclass(frozen=True)
+    class StoreWideValues(ModulePass):
+        name = "store-wide-values"
+
+        def apply(self, ctx, op):
+            from xdsl.dialects import arith
+            for st in [o for o in op.walk() if isinstance(o, sched.StoreOp)]:
+                wide = arith.ExtFOp(st.value, f32)  # valid; the bf16 store of its f32 result is not
+                st.parent_block().insert_op_before(wide, st)
+                st.operands = [wide.result, *st.operands[1:]]
+
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FUSER_VERIFY_EACH", raising=False)
+    passes = build_pipeline("to-sched{vector=1}") + [StoreWideValues()] + build_pipeline("convert-sched-to-nvvm")
+    text = """func.func @f(%x: tensor<64xbf16>) -> tensor<64xbf16> {
+  %y = fusion.neg %x : tensor<64xbf16>
+  func.return %y : tensor<64xbf16>
+}"""
+    with pytest.raises(FuserDiagnostic, match="'sched.store' op value type f32 differs from the buffer's element type bf16"):
+        fuser.compile(text, pipeline=passes)
+
+
 def test_named_pipeline_takes_schedule_options():
     """`default{opts}`: the options go to the planning passes of the named pipeline."""
     from fuser.lowering.heuristics.options import SchedulingPass
