@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# One validation pass on a GPU machine inside a device-time budget, from the repo root:
+#   export OUT; PYTEST_SECONDS=300 FUZZ_SECONDS=240 SANITIZE='sorts|scatters' BENCH='embedding' \
+#       bash tools/gpu_validate.sh [pytest paths...]        (default: test/python)
+# 1. installs as tools/gpu_session.sh does;
+# 2. runs the GPU tests (-m gpu) on every core, stopped after PYTEST_SECONDS; each failure is
+#    written to $OUT/failures.txt as it happens, so a run cut off by its limit still names them;
+# 3. runs fuser-fuzz --gpu in FUZZ_PROCS processes for FUZZ_SECONDS (seeds from FUZZ_SEED, each
+#    process 1000 apart; --seconds makes each print its summary however far it got);
+# 4. runs the sanitizer on the cases matching SANITIZE, and the fuser-bench rows matching BENCH;
+# 5. prints a short table last. A step whose variable is empty or 0 is skipped. At most five
+#    files land in $OUT (the device machine returns a few files only).
+set -uo pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+PYTEST_SECONDS=${PYTEST_SECONDS:-300}
+FUZZ_SECONDS=${FUZZ_SECONDS:-0}
+FUZZ_PROCS=${FUZZ_PROCS:-12}
+FUZZ_SEED=${FUZZ_SEED:-$(( $(date +%s) % 1000000 * 100 ))}
+SANITIZE=${SANITIZE:-}
+BENCH=${BENCH:-}
+bash tools/gpu_session.sh -- true > /dev/null 2>&1 || { echo "gpu_validate: install failed"; exit 1; }
+export PYTHONPATH=/tmp/pkgs:/tmp/site PYTHONUNBUFFERED=1 FUSER_CACHE_DIR=${FUSER_CACHE_DIR:-/tmp/fuser-cache}
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
+t0=$(date +%s)
+paths=("$@"); [ ${#paths[@]} -gt 0 ] || paths=(test/python)
+: > "$OUT/failures.txt"
+
+if [ "$PYTEST_SECONDS" -gt 0 ]; then
+  # -v: xdist prints "[gwN] [ NN%] FAILED test::id" as each test ends (-q would print them only at the end)
+  timeout "$PYTEST_SECONDS" python3 -m pytest -p no:cacheprovider -v -rfE --tb=short -n "$(nproc)" -m gpu "${paths[@]}" \
+    2>&1 | tee "$OUT/pytest.log" | grep --line-buffered -E '^\[gw[0-9]+\] \[ *[0-9]+%\] (FAILED|ERROR) ' \
+    | sed -u -E 's/^\[gw[0-9]+\] \[ *[0-9]+%\] //' >> "$OUT/failures.txt"
+fi
+t_pytest=$(( $(date +%s) - t0 ))
+
+if [ "$FUZZ_SECONDS" -gt 0 ]; then
+  mkdir -p /tmp/gpu_validate_fuzz; rm -f /tmp/gpu_validate_fuzz/*
+  for i in $(seq 0 $(( FUZZ_PROCS - 1 ))); do
+    python3 -m fuser.tools.fuzz --gpu --cases 100000 --seed $(( FUZZ_SEED + i * 1000 )) --seconds "$FUZZ_SECONDS" \
+      --save-failures "$OUT/fuzz-failures" > "/tmp/gpu_validate_fuzz/$i.txt" 2>&1 &
+  done
+  wait
+  cat /tmp/gpu_validate_fuzz/*.txt > "$OUT/fuzz.log"
+fi
+
+if [ -n "$SANITIZE" ]; then
+  # compute-sanitizer starts /usr/bin/python3.12: the torch environment's packages go on its path
+  PYTHONPATH=/tmp/pkgs:/tmp/site:/opt/torch/.venv/lib/python3.12/site-packages \
+    python3 -m fuser.tools.sanitize --cases "$SANITIZE" > "$OUT/sanitize.log" 2>&1
+fi
+if [ -n "$BENCH" ]; then
+  python3 -m fuser.tools.bench --filter "$BENCH" >> "$OUT/sanitize.log" 2>&1
+fi
+
+echo "== gpu_validate on $gpu, $(( $(date +%s) - t0 )) s =="
+if [ "$PYTEST_SECONDS" -gt 0 ]; then
+  summary=$(grep -E "^=+ .*(passed|failed).* in " "$OUT/pytest.log" | tail -n 1)
+  echo "pytest ($t_pytest s): ${summary:-cut off at ${PYTEST_SECONDS} s (no summary)}; $(grep -c . "$OUT/failures.txt") failure(s)"
+  sed 's/^/  /' "$OUT/failures.txt" | head -n 30
+fi
+if [ "$FUZZ_SECONDS" -gt 0 ]; then
+  echo "fuzz (from seed $FUZZ_SEED, $FUZZ_PROCS processes):"
+  grep -E "^fuser-fuzz:" "$OUT/fuzz.log" | sed 's/^/  /'
+  grep -E "^seed [0-9]+ " "$OUT/fuzz.log" | sed 's/^/  /' | head -n 20
+fi
+if [ -n "$SANITIZE$BENCH" ]; then
+  tail -n 40 "$OUT/sanitize.log"
+fi
