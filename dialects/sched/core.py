@@ -455,11 +455,10 @@ class LoadOp(IRDLOperation):
         _check_access(self, self.buffer, self.indices, self.result.type)
 
 
-@irdl_op_definition
-class StoreOp(IRDLOperation):
-    """`sched.store %v, %buf[%i] : vector<4xf32>, memref<1024xf32>`."""
+class _ElementWrite(IRDLOperation):
+    """`value` written into `buffer[indices]`: the operands, format and access check that
+    sched.store and sched.atomic_add share."""
 
-    name = "sched.store"
     value = operand_def()
     buffer = operand_def(MemRefType)
     indices = var_operand_def(IndexType)
@@ -470,6 +469,13 @@ class StoreOp(IRDLOperation):
 
     def verify_(self) -> None:
         _check_access(self, self.buffer, self.indices, self.value.type)
+
+
+@irdl_op_definition
+class StoreOp(_ElementWrite):
+    """`sched.store %v, %buf[%i] : vector<4xf32>, memref<1024xf32>`."""
+
+    name = "sched.store"
 
 
 ATOMIC_ADD_TYPES = ("f32", "f64", "i32", "i64")
@@ -477,23 +483,16 @@ ATOMIC_ADD_TYPES = ("f32", "f64", "i32", "i64")
 
 
 @irdl_op_definition
-class AtomicAddOp(IRDLOperation):
+class AtomicAddOp(_ElementWrite):
     """`sched.atomic_add %v, %buf[%i] : f32, memref<1024xf32>`: buf[i] += v as one atomic
     reduction in global memory (PTX `red.global.add`: no result, relaxed, GPU scope). Adds of
     one element from several threads all land, in an order nothing fixes (float sums may then
     differ by rounding from run to run). f32, f64, i32 and i64 (wrapping) scalars."""
 
     name = "sched.atomic_add"
-    value = operand_def()
-    buffer = operand_def(MemRefType)
-    indices = var_operand_def(IndexType)
-    assembly_format = "$value `,` $buffer `[` $indices `]` attr-dict `:` type($value) `,` type($buffer)"
-
-    def __init__(self, value: SSAValue, buffer: SSAValue, indices: Sequence[SSAValue]):
-        super().__init__(operands=[value, buffer, list(indices)])
 
     def verify_(self) -> None:
-        _check_access(self, self.buffer, self.indices, self.value.type)
+        super().verify_()
         if str(self.value.type) not in ATOMIC_ADD_TYPES:
             raise VerifyException(f"'sched.atomic_add' op value type {self.value.type} is not one of "
                                   f"{', '.join(ATOMIC_ADD_TYPES)}")
