@@ -16,13 +16,14 @@ training (its running statistics) and a compiled `p.add_(...)` are the common ca
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 from typing import Any
 
 import torch
 import torch.fx as fx
-from functorch.compile import make_boxed_func, min_cut_rematerialization_partition
+from functorch.compile import default_partition, make_boxed_func, min_cut_rematerialization_partition
 from torch._decomp import get_decompositions
 from torch._dynamo.backends.common import aot_autograd
 
@@ -123,10 +124,36 @@ class FuserBackend:
         self.graphs: list[tuple[str, fx.GraphModule]] = []  # (forward/backward/inference, partitioned graph)
         decomps = get_decompositions(DECOMPOSED)
         decomps.update(decompositions or {})
-        split = {"partition_fn": min_cut_rematerialization_partition} if partitioner == "min_cut" else {}
+        self._partition = min_cut_rematerialization_partition if partitioner == "min_cut" else default_partition
+        self._next_backward: fx.GraphModule | None = None  # the backward of the forward compiled next
         self._aot = aot_autograd(fw_compiler=self._compiler("forward"), bw_compiler=self._compiler("backward"),
-                                 inference_compiler=self._compiler("inference"), decompositions=decomps, keep_inference_input_mutations=True, **split)
+                                 inference_compiler=self._compiler("inference"), decompositions=decomps,
+                                 keep_inference_input_mutations=True, partition_fn=self._split_joint)
         self.__name__ = "fuser"
+
+    def _split_joint(self, joint: fx.GraphModule, inputs: Any, **kwargs: Any) -> tuple[fx.GraphModule, fx.GraphModule]:
+        """The partitioner's split of the joint graph; the backward is kept for the forward's
+        compile, which precompiles its fusions too (AOTAutograd compiles a backward only when it
+        first runs, so its compile would otherwise start after the forward's has ended)."""
+        fw, bw = self._partition(joint, inputs, **kwargs)
+        self._next_backward = bw
+        return fw, bw
+
+    def _backward_regions(self, config: dict[str, Any]) -> list[Any]:
+        """The fusion regions of the backward split off with the forward being compiled (on a
+        copy of its graph: AOTAutograd gives the graph itself to the backward compiler later,
+        whose regions then find these fusions compiled). Nothing when there is none, or when
+        partitioning it fails here: the backward compiler meets that again, and reports it."""
+        bw, self._next_backward = self._next_backward, None
+        if bw is None:
+            return []
+        try:
+            with torch._subclasses.fake_tensor.unset_fake_temporarily():  # (as AOTAutograd copies it)
+                bw = copy.deepcopy(bw)
+            return regions(partition_graph(bw, config, Stats(), "backward"))
+        except Exception as e:  # noqa: BLE001 - only a head start is lost
+            log.info("backward regions not precompiled with the forward: %s", e)
+            return []
 
     def _compiler(self, kind: str):
         def compile_graph(gm: fx.GraphModule, example_inputs: list[Any]):
@@ -136,7 +163,10 @@ class FuserBackend:
             fused = partition_graph(gm, config, self.stats, kind)
             self.graphs.append((kind, fused))
             workers = self.compile_workers if self.compile_workers is not None else min(8, os.cpu_count() or 1)
-            seconds = precompile(regions(fused), workers)
+            # the forward's fusions and its backward's in one batch (largest first): the backward's
+            # fill the workers that the forward's longest compiles leave idle
+            ahead = self._backward_regions(config) if kind == "forward" else []
+            seconds = precompile(regions(fused) + ahead, workers)
             if seconds and config["debug"]:
                 log.info("%s: regions compiled in %d processes in %.1f s", kind, workers, seconds)
             run = make_boxed_func(fused.forward)

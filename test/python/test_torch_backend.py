@@ -873,6 +873,32 @@ def test_precompile_fills_the_disk_cache_in_parallel(tmp_path, monkeypatch):
     assert precompile(rs[:1], workers=2) == 0.0  # one fusion: nothing to do in parallel
 
 
+def test_the_forward_precompiles_its_backward_too(monkeypatch):
+    """AOTAutograd compiles a backward when it first runs; the backend takes the backward split
+    off with the forward and precompiles both graphs' fusions in the forward's one batch, so the
+    backward's compiles fill idle workers instead of starting after the forward's. The early
+    regions are the ones the backward compiler makes later (the same fusion text: its compile
+    then finds them in the disk cache)."""
+    import importlib
+    fb = importlib.import_module("fuser.torch.backend")  # (the package's `backend` is the function)
+
+    batches = []
+    monkeypatch.setattr(fb, "precompile", lambda rs, workers: batches.append([r.mlir for r in rs]) or 0.0)
+    be = ft.backend()
+    lin = torch.nn.Linear(64, 32)
+
+    def f(x):
+        return (torch.tanh(lin(x)) * 2).sum()
+
+    x = torch.randn(8, 64, requires_grad=True)
+    torch.compile(f, backend=be, dynamic=False)(x).backward()
+    assert [k for k, _ in be.graphs] == ["forward", "backward"] and len(batches) == 2
+    forward_batch, backward_batch = batches
+    fw = [r.mlir for r in regions(be.graphs[0][1])]
+    assert backward_batch and forward_batch == fw + backward_batch
+    assert be.stats.graphs == 2  # (the early partition of the backward is not counted twice)
+
+
 def test_precompile_queue_feeds_free_workers(tmp_path, monkeypatch):
     """More distinct fusions than workers: each is sent alone to whichever worker is free, and
     every one is compiled exactly once."""
