@@ -139,13 +139,14 @@ class FuserBackend:
         self._next_backward = bw
         return fw, bw
 
-    def _backward_regions(self, config: dict[str, Any]) -> list[Any]:
+    def _backward_regions(self, config: dict[str, Any], wanted: bool) -> list[Any]:
         """The fusion regions of the backward split off with the forward being compiled (on a
         copy of its graph: AOTAutograd gives the graph itself to the backward compiler later,
-        whose regions then find these fusions compiled). Nothing when there is none, or when
-        partitioning it fails here: the backward compiler meets that again, and reports it."""
+        whose regions then find these fusions compiled). Nothing when not `wanted` (no CUDA
+        region to precompile: the copy and partition would be wasted), when there is none, or
+        when partitioning it fails here: the backward compiler meets that again, and reports it."""
         bw, self._next_backward = self._next_backward, None
-        if bw is None:
+        if bw is None or not wanted:
             return []
         try:
             with torch._subclasses.fake_tensor.unset_fake_temporarily():  # (as AOTAutograd copies it)
@@ -165,8 +166,9 @@ class FuserBackend:
             workers = self.compile_workers if self.compile_workers is not None else min(8, os.cpu_count() or 1)
             # the forward's fusions and its backward's in one batch (largest first): the backward's
             # fill the workers that the forward's longest compiles leave idle
-            ahead = self._backward_regions(config) if kind == "forward" else []
-            seconds = precompile(regions(fused) + ahead, workers)
+            mine = regions(fused)
+            ahead = self._backward_regions(config, any(r.device == "cuda" for r in mine)) if kind == "forward" else []
+            seconds = precompile(mine + ahead, workers)
             if seconds and config["debug"]:
                 log.info("%s: regions compiled in %d processes in %.1f s", kind, workers, seconds)
             run = make_boxed_func(fused.forward)

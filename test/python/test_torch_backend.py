@@ -884,6 +884,8 @@ def test_the_forward_precompiles_its_backward_too(monkeypatch):
 
     batches = []
     monkeypatch.setattr(fb, "precompile", lambda rs, workers: batches.append([r.mlir for r in rs]) or 0.0)
+    real = fb.FuserBackend._backward_regions  # (only CUDA regions are precompiled: say these are)
+    monkeypatch.setattr(fb.FuserBackend, "_backward_regions", lambda self, config, wanted: real(self, config, True))
     be = ft.backend()
     lin = torch.nn.Linear(64, 32)
 
@@ -897,6 +899,19 @@ def test_the_forward_precompiles_its_backward_too(monkeypatch):
     fw = [r.mlir for r in regions(be.graphs[0][1])]
     assert backward_batch and forward_batch == fw + backward_batch
     assert be.stats.graphs == 2  # (the early partition of the backward is not counted twice)
+
+
+def test_cpu_graphs_do_not_partition_their_backward_early(monkeypatch):
+    """Only CUDA regions are precompiled, so a CPU graph's forward leaves its backward alone."""
+    import importlib
+    fb = importlib.import_module("fuser.torch.backend")
+
+    batches = []
+    monkeypatch.setattr(fb, "precompile", lambda rs, workers: batches.append(len(rs)) or 0.0)
+    be = ft.backend()
+    x = torch.randn(8, 64, requires_grad=True)
+    torch.compile(lambda x: (torch.tanh(x) * 2).sum(), backend=be, dynamic=False)(x).backward()
+    assert batches == [len(regions(be.graphs[0][1])), len(regions(be.graphs[1][1]))]
 
 
 def test_precompile_queue_feeds_free_workers(tmp_path, monkeypatch):
