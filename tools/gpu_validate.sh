@@ -26,8 +26,9 @@ paths=("$@"); [ ${#paths[@]} -gt 0 ] || paths=(test/python)
 : > "$OUT/failures.txt"
 
 if [ "$PYTEST_SECONDS" -gt 0 ]; then
-  # -v: xdist prints "[gwN] [ NN%] FAILED test::id" as each test ends (-q would print them only at the end)
-  timeout "$PYTEST_SECONDS" python3 -m pytest -p no:cacheprovider -v -rfE --tb=short -n "$(nproc)" -m gpu "${paths[@]}" \
+  # -vv (pyproject's -q takes one v back): xdist prints "[gwN] [ NN%] FAILED test::id" as each
+  # test ends, where the progress dots would name failures only in the summary at the end
+  timeout "$PYTEST_SECONDS" python3 -m pytest -p no:cacheprovider -vv -rfE --tb=short -n "$(nproc)" -m gpu "${paths[@]}" \
     2>&1 | tee "$OUT/pytest.log" | grep --line-buffered -E '^\[gw[0-9]+\] \[ *[0-9]+%\] (FAILED|ERROR) ' \
     | sed -u -E 's/^\[gw[0-9]+\] \[ *[0-9]+%\] //' >> "$OUT/failures.txt"
 fi
@@ -54,7 +55,7 @@ fi
 
 echo "== gpu_validate on $gpu, $(( $(date +%s) - t0 )) s =="
 if [ "$PYTEST_SECONDS" -gt 0 ]; then
-  summary=$(grep -E "^=+ .*(passed|failed).* in " "$OUT/pytest.log" | tail -n 1)
+  summary=$(grep -E "^=+ .* in [0-9.]+s" "$OUT/pytest.log" | tail -n 1)
   echo "pytest ($t_pytest s): ${summary:-cut off at ${PYTEST_SECONDS} s (no summary)}; $(grep -c . "$OUT/failures.txt") failure(s)"
   sed 's/^/  /' "$OUT/failures.txt" | head -n 30
 fi
