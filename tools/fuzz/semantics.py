@@ -741,6 +741,8 @@ class _Semantics:
         elif op in _STEP or op in _TESTS:
             step = _STEP.get(op) or _TESTS[op]
             flip = lambda vals, m: step(vals[0] - m) != step(vals[0] + m)  # noqa: E731
+        elif op == "lgamma":  # a pole (0, -1, -2, ...) within the operand's error: +inf either side
+            flip = lambda vals, m: np.ceil(vals[0] - m) <= np.minimum(np.floor(vals[0] + m), 0)  # noqa: E731
 
         def dc(vals, dcs, margins):
             out = functools.reduce(np.logical_or, [d for d in dcs if d is not None], None) \
