@@ -8,9 +8,9 @@ makes, before it, a stable ascending `fusion.sort` of the line's normalized indi
 counted from the end, outside [0, extent) moved to the nearest end, as the op defines them),
 as i32 where the extent allows, moved so that `dim` is innermost and cut into chunks of at most
 `fusion.SCATTER_CHUNK` (the sort kernel's longest row; the last chunk padded with the extent,
-which no element's position equals), and gives the scatter the sorted indices and their positions (`order`). Each result
-element then finds its positions by a binary search per chunk and reads them in index order:
-the same result, with no atomics and no dependence on timing (the sort is stable). An index line
+which no element's position equals), and gives the scatter the sorted indices and their
+positions (`order`). Each result element then finds its positions by a binary search per chunk
+and reads them in index order: the same result, with no atomics and no dependence on timing (the sort is stable). An index line
 shared along other dims (index_add's) is sorted once. Idempotent.
 """
 

@@ -257,10 +257,9 @@ def run(cases: int, seed: int, gpu: bool = False, save: Path | None = None, log=
     least one runs) and still print the summary, so a run inside a time budget says what it did.
     `verify_each` (default: on the CPU, where the compile is what is tested; a GPU run tests
     numbers and has the driver's own checks) verifies the IR after every pass."""
-    if verify_each if verify_each is not None else not gpu:
-        with _verifying_every_pass():
-            return _run(cases, seed, gpu, save, log, seconds)
-    return _run(cases, seed, gpu, save, log, seconds)
+    verify = not gpu if verify_each is None else verify_each
+    with _verifying_every_pass() if verify else contextlib.nullcontext():
+        return _run(cases, seed, gpu, save, log, seconds)
 
 
 def _run(cases: int, seed: int, gpu: bool, save: Path | None, log, seconds: float | None) -> Counter:
