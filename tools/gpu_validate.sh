@@ -10,6 +10,8 @@
 # 4. runs the sanitizer on the cases matching SANITIZE, and the fuser-bench rows matching BENCH;
 # 5. prints a short table last. A step whose variable is empty or 0 is skipped. At most five
 #    files land in $OUT (the device machine returns a few files only).
+# On a machine of several GPUs the pytest workers and the fuzz processes are spread over them
+# (FUSER_TEST_GPUS, test/python/conftest.py); the tests that need several GPUs run after, alone.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 PYTEST_SECONDS=${PYTEST_SECONDS:-300}
@@ -21,6 +23,9 @@ BENCH=${BENCH:-}
 bash tools/gpu_session.sh -- true > /dev/null 2>&1 || { echo "gpu_validate: install failed"; exit 1; }
 export PYTHONPATH=/tmp/pkgs:/tmp/site PYTHONUNBUFFERED=1 FUSER_CACHE_DIR=${FUSER_CACHE_DIR:-/tmp/fuser-cache}
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
+ngpus=$(nvidia-smi -L | grep -c '^GPU ')
+[ "$ngpus" -gt 1 ] && gpu="$ngpus x $gpu"
+MULTI_GPU_TESTS=(test/python/test_multi_gpu.py)
 t0=$(date +%s)
 paths=("$@"); [ ${#paths[@]} -gt 0 ] || paths=(test/python)
 : > "$OUT/failures.txt"
@@ -28,16 +33,24 @@ paths=("$@"); [ ${#paths[@]} -gt 0 ] || paths=(test/python)
 if [ "$PYTEST_SECONDS" -gt 0 ]; then
   # -vv (pyproject's -q takes one v back): xdist prints "[gwN] [ NN%] FAILED test::id" as each
   # test ends, where the progress dots would name failures only in the summary at the end
-  timeout "$PYTEST_SECONDS" python3 -m pytest -p no:cacheprovider -vv -rfE --tb=short -n "$(nproc)" -m gpu "${paths[@]}" \
+  ignore=(); [ "$ngpus" -gt 1 ] && for t in "${MULTI_GPU_TESTS[@]}"; do ignore+=(--ignore "$t"); done
+  FUSER_TEST_GPUS=$ngpus timeout "$PYTEST_SECONDS" python3 -m pytest -p no:cacheprovider -vv -rfE --tb=short \
+    -n "$(nproc)" -m gpu "${ignore[@]}" "${paths[@]}" \
     2>&1 | tee "$OUT/pytest.log" | grep --line-buffered -E '^\[gw[0-9]+\] \[ *[0-9]+%\] (FAILED|ERROR) ' \
     | sed -u -E 's/^\[gw[0-9]+\] \[ *[0-9]+%\] //' >> "$OUT/failures.txt"
+  if [ "$ngpus" -gt 1 ]; then  # every GPU visible to these
+    timeout 300 python3 -m pytest -p no:cacheprovider -rfE --tb=short -m gpu "${MULTI_GPU_TESTS[@]}" \
+      > /tmp/gpu_validate_multi.log 2>&1
+    grep -E '^(FAILED|ERROR) ' /tmp/gpu_validate_multi.log >> "$OUT/failures.txt"
+    echo "multi-GPU tests: $(grep -E '(passed|failed|skipped)' /tmp/gpu_validate_multi.log | tail -n 1)" >> "$OUT/pytest.log"
+  fi
 fi
 t_pytest=$(( $(date +%s) - t0 ))
 
 if [ "$FUZZ_SECONDS" -gt 0 ]; then
   mkdir -p /tmp/gpu_validate_fuzz; rm -f /tmp/gpu_validate_fuzz/*
   for i in $(seq 0 $(( FUZZ_PROCS - 1 ))); do
-    python3 -m fuser.tools.fuzz --gpu --cases 100000 --seed $(( FUZZ_SEED + i * 1000 )) --seconds "$FUZZ_SECONDS" \
+    CUDA_VISIBLE_DEVICES=$(( i % ngpus )) python3 -m fuser.tools.fuzz --gpu --cases 100000 --seed $(( FUZZ_SEED + i * 1000 )) --seconds "$FUZZ_SECONDS" \
       --save-failures "$OUT/fuzz-failures" > "/tmp/gpu_validate_fuzz/$i.txt" 2>&1 &
   done
   wait
@@ -57,6 +70,7 @@ echo "== gpu_validate on $gpu, $(( $(date +%s) - t0 )) s =="
 if [ "$PYTEST_SECONDS" -gt 0 ]; then
   summary=$(grep -E "^=+ .* in [0-9.]+s" "$OUT/pytest.log" | tail -n 1)
   echo "pytest ($t_pytest s): ${summary:-cut off at ${PYTEST_SECONDS} s (no summary)}; $(grep -c . "$OUT/failures.txt") failure(s)"
+  grep -E '^multi-GPU tests:' "$OUT/pytest.log" | sed 's/^/  /'
   sed 's/^/  /' "$OUT/failures.txt" | head -n 30
 fi
 if [ "$FUZZ_SECONDS" -gt 0 ]; then
