@@ -523,7 +523,7 @@ _ONE_MATH_OP = {
 def emit_unary(kb: KernelBuilder, op: F.UnaryOp, x: SSAValue) -> SSAValue:
     def c(value: float) -> SSAValue:  # a constant of the compute type (f32, or f64 for f64)
         return kb.const(value, x.type)
-    one, half = c(1.0), c(0.5)
+    one = c(1.0)
     r: SSAValue
     if type(op) in _ONE_MATH_OP:
         return kb.round_to(kb.math1(_ONE_MATH_OP[type(op)], x), F._elem(op.result))
@@ -542,10 +542,8 @@ def emit_unary(kb: KernelBuilder, op: F.UnaryOp, x: SSAValue) -> SSAValue:
             u2 = kb.fmul(c(-2.0 * math.sqrt(2.0 / math.pi)),
                          kb.fadd(x, kb.fmul(c(0.044715), kb.fmul(x, kb.fmul(x, x)))))
             r = kb.fdiv_approx(x, kb.fadd(one, kb.math1(mathd.ExpOp, u2)))
-        case F.GeluOp() if isinstance(x.type, Float64Type):  # f64: one helper (libm_erf_f64: x/2 erfc(-x/sqrt 2))
+        case F.GeluOp():  # one helper, x/2 erfc(-x/sqrt 2) (libm.py, libm_erf_f64.py): 1 + erf would cancel
             r = kb.math1(GeluOp, x)
-        case F.GeluOp():
-            r = kb.fmul(kb.fmul(half, x), kb.fadd(one, kb.math1(mathd.ErfOp, kb.fmul(x, c(1.0 / math.sqrt(2.0))))))
         case F.ReciprocalOp():
             r = kb.fdiv(one, x)  # correctly rounded, as torch.reciprocal
         case F.SignOp():  # (x > 0) - (x < 0): NaN and both zeros give 0, as torch.sign
