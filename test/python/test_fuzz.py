@@ -387,3 +387,36 @@ def test_gpu_run_on_this_machine_without_a_gpu():
                        capture_output=True, text=True, timeout=120)
     assert p.returncode != 0 and p.stdout == ""
     assert p.stderr.startswith("fuser-fuzz: no NVIDIA GPU/driver found: ") and p.stderr.count("\n") == 1
+
+
+def test_explain_without_a_gpu_says_so(monkeypatch, capsys):
+    _no_gpu(monkeypatch)
+    assert fuzz.main(["--explain", "5"]) == 2
+    assert capsys.readouterr().err.startswith("fuser-fuzz: --explain runs the case on the GPU: no NVIDIA GPU")
+
+
+def test_explain_names_the_first_wrong_value():
+    """A planted error in one value that output #3 depends on: the bisection names that value (and
+    no other) as the first wrong one, though the values computed from it differ too."""
+    from fuser.tools.fuzz import explain as ex
+
+    seed = 12028026  # (a GPU mismatch of the H100 fuzz run, in output #3, at the end of a long chain)
+    chain = ex._dependencies(fuzz.fuzz_case(seed).text, 3)
+    assert len(chain) >= 3
+    target = chain[len(chain) // 2][0]
+    position = len(fuzz.fuzz_case(seed).outputs) + len(chain) // 2
+
+    def planted(text, options, inputs):
+        out = ex._in_reference(text, options, inputs)
+        if len(out) <= position:  # the case itself, without the values added as outputs
+            return out
+        out[position] = np.asarray(out[position]).copy()
+        flat = out[position].reshape(-1)
+        flat[0] = flat[0] + (1 if flat.dtype.kind in "iuf" else True)
+        return out
+
+    lines = []
+    ex.explain(seed, log=lines.append, gpu=False, run=planted, output=3)
+    first = [x for x in lines if x.strip().startswith(">>")]
+    assert first == [f"   >> {target} ({chain[len(chain) // 2][1]}) is the first wrong value; its operands agree on the GPU"], lines
+    assert any(x.strip().startswith(f"{target} = ") and "1 of " in x for x in lines), lines

@@ -158,3 +158,19 @@ def test_pow_special_cases_and_accuracy():
     fin = np.isfinite(want)
     rel = np.abs(got[fin] - want[fin]) / np.maximum(np.abs(want[fin]), 1e-30)
     assert rel.max() < 2e-5, f"max relative error {rel.max():.2e}"
+
+
+@pytest.mark.parametrize("dt", ["f32", "bf16"])
+def test_gelu_keeps_its_relative_accuracy_far_below_zero(dt):
+    """gelu(x) for x in [-13, -3]: values from -4e-3 down to -1.5e-38, each within a few ulp of
+    x/2 erfc(-x/sqrt 2) (1 + erf(x/sqrt 2) in f32 lost all of it: gelu(-5) was 5% off)."""
+    import math
+
+    x = np.linspace(-13.0, -3.0, 4099).astype(np.float32).astype(_np_dtype(dt))
+    t = _shape_str(x.shape, dt)
+    k = api.compile(f"func.func @f(%x: {t}) -> {t} {{\n  %g = fusion.gelu %x : {t}\n  func.return %g : {t}\n}}")
+    got = np.asarray(k(x), dtype=np.float64)
+    xd = x.astype(np.float64)
+    want = 0.5 * xd * np.vectorize(math.erfc)(-xd / math.sqrt(2.0))
+    rel = np.abs(got - want) / np.abs(want)
+    assert rel.max() < (2e-6 if dt == "f32" else 8e-3), (float(rel.max()), float(xd[np.argmax(rel)]))

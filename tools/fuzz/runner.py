@@ -308,7 +308,18 @@ def main(argv: list[str] | None = None) -> int:
                                                   "(for a run inside a time limit: a killed run prints nothing)")
     p.add_argument("--verify-each", choices=("true", "false"),
                    help="verify the IR after every pass (default: true on the CPU, false with --gpu)")
+    p.add_argument("--explain", type=int, metavar="SEED",
+                   help="on the GPU: which schedule options make case SEED fail, its kernels, and the first "
+                        "value that goes wrong (tools/fuzz/explain.py)")
+    p.add_argument("--options", help="with --explain: the schedule options to bisect under (default: the case's own)")
     args = p.parse_args(argv)
+    if args.explain is not None:
+        from .explain import explain
+        if problem := gpu_problem():
+            print(f"fuser-fuzz: --explain runs the case on the GPU: {problem}", file=sys.stderr)
+            return 2
+        explain(args.explain, options=args.options)
+        return 0
     if args.gpu and (problem := gpu_problem()):
         print(f"fuser-fuzz: {problem}", file=sys.stderr)
         return 2
