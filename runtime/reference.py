@@ -151,6 +151,42 @@ def _remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
 
 
+def _is_float(x: np.ndarray) -> bool:
+    return x.dtype.kind == "f" or x.dtype == NUMPY_DTYPES["bf16"] or x.dtype.name.startswith("float8")
+
+
+def ieee_minimum(a, b) -> np.ndarray:
+    """IEEE 754-2019 minimum: NaN propagates and -0 is below +0, as the kernels' min.NaN and
+    torch.minimum (numpy's minimum returns its first zero: minimum(-0, +0) = +0... or -0)."""
+    a, b = np.asarray(a), np.asarray(b)
+    r = np.minimum(a, b)
+    if not _is_float(r):
+        return r
+    return np.where((a == 0) & (b == 0), np.where(np.signbit(a), a, b), r).astype(r.dtype, copy=False)
+
+
+def ieee_maximum(a, b) -> np.ndarray:
+    """IEEE 754-2019 maximum: NaN propagates and +0 is above -0 (see `ieee_minimum`)."""
+    a, b = np.asarray(a), np.asarray(b)
+    r = np.maximum(a, b)
+    if not _is_float(r):
+        return r
+    return np.where((a == 0) & (b == 0), np.where(np.signbit(a), b, a), r).astype(r.dtype, copy=False)
+
+
+def ieee_extreme(kind: str, x: np.ndarray, axis, keepdims: bool = False, **kw) -> np.ndarray:
+    """np.max / np.min over `axis` with a zero result signed as IEEE 754-2019 has it: the max of
+    zeros is +0 if any is +0, the min -0 if any is -0 (numpy keeps whichever zero it met first)."""
+    r = (np.max if kind == "max" else np.min)(x, axis=axis, keepdims=keepdims, **kw)
+    if not _is_float(np.asarray(r)):
+        return r
+    signed = np.signbit(x) if kind == "min" else ~np.signbit(x)
+    wanted = np.any((x == 0) & signed, axis=axis, keepdims=keepdims)  # a zero of the winning sign
+    zero = np.zeros((), np.asarray(r).dtype)
+    return np.where(np.asarray(r) == 0, np.where(wanted == (kind == "max"), zero, -zero), r).astype(
+        np.asarray(r).dtype, copy=False)
+
+
 def erfinv(x: float) -> float:
     """The inverse error function in float64: z with erf(z) = x. Newton's method on erfc's
     side (1 - |x| exact for a float32 x) above 1/2, on erf's below, from a bracketing start,
@@ -402,8 +438,8 @@ _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "fusion.sub": np.subtract,
     "fusion.mul": np.multiply,
     "fusion.div": np.divide,
-    "fusion.max": np.maximum,  # both propagate NaN, as the dialect specifies
-    "fusion.min": np.minimum,
+    "fusion.max": ieee_maximum,  # both propagate NaN and order the zeros, as the dialect specifies
+    "fusion.min": ieee_minimum,
     "fusion.pow": np.power,
     "fusion.fmod": np.fmod,  # exact, as C's
     "fusion.remainder": _remainder,
@@ -584,7 +620,7 @@ def _reduce(it: _Interp, kind: str, x: np.ndarray, dims: list[int], keep: bool) 
             start = (info.min if kind == "max" else info.max) if info else kind == "min"
         else:  # (-inf / +inf over no elements)
             start = -np.inf if kind == "max" else np.inf
-        return (np.max if kind == "max" else np.min)(up, axis=tuple(dims), keepdims=keep, initial=start)
+        return ieee_extreme(kind, up, tuple(dims), keep, initial=start)
     if kind in ("any", "all"):  # nonzero, NaN included
         return (np.any if kind == "any" else np.all)(x != 0, axis=tuple(dims), keepdims=keep)
     # argmax / argmin: the reduced dims moved last and flattened; numpy's arg functions take the

@@ -456,7 +456,7 @@ class DivOp(BinaryOp):
 
 @irdl_op_definition
 class MaxOp(BinaryOp):
-    """max(a, b); NaN if either is NaN"""
+    """max(a, b); NaN if either is NaN, and +0 above -0 (IEEE 754-2019 maximum, as torch.maximum)"""
 
     name = "fusion.max"
     ELEMENTS: ClassVar[tuple] = NUMERIC_TYPES
@@ -464,7 +464,7 @@ class MaxOp(BinaryOp):
 
 @irdl_op_definition
 class MinOp(BinaryOp):
-    """min(a, b); NaN if either is NaN"""
+    """min(a, b); NaN if either is NaN, and -0 below +0 (IEEE 754-2019 minimum, as torch.minimum)"""
 
     name = "fusion.min"
     ELEMENTS: ClassVar[tuple] = NUMERIC_TYPES

@@ -37,10 +37,15 @@ class Evaluator:
     """
 
     def __init__(self, kb: KernelBuilder, buffers: dict[SSAValue, SSAValue],
-                 overrides: dict[SSAValue, SSAValue] | None = None, index_maps: dict | None = None):
+                 overrides: dict[SSAValue, SSAValue] | None = None, index_maps: dict | None = None,
+                 overrides_at: Sequence[SSAValue] | None = None):
         self.kb = kb
         self.buffers = buffers          # fusion value -> kernel memref argument (or a shared-memory copy)
         self.overrides = overrides if overrides is not None else {}  # fusion value -> f32 scalar in registers
+        # The one index at which the overrides hold (a transpose tile's element, valid at its own
+        # output position only); elsewhere, as where an index map reads the value at another
+        # position, it is computed as if there were no override. None: the overrides hold at any index.
+        self.overrides_at = None if overrides_at is None else tuple(overrides_at)
         self.index_maps = index_maps or {}  # fusion value -> f(index) -> index into its buffer
         self.memo: dict = {}
 
@@ -64,7 +69,7 @@ class Evaluator:
             if u in done or (u, idx, lanes) in self.memo:
                 continue
             op = u.owner
-            leaf = u in self.overrides or u in self.buffers or not isinstance(op, F.POINTWISE_OPS)
+            leaf = self._overridden(u, idx) or u in self.buffers or not isinstance(op, F.POINTWISE_OPS)
             if expanded or leaf:
                 done.add(u)
                 order.append(u)
@@ -72,6 +77,9 @@ class Evaluator:
             todo.append((u, True))
             todo.extend((o, False) for o in reversed(op.operands))
         return order
+
+    def _overridden(self, v: SSAValue, idx: Sequence[SSAValue]) -> bool:
+        return v in self.overrides and (self.overrides_at is None or tuple(idx) == self.overrides_at)
 
     def _per_lane(self, fn: Callable[[list[SSAValue]], list[SSAValue]], idx: list[SSAValue], lanes: int) -> list[SSAValue]:
         out = []
@@ -86,7 +94,7 @@ class Evaluator:
 
     def _eval_value(self, v: SSAValue, idx: list[SSAValue], lanes: int) -> list[SSAValue]:
         kb = self.kb
-        if v in self.overrides:
+        if self._overridden(v, idx):
             return [self.overrides[v]] * lanes
         if v in self.buffers:
             buf = self.buffers[v]

@@ -6,7 +6,8 @@ outputs' elementwise cone, the block first evaluates E at the tile's input-order
 warps walking E's contiguous dim (coalesced reads), into a shared tile padded by one column
 (scalar tiles are read across without bank conflicts; paired 2-byte ones with two-way ones); after a barrier it computes the outputs at output-order
 indices, warps walking the output's last dim (coalesced writes), P read from the tile and
-everything else read or recomputed at the output index as in the pointwise kernel.
+everything else read or recomputed at the output index as in the pointwise kernel (a permute
+read through an index map, at another index than the tile's, included).
 """
 
 from __future__ import annotations
@@ -72,8 +73,10 @@ def emit_transpose(em: KernelEmitter, outputs: list[SSAValue], expr: dict, reads
                 lanes = []
                 for j in range(V):
                     staged = {op.result: b.load(tiles[op], [b.add(b.mul(tx, V), j), col], 1)[0] for op in perms}
-                    ev = Evaluator(b, bufs, staged)
                     oj = o[:-1] + [b.add(o[-1], j)] if j else o
+                    # (a tile element is the permute at this output position only: an index map
+                    # that reads the permute elsewhere, a gather or a slice, computes it there)
+                    ev = Evaluator(b, bufs, staged, overrides_at=oj)
                     lanes.append([ev(expr[out], oj, 1)[0] for out in outputs])
                 for n, out in enumerate(outputs):
                     t = F._elem(out)

@@ -136,6 +136,25 @@ def test_max_min_propagate_nan(op):
     assert c[2] == (3.0 if op == "max" else 2.0)
 
 
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_max_min_order_signed_zeros(op):
+    """-0 is below +0 (IEEE 754-2019, the kernels' max.NaN / min.NaN, torch.maximum / minimum):
+    numpy's own gives minimum(-0, +0) = +0, and atan2(min(-0, +0), -1) came out +pi where the
+    H100 gave -pi (GPU fuzz seed 12015053)."""
+    t = "tensor<4xf32>"
+    a = np.array([-0.0, 0.0, -0.0, 0.0], np.float32)
+    b = np.array([0.0, -0.0, -0.0, 0.0], np.float32)
+    text = f"func.func @f(%a: {t}, %b: {t}) -> {t} {{\n %c = fusion.{op} %a, %b : {t}\n func.return %c : {t}\n}}"
+    (c,) = run1(text, a, b)
+    assert (c == 0).all()
+    assert np.signbit(c).tolist() == ([False, False, True, False] if op == "max" else [True, True, True, False])
+    r = "tensor<3x2xf32>"
+    text = f"func.func @f(%a: {r}) -> tensor<3xf32> {{\n %c = fusion.reduce {op} %a dims [1] : {r} to tensor<3xf32>\n" \
+           " func.return %c : tensor<3xf32>\n}"
+    (c,) = run1(text, np.array([[0.0, -0.0], [-0.0, 0.0], [-0.0, -0.0]], np.float32))
+    assert np.signbit(c).tolist() == ([False, False, True] if op == "max" else [True, True, True])
+
+
 @pytest.mark.parametrize("pred,fn", [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal),
                                      ("gt", np.greater), ("ge", np.greater_equal)])
 def test_cmp(pred, fn, rng):

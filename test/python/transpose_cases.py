@@ -49,8 +49,28 @@ func.func @two(%x: tensor<48x80xf32>, %z: tensor<48x80xf32>) -> tensor<80x48xf32
   %m = fusion.mul %p, %q : tensor<80x48xf32>
   func.return %m : tensor<80x48xf32>
 }"""),
+    # a staged permute read elsewhere through an index map (GPU fuzz seeds 12028026 and 12016027:
+    # the tile's element, valid at its own position only, was taken at every position)
+    ("permute_read_by_index_select", """
+func.func @f(%x: tensor<64x48xf32>, %i: tensor<48xi64>) -> (tensor<64x48xf32>, tensor<64x48xf32>) {
+  %p = fusion.permute %x [1, 0] : tensor<64x48xf32> to tensor<48x64xf32>
+  %q = fusion.permute %p [1, 0] : tensor<48x64xf32> to tensor<64x48xf32>
+  %a = fusion.exp %q : tensor<64x48xf32>
+  %b = fusion.index_select %q, %i dim 1 : tensor<64x48xf32>, tensor<48xi64> to tensor<64x48xf32>
+  func.return %a, %b : tensor<64x48xf32>, tensor<64x48xf32>
+}"""),
+    ("permute_read_by_cat_of_slices", """
+func.func @f(%x: tensor<31x33xf32>) -> (tensor<31x33xf32>, tensor<31x33xf32>) {
+  %p = fusion.permute %x [1, 0] : tensor<31x33xf32> to tensor<33x31xf32>
+  %q = fusion.permute %p [1, 0] : tensor<33x31xf32> to tensor<31x33xf32>
+  %a = fusion.neg %q : tensor<31x33xf32>
+  %even = fusion.slice %q start [0, 0] stop [31, 33] step [2, 1] : tensor<31x33xf32> to tensor<16x33xf32>
+  %odd = fusion.slice %q start [1, 0] stop [31, 33] step [2, 1] : tensor<31x33xf32> to tensor<15x33xf32>
+  %b = fusion.cat %even, %odd dim 0 : tensor<16x33xf32>, tensor<15x33xf32> to tensor<31x33xf32>
+  func.return %a, %b : tensor<31x33xf32>, tensor<31x33xf32>
+}"""),
 ])
 
 TILED = {"t130x200_bf16", "b2x64x96_021_bf16", "t31x33", "t257x513", "t257x513_bf16", "t100x70_f16", "b3x33x65_021", "r4_0312",
-         "r4_3120", "fused_math", "two_permutes"}
+         "r4_3120", "fused_math", "two_permutes", "permute_read_by_index_select", "permute_read_by_cat_of_slices"}
 """The cases the transpose kernel takes (the others have an output or input last dim too short to tile)."""

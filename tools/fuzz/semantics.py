@@ -43,6 +43,7 @@ import ml_dtypes
 import numpy as np
 
 from fuser.runtime.reference import erfinv as _erfinv
+from fuser.runtime.reference import ieee_extreme, ieee_maximum, ieee_minimum
 
 _ERFINV = np.vectorize(_erfinv, otypes=[np.float64])
 _LGAMMA = np.vectorize(lambda x: math.inf if x <= 0 and x == math.floor(x) else math.lgamma(x) if math.isfinite(x)
@@ -175,7 +176,7 @@ def _reduction(kind: str, axis: tuple, keep: bool):
         return out.reshape([1 if d in axis else x.shape[d] for d in range(x.ndim)]) if keep else out
     fns = {"sum": lambda x: np.sum(wide(x), axis=axis, keepdims=keep),
            "prod": lambda x: np.prod(wide(x), axis=axis, keepdims=keep),
-           "max": lambda x: np.max(x, axis=axis, keepdims=keep), "min": lambda x: np.min(x, axis=axis, keepdims=keep),
+           "max": lambda x: ieee_extreme("max", x, axis, keep), "min": lambda x: ieee_extreme("min", x, axis, keep),
            "any": lambda x: np.any(x != 0, axis=axis, keepdims=keep),
            "all": lambda x: np.all(x != 0, axis=axis, keepdims=keep), "argmax": arg, "argmin": arg}
     return fns[kind]
@@ -523,7 +524,7 @@ _NUMPY = {
     "sigmoid": _sigmoid, "relu": lambda x: np.maximum(x, 0.0), "silu": lambda x: x * _sigmoid(x),
     "gelu": lambda x: 0.5 * x * _ERFC(-x / math.sqrt(2.0)),  # (1 + erf would cancel for x << 0)
     "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x),
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum,
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "max": ieee_maximum, "min": ieee_minimum,
     "div": np.divide, "pow": np.power, "where": np.where, "segment_set": _IDENTITY,
     "erf": _ERF, "exp2": np.exp2, "log2": np.log2, "log10": np.log10, "log1p": np.log1p,
     "reciprocal": lambda x: 1.0 / x, "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin,
