@@ -144,3 +144,20 @@ def test_dynamic_smem_alignment_sees_the_hopper_ops_still_there(fence_first, ali
     (g,) = [op for op in module.walk() if isinstance(op, llvm.GlobalOp)]
     assert g.alignment.value.data == align
     assert any(isinstance(op, nvvm.WgmmaFenceAlignedOp) for op in module.walk())
+
+
+def test_each_kernel_pattern_is_offered_only_the_ops_it_lowers():
+    """The kernel walk offers an op only to the patterns whose `lowers` types it has (a pattern
+    without them would see every op, as all thirty did with the greedy applier), and ops no
+    pattern lowers go straight to the last check."""
+    from xdsl.dialects import arith
+
+    from fuser.dialects import sched
+    from fuser.lowering.conversion.sched_to_nvvm.kernel import CheckRemainingOp, kernel_patterns
+
+    applier = kernel_patterns(None).pattern
+    assert applier.patterns and all(hasattr(p.match_and_rewrite, "op_types") for p in applier.patterns)
+    assert isinstance(applier.last, CheckRemainingOp)
+    assert applier._candidates(arith.AddfOp) == []
+    loads = applier._candidates(sched.LoadOp)
+    assert [type(p).__name__ for p in loads] == ["LowerAccess"]

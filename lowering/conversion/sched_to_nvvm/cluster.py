@@ -5,27 +5,27 @@ to the cluster (`nvvm.fence.mbarrier.init`), and an arrive on the same mbarrier 
 
 from __future__ import annotations
 
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from fuser.dialects import nvvm, sched
 
-from .context import KernelContext, KernelPattern
+from .context import KernelContext, KernelPattern, lowers
 
 
 class LowerClusterBarrier(RewritePattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.ClusterBarrierOp, rewriter: PatternRewriter) -> None:
         rewriter.replace(op, [nvvm.ClusterArriveOp(), nvvm.ClusterWaitOp()], new_results=[])
 
 
 class LowerFenceMBarrierInit(RewritePattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.FenceMBarrierInitOp, rewriter: PatternRewriter) -> None:
         rewriter.replace(op, nvvm.FenceMBarrierInitOp())
 
 
 class LowerMBarrierArriveCluster(KernelPattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.MBarrierArriveClusterOp, rewriter: PatternRewriter) -> None:
         k = self.k
         local, _ = k.address(rewriter, op, op.barriers, [op.index])

@@ -10,12 +10,15 @@ helpers that emit at the entry block do so directly, since the walker does not r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Callable, Sequence
+from types import UnionType
+from typing import Union, get_args, get_origin
 
 from xdsl.dialects import arith, llvm, vector
 from xdsl.dialects.builtin import DenseArrayBase, IndexType, IntegerType, MemRefType, VectorType, i32, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from fuser.dialects import sched
 from fuser.dialects.nvvm import SPECIAL_REGISTER_OPS
@@ -212,6 +215,41 @@ class KernelContext:
             for block in region.blocks:
                 if any(isinstance(a.type, MemRefType) for a in block.args):
                     raise self.fail(op, "cannot lower memref block argument of")
+
+
+def lowers(method: Callable) -> Callable:
+    """xDSL's `op_type_rewrite_pattern` (the op types from the method's annotation), with those
+    types kept on the method as `op_types`, so that the kernel's walk offers each op only to the
+    patterns that lower its type (`DispatchingApplier`) instead of to all thirty in turn."""
+    wrapped = op_type_rewrite_pattern(method)
+    hint = list(inspect.signature(method, eval_str=True).parameters.values())[1].annotation
+    wrapped.op_types = get_args(hint) if get_origin(hint) in (Union, UnionType) else (hint,)
+    return wrapped
+
+
+class DispatchingApplier(RewritePattern):
+    """GreedyRewritePatternApplier's rule (the patterns in order until one acts; no folding, no
+    dead-code elimination) over only the patterns whose `op_types` an op is an instance of
+    (a pattern without `op_types` is offered every op), then `last` if none acted."""
+
+    def __init__(self, patterns: Sequence[RewritePattern], last: RewritePattern):
+        self.patterns = list(patterns)
+        self.last = last
+        self._for_type: dict[type, list[RewritePattern]] = {}
+
+    def _candidates(self, cls: type) -> list[RewritePattern]:
+        if cls not in self._for_type:
+            self._for_type[cls] = [p for p in self.patterns
+                                   if not hasattr(p.match_and_rewrite, "op_types")
+                                   or issubclass(cls, p.match_and_rewrite.op_types)]
+        return self._for_type[cls]
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        for pattern in self._candidates(type(op)):
+            pattern.match_and_rewrite(op, rewriter)
+            if rewriter.has_done_action:
+                return
+        self.last.match_and_rewrite(op, rewriter)
 
 
 class KernelPattern(RewritePattern):

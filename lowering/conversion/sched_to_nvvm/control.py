@@ -16,7 +16,7 @@ from __future__ import annotations
 from xdsl.dialects import arith, llvm, scf
 from xdsl.dialects.builtin import Float64Type, i32, i64
 from xdsl.ir import Block, Region
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint
 
 from fuser.dialects import sched
@@ -25,13 +25,13 @@ from fuser.dialects.nvvm import GridDepControlOp as NVVMGridDepControlOp
 from fuser.dialects.nvvm import ShflKind, ShflOp
 
 from .common import const_index
-from .context import KernelContext, KernelPattern
+from .context import KernelContext, KernelPattern, lowers
 
 f64 = Float64Type()
 
 
 class LowerFor(KernelPattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.ForOp, rewriter: PatternRewriter) -> None:
         k = self.k
         body = op.body.block
@@ -86,7 +86,7 @@ class LowerLoopYield(KernelPattern):
     """The terminator of a `sched.for` that became an `scf.for`. Any other `sched.yield` is misplaced;
     the kernel's last pattern reports it."""
 
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.YieldOp, rewriter: PatternRewriter) -> None:
         if op.parent_op() not in self.k.loops:
             return
@@ -96,13 +96,13 @@ class LowerLoopYield(KernelPattern):
 
 
 class LowerBarrier(RewritePattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.BarrierOp, rewriter: PatternRewriter) -> None:
         rewriter.replace(op, NVVMBarrierOp())
 
 
 class LowerShflXor(KernelPattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.ShflXorOp, rewriter: PatternRewriter) -> None:
         c = self.k.const
 
@@ -129,13 +129,13 @@ class LowerShflXor(KernelPattern):
 
 
 class LowerGridDepControl(RewritePattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.GridDepControlOp, rewriter: PatternRewriter) -> None:
         rewriter.replace(op, NVVMGridDepControlOp(op.kind.data))
 
 
 class LowerReturn(RewritePattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.ReturnOp, rewriter: PatternRewriter) -> None:
         rewriter.replace(op, llvm.ReturnOp())
 

@@ -3,17 +3,17 @@ registers (`nvvm.read.ptx.sreg.*`, i32, cast to index once at the kernel's entry
 
 from __future__ import annotations
 
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from fuser.dialects import sched
 
-from .context import KernelContext, KernelPattern
+from .context import KernelContext, KernelPattern, lowers
 
 _SREG = {sched.ThreadIdxOp: "tid", sched.BlockIdxOp: "ctaid", sched.BlockDimOp: "ntid", sched.GridDimOp: "nctaid"}
 
 
 class LowerParallelIndex(KernelPattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.ThreadIdxOp | sched.BlockIdxOp | sched.BlockDimOp | sched.GridDimOp,
                           rewriter: PatternRewriter) -> None:
         rewriter.replace_all_uses_with(op.results[0], self.k.sreg(_SREG[type(op)], op.dim.data))

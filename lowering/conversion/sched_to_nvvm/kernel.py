@@ -21,7 +21,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
@@ -32,7 +31,7 @@ from fuser.lowering.provenance import located, stamp
 
 from .cluster import cluster_patterns
 from .common import PASSTHROUGH_DIALECTS, Buffer, SchedToNVVMError, ptr_type
-from .context import KernelContext, KernelPattern
+from .context import DispatchingApplier, KernelContext, KernelPattern
 from .control import control_patterns
 from .indices import index_patterns
 from .memory import memory_patterns
@@ -81,10 +80,9 @@ class StopAtFirstError(RewritePattern):
 
 def kernel_patterns(k: KernelContext) -> RewritePattern:
     # no dead-code elimination: an unused value the input computes stays in the output
-    return StopAtFirstError(k, GreedyRewritePatternApplier(
+    return StopAtFirstError(k, DispatchingApplier(
         [*index_patterns(k), *memory_patterns(k), *control_patterns(k), *tma_patterns(k), *wgmma_patterns(k),
-         *cluster_patterns(k), CheckRemainingOp(k)],
-        dce_enabled=False))
+         *cluster_patterns(k)], CheckRemainingOp(k)))
 
 
 def lower_kernel(kernel: sched.KernelOp, index_bitwidth: int,

@@ -23,12 +23,12 @@ from __future__ import annotations
 from xdsl.dialects import arith, llvm, memref
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, IntegerType, MemRefType, VectorType, i1, i64
 from xdsl.ir import SSAValue
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from fuser.dialects import sched
 
 from .common import Buffer, SchedToNVVMError, const_index, element_bytes, low_bit, ptr_type, row_major, where
-from .context import KernelContext, KernelPattern
+from .context import KernelContext, KernelPattern, lowers
 
 STATIC_SMEM_LIMIT = 48 * 1024  # static shared memory a block may declare
 
@@ -49,7 +49,7 @@ def _access_bytes(buf: SSAValue) -> list[int]:
 
 
 class LowerAlloc(KernelPattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.AllocOp, rewriter: PatternRewriter) -> None:
         k = self.k
         t = op.result.type
@@ -95,7 +95,7 @@ class LowerAlloc(KernelPattern):
 class LowerCollapseShape(KernelPattern):
     """A row-major view with merged dimensions: the source's pointer under the new type."""
 
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: memref.CollapseShapeOp, rewriter: PatternRewriter) -> None:
         src = self.k.buffers.get(op.src)
         t = op.result.type
@@ -111,7 +111,7 @@ class LowerCollapseShape(KernelPattern):
 class LowerView(KernelPattern):
     """A typed row-major view of a byte buffer at a constant byte shift."""
 
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: memref.ViewOp, rewriter: PatternRewriter) -> None:
         k = self.k
         src = k.buffers.get(op.source)
@@ -132,13 +132,13 @@ class LowerRelease(RewritePattern):
     """A release is sched-alias-smem's information (the pass erases the ones it reads); without
     the pass the buffers have bytes of their own and it means nothing."""
 
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.ReleaseOp, rewriter: PatternRewriter) -> None:
         rewriter.erase_op(op)
 
 
 class LowerAccess(KernelPattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.LoadOp | sched.StoreOp, rewriter: PatternRewriter) -> None:
         ptr, buf = self.k.address(rewriter, op, op.buffer, op.indices)
         elem = buf.type.element_type
@@ -168,7 +168,7 @@ class LowerAtomicAdd(KernelPattern):
 
     _PTX = {"f32": ("f32", "f"), "f64": ("f64", "d"), "i32": ("u32", "r"), "i64": ("u64", "l")}
 
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.AtomicAddOp, rewriter: PatternRewriter) -> None:
         ptr, _ = self.k.address(rewriter, op, op.buffer, op.indices)
         suffix, constraint = self._PTX[str(op.value.type)]

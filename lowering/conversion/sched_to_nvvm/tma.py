@@ -19,30 +19,30 @@ from __future__ import annotations
 from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import IntAttr, i16, i32
 from xdsl.ir import SSAValue
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from fuser.dialects import nvvm, sched
 from fuser.dialects.llvm_ext import AddrSpaceCastOp
 
-from .context import KernelContext, KernelPattern
+from .context import KernelContext, KernelPattern, lowers
 
 
 class LowerMBarrierInit(KernelPattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.MBarrierInitOp, rewriter: PatternRewriter) -> None:
         ptr, _ = self.k.address(rewriter, op, op.barriers, [op.index])
         rewriter.replace(op, nvvm.MBarrierInitOp(ptr, self.k.const(op.count.value.data, i32)))
 
 
 class LowerMBarrierArrive(KernelPattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.MBarrierArriveOp, rewriter: PatternRewriter) -> None:
         ptr, _ = self.k.address(rewriter, op, op.barriers, [op.index])
         rewriter.replace(op, nvvm.MBarrierArriveOp(ptr), new_results=[])  # its arrival state goes unused
 
 
 class LowerMBarrierArriveExpectTx(KernelPattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.MBarrierArriveExpectTxOp, rewriter: PatternRewriter) -> None:
         k = self.k
         ptr, _ = k.address(rewriter, op, op.barriers, [op.index])
@@ -57,7 +57,7 @@ WAIT_SUSPEND_HINT_NS = 10_000_000
 class LowerMBarrierWait(KernelPattern):
     """Upstream's `nvvm.mbarrier.try_wait.parity` on the phase's parity."""
 
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.MBarrierWaitOp, rewriter: PatternRewriter) -> None:
         k = self.k
         ptr, _ = k.address(rewriter, op, op.barriers, [op.index])
@@ -71,7 +71,7 @@ class LowerTmaLoad(KernelPattern):
     CTA's shared memory seen as a shared::cluster address (`llvm.addrspacecast` 3 -> 7); a
     multicast load carries its CTA mask as an i16."""
 
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.TmaLoadOp, rewriter: PatternRewriter) -> None:
         k = self.k
         tmap = k.tensor_map(op)
@@ -96,19 +96,19 @@ def _box_from_smem(k: KernelContext, rewriter: PatternRewriter,
 
 
 class LowerTmaStore(KernelPattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.TmaStoreOp, rewriter: PatternRewriter) -> None:
         rewriter.replace(op, nvvm.CpAsyncBulkTensorSharedCtaToGlobalOp(*_box_from_smem(self.k, rewriter, op)))
 
 
 class LowerTmaReduce(KernelPattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.TmaReduceOp, rewriter: PatternRewriter) -> None:
         rewriter.replace(op, nvvm.CpAsyncBulkTensorReduceOp(*_box_from_smem(self.k, rewriter, op), op.kind.data))
 
 
 class LowerBulkGroup(RewritePattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.BulkCommitGroupOp | sched.BulkWaitGroupOp, rewriter: PatternRewriter) -> None:
         if isinstance(op, sched.BulkCommitGroupOp):
             rewriter.replace(op, nvvm.CpAsyncBulkCommitGroupOp())
@@ -121,7 +121,7 @@ _FENCE_PROXY_ASYNC = {"shared": ("async.shared", "cta"), "global": ("async.globa
 
 
 class LowerFenceProxyAsync(RewritePattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.FenceProxyAsyncOp, rewriter: PatternRewriter) -> None:
         rewriter.replace(op, nvvm.FenceProxyOp(*_FENCE_PROXY_ASYNC[op.fenced_space]))
 
@@ -130,7 +130,7 @@ class LowerSemaphore(KernelPattern):
     """wait: reload with acquire until the value matches; signal: one release store. Both at GPU
     scope (the CTAs taking turns may sit on any SM). The pointer goes in a 64-bit register."""
 
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.SemaphoreWaitOp | sched.SemaphoreSignalOp, rewriter: PatternRewriter) -> None:
         k = self.k
         ptr, _ = k.address(rewriter, op, op.sems, [op.index])

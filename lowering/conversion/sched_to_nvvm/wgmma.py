@@ -14,21 +14,21 @@ from __future__ import annotations
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import DenseArrayBase, Float32Type, i32, i64
 from xdsl.dialects import llvm
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from fuser.dialects import nvvm, sched
 
-from .context import KernelContext, KernelPattern
+from .context import KernelContext, KernelPattern, lowers
 
 
 class LowerWgmmaFence(RewritePattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.WgmmaFenceOp, rewriter: PatternRewriter) -> None:
         rewriter.replace(op, nvvm.WgmmaFenceAlignedOp())
 
 
 class LowerWgmmaCommitGroup(RewritePattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.WgmmaCommitGroupOp, rewriter: PatternRewriter) -> None:
         rewriter.replace(op, nvvm.WgmmaGroupSyncAlignedOp())
 
@@ -36,7 +36,7 @@ class LowerWgmmaCommitGroup(RewritePattern):
 class LowerWgmmaDesc(KernelPattern):
     """The 64-bit matrix descriptor: address bits 4..17, leading / stride byte offsets, swizzle mode."""
 
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.WgmmaDescOp, rewriter: PatternRewriter) -> None:
         k = self.k
         addr = k.smem_u32(rewriter, op, op.buffer, op.indices)
@@ -54,7 +54,7 @@ class LowerWgmmaMmaAsync(KernelPattern):
     """`nvvm.wgmma.mma_async` on the accumulators as upstream's struct of f32 (one per register):
     the `vector<N x f32>` is unpacked into it and packed back from the result."""
 
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.WgmmaMmaAsyncOp, rewriter: PatternRewriter) -> None:
         k = self.k
         n = op.n.value.data
@@ -70,7 +70,7 @@ class LowerWgmmaMmaAsync(KernelPattern):
 
 
 class LowerWgmmaWaitGroup(KernelPattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.WgmmaWaitGroupOp, rewriter: PatternRewriter) -> None:
         k = self.k
         rewriter.insert(nvvm.WgmmaWaitGroupSyncOp(op.pending.value.data))
@@ -89,7 +89,7 @@ class LowerWgmmaWaitGroup(KernelPattern):
 
 
 class LowerSetMaxNReg(RewritePattern):
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.SetMaxNRegOp, rewriter: PatternRewriter) -> None:
         action = {"inc": "increase", "dec": "decrease"}[op.action.data]
         rewriter.replace(op, nvvm.SetMaxRegisterOp(action, op.count.value.data))
@@ -99,7 +99,7 @@ class LowerNamedBarrier(KernelPattern):
     """`bar.sync|arrive id, n` as upstream's `nvvm.barrier` / `nvvm.barrier.arrive` with an id and a
     thread count."""
 
-    @op_type_rewrite_pattern
+    @lowers
     def match_and_rewrite(self, op: sched.NamedBarrierOp, rewriter: PatternRewriter) -> None:
         bar_id, count = self.k.const(op.id.value.data, i32), self.k.const(op.count.value.data, i32)
         new = nvvm.BarrierOp(bar_id, count) if op.action.data == "sync" else nvvm.BarrierArriveOp(bar_id, count)
