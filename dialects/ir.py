@@ -8,10 +8,12 @@ way (`input.mlir:3:8: error: 'fusion.add' op ...`) instead of as a Python traceb
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.dialects.builtin import (DenseArrayBase, FileLineColLoc, IntAttr, IntegerType, ModuleOp, StringAttr,
+                                   UnknownLoc, i64)
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 from xdsl.ir.core import ErasedSSAValue
@@ -161,6 +163,19 @@ def location_of(op: Operation) -> str:
     if isinstance(loc, FileLineColLoc):
         return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
     return "<unknown>"
+
+
+@functools.lru_cache(maxsize=4096)
+def dense_array(t: IntegerType, values: tuple[int, ...]) -> DenseArrayBase:
+    """DenseArrayBase.from_list, built once per value: attributes are immutable, and building one
+    costs more than the op that holds it (the positions of a kernel's thousands of vector
+    extracts, GEP indices)."""
+    return DenseArrayBase.from_list(t, values)
+
+
+def position(k: int) -> DenseArrayBase:
+    """A `static_position` / extract-insert position [k] (i64)."""
+    return dense_array(i64, (k,))
 
 
 def verify_module(module: ModuleOp) -> None:

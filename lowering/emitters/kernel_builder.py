@@ -15,7 +15,6 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects import scf, vector
 from xdsl.dialects.builtin import (
     BFloat16Type,
-    DenseArrayBase,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -25,12 +24,12 @@ from xdsl.dialects.builtin import (
     IntegerType,
     VectorType,
     i1,
-    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from fuser.dialects import sched
+from fuser.dialects.ir import position
 from fuser.lowering.provenance import stamp
 
 f32 = Float32Type()
@@ -195,12 +194,12 @@ class KernelBuilder:
         vec = self.v(vector.BroadcastOp(vals[0], VectorType(vals[0].type, [len(vals)])))
         for k, x in enumerate(vals[1:], start=1):
             vec = self.v(vector.InsertOp.create(operands=[x, vec], result_types=[vec.type],
-                                                properties={"static_position": DenseArrayBase.from_list(i64, [k])}))
+                                                properties={"static_position": position(k)}))
         self.emit(sched.StoreOp(vec, buf, idx))
 
     def extract(self, vec: SSAValue, k: int) -> SSAValue:
         return self.v(vector.ExtractOp.create(operands=[vec], result_types=[vec.type.element_type],
-                                              properties={"static_position": DenseArrayBase.from_list(i64, [k])}))
+                                              properties={"static_position": position(k)}))
 
 
 def compute_float(t: Attribute) -> Attribute:

@@ -3,14 +3,15 @@ entry-block builder."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, llvm
-from xdsl.dialects.builtin import IndexType, IntAttr, IntegerAttr, MemRefType
+from xdsl.dialects.builtin import IndexType, IntAttr, IntegerAttr, MemRefType, i32
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from fuser.dialects import sched
-from fuser.dialects.ir import location_of
+from fuser.dialects.ir import dense_array, location_of
 from fuser.lowering.provenance import stamp
 
 
@@ -116,3 +117,11 @@ class Buffer:
     ptr: SSAValue
     type: MemRefType
     align_cap: int | None = None  # largest alignment the base pointer guarantees (dynamic smem)
+
+
+def gep(ptr: SSAValue, indices: Sequence[int], elem: Attribute, result_type: Attribute,
+        ssa_indices: Sequence[SSAValue] = ()) -> llvm.GEPOp:
+    """llvm.GEPOp(ptr, indices, elem, ssa_indices, result_type), with its constant indices cached."""
+    return llvm.GEPOp.build(operands=[ptr, list(ssa_indices)], result_types=[result_type], properties={
+        "rawConstantIndices": dense_array(i32, tuple(indices)), "elem_type": elem,
+        "noWrapFlags": IntegerAttr(0, 32)})

@@ -16,14 +16,15 @@ from types import UnionType
 from typing import Union, get_args, get_origin
 
 from xdsl.dialects import arith, llvm, vector
-from xdsl.dialects.builtin import DenseArrayBase, IndexType, IntegerType, MemRefType, VectorType, i32, i64
+from xdsl.dialects.builtin import IndexType, IntegerType, MemRefType, VectorType, i32
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from fuser.dialects import sched
+from fuser.dialects.ir import position
 from fuser.dialects.nvvm import SPECIAL_REGISTER_OPS
 
-from .common import (HOPPER_OPS, Buffer, EntryBuilder, SchedToNVVMError, const_index, fold, ptr_type,
+from .common import (HOPPER_OPS, Buffer, EntryBuilder, SchedToNVVMError, const_index, fold, gep, ptr_type,
                      static_strides, where)
 
 _GEP_SSA = llvm.GEP_USE_SSA_VAL
@@ -152,10 +153,10 @@ class KernelContext:
             if lin:
                 if not -(2**31) < lin < 2**31:
                     raise self.fail(op, f"offset {lin} out of range for")
-                ptr = self.before(rewriter, llvm.GEPOp(ptr, [lin], elem, result_type=ptr.type))
+                ptr = self.before(rewriter, gep(ptr, [lin], elem, ptr.type))
         else:
             off = self.before(rewriter, arith.IndexCastOp(lin, self.offset_type))
-            ptr = self.before(rewriter, llvm.GEPOp(ptr, [_GEP_SSA], elem, ssa_indices=[off], result_type=ptr.type))
+            ptr = self.before(rewriter, gep(ptr, [_GEP_SSA], elem, ptr.type, [off]))
         return ptr, buf
 
     def smem_u32(self, rewriter: PatternRewriter, op: Operation, buffer: SSAValue,
@@ -193,17 +194,17 @@ class KernelContext:
         n = vec.type.get_shape()[0]  # type: ignore[attr-defined]
         return [self.before(rewriter, vector.ExtractOp.create(
             operands=[vec], result_types=[vec.type.element_type],  # type: ignore[attr-defined]
-            properties={"static_position": DenseArrayBase.from_list(i64, [k])})) for k in range(n)]
+            properties={"static_position": position(k)})) for k in range(n)]
 
     def pack(self, rewriter: PatternRewriter, struct: SSAValue, start: int, vt: VectorType) -> SSAValue:
         n = vt.get_shape()[0]
         vec = self.before(rewriter, llvm.UndefOp(vt))
         for k in range(n):
-            x = self.before(rewriter, llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [start + k]), struct,
+            x = self.before(rewriter, llvm.ExtractValueOp(position(start + k), struct,
                                                           vt.element_type))
             vec = self.before(rewriter, vector.InsertOp.create(
                 operands=[x, vec], result_types=[vt],
-                properties={"static_position": DenseArrayBase.from_list(i64, [k])}))
+                properties={"static_position": position(k)}))
         return vec
 
     def check_kept(self, op: Operation) -> None:

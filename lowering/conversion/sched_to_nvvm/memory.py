@@ -27,7 +27,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from fuser.dialects import sched
 
-from .common import Buffer, SchedToNVVMError, const_index, element_bytes, low_bit, ptr_type, row_major, where
+from .common import Buffer, SchedToNVVMError, const_index, element_bytes, gep, low_bit, ptr_type, row_major, where
 from .context import KernelContext, KernelPattern, lowers
 
 STATIC_SMEM_LIMIT = 48 * 1024  # static shared memory a block may declare
@@ -66,7 +66,7 @@ class LowerAlloc(KernelPattern):
             byte_off = op.offset.value.data
             base = k.dynamic_smem_base()
             ptr = base if byte_off == 0 else k.at_entry(
-                llvm.GEPOp(base, [byte_off], IntegerType(8), result_type=ptr_type(3))).results[0]
+                gep(base, [byte_off], IntegerType(8), ptr_type(3))).results[0]
             k.buffers[op.result] = Buffer(ptr, t, align_cap=min(16, low_bit(byte_off)))
         elif space == sched.SHARED:
             k.static_smem += count * element_bytes(elem)
@@ -122,7 +122,7 @@ class LowerView(KernelPattern):
         if shift is None or op.sizes or not isinstance(t, MemRefType) or t.get_strides() != row_major(t):
             raise k.fail(op, "cannot lower (only static row-major views at a constant byte shift)")
         ptr = src.ptr if shift == 0 else k.at_entry(
-            llvm.GEPOp(src.ptr, [shift], IntegerType(8), result_type=src.ptr.type)).results[0]
+            gep(src.ptr, [shift], IntegerType(8), src.ptr.type)).results[0]
         cap = src.align_cap if shift == 0 else min(src.align_cap or 16, low_bit(shift))
         k.buffers[op.result] = Buffer(ptr, t, cap)
         k.dead_ops.append(op)

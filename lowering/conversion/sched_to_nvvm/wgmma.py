@@ -12,11 +12,12 @@ read can be scheduled before the wait.
 from __future__ import annotations
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import DenseArrayBase, Float32Type, i32, i64
+from xdsl.dialects.builtin import Float32Type, i32, i64
 from xdsl.dialects import llvm
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from fuser.dialects import nvvm, sched
+from fuser.dialects.ir import position
 
 from .context import KernelContext, KernelPattern, lowers
 
@@ -61,7 +62,7 @@ class LowerWgmmaMmaAsync(KernelPattern):
         st = llvm.LLVMStructType.from_type_list([Float32Type()] * (n // 2))
         acc = k.before(rewriter, llvm.UndefOp(st))
         for i, x in enumerate(k.unpack(rewriter, op.acc)):
-            acc = k.before(rewriter, llvm.InsertValueOp(DenseArrayBase.from_list(i64, [i]), acc, x))
+            acc = k.before(rewriter, llvm.InsertValueOp(position(i), acc, x))
         res = k.before(rewriter, nvvm.WgmmaMmaAsyncOp(acc, op.desc_a, op.desc_b, n, op.ab_type.data,
                                                       op.trans_a is not None, op.trans_b is not None))
         vec = k.pack(rewriter, res, 0, op.acc.type)
