@@ -78,6 +78,20 @@ class Evaluator:
             todo.extend((o, False) for o in reversed(op.operands))
         return order
 
+    def _row_constants(self, xs: list[SSAValue], t: Attribute) -> bool:
+        """Whether scalars `xs` are all overrides that hold at every index (a normalization's row
+        statistics, read through broadcasts), of an f32-computed type."""
+        if self.overrides_at is not None or isinstance(t, Float64Type) or not F.is_float(t):
+            return False
+        held = {id(x) for x in self.overrides.values()}
+        return all(id(x) in held for x in xs)
+
+    def _reciprocal(self, x: SSAValue) -> SSAValue:
+        key = ("reciprocal", x)
+        if key not in self.memo:
+            self.memo[key] = self.kb.fdiv(self.kb.const(1.0, x.type), x)
+        return self.memo[key]
+
     def _overridden(self, v: SSAValue, idx: Sequence[SSAValue]) -> bool:
         return v in self.overrides and (self.overrides_at is None or tuple(idx) == self.overrides_at)
 
@@ -164,6 +178,11 @@ class Evaluator:
             return [emit_int_binary(kb, op, x, y, unsigned) for x, y in zip(a, b)]
         if isinstance(op, F.BinaryOp):
             a, b = self(op.lhs, idx, lanes), self(op.rhs, idx, lanes)
+            if isinstance(op, F.DivOp) and self._row_constants(b, F._elem(v)):
+                # a divisor held for the whole row (a softmax's sum): its reciprocal once (LLVM
+                # hoists it out of the row loop) and a multiply per element, within 1 ulp of the
+                # division (Triton's `/` is div.full, 2 ulp), instead of ~10 instructions each
+                return [self._round(kb.fmul(x, self._reciprocal(y)), v) for x, y in zip(a, b)]
             return [self._round(emit_binary(kb, op, x, y), v) for x, y in zip(a, b)]
         if isinstance(op, F.FloatTestOp):
             return [emit_float_test(kb, op, x) for x in self(op.input, idx, lanes)]
