@@ -1775,7 +1775,7 @@ class CompiledFusion:
         self.func = find_func(module)
         self.result = result
         self._executor = None
-        self._index_checks = None  # FUSER_CHECK_INDICES: made on the first checked call
+        self._index_checks = None  # FUSER_CHECK_INDICES: the fusion's indexed reads, found on the first call
 
     @property
     def name(self) -> str:
@@ -1819,12 +1819,15 @@ class CompiledFusion:
     def _check_indices(self, arrays: tuple) -> None:
         """With FUSER_CHECK_INDICES=1, an IndexError for an index input outside its op's range
         (fuser.runtime.index_check); otherwise nothing."""
-        from fuser.runtime import index_check
+        if self._index_checks is None:  # (a fusion without indexed reads imports and reads nothing per call)
+            from fuser.runtime import index_check
 
-        if index_check.enabled():
-            if self._index_checks is None:
-                self._index_checks = index_check.index_checks(self.func)
-            index_check.check_indices(self._index_checks, arrays, self.name)
+            self._index_checks = index_check.index_checks(self.func)
+        if self._index_checks:
+            from fuser.runtime import index_check
+
+            if index_check.enabled():
+                index_check.check_indices(self._index_checks, arrays, self.name)
 
     def input_names(self) -> list[str]:
         """The fusion's argument names, in order (`arg<i>` for an unnamed one)."""

@@ -301,7 +301,7 @@ class FusionRegion(torch.nn.Module):
         self.fusion = self._build(input_meta)
         self.mlir = self.fusion.mlir()
         self.symbol = self.fusion.func.sym_name.data
-        self.index_checks = None  # FUSER_CHECK_INDICES: made on the first checked call
+        self.index_checks = None  # FUSER_CHECK_INDICES: the region's indexed reads, found on the first call
         devices = {m.device.type for m in [*input_meta, *self.output_meta]}
         self.device = devices.pop() if len(devices) == 1 else "mixed"
         self.compile_error: str | None = None
@@ -460,9 +460,9 @@ class FusionRegion(torch.nn.Module):
         if self.rng_seeds:
             ins += [torch.randint(0, 2 ** 62, (), dtype=torch.int64, device=ins[0].device) for _ in range(self.rng_seeds)]
         executor = self.config.get("executor", "auto")
-        if index_check.enabled():
-            if self.index_checks is None:
-                self.index_checks = index_check.index_checks(self.fusion.func)
+        if self.index_checks is None:  # (a region without indexed reads reads no variable per call)
+            self.index_checks = index_check.index_checks(self.fusion.func)
+        if self.index_checks and index_check.enabled():
             index_check.check_indices(self.index_checks, ins, self.symbol)
         devs = {a.device.type for a in ins} or {self.device}
         if executor == "torch" or len(devs) != 1 or devs - {"cpu", "cuda"}:
