@@ -21,12 +21,15 @@ computation. The package:
     semantics.py   the float64 evaluation, written apart from the reference interpreter: each op's
                    function, rounding magnitude and don't-care mask; the tolerances and `mismatch`
     runner.py      a case and its inputs from a seed, compiling and checking one, shrinking a
-                   failure, the run and `main`
+                   failure, the run
+    explain.py     `--explain SEED`: where a case that fails on the GPU goes wrong
+    cli.py         the command, `main`
 """
 
-from . import generator, runner, semantics, typed
+from . import cli, explain, generator, runner, semantics, typed
 from .generator import BINARY, MATMUL_K, MATMUL_SHAPES, OUT_DTYPES, SHAPES, SHAPES_3D, UNARY, _Gen
-from .runner import (OPTION_VARIANTS, TYPED_SHARE, FuzzCase, check, fuzz_case, gpu_problem, main, make_inputs,
+from .cli import main
+from .runner import (OPTION_VARIANTS, TYPED_SHARE, FuzzCase, check, fuzz_case, gpu_problem, make_inputs,
                      pipeline_for, random_fusion, run, shrink)
 from .semantics import DISCRETE, LOWP, OVERFLOW, ROUNDING_SLACK, TOLERANCE, Step, Value, _cast, mismatch
 from .typed import CAST_TYPES, CMP_PREDICATES

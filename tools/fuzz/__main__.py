@@ -2,6 +2,6 @@
 
 import sys
 
-from fuser.tools.fuzz.runner import main
+from fuser.tools.fuzz.cli import main
 
 sys.exit(main())
