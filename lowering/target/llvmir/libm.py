@@ -15,8 +15,6 @@ lane. f64 operands have their own library, computed in f64 to f64 accuracy: libm
 * tanh(x): |x| < 0.55: x + x^3 * P(x^2) (degree-4 fit); else sign(x) * (1 - 2 / (exp(2|x|) + 1)).
 * erf(x): |x| < 1: x * P(x^2) (degree-5 fit); else sign(x) * (1 - exp(R(min(|x|, 4) - 2.5)))
   with R a degree-8 fit of log(erfc); erfc(4) is below half an ulp of 1.
-* gelu(x) (erf form): x * erfc(-x / sqrt 2) / 2 with erfc(a) = t exp(-a^2 + P(t)), t = 1/(1 + a/2),
-  P a degree-9 fit: relative accuracy kept for x << 0, where 1 + erf cancels.
 * sin cos tan asin acos atan sinh cosh asinh acosh atanh expm1 erfc erfinv erfcinv lgamma atan2:
   computed in f64 and rounded once (see the section below): correctly rounded on every sample
   of test/python/test_libm_accuracy.py, over the whole f32 range for sin, cos and tan; lgamma
@@ -155,46 +153,6 @@ def _erf(e: Emitter, x: str) -> str:
     big = e.call("float", "llvm.copysign.f32", [("float", big), ("float", x)])
     is_small = e.inst(f"fcmp olt float {ax}, {e.f(ERF_SMALL)}")
     return e.inst(f"select i1 {is_small}, float {small}, float {big}")
-
-
-# gelu(x) = x Phi(x), Phi(x) = erfc(-x / sqrt 2) / 2, with erfc(a) = t exp(-a^2 + P(t)) for a >= 0,
-# t = 1 / (1 + a/2) (the form of Numerical Recipes' erfcc; our own fit): one erfc of a = |x| / sqrt 2
-# gives Phi = erfc/2 for x < 0 and 1 - erfc/2 above, with its relative accuracy kept where
-# 1 + erf(x / sqrt 2) would cancel (x << 0: gelu(-5) through 1 + erf has ~5% error in f32).
-GELU_CLAMP = 14.5  # |x| beyond: erfc(|x| / sqrt 2) is below f32's smallest subnormal; t >= 0.163
-GELU_T_CENTER = 0.58
-# P(t) = log(erfc(a) / t) + a^2, a = 2/t - 2, in (t - GELU_T_CENTER) on t in [0.16, 1]: least squares
-# on 600 Chebyshev nodes against mpmath; error 1.5e-7 absolute in f32 Horner (= erfc's relative)
-GELU_ERFC_POLY = (
-    -0.5631568431854248,
-    1.3681188821792603,
-    0.0947767123579979,
-    -0.4069010019302368,
-    -0.04023287445306778,
-    0.2961713373661041,
-    -0.037176717072725296,
-    -0.2484813779592514,
-    0.07484256476163864,
-    0.1487911492586136,
-)
-
-
-def _gelu(e: Emitter, x: str) -> str:
-    """x Phi(x) through erfc (above). exp(-a^2) = exp(-x^2 / 2) is taken from x^2 split exactly
-    into hi + lo (fma), so the large exponent loses nothing to rounding; t's own rounding moves P
-    by about an ulp. About 6 ulp in all (two exps, the division, P); -inf gives NaN, as torch."""
-    ax = e.call("float", "llvm.minimum.f32", [("float", e.call("float", "llvm.fabs.f32", [("float", x)])),
-                                              ("float", e.f(GELU_CLAMP))])  # (minimum keeps NaN)
-    t = e.fbin("fdiv afn arcp", e.f(1.0), e.fma(ax, e.f(0.5 / math.sqrt(2.0)), e.f(1.0)))
-    xx = e.fbin("fmul", ax, ax)
-    xx_lo = e.fma(ax, ax, e.inst(f"fneg float {xx}"))
-    p = e.horner(GELU_ERFC_POLY, e.fbin("fsub", t, e.f(GELU_T_CENTER)))
-    gauss = _exp(e, e.fbin("fmul", xx, e.f(-0.5)))
-    half_erfc = e.fbin("fmul", e.fbin("fmul", t, e.f(0.5)),
-                       e.fbin("fmul", gauss, _exp(e, e.fma(xx_lo, e.f(-0.5), p))))
-    phi = e.select(e.inst(f"fcmp olt float {x}, {e.f(0.0)}"), "float", half_erfc,
-                   e.fbin("fsub", e.f(1.0), half_erfc))
-    return e.fbin("fmul", x, phi)
 
 
 # -------------------------------------------------------------------------------------------
@@ -701,7 +659,6 @@ MATH_HELPERS: dict[str, Callable[[Emitter, str], str]] = {
     "math.rsqrt": _rsqrt,
     "math.tanh": _tanh,
     "math.erf": _erf,
-    "math.gelu": _gelu,
     "math.sin": _sin,
     "math.cos": _cos,
     "math.tan": _tan,
