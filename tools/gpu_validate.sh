@@ -6,7 +6,9 @@
 # 2. runs the GPU tests (-m gpu) on every core, stopped after PYTEST_SECONDS; each failure is
 #    written to $OUT/failures.txt as it happens, so a run cut off by its limit still names them;
 # 3. runs fuser-fuzz --gpu in FUZZ_PROCS processes for FUZZ_SECONDS (seeds from FUZZ_SEED, each
-#    process 1000 apart; --seconds makes each print its summary however far it got);
+#    process 1000 apart; --seconds makes each print its summary however far it got), then
+#    `fuser-fuzz --explain` on the first EXPLAIN failing seeds (default 4, each within
+#    EXPLAIN_SECONDS) into $OUT/explain.txt;
 # 4. runs the sanitizer on the cases matching SANITIZE, and the fuser-bench rows matching BENCH;
 # 5. prints a short table last. A step whose variable is empty or 0 is skipped. At most five
 #    files land in $OUT (the device machine returns a few files only).
@@ -18,6 +20,8 @@ PYTEST_SECONDS=${PYTEST_SECONDS:-300}
 FUZZ_SECONDS=${FUZZ_SECONDS:-0}
 FUZZ_PROCS=${FUZZ_PROCS:-12}
 FUZZ_SEED=${FUZZ_SEED:-$(( $(date +%s) % 1000000 * 100 ))}
+EXPLAIN=${EXPLAIN:-4}               # failing fuzz seeds explained after the run (0: none)
+EXPLAIN_SECONDS=${EXPLAIN_SECONDS:-240}
 SANITIZE=${SANITIZE:-}
 BENCH=${BENCH:-}
 bash tools/gpu_session.sh -- true > /dev/null 2>&1 || { echo "gpu_validate: install failed"; exit 1; }
@@ -55,6 +59,16 @@ if [ "$FUZZ_SECONDS" -gt 0 ]; then
   done
   wait
   cat /tmp/gpu_validate_fuzz/*.txt > "$OUT/fuzz.log"
+  # each failing seed (the first EXPLAIN of them) explained on the spot: where it goes wrong,
+  # which a machine without a GPU cannot tell (fuser-fuzz --explain)
+  i=0
+  for seed in $(grep -oE "^seed [0-9]+ " "$OUT/fuzz.log" | awk '{print $2}' | head -n "$EXPLAIN"); do
+    CUDA_VISIBLE_DEVICES=$(( i % ngpus )) timeout "$EXPLAIN_SECONDS" python3 -m fuser.tools.fuzz --explain "$seed" \
+      > "/tmp/gpu_validate_fuzz/explain-$seed.txt" 2>&1 &
+    i=$(( i + 1 ))
+  done
+  wait
+  cat /tmp/gpu_validate_fuzz/explain-*.txt > "$OUT/explain.txt" 2>/dev/null || true
 fi
 
 if [ -n "$SANITIZE" ]; then
@@ -77,6 +91,7 @@ if [ "$FUZZ_SECONDS" -gt 0 ]; then
   echo "fuzz (from seed $FUZZ_SEED, $FUZZ_PROCS processes):"
   grep -E "^fuser-fuzz:" "$OUT/fuzz.log" | sed 's/^/  /'
   grep -E "^seed [0-9]+ " "$OUT/fuzz.log" | sed 's/^/  /' | head -n 20
+  [ -s "$OUT/explain.txt" ] && grep -E "^== seed|>> |^-- output" "$OUT/explain.txt" | sed 's/^/  /' | head -n 30
 fi
 if [ -n "$SANITIZE$BENCH" ]; then
   tail -n 40 "$OUT/sanitize.log"
