@@ -420,3 +420,4 @@ def test_explain_names_the_first_wrong_value():
     first = [x for x in lines if x.strip().startswith(">>")]
     assert first == [f"   >> {target} ({chain[len(chain) // 2][1]}) is the first wrong value; its operands agree on the GPU"], lines
     assert any(x.strip().startswith(f"{target} = ") and "1 of " in x for x in lines), lines
+    assert any(x.strip().startswith("its buffer's kernel: @fuzz_k") for x in lines), lines  # which kernel to read

@@ -9,11 +9,13 @@ command gathers what the diagnosis needs:
    extra output (the original outputs stay, so the fusion keeps its shape as far as possible) and
    compared, GPU against the reference interpreter in its float32 mode (which rounds as the
    kernels do). The first value in program order that differs while all of its operands agree is
-   the op to look at; its wrong elements are printed with their operands' values.
+   the op to look at; its wrong elements are printed with their operands' values, and the
+   kernels launched with its buffer (name, grid, block, schedule).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -149,6 +151,28 @@ def explain(seed: int, log: Callable[[str], None] = print, options: str | None =
             bad_values[v] = bad
             if not any(o in bad_values for o in operands):
                 _show_first(v, opname, operands, bad, values, log)
+                for header in _kernels_writing(text, options, v):
+                    log(f"      its buffer's kernel: {header}")
+
+
+def _kernels_writing(text: str, options: str, v: str) -> list[str]:
+    """Name, grid, block and schedule of each kernel launched with the buffer of value `v` (an
+    output here, so the host function names its buffer after it): the kernel that writes it, and
+    any that read it back."""
+    from fuser import api
+
+    sched_ir = api.compile(text, pipeline=pipeline_for(options)).ir("sched").splitlines()
+    names = {m.group(1) for line in sched_ir if "sched.launch" in line and re.search(re.escape(v) + r"\b", line)
+             for m in [re.search(r"sched\.launch @(\w+)", line)] if m}
+    out = []
+    for line in sched_ir:
+        head = re.match(r"\s*sched\.kernel @(\w+)\(", line)
+        if head and head.group(1) in names:
+            launch = re.search(r"grid \[[^\]]*\] block \[[^\]]*\] smem \d+", line)
+            schedule = re.search(r'fuser\.schedule = "([^"]*)"', line)
+            out.append(f"@{head.group(1)} {launch.group(0) if launch else ''}"
+                       + (f": {schedule.group(1)}" if schedule else ""))
+    return out
 
 
 def _show_first(v: str, opname: str, operands: list[str], bad: np.ndarray, values: dict, log) -> None:
