@@ -38,7 +38,7 @@ class Evaluator:
 
     def __init__(self, kb: KernelBuilder, buffers: dict[SSAValue, SSAValue],
                  overrides: dict[SSAValue, SSAValue] | None = None, index_maps: dict | None = None,
-                 overrides_at: Sequence[SSAValue] | None = None):
+                 overrides_at: Sequence[SSAValue] | None = None, overrides_per_row: bool = False):
         self.kb = kb
         self.buffers = buffers          # fusion value -> kernel memref argument (or a shared-memory copy)
         self.overrides = overrides if overrides is not None else {}  # fusion value -> f32 scalar in registers
@@ -46,6 +46,10 @@ class Evaluator:
         # output position only); elsewhere, as where an index map reads the value at another
         # position, it is computed as if there were no override. None: the overrides hold at any index.
         self.overrides_at = None if overrides_at is None else tuple(overrides_at)
+        # The overrides are statistics of the whole row (a normalization's reductions), the same
+        # at every element the kernel computes with them: a division by one is a multiply by its
+        # reciprocal. (A matmul epilogue's or a scan's overrides are the element's own values.)
+        self.overrides_per_row = overrides_per_row
         self.index_maps = index_maps or {}  # fusion value -> f(index) -> index into its buffer
         self.memo: dict = {}
 
@@ -79,9 +83,9 @@ class Evaluator:
         return order
 
     def _row_constants(self, xs: list[SSAValue], t: Attribute) -> bool:
-        """Whether scalars `xs` are all overrides that hold at every index (a normalization's row
-        statistics, read through broadcasts), of an f32-computed type."""
-        if self.overrides_at is not None or isinstance(t, Float64Type) or not F.is_float(t):
+        """Whether scalars `xs` are all row statistics (`overrides_per_row`, read through broadcasts),
+        of an f32-computed type."""
+        if not self.overrides_per_row or isinstance(t, Float64Type) or not F.is_float(t):
             return False
         held = {id(x) for x in self.overrides.values()}
         return all(id(x) in held for x in xs)
@@ -341,7 +345,8 @@ class Evaluator:
                  carried: list[Attribute] | None = None) -> list[SSAValue]:
             blk = Block(arg_types=[index] + (carried or [compute] * len(acc)))
             lb = b.at(blk)
-            out = body(lb, Evaluator(lb, self.buffers, self.overrides, self.index_maps), blk.args[0], list(blk.args[1:]))
+            out = body(lb, Evaluator(lb, self.buffers, self.overrides, self.index_maps,
+                                     overrides_per_row=self.overrides_per_row), blk.args[0], list(blk.args[1:]))
             lb.emit(scf.YieldOp(*out))
             return list(b.emit(scf.ForOp(lo, hi, b.c(1), acc, Region(blk))).results)
 

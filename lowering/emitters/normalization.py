@@ -53,10 +53,8 @@ def emit_persistent(em: KernelEmitter, task: Task, materialized: set, args: set)
     """One kernel for the normalization task `task` (its group's reductions and outputs)."""
     g: NormGroup = task.group
     p = g.decision.params
-    row_shape, col_shape = g.in_shape[:g.k], g.in_shape[g.k:]
+    row_shape = g.in_shape[:g.k]
     rows = math.prod(row_shape)
-    cols = math.prod(col_shape)
-    row_vecs = cols // p.lanes
     results = g.results
     outputs = list(task.outputs)
     reads: set[SSAValue] = set()
@@ -130,7 +128,7 @@ def _rows_in_registers(kb: KernelBuilder, g: NormGroup, p, stages, sources, over
     col_shape = g.in_shape[g.k:]
     row_vecs = math.prod(col_shape) // p.lanes
     idx, valid = _slots(kb, p, row_idx, col_shape, row_vecs, tx)
-    ev = Evaluator(kb, sources, overrides)
+    ev = Evaluator(kb, sources, overrides, overrides_per_row=True)
     for ops in stages:
         parts = [state_for(op) for op in ops]
         state, shifts = [], {}
@@ -160,7 +158,8 @@ def _store_outputs_unrolled(kb: KernelBuilder, g: NormGroup, p, cache: tuple, ok
 def _shared_evaluator(b: KernelBuilder, sources: dict, overrides: dict, copies: dict, ty, col_shape) -> Evaluator:
     """An Evaluator at `b` that reads the cached rows from their shared-memory copies."""
     maps = {v: (lambda ix, kv=kv: [ty, b.linearize(ix[kv:], col_shape)]) for v, (_, kv) in copies.items()}
-    return Evaluator(b, {**sources, **{v: buf for v, (buf, _) in copies.items()}}, overrides, maps)
+    return Evaluator(b, {**sources, **{v: buf for v, (buf, _) in copies.items()}}, overrides, maps,
+                     overrides_per_row=True)
 
 
 def _row_loop(kb: KernelBuilder, row_vecs: int, init: list) -> tuple[KernelBuilder, SSAValue, list, sched.ForOp]:
@@ -183,7 +182,7 @@ def _rows_in_shared(kb: KernelBuilder, g: NormGroup, p, stages, sources, overrid
     cols = math.prod(col_shape)
     row_vecs = cols // p.lanes
     copies = {}
-    computed = Evaluator(kb, sources, overrides)  # a cached index-map result is evaluated where read
+    computed = Evaluator(kb, sources, overrides, overrides_per_row=True)  # a cached index-map result, where read
     for v in g.cached:
         kv = len(shape_of(v)) - len(col_shape)   # the rows may be split differently (a reshape)
         v_row = kb.delinearize(row_c, shape_of(v)[:kv])
