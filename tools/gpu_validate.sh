@@ -9,7 +9,8 @@
 #    process 1000 apart; --seconds makes each print its summary however far it got), then
 #    `fuser-fuzz --explain` on the first EXPLAIN failing seeds (default 4, each within
 #    EXPLAIN_SECONDS) into $OUT/explain.txt;
-# 4. runs the sanitizer on the cases matching SANITIZE, and the fuser-bench rows matching BENCH;
+# 4. runs the sanitizer on the cases matching SANITIZE, the fuser-bench rows matching BENCH, and
+#    the models matching MODELS (`fuser-bench --models --quick --modes train`, e.g. '^gpt2$');
 # 5. prints a short table last. A step whose variable is empty or 0 is skipped. At most five
 #    files land in $OUT (the device machine returns a few files only).
 # On a machine of several GPUs the pytest workers and the fuzz processes are spread over them
@@ -24,6 +25,7 @@ EXPLAIN=${EXPLAIN:-4}               # failing fuzz seeds explained after the run
 EXPLAIN_SECONDS=${EXPLAIN_SECONDS:-240}
 SANITIZE=${SANITIZE:-}
 BENCH=${BENCH:-}
+MODELS=${MODELS:-}
 bash tools/gpu_session.sh -- true > /dev/null 2>&1 || { echo "gpu_validate: install failed"; exit 1; }
 export PYTHONPATH=/tmp/pkgs:/tmp/site PYTHONUNBUFFERED=1 FUSER_CACHE_DIR=${FUSER_CACHE_DIR:-/tmp/fuser-cache}
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
@@ -79,6 +81,9 @@ fi
 if [ -n "$BENCH" ]; then
   python3 -m fuser.tools.bench --filter "$BENCH" >> "$OUT/sanitize.log" 2>&1
 fi
+if [ -n "$MODELS" ]; then
+  python3 -m fuser.tools.bench --models --quick --modes train --filter "$MODELS" >> "$OUT/sanitize.log" 2>&1
+fi
 
 echo "== gpu_validate on $gpu, $(( $(date +%s) - t0 )) s =="
 if [ "$PYTEST_SECONDS" -gt 0 ]; then
@@ -93,6 +98,6 @@ if [ "$FUZZ_SECONDS" -gt 0 ]; then
   grep -E "^seed [0-9]+ " "$OUT/fuzz.log" | sed 's/^/  /' | head -n 20
   [ -s "$OUT/explain.txt" ] && grep -E "^== seed|>> |^-- output" "$OUT/explain.txt" | sed 's/^/  /' | head -n 30
 fi
-if [ -n "$SANITIZE$BENCH" ]; then
+if [ -n "$SANITIZE$BENCH$MODELS" ]; then
   tail -n 40 "$OUT/sanitize.log"
 fi
