@@ -60,6 +60,7 @@ from xdsl.utils.exceptions import VerifyException
 from fuser.dialects import fusion as F
 from fuser.dialects.fusion.layout import ALIAS, OFFSET, STRIDE_ORDER, STRIDES, check_aliases, check_stride_order
 from fuser.dialects.ir import decode_source, parse_module
+from fuser.runtime import index_check
 from fuser.runtime.reference import find_func, run_reference
 
 # `compile`, `abs`, `pow`, `round`, `sum`, `any`, `all` and `slice` are left out of __all__ so that `from fuser import *`
@@ -1819,15 +1820,10 @@ class CompiledFusion:
     def _check_indices(self, arrays: tuple) -> None:
         """With FUSER_CHECK_INDICES=1, an IndexError for an index input outside its op's range
         (fuser.runtime.index_check); otherwise nothing."""
-        if self._index_checks is None:  # (a fusion without indexed reads imports and reads nothing per call)
-            from fuser.runtime import index_check
-
+        if self._index_checks is None:  # (found once: a fusion without indexed reads reads no variable per call)
             self._index_checks = index_check.index_checks(self.func)
-        if self._index_checks:
-            from fuser.runtime import index_check
-
-            if index_check.enabled():
-                index_check.check_indices(self._index_checks, arrays, self.name)
+        if self._index_checks and index_check.enabled():
+            index_check.check_indices(self._index_checks, arrays, self.name)
 
     def input_names(self) -> list[str]:
         """The fusion's argument names, in order (`arg<i>` for an unnamed one)."""

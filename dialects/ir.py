@@ -193,7 +193,11 @@ def verify_module(module: ModuleOp) -> None:
             _verify_defined_before_use(op, positions)
             _verify_tensor_signature(op)
             signature = _signature(op)
-            if signature is None or signature not in verified:
+            try:
+                known = signature is not None and signature in verified
+            except TypeError:  # (an attribute that cannot be hashed: verify the op itself)
+                signature, known = None, False
+            if not known:
                 op.verify_()  # an IRDL op's verify_ checks its definition (operands, traits) first
                 if signature is not None:
                     verified.add(signature)
@@ -213,13 +217,8 @@ def _signature(op: Operation) -> tuple | None:
     if op.regions or op.successors or op.has_trait(IsTerminator):
         return None
     parent = op.parent_op()
-    key = (type(op), tuple(v.type for v in op.operands), tuple(r.type for r in op.results),
-           tuple(op.properties.items()), tuple(op.attributes.items()), type(parent) if parent else None)
-    try:
-        hash(key)
-    except TypeError:  # (an attribute that cannot be hashed: verify the op itself)
-        return None
-    return key
+    return (type(op), tuple(v.type for v in op.operands), tuple(r.type for r in op.results),
+            tuple(op.properties.items()), tuple(op.attributes.items()), type(parent) if parent else None)
 
 
 def verify_ops(module: ModuleOp, kinds: tuple[type, ...]) -> None:

@@ -155,23 +155,26 @@ def _is_float(x: np.ndarray) -> bool:
     return x.dtype.kind == "f" or x.dtype == NUMPY_DTYPES["bf16"] or x.dtype.name.startswith("float8")
 
 
-def ieee_minimum(a, b) -> np.ndarray:
-    """IEEE 754-2019 minimum: NaN propagates and -0 is below +0, as the kernels' min.NaN and
-    torch.minimum (numpy's minimum returns its first zero: minimum(-0, +0) = +0... or -0)."""
+def _ordered_zeros(fn: Callable, negative_wins: bool, a, b) -> np.ndarray:
+    """fn (np.minimum or np.maximum) with zeros of both signs ordered -0 < +0: where both are
+    zero, the negative one if `negative_wins`, else the positive one (numpy's returns its first)."""
     a, b = np.asarray(a), np.asarray(b)
-    r = np.minimum(a, b)
+    r = fn(a, b)
     if not _is_float(r):
         return r
-    return np.where((a == 0) & (b == 0), np.where(np.signbit(a), a, b), r).astype(r.dtype, copy=False)
+    pick_a = np.signbit(a) == negative_wins
+    return np.where((a == 0) & (b == 0), np.where(pick_a, a, b), r).astype(r.dtype, copy=False)
+
+
+def ieee_minimum(a, b) -> np.ndarray:
+    """IEEE 754-2019 minimum: NaN propagates and -0 is below +0, as the kernels' min.NaN and
+    torch.minimum."""
+    return _ordered_zeros(np.minimum, True, a, b)
 
 
 def ieee_maximum(a, b) -> np.ndarray:
-    """IEEE 754-2019 maximum: NaN propagates and +0 is above -0 (see `ieee_minimum`)."""
-    a, b = np.asarray(a), np.asarray(b)
-    r = np.maximum(a, b)
-    if not _is_float(r):
-        return r
-    return np.where((a == 0) & (b == 0), np.where(np.signbit(a), b, a), r).astype(r.dtype, copy=False)
+    """IEEE 754-2019 maximum: NaN propagates and +0 is above -0."""
+    return _ordered_zeros(np.maximum, False, a, b)
 
 
 def ieee_extreme(kind: str, x: np.ndarray, axis, keepdims: bool = False, **kw) -> np.ndarray:

@@ -79,16 +79,21 @@ def _compare(got, want) -> np.ndarray:
         return ~((np.abs(g - w) <= TOLERANCE[dtype] * (np.abs(w) + 1e-3)) | (np.isnan(g) & np.isnan(w)) | (g == w))
 
 
+def _as_list(out) -> list:
+    """A fusion's results as a list (a single result is not a tuple)."""
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
 def _on_gpu(text: str, options: str, inputs: list) -> list:
     from fuser import api
 
-    return list(api.compile(text, pipeline=pipeline_for(options))(*inputs))
+    return _as_list(api.compile(text, pipeline=pipeline_for(options))(*inputs))
 
 
 def _in_reference(text: str, options: str, inputs: list) -> list:
     from fuser.runtime.reference import reference_from_text
 
-    return list(reference_from_text(text)(*inputs, precision="native"))
+    return _as_list(reference_from_text(text)(*inputs, precision="native"))
 
 
 def explain(seed: int, log: Callable[[str], None] = print, options: str | None = None, gpu: bool = True,
