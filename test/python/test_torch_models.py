@@ -15,6 +15,7 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -509,3 +510,23 @@ def test_cudagraphs_match_plain_launches_on_gpu(dtype):
     for a, b in zip(g0, g1):
         torch.testing.assert_close(b.float(), a.float(), **tol)
     torch.testing.assert_close(o1, o0, **tol)
+
+
+def test_kernel_report_names_each_fuser_kernels_kind(tmp_path):
+    """kernel_report --regions compiles each region here and tags its kernels: a wgmma kernel is a
+    matmul, a persistent row schedule is rows; the fuser line is split by those kinds."""
+    from fuser.tools.bench import kernel_report
+
+    examples = Path(__file__).parents[2] / "examples"
+    for example, func in (("matmul_bias_gelu", "linear_gelu"), ("layer_norm", "layer_norm")):
+        text = (examples / f"{example}.mlir").read_text().replace(f"@{func}(", f"@fuser_{func}(")
+        (tmp_path / f"fuser_{func}.mlir").write_text(text)
+    kinds: dict[str, str] = {}
+    names = kernel_report.region_kernels(str(tmp_path), kinds)
+    assert kinds["fuser_linear_gelu_k0"] == "matmul" and "matmul" in names["fuser_linear_gelu_k0"]
+    assert kinds["fuser_layer_norm_k0"] == "rows"
+    ks = [{"name": "fuser_linear_gelu_k0", "ms": 0.5, "calls": 1, "op": "fuser"},
+          {"name": "fuser_layer_norm_k0", "ms": 0.25, "calls": 1, "op": "fuser"}]
+    doc = {"rows": [{"model": "m", "mode": "train", "peers": {"fuser": {"kernels": ks}}}]}
+    lines = kernel_report.report(doc, top=0, names=names, kinds=kinds)
+    assert lines[1].strip() == "fuser's kernels by kind: matmul 0.50, rows 0.25"

@@ -43,15 +43,17 @@ KERNEL_RE = re.compile(r"sched\.kernel @(\w+)\(.*\) grid \[([^\]]*)\]")
 SCHEDULE_RE = re.compile(r'fuser\.schedule = "([^"]*)"')
 
 
-def region_kernels(regions_dir: str) -> dict[str, str]:
-    """fuser kernel name -> a short description: the region's ops and the planner's kernel kind."""
+def region_kernels(regions_dir: str, kinds: dict[str, str] | None = None) -> dict[str, str]:
+    """fuser kernel name -> a short description: the region's ops and the planner's schedule; `kinds`
+    (when given) gets each kernel's kind: matmul (wgmma), rows (a persistent row schedule),
+    reduction or pointwise."""
+    kinds = {} if kinds is None else kinds
     from fuser import api as fa
 
     out: dict[str, str] = {}
     for fname in sorted(os.listdir(regions_dir)):
         if not fname.endswith(".mlir"):
             continue
-        symbol = fname[:-5]
         text = open(os.path.join(regions_dir, fname)).read()
         ops = defaultdict(int)
         for m in re.finditer(r"= \"?fusion\.([a-z_]+)", text):
@@ -62,15 +64,22 @@ def region_kernels(regions_dir: str) -> dict[str, str]:
         except Exception as e:  # a region that no longer compiles: still name it by its ops
             sched = ""
             summary += f" [compile: {type(e).__name__}]"
+        kernel = None
         for line in sched.splitlines():
             m = KERNEL_RE.search(line)
             if m:
                 how = SCHEDULE_RE.search(line)
-                out[m.group(1)] = f"grid [{m.group(2)}] {how.group(1) if how else ''} | {summary}"
+                kernel = m.group(1)
+                kinds[kernel] = "rows" if how and "persistent" in how.group(1) else "pointwise"
+                out[kernel] = f"grid [{m.group(2)}] {how.group(1) if how else ''} | {summary}"
+            elif kernel and "sched.wgmma.mma_async" in line:
+                kinds[kernel] = "matmul"
+            elif kernel and kinds[kernel] == "pointwise" and "sched.shfl_xor" in line:
+                kinds[kernel] = "reduction"
     return out
 
 
-def report(doc: dict[str, Any], top: int, names: dict[str, str]) -> list[str]:
+def report(doc: dict[str, Any], top: int, names: dict[str, str], kinds: dict[str, str] | None = None) -> list[str]:
     lines = []
     for row in doc["rows"]:
         for peer, cell in row["peers"].items():
@@ -84,6 +93,14 @@ def report(doc: dict[str, Any], top: int, names: dict[str, str]) -> list[str]:
             cats = ", ".join(f"{c} {ms:.2f}" for c, ms in sorted(by_cat.items(), key=lambda kv: -kv[1]))
             lines.append(f"== {row['model']} {row['mode']} {peer}: {total:.2f} ms GPU per step "
                          f"({sum(k['calls'] for k in ks):.0f} launches): {cats}")
+            if kinds:
+                by_kind: dict[str, float] = defaultdict(float)
+                for k in ks:
+                    if category(k["name"]) == "fuser":
+                        by_kind[kinds.get(k["name"], "unknown")] += k["ms"]
+                if by_kind:
+                    lines.append("   fuser's kernels by kind: " + ", ".join(
+                        f"{kind} {ms:.2f}" for kind, ms in sorted(by_kind.items(), key=lambda kv: -kv[1])))
             for k in ks[:top]:
                 desc = names.get(k["name"], k.get("op") or "")
                 lines.append(f"  {k['ms']:8.3f} ms {k['calls']:5.0f}x  {k['name'][:70]:70s} {desc[:90]}")
@@ -98,8 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     with open(args.json) as f:
         doc = json.load(f)
-    names = region_kernels(args.regions) if args.regions else {}
-    print("\n".join(report(doc, args.top, names)))
+    kinds: dict[str, str] = {}
+    names = region_kernels(args.regions, kinds) if args.regions else {}
+    print("\n".join(report(doc, args.top, names, kinds)))
     return 0
 
 
