@@ -47,6 +47,12 @@ class Task:
     merges: list[str] = field(default_factory=list)  # the segmenter's merges that formed it, in order
 
 
+def matmul_results(t: Task) -> set[SSAValue]:
+    """What the kernel of matmul task `t` holds in registers after its main loop: the products of
+    its matmuls and their narrowed products (found once, when the task is made)."""
+    return {op.result for op in [t.op] + t.siblings} | t.narrowed
+
+
 # ------------------------------------------------------------------ sizes
 
 

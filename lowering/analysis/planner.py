@@ -36,8 +36,9 @@ from xdsl.dialects import func
 from xdsl.ir import Block, SSAValue
 
 from fuser.dialects import fusion as F
+from fuser.lowering.analysis.schedules import plan_transpose, pointwise_inputs
 from fuser.lowering.common import (REDUCTION_OPS, SHAPE_OPS, ScheduleError, Task, by_name, elem_bytes, is_welford, leaves,
-                                   nbytes, pointwise_path_only, reaches, shape_of, vector_lanes)
+                                   matmul_results, nbytes, pointwise_path_only, reaches, shape_of, vector_lanes)
 from fuser.lowering.heuristics.normalization import NormDecision, normalization_params
 from fuser.lowering.heuristics.options import ScheduleOptions
 
@@ -93,12 +94,6 @@ def narrowed_product(op: F.MatmulOp, materialized: set[SSAValue], args: set[SSAV
         if isinstance(user, F.CastOp) and elem_bytes(F._elem(v)) < elem_bytes(F._elem(op.result)):
             # (a segment_set of it is written by the epilogue already: the `segment` epilogue merge)
             return None if any(isinstance(u.operation, F.SegmentSetOp) for u in v.uses) else v
-
-
-def matmul_results(t: Task) -> set[SSAValue]:
-    """What the kernel of matmul task `t` holds in registers after its main loop: the products of
-    its matmuls and their narrowed products (found once, when the task is made)."""
-    return {op.result for op in [t.op] + t.siblings} | t.narrowed
 
 
 def plan_fusion(fn: func.FuncOp | Block, opts: ScheduleOptions = ScheduleOptions()) -> Plan:
@@ -525,10 +520,15 @@ def _fold_segment_sets(tasks: list[Task], graph: FusionGraph) -> list[Task]:
     producer = {o: t for t in tasks if t.kind == "pointwise" for o in t.outputs}
     out = list(tasks)
     for s in tasks:
-        if s.kind != "segment" or s.op.input in graph.materialized or s.op.input not in producer:
+        if s.kind != "segment" or s.op.input in graph.materialized:
             continue
-        p = producer[s.op.input]
+        source = _through_row_reshapes(s.op.input, graph)
+        if source not in producer:
+            continue
+        p = producer[source]
         merged = _pointwise_task(p.outputs + s.outputs, p.level, graph)
+        if source is not s.op.input and _transposes(merged.outputs, graph):
+            continue  # (the transpose kernel writes outputs of one shape)
         everywhere = lambda v: True  # noqa: E731 (both buffers are written either way)
         saving = _traffic([p, s], [_loads(p, graph), _loads(s, graph)], everywhere, graph) - \
             _traffic([merged], [_loads(merged, graph)], everywhere, graph)
@@ -536,6 +536,23 @@ def _fold_segment_sets(tasks: list[Task], graph: FusionGraph) -> list[Task]:
         out = [t for t in out if t is not p and t is not s] + [merged]
         producer.update((o, merged) for o in merged.outputs)
     return out
+
+
+def _transposes(outputs: list[SSAValue], graph: FusionGraph) -> bool:
+    """Whether the transpose kernel would compute these pointwise outputs."""
+    expr = pointwise_inputs(outputs, graph.materialized, graph.args)[0]
+    return plan_transpose(outputs, expr, graph.materialized, graph.args) is not None
+
+
+def _through_row_reshapes(v: SSAValue, graph: FusionGraph) -> SSAValue:
+    """`v`, or the value it reshapes (through reshapes that keep the last dim and are not
+    materialized): the same elements in the same order, so a kernel that computes one can write
+    the other from the same registers (a gradient returned as 8x1024x3072 and read by the next
+    matmul as 8192x3072)."""
+    while isinstance(v.owner, F.ReshapeOp) and v not in graph.materialized and \
+            shape_of(v)[-1:] == shape_of(v.owner.input)[-1:] and shape_of(v):
+        v = v.owner.input
+    return v
 
 
 def _apply(tasks: list[Task], m: Merge, graph: FusionGraph) -> list[Task]:

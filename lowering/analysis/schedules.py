@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from xdsl.ir import OpResult, SSAValue
 
 from fuser.dialects import fusion as F
-from fuser.lowering.analysis.planner import matmul_results
-from fuser.lowering.common import ScheduleError, Task, by_name, elem_bytes, leaves, shape_of, vector_lanes
+from fuser.lowering.common import ScheduleError, Task, by_name, elem_bytes, leaves, matmul_results, shape_of, vector_lanes
 from fuser.lowering.heuristics.matmul import BK, MatmulParams, matmul_params
 from fuser.lowering.heuristics.pointwise import pointwise_params
 from fuser.lowering.heuristics.reduction import (JOINT_MAX_ROWS, inner_reduction_params, joint_reduction_params,

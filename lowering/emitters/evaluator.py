@@ -149,12 +149,10 @@ class Evaluator:
         if isinstance(op, F.ReshapeOp):
             out_shape, in_shape = shape_of(v), shape_of(op.input)
             keep = _common_suffix(out_shape, in_shape)
-            if keep:  # trailing dims the reshape keeps map through as they are: no division for them
-                head = kb.delinearize(kb.linearize(idx[:-keep], out_shape[:-keep]), in_shape[:-keep])
-                return self(op.input, head + list(idx[-keep:]), lanes)
+            if keep or (lanes > 1 and in_shape and in_shape[-1] % lanes == 0):
+                # (trailing dims the reshape keeps map through as they are: no division for them)
+                return self(op.input, kb.reindex(idx, out_shape, in_shape), lanes)
             lin = kb.linearize(idx, out_shape)
-            if lanes > 1 and in_shape and in_shape[-1] % lanes == 0:
-                return self(op.input, kb.delinearize(lin, in_shape), lanes)
             return [x for k in range(lanes) for x in self(op.input, kb.delinearize(kb.add(lin, k), in_shape), 1)]
         if isinstance(op, F.PermuteOp):
             perm = list(op.perm.get_values())

@@ -42,6 +42,10 @@ class KernelBuilder:
     def __init__(self, block: Block, consts: dict | None = None):
         self.b = Builder(InsertPoint.at_end(block))
         self._consts = consts if consts is not None else {}
+        # linear index -> the in-range multi-index and shape it was built from (`linearize`), so
+        # that a reshape and its inverse give back the same index values, not a division of a
+        # product that LLVM cannot cancel (and loads of one element at two spellings of its index)
+        self._linearized: dict[SSAValue, tuple[tuple[SSAValue, ...], tuple[int, ...]]] = {}
 
     def at(self, block: Block) -> "KernelBuilder":
         """A builder for a nested block that shares this kernel's constants where visible."""
@@ -116,9 +120,37 @@ class KernelBuilder:
         acc = None
         for i, n in zip(idx, shape):
             acc = i if acc is None else self.add(self.mul(acc, n), i)
+        if len(idx) > 1:
+            self._linearized.setdefault(acc, (tuple(idx), tuple(shape)))
         return acc if acc is not None else self.c(0)
 
     def delinearize(self, lin: SSAValue, shape: Sequence[int]) -> list[SSAValue]:
+        """The row-major multi-index of `lin` in `shape` (`lin` in range)."""
+        if lin in self._linearized:
+            return self.reindex(*self._linearized[lin], shape)
+        return self._divide(lin, shape)
+
+    def reindex(self, idx: Sequence[SSAValue], from_shape: Sequence[int], shape: Sequence[int]) -> list[SSAValue]:
+        """The index in `shape` of the element at (in-range) `idx` in `from_shape`, the same
+        elements in row-major order (a reshape). The values of `idx` carry over where they can:
+        all of them where the shapes differ only in size-1 dims (whose index is 0), else those
+        of the trailing dims both shapes have, the rest reindexed again; the rest is divided."""
+        inner = [i for i, n in zip(idx, from_shape) if n != 1]
+        src, dst = [n for n in from_shape if n != 1], [n for n in shape if n != 1]
+        if src != dst:
+            keep = 0
+            while keep < min(len(src), len(dst)) - 1 and src[-1 - keep] == dst[-1 - keep]:
+                keep += 1
+            if keep:
+                inner = self.reindex(inner[:-keep], src[:-keep], dst[:-keep]) + inner[-keep:]
+            else:  # (a lone index may itself be a linearized one: a reshape undone)
+                lin = self.linearize(inner, src)
+                known = self._linearized.get(lin) if len(inner) == 1 else None
+                inner = self.reindex(*known, dst) if known else self._divide(lin, dst)
+        rest = iter(inner)
+        return [self.c(0) if n == 1 else next(rest) for n in shape]
+
+    def _divide(self, lin: SSAValue, shape: Sequence[int]) -> list[SSAValue]:
         out = []
         for k in range(len(shape) - 1, -1, -1):
             n = shape[k]

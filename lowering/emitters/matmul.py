@@ -91,11 +91,10 @@ from fuser.dialects import fusion as F
 from fuser.dialects import sched
 from fuser.dialects.host_attrs import CORESIDENT_ATTR
 from fuser.lowering.analysis.schedules import check_matmul_dtype, matmul_schedule, out_elem_bytes
-from fuser.lowering.common import ScheduleError, Task, by_name, leaves, shape_of
+from fuser.lowering.common import ScheduleError, Task, by_name, leaves, matmul_results, shape_of
 from fuser.lowering.emitters.emitter import KernelEmitter
 from fuser.lowering.emitters.kernel_builder import KernelBuilder, emit_if, emit_if_else, f32
 from fuser.lowering.emitters.matmul_epilogue import Staging, emit_epilogue, store_partial, wg_named_barrier
-from fuser.lowering.analysis.planner import matmul_results
 from fuser.lowering.heuristics.matmul import BK, MatmulParams
 
 

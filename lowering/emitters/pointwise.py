@@ -22,7 +22,9 @@ from fuser.lowering.emitters.transpose import emit_transpose
 
 
 def emit_pointwise(em: KernelEmitter, outputs: list[SSAValue], materialized: set, args: set) -> None:
-    """One kernel computing `outputs` (all of one shape) from the values they read."""
+    """One kernel computing `outputs` from the values they read: all of the first's shape, or
+    reshapes of it that keep its last dim (a segment_set of a reshaped gradient, planned with
+    the gradient: each element's index in its own shape)."""
     shape = shape_of(outputs[0])
     expr, reads = pointwise_inputs(outputs, materialized, args)
     tiled = plan_transpose(outputs, expr, materialized, args)
@@ -42,9 +44,11 @@ def emit_pointwise(em: KernelEmitter, outputs: list[SSAValue], materialized: set
         idx = lb.delinearize(lb.mul(i, lanes), shape) if shape else []
         ev = Evaluator(lb, {v: amap[v] for v in reads})
         for o in outputs:
-            vals = ev(expr[o], idx, lanes)
+            o_shape = shape_of(o)
+            o_idx = idx if o_shape == shape else lb.reindex(idx, shape, o_shape)
+            vals = ev(expr[o], o_idx, lanes)
             t = F._elem(o)
-            lb.store([lb.trunc(x, t) if F.is_float(t) else x for x in vals], amap[o], idx)
+            lb.store([lb.trunc(x, t) if F.is_float(t) else x for x in vals], amap[o], o_idx)
         lb.emit(sched.YieldOp())
 
     em.kernel(host_bufs, (grid, 1, 1), (block, 1, 1), body)

@@ -97,3 +97,23 @@ func.func @row_and_column(%x: tensor<512x256xf32>) -> (tensor<512xf32>, tensor<2
   %c = fusion.reduce sum %x dims [0] : tensor<512x256xf32> to tensor<256xf32>
   func.return %r, %c : tensor<512xf32>, tensor<256xf32>
 }
+
+// -----
+// The same through a reshape that keeps the last dim (the gradient returned as 4x8x64 and read
+// by the next matmul as 32x64): the segment_set joins the kernel that computes the value.
+// CHECK-LABEL: func.func @stored_twice_reshaped
+// CHECK:         %[[B:.*]], %[[C:.*]] = fusion.segment "pointwise" (%{{.*}} = %x : tensor<4x8x64xf32>, %{{.*}} = %y : tensor<4x8x64xf32>) -> (tensor<4x8x64xbf16>, tensor<32x64xbf16>)
+// CHECK-SAME:      fuser.merged = "segment_set joins its producer (saves 16384 B)"
+// CHECK:           fusion.reshape
+// CHECK-NEXT:      fusion.segment_set
+// CHECK-NOT:     fusion.segment "pointwise"
+// CHECK:         fusion.segment "matmul" (%{{.*}} = %w : tensor<64x128xbf16>, %{{.*}} = %[[C]] : tensor<32x64xbf16>)
+func.func @stored_twice_reshaped(%x: tensor<4x8x64xf32>, %y: tensor<4x8x64xf32>, %w: tensor<64x128xbf16>) -> (tensor<4x8x64xbf16>, tensor<32x128xf32>) {
+  %e = fusion.exp %x : tensor<4x8x64xf32>
+  %m = fusion.mul %e, %y : tensor<4x8x64xf32>
+  %b = fusion.cast %m : tensor<4x8x64xf32> to tensor<4x8x64xbf16>
+  %r = fusion.reshape %b : tensor<4x8x64xbf16> to tensor<32x64xbf16>
+  %c = fusion.segment_set %r : tensor<32x64xbf16> to tensor<32x64xbf16>
+  %p = fusion.matmul %c, %w : tensor<32x64xbf16>, tensor<64x128xbf16> -> tensor<32x128xf32>
+  func.return %b, %p : tensor<4x8x64xbf16>, tensor<32x128xf32>
+}

@@ -89,3 +89,33 @@ func.func @chain(%x: tensor<64x96xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
   %b = fusion.neg %a : tensor<64xf32>
   func.return %a, %b : tensor<64xf32>, tensor<64xf32>
 }
+
+// -----
+// A returned value and a segment_set of its reshape (a gradient returned as 4x8x64 that the
+// next matmul reads as 32x64): one kernel computes it once and stores it at two spellings of
+// one index, the row of the second built from the first's indices (no second split of the
+// linear index, no second load of the inputs).
+// CHECK-LABEL: sched.kernel @stored_twice_reshaped_k0
+// CHECK-SAME:    (%[[B:.*]] : memref<4x8x64xbf16>, %[[C:.*]] : memref<32x64xbf16>, %[[X:.*]] : memref<4x8x64xf32>, %[[Y:.*]] : memref<4x8x64xf32>)
+// CHECK-COUNT-2: arith.divui
+// CHECK-NOT:     arith.divui
+// CHECK:         sched.load %[[X]][%[[I:.*]], %[[J:.*]], %[[K:.*]]]
+// CHECK-COUNT-4: math.exp
+// CHECK-NOT:     math.exp
+// CHECK:         sched.load %[[Y]][%[[I]], %[[J]], %[[K]]]
+// CHECK-NOT:     sched.load
+// CHECK:         sched.store %{{.*}}, %[[B]][%[[I]], %[[J]], %[[K]]]
+// CHECK:         %[[IS:.*]] = arith.muli %[[I]], %{{.*}} : index
+// CHECK-NEXT:    %[[ROW:.*]] = arith.addi %[[IS]], %[[J]] : index
+// CHECK-NOT:     sched.load
+// CHECK:         sched.store %{{.*}}, %[[C]][%[[ROW]], %[[K]]]
+// CHECK:       sched.kernel @stored_twice_reshaped_k1
+func.func @stored_twice_reshaped(%x: tensor<4x8x64xf32>, %y: tensor<4x8x64xf32>, %w: tensor<64x128xbf16>) -> (tensor<4x8x64xbf16>, tensor<32x128xf32>) {
+  %e = fusion.exp %x : tensor<4x8x64xf32>
+  %m = fusion.mul %e, %y : tensor<4x8x64xf32>
+  %b = fusion.cast %m : tensor<4x8x64xf32> to tensor<4x8x64xbf16>
+  %r = fusion.reshape %b : tensor<4x8x64xbf16> to tensor<32x64xbf16>
+  %c = fusion.segment_set %r : tensor<32x64xbf16> to tensor<32x64xbf16>
+  %p = fusion.matmul %c, %w : tensor<32x64xbf16>, tensor<64x128xbf16> -> tensor<32x128xf32>
+  func.return %b, %p : tensor<4x8x64xbf16>, tensor<32x128xf32>
+}
