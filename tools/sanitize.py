@@ -39,6 +39,15 @@ MATMUL_TWO_OUTPUTS = """func.func @mm(%a: tensor<{m}x{k}x{dt}>, %b: tensor<{k}x{
 """A matmul with two outputs of different element types: the f32 product and relu of it in
 {dt} (the matmul epilogue's staging seen as two types)."""
 
+# An LM head's shape of output: B stored [N, K] (K-major, as a Linear's weight), rows of 1001
+# elements, which TMA cannot store; two outputs of different element types.
+_ROWS_STORE = """func.func @mm(%a: tensor<300x512xf16>, %b: tensor<1001x512xf16>) -> (tensor<300x1001xf32>, tensor<300x1001xf16>) {
+  %c = fusion.matmul %a, %b transpose_b : tensor<300x512xf16>, tensor<1001x512xf16> -> tensor<300x1001xf32>
+  %r = fusion.relu %c : tensor<300x1001xf32>
+  %o = fusion.cast %r : tensor<300x1001xf32> to tensor<300x1001xf16>
+  func.return %c, %o : tensor<300x1001xf32>, tensor<300x1001xf16>
+}"""
+
 _SOFTMAX = """func.func @softmax(%x: tensor<64x4096xf32>) -> tensor<64x4096xf32> {
   %m = fusion.reduce max %x dims [1] : tensor<64x4096xf32> to tensor<64xf32>
   %mb = fusion.broadcast %m dims [1] : tensor<64xf32> to tensor<64x4096xf32>
@@ -211,6 +220,9 @@ CASES: dict[str, tuple[str, str]] = {
                              "default{matmul_cluster=2 matmul_persistent=0 matmul_smem_reuse=1}"),
     # the epilogue stored straight from the registers (no staging, no TMA store)
     "matmul_direct_store": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=256, n=384, k=1024), "default{matmul_store=direct}"),
+    # rows that TMA cannot store (1001 f16, 1001 f32): staged, then stored a row at a time by the
+    # threads, ragged in both dims, several tiles per CTA
+    "matmul_rows_store": (_ROWS_STORE, "default{matmul_persistent=1 sms=4}"),
     "matmul_persistent": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=520, n=264, k=256), "default{matmul_persistent=1 sms=4}"),
     "matmul_pingpong": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=520, n=264, k=256), "default{matmul_pingpong=1 sms=3}"),
     "matmul_split_k": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=128, n=128, k=16384), _default_with_split_k("strategy=two-kernel")),

@@ -253,15 +253,21 @@ def out_elem_bytes(v: SSAValue) -> int:
     return ELEM_BYTES.get(F.dtype_name(F._elem(v)), 0)
 
 
+def staging_blocker(outputs) -> str:
+    """Why the epilogue's outputs cannot go through the staging buffers ("" when they can)."""
+    for o in outputs:
+        if not out_elem_bytes(o):
+            return f"output {o.type} is not f32, bf16 or f16"
+    return ""
+
+
 def tma_store_blocker(outputs, n: int) -> str:
     """Why the epilogue's outputs cannot be written by TMA stores ("" when they can)."""
+    blocker = staging_blocker(outputs)
     for o in outputs:
-        eb = out_elem_bytes(o)
-        if not eb:
-            return f"output {o.type} is not f32, bf16 or f16"
-        if n * eb % 16:
-            return f"output {o.type} has rows of {n * eb} bytes; TMA stores need a multiple of 16"
-    return ""
+        if not blocker and n * out_elem_bytes(o) % 16:
+            blocker = f"output {o.type} has rows of {n * out_elem_bytes(o)} bytes; TMA stores need a multiple of 16"
+    return blocker
 
 
 def check_matmul_dtype(op: F.MatmulOp) -> None:
@@ -307,7 +313,8 @@ def matmul_schedule(task: Task, opts) -> tuple[MatmulParams, list[SSAValue]] | N
     try:
         p = matmul_params(m, n, min(k, kc or k), 2, opts.sms, len(mats), tile, opts.stages,
                           opts.matmul_persistent, opts.matmul_pingpong, opts.matmul_cluster, opts.matmul_store,
-                          tma_store_blocker(outputs, n), nsplit, opts.matmul_smem_reuse, serial)
+                          tma_store_blocker(outputs, n), nsplit, opts.matmul_smem_reuse, serial,
+                          staging_blocker(outputs))
     except ValueError as err:
         raise ScheduleError(f"'fusion.matmul' {m}x{n}x{k}: {err}", op) from None
     return p, outputs
@@ -319,5 +326,5 @@ def matmul_decision(p: MatmulParams) -> dict[str, object]:
     conversion's epilogue plan says how (`fuser.matmul_epilogue`)."""
     return {"tile": f"{p.bm}x{p.bn}", "matmul_persistent": int(p.persistent),
             "matmul_pingpong": int(p.pingpong), "matmul_cluster": p.cluster,
-            "matmul_store": "tma" if p.tma_store else "direct"}
+            "matmul_store": p.store}
 

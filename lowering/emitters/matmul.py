@@ -26,7 +26,10 @@ The kernel (one CTA per output tile, `matmul_params` picks the tile and the pipe
   writes the chunk with a TMA store (which drops what lies past the tensor's edge), then waits
   only until the previous chunk's buffer has been read (`cp.async.bulk.wait_group.read 1`); the
   warpgroup goes on while the stores drain. Outputs whose rows are not a multiple of 16 bytes
-  take `st.global` of column pairs from the registers instead, guarded at the edges.
+  (which TMA cannot address) are staged the same way, and then each warp of the warpgroup
+  stores 16 of the chunk's rows, 32 consecutive elements of a row per `st.global` (one per
+  lane), guarded at the edges (`store=rows`); `matmul_store=direct` stores column pairs from
+  the registers instead, each warp store touching 8 rows.
 - Operand layouts: A [M,K] is K-major, A^T (stored [K,M]) M-major; B [K,N] is N-major, B^T
   (stored [N,K]) K-major. K-major tiles are one TMA box of (rows x 64) per slot; MN-major tiles
   are 64-wide chunks (64 k-rows x 64) side by side; wgmma reads either through descriptors.
@@ -255,7 +258,7 @@ class MatmulKernel:
             + (f" split={self.nsplit} k_chunk={self.kc}" if self.nsplit > 1 else "")
             + (" serial=1" if self.serial else "")
             + (" pingpong=1" if p.pingpong else "")
-            + (f" cluster={p.cluster}" if self.cl else "") + (" store=tma" if p.tma_store else " store=direct")
+            + (f" cluster={p.cluster}" if self.cl else "") + f" store={p.store}"
             + (" smem_reuse=1" if p.smem_reuse else ""))
         kop.attributes["fuser.matmul_epilogue"] = StringAttr(p.plan)
         kop.attributes["nvvm.minctasm"] = IntegerAttr(1, i64)
@@ -283,8 +286,11 @@ class MatmulKernel:
         if self.serial:
             self.k_ws, self.k_sems = karg(self.ws), karg(self.sems)
             targets[self.k_ws] = (f32, karg(self.tm_ws))
-        self.staging = Staging(kb, targets) if targets else None
-        self.out_staging = self.staging if p.tma_store else None  # (the outputs may still take direct stores)
+        if p.store == "rows":  # staged, then written out by the threads (no tensor maps)
+            targets.update((o, (F._elem(o), None)) for o in self.outputs)
+        rows = {o: (amap[o], self.m, self.n) for o in self.outputs} if p.store == "rows" else None
+        self.staging = Staging(kb, targets, rows) if targets else None
+        self.out_staging = self.staging if p.staged else None  # (the outputs may still take direct stores)
 
     def alloc_shared(self) -> None:
         """The shared buffers: `stages` slots of A and of each B, the full and empty barriers

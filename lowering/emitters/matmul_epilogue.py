@@ -33,11 +33,16 @@ class Staging:
     element type (they share the offset).
 
     `targets` maps each tensor written through the staging (an output, or a serial split-K
-    workspace) to (element type, tensor map)."""
+    workspace) to (element type, tensor map). `rows` maps an output whose rows TMA cannot write
+    (not a multiple of 16 bytes) to (its buffer, M, N): its chunks are written out by the
+    warpgroup's threads instead, each warp a row at a time with one element per lane, so a
+    store covers 32 consecutive elements of a row (`matmul_store=rows`; from the registers each
+    store would touch 8 rows)."""
 
-    def __init__(self, kb: KernelBuilder, targets: dict):
+    def __init__(self, kb: KernelBuilder, targets: dict, rows: dict | None = None):
         self.elem = {o: t for o, (t, _) in targets.items()}
         self.maps = {o: m for o, (_, m) in targets.items()}
+        self.rows = rows or {}
         # one byte buffer (sched-alias-smem places it), seen through a view per element type
         self.bytes = kb.alloc([STAGING_TOTAL], i8, "staging")
         self.bufs = {}
@@ -77,6 +82,11 @@ class Staging:
                         chunk = b.v(arith.XOrIOp(b.add(lane_chunk, 8 * j * eb // 16), r8))  # 128-byte swizzle
                         idx = b.add(row_elems[half], b.add(b.mul(chunk, 16 // eb), lane_elem))
                         b.store([b.trunc(values[(half, c8, dx)][oi], t) for dx in range(2)], buf, [wg, b.c(slot), idx])
+                if o in self.rows:  # the warpgroup's threads write the chunk out
+                    self.barrier(b, wg)
+                    self._store_rows(b, o, buf, wg, slot, warp, lane, row0, b.add(n0, cc * cols), cols)
+                    self.barrier(b, wg)
+                    continue
                 # the copy engine reads what the threads wrote: proxy fence, then the warpgroup's barrier
                 b.emit(sched.FenceProxyAsyncOp())
                 self.barrier(b, wg)
@@ -91,10 +101,28 @@ class Staging:
                 emit_if(b, b.eq(ltid, 0), issue)
                 self.barrier(b, wg)
 
-    @staticmethod
-    def drain(b: KernelBuilder, ltid: SSAValue) -> None:
-        """The shared memory must outlive the last stores' reads: wait for them before exiting."""
-        emit_if(b, b.eq(ltid, 0), lambda q: q.emit(sched.BulkWaitGroupOp(0)))
+    def _store_rows(self, b: KernelBuilder, o, buf, wg, slot: int, warp, lane, row0, col0, cols: int) -> None:
+        """The chunk of `o` in `buf[wg, slot]` (64 rows x `cols`, 128-byte swizzled) to global
+        memory at (row0, col0): warp w writes rows 16w..16w+15, lane l columns l, l + 32, ...,
+        each store guarded against the tensor's edge."""
+        dst, m, n = self.rows[o]
+        per_chunk = 16 // ELEM_BYTES[F.dtype_name(self.elem[o])]  # elements per 16-byte swizzle unit
+        for rr in range(16):
+            r = b.add(b.mul(warp, 16), rr)
+            row = b.add(row0, r)
+            for c0 in range(0, cols, 32):
+                c = b.add(lane, c0)
+                unit = b.v(arith.XOrIOp(b.div(c, per_chunk), b.c(rr % 8)))  # (r % 8 == rr % 8: 16w is a multiple of 8)
+                src = b.add(b.mul(r, cols), b.add(b.mul(unit, per_chunk), b.rem(c, per_chunk)))
+                col = b.add(col0, c)
+                ok = b.andi(b.lt(row, m), b.lt(col, n))
+                x = b.load(buf, [wg, b.c(slot), src], 1)
+                emit_if(b, ok, lambda q, x=x, row=row, col=col: q.store(x, dst, [row, col]))
+
+    def drain(self, b: KernelBuilder, ltid: SSAValue) -> None:
+        """The shared memory must outlive the last TMA stores' reads: wait for them before exiting."""
+        if any(m is not None for m in self.maps.values()):
+            emit_if(b, b.eq(ltid, 0), lambda q: q.emit(sched.BulkWaitGroupOp(0)))
 
 
 def emit_epilogue(b: KernelBuilder, accs, mats, outputs, reads, amap, m, n, m0, n0, wg_row, warp, lane, msubs,

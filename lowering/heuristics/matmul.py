@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, replace
 
 from fuser.dialects.sched import HOPPER_SMEM_PER_BLOCK
+from fuser.lowering.heuristics.options import MATMUL_STORES
 
 BK = 64                 # K elements per pipeline slot: one 128-byte swizzle row of bf16/f16
 SMEM_BUDGET = HOPPER_SMEM_PER_BLOCK
@@ -40,7 +41,9 @@ class MatmulParams:
     grid: int = 0  # CTAs launched (tiles when not persistent)
     pingpong: bool = False  # each consumer warpgroup owns whole tiles, alternating (see module doc)
     cluster: int = 1  # CTAs per cluster along M (2: the pair shares and multicasts the B tile)
-    tma_store: bool = False  # epilogue staged in shared memory and written by TMA stores (see module doc)
+    # the epilogue's stores (see store_choice): "tma" (staged in shared memory, TMA stores),
+    # "rows" (staged, then the threads store whole rows) or "direct" (from the registers)
+    store: str = "direct"
     smem_reuse: bool = False  # the staging takes the operand slots' bytes after the main loop (`epilogue_plan`)
     plan: str = ""  # the epilogue plans compared, and the one taken
     serial: bool = False  # serial split-K: the splits add their tiles into a workspace in turn (see module doc)
@@ -48,6 +51,15 @@ class MatmulParams:
     @property
     def threads(self) -> int:
         return 128 * (1 + self.consumers)
+
+    @property
+    def tma_store(self) -> bool:
+        return self.store == "tma"
+
+    @property
+    def staged(self) -> bool:
+        """The epilogue goes through the staging buffers in shared memory."""
+        return self.store != "direct"
 
 
 def stage_bytes(bm: int, bn: int, n_b: int = 1, elem: int = 2) -> int:
@@ -58,21 +70,34 @@ STAGING_BYTES = 64 * 128  # one TMA-store staging buffer: 64 rows of one 128-byt
 STAGING_TOTAL = 2 * 2 * STAGING_BYTES  # two consumer warpgroups, double-buffered
 
 
-def store_choice(store: str, blocker: str = "") -> bool:
-    """Whether the epilogue goes through shared memory and TMA stores: `store` is "auto" (the
-    heuristic: TMA whenever the outputs allow it), "tma" or "direct" (st.global from the
-    registers); `blocker` says why the outputs cannot take TMA stores ("" = they can)."""
-    if store not in ("auto", "tma", "direct"):
-        raise ValueError(f"matmul_store={store!r}: must be auto, tma or direct")
+def store_choice(store: str, blocker: str = "", rows_blocker: str | None = None, splits: int = 1) -> str:
+    """The epilogue's store path: "tma" (staged in shared memory, written by TMA stores), "rows"
+    (staged, then each warp stores whole rows of the chunk, 32 consecutive elements a store: for
+    outputs whose rows are not a multiple of 16 bytes, which TMA cannot address, such as a
+    50257-word LM head's logits) or "direct" (st.global of column pairs from the registers,
+    each store touching 8 rows). `store` is "auto" (the heuristic: TMA where the outputs allow
+    it, else rows, else direct) or one of the three forced. `blocker` says why the outputs
+    cannot take TMA stores, `rows_blocker` why they cannot take the rows path ("" = they can;
+    None = as `blocker`); split-K partials take TMA or direct stores only."""
+    if store not in MATMUL_STORES:
+        raise ValueError(f"matmul_store={store!r}: must be {', '.join(MATMUL_STORES[:-1])} or direct")
+    rows_blocker = blocker if rows_blocker is None else rows_blocker
+    if splits > 1:
+        rows_blocker = rows_blocker or "split-K partials take TMA or direct stores"
     if store == "tma" and blocker:
         raise ValueError(f"matmul_store=tma: {blocker}")
-    return store != "direct" and not blocker
+    if store == "rows" and rows_blocker:
+        raise ValueError(f"matmul_store=rows: {rows_blocker}")
+    if store != "auto":
+        return store
+    return "tma" if not blocker else "rows" if not rows_blocker else "direct"
 
 
 def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n_b: int = 1,
                   tile: tuple[int, int] | None = None, stages: int = 0, persistent: int = -1,
                   pingpong: int = -1, cluster: int = 0, store: str = "auto", store_blocker: str = "",
-                  splits: int = 1, reuse: int = -1, serial: bool = False) -> MatmulParams:
+                  splits: int = 1, reuse: int = -1, serial: bool = False,
+                  rows_blocker: str | None = None) -> MatmulParams:
     """Tile and pipeline depth for an MxNxK matmul (`n_b` B operands share the A tile).
 
     Larger tiles halve the operand traffic per FLOP (128x256 moves 3/4 of 128x128's bytes per
@@ -92,8 +117,8 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
     `cluster` (0 = heuristic, 1 = off, 2 = 2-CTA clusters along M; see `cluster_choice`); not
     combined with ping-pong.
 
-    `store` ("auto", "tma", "direct"; see `store_choice`): with TMA stores the staging buffers
-    (`STAGING_TOTAL` bytes) come out of the pipeline's shared-memory budget.
+    `store` ("auto", "tma", "rows", "direct"; see `store_choice`): with TMA or rows stores the
+    staging buffers (`STAGING_TOTAL` bytes) come out of the pipeline's shared-memory budget.
 
     `splits` > 1 (a split-K matmul, `k` being one split's K): the grid covers tiles x splits work
     items, and the tile is chosen by the same rule with work items in place of tiles (so the
@@ -110,7 +135,8 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
     resident at once: the kernel is marked `fuser.coresident` and the executor refuses to
     launch it on a GPU that cannot hold the grid (fewer SMs than `sms`), where it would hang.
     """
-    tma = store_choice(store, store_blocker)
+    store = store_choice(store, store_blocker, rows_blocker, splits)
+    staged = store != "direct"
     if reuse not in (-1, 0, 1):
         raise ValueError(f"matmul_smem_reuse={reuse}: must be -1 (heuristic), 0 (off) or 1 (on)")
     if serial:
@@ -124,7 +150,7 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
     if pp:
         if cluster == 2:
             raise ValueError("ping-pong consumers and 2-CTA clusters are not combined; force one of them")
-        return _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages, tma, splits, reuse)
+        return _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages, store, splits, reuse)
     if tile is None:
         if n_b > 1:
             tile = (128, 128)
@@ -147,18 +173,18 @@ def matmul_params(m: int, n: int, k: int, elem_bytes: int = 2, sms: int = 132, n
     n_items = math.ceil(m / bm) * math.ceil(n / bn) * splits
     persist = n_items > sms if persistent < 0 else bool(persistent)
     grid = min(sms, n_items) if persist else n_items
-    stages, shared, plan = epilogue_plan(bm, bn, n_b, elem_bytes, k, stages, tma or serial, persist, reuse)
+    stages, shared, plan = epilogue_plan(bm, bn, n_b, elem_bytes, k, stages, staged or serial, persist, reuse)
     if serial:
         plan += "; serial split-K stages its f32 tiles"
     cl = cluster_choice(m, n, k, bm, bn, cluster)
     if cl > 1:
-        return replace(_cluster_params(m, n, bm, bn, stages, persist, sms, cl, splits), tma_store=tma,
+        return replace(_cluster_params(m, n, bm, bn, stages, persist, sms, cl, splits), store=store,
                        smem_reuse=shared, plan=plan)
-    return MatmulParams(bm, bn, stages, persistent=persist, grid=grid, tma_store=tma, smem_reuse=shared, plan=plan,
+    return MatmulParams(bm, bn, stages, persistent=persist, grid=grid, store=store, smem_reuse=shared, plan=plan,
                         serial=serial)
 
 
-def epilogue_plan(bm: int, bn: int, n_b: int, elem_bytes: int, k: int, stages: int, tma: bool, persistent: bool,
+def epilogue_plan(bm: int, bn: int, n_b: int, elem_bytes: int, k: int, stages: int, staged: bool, persistent: bool,
                   reuse: int) -> tuple[int, bool, str]:
     """(stages, reuse, plan note) of the epilogue's shared memory. Three plans: stores straight
     from the registers (no shared memory); TMA stores from `STAGING_TOTAL` bytes of staging of
@@ -170,7 +196,7 @@ def epilogue_plan(bm: int, bn: int, n_b: int, elem_bytes: int, k: int, stages: i
     barrier. With today's tiles it never does: 128x128 has its 6 slots either way, the wide
     tiles their 4 (measured: docs/matmul-notes.md, Version 7); `reuse=1` forces it. A persistent
     kernel cannot reuse: its producer loads the next tile's slices into the slots while the
-    consumers run the epilogue. The store choice (`tma`) is `store_choice`'s."""
+    consumers run the epilogue. `staged`: the store choice (`store_choice`) goes through the staging."""
     per = stage_bytes(bm, bn, n_b, elem_bytes)
     slices = max(2, math.ceil(k / BK))
 
@@ -180,22 +206,22 @@ def epilogue_plan(bm: int, bn: int, n_b: int, elem_bytes: int, k: int, stages: i
     def depth(reserve: int) -> int:
         return max(2, min(fit(reserve), MAX_STAGES.get((bm, bn), DEFAULT_MAX_STAGES), slices))
     direct, own = depth(0), depth(STAGING_TOTAL)
-    blocker = ("it needs the TMA-store epilogue" if not tma else
+    blocker = ("it needs a staged epilogue (TMA or rows stores)" if not staged else
                "persistent: the producer loads the next tile into the slots during the epilogue" if persistent else "")
     if reuse == 1 and blocker:
         raise ValueError(f"matmul_smem_reuse=1: {blocker}")
     forced = stages > 0
     if forced:  # reuse when only the reuse makes room for them
-        shared = tma and not blocker and reuse != 0 and (reuse == 1 or stages > fit(STAGING_TOTAL))
+        shared = staged and not blocker and reuse != 0 and (reuse == 1 or stages > fit(STAGING_TOTAL))
     else:
-        shared = tma and not blocker and reuse != 0 and (reuse == 1 or direct > own)
-        stages = direct if shared or not tma else own
-    reserve = STAGING_TOTAL if tma and not shared else 0
+        shared = staged and not blocker and reuse != 0 and (reuse == 1 or direct > own)
+        stages = direct if shared or not staged else own
+    reserve = STAGING_TOTAL if staged and not shared else 0
     if stages > fit(reserve):
         raise ValueError(f"{stages} stages of {per} bytes" + (f" and {reserve} bytes of epilogue staging" if reserve else "")
                          + f" exceed the {SMEM_BUDGET}-byte shared-memory budget")
-    taken = "staged+reuse" if shared else "staged" if tma else "direct"
-    why = "" if not tma else blocker or {1: "forced", 0: "off"}.get(reuse, "")
+    taken = "staged+reuse" if shared else "staged" if staged else "direct"
+    why = "" if not staged else blocker or {1: "forced", 0: "off"}.get(reuse, "")
     if forced:
         why = ", ".join(x for x in (why, f"{stages} stages forced") if x)
     plan = (f"direct {direct} stages, staged {own}, staged+reuse {'-' if persistent else direct}: {taken}"
@@ -208,7 +234,7 @@ def _pingpong_heuristic(m: int, n: int, k: int, n_b: int, sms: int, tile) -> boo
     return False
 
 
-def _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages, tma, splits=1, reuse=-1) -> MatmulParams:
+def _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages, store, splits=1, reuse=-1) -> MatmulParams:
     if tile is None:
         tile = (64, 128) if n_b > 1 else (128, 128)
     bm, bn = tile
@@ -216,9 +242,9 @@ def _pingpong_params(m, n, k, elem_bytes, sms, n_b, tile, stages, tma, splits=1,
         raise ValueError(f"ping-pong tile {bm}x{bn} is not one of {', '.join(f'{a}x{b}' for a, b in PINGPONG_TILES)}")
     if n_b > 1 and (bm, bn) != (64, 128):
         raise ValueError(f"a horizontally fused ping-pong matmul needs the 64x128 tile, not {bm}x{bn}")
-    stages, _, plan = epilogue_plan(bm, bn, n_b, elem_bytes, k, stages, tma, True, reuse)
+    stages, _, plan = epilogue_plan(bm, bn, n_b, elem_bytes, k, stages, store != "direct", True, reuse)
     n_items = math.ceil(m / bm) * math.ceil(n / bn) * splits
-    return MatmulParams(bm, bn, stages, persistent=True, grid=min(sms, n_items), pingpong=True, tma_store=tma,
+    return MatmulParams(bm, bn, stages, persistent=True, grid=min(sms, n_items), pingpong=True, store=store,
                         plan=plan)
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from xdsl.passes import ModulePass
 
-MATMUL_STORES = ("auto", "tma", "direct")
+MATMUL_STORES = ("auto", "tma", "rows", "direct")  # (heuristics/matmul.py: store_choice)
 
 
 class ScheduleOptionsError(ValueError):

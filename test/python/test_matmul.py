@@ -68,7 +68,7 @@ def test_epilogue_plan():
         matmul_params(1000, 1000, 1000, stages=7, reuse=0)
     with pytest.raises(ValueError, match="matmul_smem_reuse=1: persistent"):
         matmul_params(8192, 8192, 8192, reuse=1)
-    with pytest.raises(ValueError, match="matmul_smem_reuse=1: it needs the TMA-store epilogue"):
+    with pytest.raises(ValueError, match=r"matmul_smem_reuse=1: it needs a staged epilogue \(TMA or rows stores\)"):
         matmul_params(1000, 1000, 1000, store="direct", reuse=1)
     with pytest.raises(ValueError, match="matmul_smem_reuse=1: persistent"):
         matmul_params(1000, 1000, 1000, pingpong=1, reuse=1)
@@ -85,8 +85,16 @@ def test_params_heuristic():
     assert not matmul_params(1000, 1000, 1000, store_blocker="rows of 2 bytes").tma_store
     with pytest.raises(ValueError, match="matmul_store=tma: rows of 2 bytes"):
         matmul_params(1000, 1000, 1000, store="tma", store_blocker="rows of 2 bytes")
-    with pytest.raises(ValueError, match="must be auto, tma or direct"):
+    with pytest.raises(ValueError, match="must be auto, tma, rows or direct"):
         matmul_params(1000, 1000, 1000, store="smem")
+    # unaligned rows: staged and stored a row at a time, with the staging's bytes budgeted; a type
+    # the staging does not take, or split-K partials, go direct
+    p = matmul_params(1000, 1001, 1000, store_blocker="rows of 2002 bytes", rows_blocker="")
+    assert p.store == "rows" and p.staged and not p.tma_store and p.stages == 6 and "staged" in p.plan
+    assert matmul_params(1000, 1001, 1000, store_blocker="not f32").store == "direct"
+    assert matmul_params(1000, 1001, 1000, store_blocker="rows", rows_blocker="", splits=2).store == "direct"
+    with pytest.raises(ValueError, match="matmul_store=rows: split-K partials take TMA or direct stores"):
+        matmul_params(1000, 1001, 1000, store="rows", store_blocker="rows", rows_blocker="", splits=2)
     assert matmul_params(8192, 8192, 8192).stages == 4
     assert matmul_params(4096, 128, 4096).bn == 128
     assert (matmul_params(512, 512, 512, n_b=2).bm, matmul_params(512, 512, 512, n_b=2).stages) == (128, 4)

@@ -249,13 +249,17 @@ def test_narrowed_product_read_by_two_kernels(m, n, k):
 TWO_OUTPUTS = MATMUL_TWO_OUTPUTS.replace("{dt}", "bf16")
 
 
-@pytest.mark.parametrize("store", ["tma", "direct"])
+@pytest.mark.parametrize("store", ["tma", "rows", "direct"])
 @pytest.mark.parametrize("m,n,k,opts", [(696, 904, 520, "sms=5"), (333, 136, 72, ""), (1000, 1000, 200, "matmul_pingpong=1 sms=3"),
-                                        (1000, 1000, 1000, "matmul_cluster=2 sms=6")])
+                                        (1000, 1000, 1000, "matmul_cluster=2 sms=6"),
+                                        (1000, 1000, 1000, "matmul_smem_reuse=1 matmul_persistent=0")])
 def test_store_paths(store, m, n, k, opts):
-    """Both epilogue stores (TMA through shared memory, st.global from registers) with two outputs
-    of different element types (f32 boxes are 32 wide, bf16 64), ragged tiles, several tiles per
-    CTA (the staging buffers alternate across tiles), ping-pong and clusters."""
+    """The three epilogue stores (TMA through shared memory, rows through shared memory by the
+    threads, st.global from registers) with two outputs of different element types (f32 boxes
+    are 32 wide, bf16 64), ragged tiles, several tiles per CTA (the staging buffers alternate
+    across tiles), ping-pong, clusters and the staging in the operand slots."""
+    if store == "direct" and "smem_reuse" in opts:
+        pytest.skip("the reuse is of the staging")
     torch = _torch()
     a, b, ref = _operands(torch, m, n, k, False, False, "bf16")
     pipe = _pipe(f"matmul_store={store} {opts}")
@@ -284,12 +288,18 @@ def test_smem_reuse(reuse, m, n, k, opts):
     assert _rel(o, torch.relu(ref)) < TOL["bf16"]
 
 
-def test_narrow_output_stores_direct():
-    """Rows of 100 bf16 (200 bytes) cannot be TMA-stored: the heuristic falls back to st.global."""
+@pytest.mark.parametrize("m,n,k,opts", [(300, 100, 64, ""), (517, 1001, 200, "sms=7"), (130, 50257, 64, ""),
+                                        (333, 33, 72, "matmul_pingpong=1 sms=3"), (1000, 999, 96, "matmul_cluster=2 sms=6")])
+@pytest.mark.parametrize("store", ["auto", "direct"])
+def test_unaligned_rows(m, n, k, opts, store):
+    """Rows that are not a multiple of 16 bytes (100 bf16: 200 bytes; a 50257-word LM head) cannot
+    be TMA-stored: the heuristic stages them and the threads store rows (`store=rows`), or
+    st.global from the registers when forced; both match, the ragged edges included."""
     torch = _torch()
-    a, b, ref = _operands(torch, 300, 100, 64, False, True, "bf16")
-    out = api.compile(matmul_text(300, 100, 64, tb=True, out="bf16"))(a, b)
-    assert _rel(out, ref) < 5e-3
+    a, b, ref = _operands(torch, m, n, k, False, True, "bf16")
+    f = api.compile(matmul_text(m, n, k, tb=True, out="bf16"), pipeline=_pipe(f"matmul_store={store} {opts}"))
+    assert f" store={'rows' if store == 'auto' else store}" in f.ir("sched")
+    assert _rel(f(a, b), ref) < 5e-3
 
 
 def test_gated_mlp():

@@ -64,11 +64,28 @@ func.func @two(%a: tensor<256x64xbf16>, %b: tensor<64x512xbf16>) -> (tensor<256x
   func.return %c, %o : tensor<256x512xf32>, tensor<256x512xbf16>
 }
 
-// Rows of 100 bf16 (200 bytes) cannot be TMA-stored: auto falls back to direct stores, a forced
-// matmul_store=tma is an error that says why.
+// Rows of 100 bf16 (200 bytes) cannot be TMA-stored: auto stages them as for TMA stores, and
+// then each warp of the warpgroup stores 16 rows of the 64-row chunk, a row's 32 consecutive
+// columns per store (one element per lane, read back through the 128-byte swizzle), guarded
+// against the tensor's edge; no tensor map for the output, no bulk copies, no proxy fence.
+// A forced matmul_store=tma is an error that says why.
 // CHECK-LABEL: sched.kernel @narrow_k0
-// CHECK-SAME:  store=direct
+// CHECK-NOT:   tensor_map<memref<300x100xbf16>
+// CHECK-SAME:  store=rows
+// CHECK-SAME:  fuser.matmul_epilogue = "direct 2 stages, staged 2, staged+reuse 2: staged"
+// CHECK:       %[[BYTES:.*]] = sched.alloc offset {{[0-9]+}} : i64 : memref<32768xi8, 3 : i64>
+// CHECK:       %[[STAGE:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<32768xi8, 3 : i64> to memref<2x2x4096xbf16, 3 : i64>
+// CHECK:       sched.wgmma.wait_group 0
+// CHECK:       sched.store %{{.*}}, %[[STAGE]][%{{.*}}, %{{.*}}, %{{.*}}] : vector<2xbf16>
+// CHECK-NOT:   sched.fence.proxy_async
+// CHECK:       sched.named_barrier sync 3, 128
+// CHECK:       %[[X:.*]] = sched.load %[[STAGE]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<2x2x4096xbf16, 3 : i64> -> bf16
+// CHECK:       scf.if
+// CHECK-NEXT:    sched.store %[[X]], %{{.*}}[%{{.*}}, %{{.*}}] : bf16, memref<300x100xbf16>
 // CHECK-NOT:   sched.tma.store
+// CHECK-NOT:   sched.bulk
+// DIRECT-LABEL: sched.kernel @narrow_k0
+// DIRECT-SAME:  store=direct
 // FORCED: tma-store.mlir:[[# @LINE + 2]]:3: error: pass 'convert-fusion-to-sched' failed: 'fusion.matmul' 300x100x64: matmul_store=tma: output tensor<300x100xbf16> has rows of 200 bytes; TMA stores need a multiple of 16
 func.func @narrow(%a: tensor<300x64xbf16>, %b: tensor<100x64xbf16>) -> tensor<300x100xbf16> {
   %c = fusion.matmul %a, %b transpose_b : tensor<300x64xbf16>, tensor<100x64xbf16> -> tensor<300x100xf32>
@@ -76,4 +93,4 @@ func.func @narrow(%a: tensor<300x64xbf16>, %b: tensor<100x64xbf16>) -> tensor<30
   func.return %o : tensor<300x100xbf16>
 }
 
-// BAD: error: bad options for pass 'convert-fusion-to-sched': matmul_store must be one of auto, tma, direct, got 'smem'
+// BAD: error: bad options for pass 'convert-fusion-to-sched': matmul_store must be one of auto, tma, rows, direct, got 'smem'
