@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import logging
 import os
+import time
 from typing import Any
 
 import torch
@@ -126,6 +127,10 @@ class FuserBackend:
         decomps.update(decompositions or {})
         self._partition = min_cut_rematerialization_partition if partitioner == "min_cut" else default_partition
         self._next_backward: fx.GraphModule | None = None  # the backward of the forward compiled next
+        # the backward partitioned ahead with its forward: (the graph's fingerprint, the
+        # partitioned copy, the Stats its partition wrote), taken by the backward's compile when
+        # AOTAutograd hands it the same graph
+        self._ahead: tuple[str, fx.GraphModule, Stats] | None = None
         self._aot = aot_autograd(fw_compiler=self._compiler("forward"), bw_compiler=self._compiler("backward"),
                                  inference_compiler=self._compiler("inference"), decompositions=decomps,
                                  keep_inference_input_mutations=True, partition_fn=self._split_joint)
@@ -150,18 +155,37 @@ class FuserBackend:
             return []
         try:
             with torch._subclasses.fake_tensor.unset_fake_temporarily():  # (as AOTAutograd copies it)
-                bw = copy.deepcopy(bw)
-            return regions(partition_graph(bw, config, Stats(), "backward"))
+                copied = copy.deepcopy(bw)
+            stats, start = Stats(), time.perf_counter()
+            fused = partition_graph(copied, config, stats, "backward")
+            self.stats.partition_seconds += time.perf_counter() - start
+            self._ahead = (_fingerprint(bw), fused, stats)
+            return regions(fused)
         except Exception as e:  # noqa: BLE001 - only a head start is lost
             log.info("backward regions not precompiled with the forward: %s", e)
             return []
+
+    def _take_ahead(self, gm: fx.GraphModule) -> fx.GraphModule | None:
+        """The backward partitioned ahead, if `gm` is the graph it was partitioned from (its code and
+        its inputs' example values the same): its regions then count in this backend's Stats. None
+        otherwise (it is partitioned again)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None or ahead[0] != _fingerprint(gm):
+            return None
+        _, fused, stats = ahead
+        self.stats.add(stats)
+        for r in regions(fused):
+            r.stats = self.stats
+        return fused
 
     def _compiler(self, kind: str):
         def compile_graph(gm: fx.GraphModule, example_inputs: list[Any]):
             config = dict(self.config, debug=self.config["debug"] or log_setting())
             if config["debug"]:
                 _enable_logging()
-            fused = partition_graph(gm, config, self.stats, kind)
+            start = time.perf_counter()
+            fused = (self._take_ahead(gm) if kind == "backward" else None) or partition_graph(gm, config, self.stats, kind)
+            self.stats.partition_seconds += time.perf_counter() - start
             self.graphs.append((kind, fused))
             workers = self.compile_workers if self.compile_workers is not None else min(8, os.cpu_count() or 1)
             # the forward's fusions and its backward's in one batch (largest first): the backward's
@@ -169,6 +193,7 @@ class FuserBackend:
             mine = regions(fused)
             ahead = self._backward_regions(config, any(r.device == "cuda" for r in mine)) if kind == "forward" else []
             seconds = precompile(mine + ahead, workers)
+            self.stats.precompile_seconds += seconds
             if seconds and config["debug"]:
                 log.info("%s: regions compiled in %d processes in %.1f s", kind, workers, seconds)
             run = make_boxed_func(fused.forward)
@@ -234,6 +259,13 @@ class FuserBackend:
     def reset(self) -> None:
         self.stats.__init__()  # in place: compiled regions count into this object
         self.graphs.clear()
+
+
+def _fingerprint(gm: fx.GraphModule) -> str:
+    """A graph's code and its inputs' example values (shape, dtype, strides)."""
+    metas = [(tuple(v.shape), v.dtype, tuple(v.stride())) if isinstance(v := n.meta.get("val"), torch.Tensor) else repr(v)
+             for n in gm.graph.nodes if n.op == "placeholder"]
+    return gm.code + repr(metas)
 
 
 def backend(pipeline: Any = "default", options: dict[str, Any] | None = None, debug: bool | str = False,

@@ -11,7 +11,7 @@ import logging
 import operator
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -72,6 +72,20 @@ class Stats:
     # input mutations (aten.copy_ of a region's result into a graph input that the region reads:
     # batch norm's running statistics, an optimizer's p.add_) made in-place outputs of the region
     inplace_outputs: int = 0
+    # where a first step's time goes beyond tracing: partitioning the graphs into regions (the
+    # backward's included, when partitioned ahead with its forward), and precompile's wall time
+    partition_seconds: float = 0.0
+    precompile_seconds: float = 0.0
+
+    def add(self, other: "Stats") -> None:
+        """Count `other`'s events here too."""
+        for f in fields(self):
+            mine, theirs = getattr(self, f.name), getattr(other, f.name)
+            if isinstance(mine, dict):
+                for k, v in theirs.items():
+                    mine[k] = mine.get(k, 0) + v
+            else:
+                setattr(self, f.name, mine + theirs)
 
 
 class FuserSupport(OperatorSupportBase):

@@ -1242,3 +1242,36 @@ def test_relayout_copies_into_the_compiled_layout():
     windows = torch.randn(10).as_strided((4, 3), (1, 1))  # sliding windows: overlapping, not expanded
     assert torch.equal(_relayout(windows.contiguous(), (1, 1), 0), windows)
     assert _relayout(torch.randn(4, 3), (1, 1), 0) is None  # values the windows cannot hold
+
+
+def test_backward_partitioned_ahead_is_reused(monkeypatch):
+    """The backward split off with its forward is partitioned then (its fusions precompile with
+    the forward's); when AOTAutograd compiles the same graph later, that partition is taken, not
+    made again: two partitions in all, and the backend's Stats count the backward's regions once."""
+    import sys
+
+    fb = sys.modules["fuser.torch.backend"]  # (the module; fuser.torch.backend is also the function)
+    calls = []
+    real = fb.partition_graph
+    monkeypatch.setattr(fb, "partition_graph", lambda gm, config, stats, kind: calls.append(kind) or real(gm, config, stats, kind))
+
+    def run(ahead: bool):
+        calls.clear()
+        be = ft.backend()
+        if ahead:  # (a CPU run has no CUDA region to precompile: ask for the ahead partition anyway)
+            orig = be._backward_regions
+            monkeypatch.setattr(be, "_backward_regions", lambda config, wanted: orig(config, True))
+        torch.manual_seed(0)
+        lin = torch.nn.Linear(8, 16)
+        x = torch.randn(4, 8)
+        f = torch.compile(lambda x: Fn.gelu(lin(x), approximate="tanh").sum(), backend=be, dynamic=False)
+        f(x).backward()
+        return list(calls), be.stats, lin.weight.grad.clone()
+
+    plain, s_plain, g_plain = run(False)
+    ahead, s_ahead, g_ahead = run(True)
+    assert plain == ["forward", "backward"] and ahead == ["forward", "backward"], (plain, ahead)
+    assert (s_ahead.regions, s_ahead.fused_nodes) == (s_plain.regions, s_plain.fused_nodes)
+    assert s_ahead.reference_calls == s_plain.reference_calls > 0
+    assert s_ahead.partition_seconds > 0 and s_plain.precompile_seconds == 0  # (CPU: nothing to precompile)
+    torch.testing.assert_close(g_ahead, g_plain)
