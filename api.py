@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import itertools
 import math
 import numbers
 import os
@@ -102,10 +103,9 @@ def _caller_location() -> FileLineColLoc:
     col = 1
     positions = getattr(frame.f_code, "co_positions", None)
     if positions is not None:  # Python 3.11+: the column of the call on that line
-        for i, pos in enumerate(positions()):
-            if i == frame.f_lasti // 2 and pos[2] is not None:
-                col = pos[2] + 1
-                break
+        pos = next(itertools.islice(positions(), frame.f_lasti // 2, None), None)  # (skipped in C: long functions)
+        if pos is not None and pos[2] is not None:
+            col = pos[2] + 1
     return FileLineColLoc(StringAttr(frame.f_code.co_filename), IntAttr(frame.f_lineno), IntAttr(col))
 
 
