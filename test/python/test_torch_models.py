@@ -533,3 +533,15 @@ def test_kernel_report_names_each_fuser_kernels_kind(tmp_path):
     doc = {"rows": [{"model": "m", "mode": "train", "peers": {"fuser": {"kernels": ks}}}]}
     lines = kernel_report.report(doc, top=0, names=names, kinds=kinds)
     assert lines[1].strip() == "fuser's kernels by kind: matmul 0.50, rows 0.25"
+
+
+def test_step_host_rounds_on_the_cpu():
+    """step_host times rounds of training steps through the backend (queued and synced host time;
+    the allocator's figures only on CUDA) and hands back the step for a profile."""
+    from fuser.tools.bench import step_host
+
+    logged: list[str] = []
+    rows, step = step_host.measure("mlp", rounds=2, steps=1, size="tiny", source="own", log=logged.append)
+    assert len(rows) == 2 and all(r["step_ms"] >= r["queued_ms"] > 0 for r in rows)
+    assert logged[0].startswith("# mlp: first step ") and logged[1].startswith("round 0: queued_ms ")
+    step()  # (what --profile runs)
