@@ -52,7 +52,10 @@ from fuser.dialects.sched._base import (
 
 # -------------------------------------------------------------------- wgmma
 
-WGMMA_TYPES = ("bf16", "f16")
+# The operand types fuser's wgmmas take, each with its k (the K extent of one instruction: one
+# 32-byte row of a 128-byte swizzle row's quarter, 16 two-byte or 32 one-byte elements).
+WGMMA_K = {"bf16": 16, "f16": 16, "e4m3": 32, "e5m2": 32}
+WGMMA_TYPES = tuple(WGMMA_K)
 
 
 @irdl_op_definition
@@ -140,12 +143,14 @@ def _check_acc(op: IRDLOperation, what: str, t: Attribute, n: int | None = None)
 
 @irdl_op_definition
 class WgmmaMmaAsyncOp(IRDLOperation):
-    """Issue `D = A * B + D` for one m64nNk16 step on the warpgroup's tensor cores (asynchronous).
+    """Issue `D = A * B + D` for one m64nNkK step on the warpgroup's tensor cores (asynchronous).
 
     `%d1 = sched.wgmma.mma_async m64n128k16 bf16 %da, %db, %d0 trans_b : vector<64xf32>`
-    A (64x16) and B (16xN) are read from shared memory through descriptors (`sched.wgmma.desc`);
-    `trans_a`/`trans_b` select M-/N-major operands (K-major otherwise). The result must not be
-    read until a `sched.wgmma.wait_group` has passed it (see the sched-flush-wgmma pass).
+    A (64xK) and B (KxN) are read from shared memory through descriptors (`sched.wgmma.desc`);
+    `trans_a`/`trans_b` select M-/N-major operands (K-major otherwise). K is 16 for bf16 and
+    f16, 32 for the FP8 types e4m3 and e5m2 (`m64n128k32 e4m3`), whose operands the instruction
+    reads K-major only. The result must not be read until a `sched.wgmma.wait_group` has passed
+    it (see the sched-flush-wgmma pass).
     """
 
     name = "sched.wgmma.mma_async"
@@ -171,7 +176,11 @@ class WgmmaMmaAsyncOp(IRDLOperation):
         if not 8 <= n <= 256 or n % 8:
             raise VerifyException(f"'sched.wgmma.mma_async' op N = {n} must be a multiple of 8 in 8..256")
         if self.ab_type.data not in WGMMA_TYPES:
-            raise VerifyException(f"'sched.wgmma.mma_async' op operand type {self.ab_type.data} must be bf16 or f16")
+            raise VerifyException(f"'sched.wgmma.mma_async' op operand type {self.ab_type.data} must be one of "
+                                  f"{', '.join(WGMMA_TYPES)}")
+        if self.k != 16 and (self.trans_a is not None or self.trans_b is not None):
+            raise VerifyException(f"'sched.wgmma.mma_async' op {self.ab_type.data} operands are read K-major only: "
+                                  "trans_a and trans_b are for bf16 and f16")
         for what, v in (("operand #0 ('desc_a')", self.desc_a), ("operand #1 ('desc_b')", self.desc_b)):
             if v.type != i64:
                 raise VerifyException(f"'sched.wgmma.mma_async' op {what} must be an i64 descriptor, got {v.type}")
@@ -179,9 +188,15 @@ class WgmmaMmaAsyncOp(IRDLOperation):
         if self.result.type != self.acc.type:
             raise VerifyException("'sched.wgmma.mma_async' op result type must equal the accumulator's")
 
-    # Custom syntax: the shape `m64nNk16` spells the property N inside one identifier.
+    @property
+    def k(self) -> int:
+        """The K extent of the instruction, which the operand type fixes."""
+        return WGMMA_K.get(self.ab_type.data, 16)
+
+    # Custom syntax: the shape `m64nNkK` spells the property N inside one identifier (K follows
+    # from the operand type, and is checked against it).
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" m64n{self.n.value.data}k16 {self.ab_type.data} ")
+        printer.print_string(f" m64n{self.n.value.data}k{self.k} {self.ab_type.data} ")
         printer.print_list([self.desc_a, self.desc_b, self.acc], printer.print_operand)
         if self.trans_a is not None:
             printer.print_string(" trans_a")
@@ -194,10 +209,12 @@ class WgmmaMmaAsyncOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser):
         shape = parser.parse_identifier()
-        m = re.fullmatch(r"m64n(\d+)k16", shape)
+        m = re.fullmatch(r"m64n(\d+)k(\d+)", shape)
         if m is None:
-            parser.raise_error(f"'sched.wgmma.mma_async' expects a shape m64nNk16, got '{shape}'")
+            parser.raise_error(f"'sched.wgmma.mma_async' expects a shape m64nNkK, got '{shape}'")
         ab = parser.parse_identifier()
+        if ab in WGMMA_K and int(m.group(2)) != WGMMA_K[ab]:
+            parser.raise_error(f"'sched.wgmma.mma_async' shape {shape}: a {ab} wgmma has k = {WGMMA_K[ab]}")
         ops = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
         if len(ops) != 3:
             parser.raise_error("'sched.wgmma.mma_async' expects 3 operands (desc_a, desc_b, acc)")

@@ -76,10 +76,12 @@ class LowerWgmmaMmaAsync(RewritePattern):
         scale_a = 1 if op.scaleA.data == nvvm.WgmmaScaleIn.ONE else -1
         scale_b = 1 if op.scaleB.data == nvvm.WgmmaScaleIn.ONE else -1
         regs = ", ".join(f"${i}" for i in range(n_acc))
+        # (the transpose immediates exist for the 16-bit types only: the others are K-major)
+        trans = f", {int(op.trans_a)}, {int(op.trans_b)}" if ta in ("f16", "bf16") else ""
         text = ("{\n.reg .pred p;\n"
                 f"setp.ne.b32 p, {scale_d}, 0;\n"
                 f"wgmma.mma_async.sync.aligned.m{shape.m.data}n{shape.n.data}k{shape.k.data}.{td}.{ta}.{tb} "
-                f"{{{regs}}}, ${n_acc}, ${n_acc + 1}, p, {scale_a}, {scale_b}, {int(op.trans_a)}, {int(op.trans_b)};\n}}")
+                f"{{{regs}}}, ${n_acc}, ${n_acc + 1}, p, {scale_a}, {scale_b}{trans};\n}}")
         reg = "f" if td == "f32" else "r"
         constraints = ",".join([f"={reg}"] * n_acc + ["l", "l"] + [str(i) for i in range(n_acc)])
         _asm(rewriter, op, text, constraints, [op.descriptorA, op.descriptorB, *accs], struct)

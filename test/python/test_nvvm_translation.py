@@ -536,3 +536,32 @@ define ptx_kernel void @k(ptr addrspace(1) %p) {
 def test_archs(arch):
     _, ptx = compile_and_assemble(BLOCK_REDUCE, arch)
     assert f".target {arch}" in ptx
+
+
+WGMMA_FORMS = kernels("""
+    llvm.func @wgmma_forms(%da : i64, %db : i64, %out : !llvm.ptr<1>) attributes {nvvm.kernel} {
+      %zero = llvm.mlir.constant(0.0 : f32) : f32
+      %u = llvm.mlir.undef : !llvm.struct<(f32, f32, f32, f32)>
+      %c1 = llvm.insertvalue %zero, %u[0] : !llvm.struct<(f32, f32, f32, f32)>
+      %c2 = llvm.insertvalue %zero, %c1[1] : !llvm.struct<(f32, f32, f32, f32)>
+      %c3 = llvm.insertvalue %zero, %c2[2] : !llvm.struct<(f32, f32, f32, f32)>
+      %c = llvm.insertvalue %zero, %c3[3] : !llvm.struct<(f32, f32, f32, f32)>
+      nvvm.wgmma.fence.aligned
+      %a = nvvm.wgmma.mma_async %da, %db, %c, <m = 64, n = 8, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>] : !llvm.struct<(f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32)>
+      %b = nvvm.wgmma.mma_async %da, %db, %a, <m = 64, n = 8, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>] : !llvm.struct<(f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32)>
+      %d = nvvm.wgmma.mma_async %da, %db, %b, <m = 64, n = 8, k = 32>, D[<f32>, <one>], A[<e5m2>, <one>, <row>], B[<e5m2>, <one>, <col>] : !llvm.struct<(f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32)>
+      nvvm.wgmma.commit.group.sync.aligned
+      nvvm.wgmma.wait.group.sync.aligned 0
+      %x = llvm.extractvalue %d[0] : !llvm.struct<(f32, f32, f32, f32)>
+      llvm.store %x, %out : f32, !llvm.ptr<1>
+      llvm.return
+    }""")
+
+
+def test_wgmma_forms_reach_ptxas():
+    """The wgmma forms the matmul kernels use, bf16 transposed and the FP8 pairs (k32, K-major, no
+    transpose immediates: PTX has none for them), as PTX that ptxas assembles for sm_90a."""
+    _, ptx = compile_and_assemble(WGMMA_FORMS)
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n8k16\.f32\.bf16\.bf16 .*, p, 1, 1, 1, 1;", ptx)
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n8k32\.f32\.e4m3\.e4m3 .*, p, 1, 1;", ptx)
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n8k32\.f32\.e5m2\.e5m2 .*, p, 1, 1;", ptx)

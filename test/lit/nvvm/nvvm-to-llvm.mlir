@@ -20,6 +20,9 @@
 // CHECK-NEXT: %[[D:.*]] = llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, 1, 0;\0Awgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {$0, $1, $2, $3}, $4, $5, p, 1, 1, 0, 0;\0A}", "=f,=f,=f,=f,l,l,0,1,2,3" %{{.*}}, %{{.*}}, %[[X0]], %[[X1]], %[[X2]], %[[X3]] : (i64, i64, f32, f32, f32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK-NEXT: llvm.extractvalue %{{.*}}[0]
 // CHECK:      llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, 0, 0;\0Awgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {$0, $1, $2, $3}, $4, $5, p, -1, 1, 1, 1;\0A}"
+// FP8 operands have no transpose immediates (they are K-major)
+// CHECK:      llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, 1, 0;\0Awgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {$0, $1, $2, $3}, $4, $5, p, 1, 1;\0A}"
+// CHECK:      wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e4m3 {$0, $1, $2, $3}, $4, $5, p, 1, 1;\0A}"
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NEXT: %[[S:.*]] = llvm.ptrtoint %{{.*}} : !llvm.ptr<3> to i32
@@ -46,6 +49,8 @@
 // PTX:       fence.proxy.async.global;
 // PTX:       wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%{{.*}}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 0;
 // PTX:       wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {{.*}}, p, -1, 1, 1, 1;
+// PTX:       wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {{.*}}, p, 1, 1;
+// PTX:       wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e4m3 {{.*}}, p, 1, 1;
 // PTX:       cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group
 // PTX:       cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group
 // PTX:       cp.async.bulk.commit_group;
@@ -74,7 +79,9 @@ module attributes {gpu.container_module} {
       %c3 = llvm.insertvalue %zero, %c2[2] : !llvm.struct<(f32, f32, f32, f32)>
       %c = llvm.insertvalue %zero, %c3[3] : !llvm.struct<(f32, f32, f32, f32)>
       %d = nvvm.wgmma.mma_async %da, %db, %c, <m = 64, n = 8, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !llvm.struct<(f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32)>
-      %e = nvvm.wgmma.mma_async %da, %db, %d, <m = 64, n = 8, k = 16>, D[<f32>, <zero>], A[<f16>, <neg>, <col>], B[<f16>, <one>, <row>] : !llvm.struct<(f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32)>
+      %e0 = nvvm.wgmma.mma_async %da, %db, %d, <m = 64, n = 8, k = 16>, D[<f32>, <zero>], A[<f16>, <neg>, <col>], B[<f16>, <one>, <row>] : !llvm.struct<(f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32)>
+      %e1 = nvvm.wgmma.mma_async %da, %db, %e0, <m = 64, n = 8, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>] : !llvm.struct<(f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32)>
+      %e = nvvm.wgmma.mma_async %da, %db, %e1, <m = 64, n = 8, k = 32>, D[<f32>, <one>], A[<e5m2>, <one>, <row>], B[<e4m3>, <one>, <col>] : !llvm.struct<(f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32)>
       nvvm.wgmma.commit.group.sync.aligned
       nvvm.wgmma.wait.group.sync.aligned 0
       nvvm.cp.async.bulk.tensor.global.shared.cta %tm, %p, box[%c0, %c0] : !llvm.ptr, !llvm.ptr<3>

@@ -68,8 +68,28 @@ sched.kernel @mma() grid [1, 1, 1] block [128, 1, 1] smem 0 {
 sched.kernel @mmatype() grid [1, 1, 1] block [128, 1, 1] smem 0 {
   %d = arith.constant 0 : i64
   %z = arith.constant dense<0.0> : vector<64xf32>
-  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'sched.wgmma.mma_async' op operand type f32 must be bf16 or f16
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'sched.wgmma.mma_async' op operand type f32 must be one of bf16, f16, e4m3, e5m2
   %r = sched.wgmma.mma_async m64n128k16 f32 %d, %d, %z : vector<64xf32>
+  sched.return
+}
+
+// -----
+
+sched.kernel @fp8trans() grid [1, 1, 1] block [128, 1, 1] smem 0 {
+  %d = arith.constant 0 : i64
+  %z = arith.constant dense<0.0> : vector<64xf32>
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'sched.wgmma.mma_async' op e4m3 operands are read K-major only: trans_a and trans_b are for bf16 and f16
+  %r = sched.wgmma.mma_async m64n128k32 e4m3 %d, %d, %z trans_b : vector<64xf32>
+  sched.return
+}
+
+// -----
+
+sched.kernel @fp8k() grid [1, 1, 1] block [128, 1, 1] smem 0 {
+  %d = arith.constant 0 : i64
+  %z = arith.constant dense<0.0> : vector<64xf32>
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:{{[0-9]+}}: error: 'sched.wgmma.mma_async' shape m64n128k16: a e5m2 wgmma has k = 32
+  %r = sched.wgmma.mma_async m64n128k16 e5m2 %d, %d, %z : vector<64xf32>
   sched.return
 }
 

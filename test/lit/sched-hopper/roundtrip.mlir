@@ -32,6 +32,11 @@ sched.kernel @hopper(%tm : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 6
   %d = sched.wgmma.mma_async m64n128k16 bf16 %da, %da, %zero trans_b : vector<64xf32>
   // CHECK-NEXT: %e = sched.wgmma.mma_async m64n128k16 f16 %da, %da, %d trans_a trans_b : vector<64xf32>
   %e = sched.wgmma.mma_async m64n128k16 f16 %da, %da, %d trans_a trans_b : vector<64xf32>
+  // FP8 operands: k = 32, both operands K-major
+  // CHECK-NEXT: %f = sched.wgmma.mma_async m64n128k32 e4m3 %da, %da, %e : vector<64xf32>
+  %f = sched.wgmma.mma_async m64n128k32 e4m3 %da, %da, %e : vector<64xf32>
+  // CHECK-NEXT: %g = sched.wgmma.mma_async m64n128k32 e5m2 %da, %da, %f : vector<64xf32>
+  %g = sched.wgmma.mma_async m64n128k32 e5m2 %da, %da, %f : vector<64xf32>
   // CHECK-NEXT: sched.wgmma.commit_group
   sched.wgmma.commit_group
   // CHECK-NEXT: sched.wgmma.wait_group 1

@@ -22,6 +22,7 @@
 // CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3> -> i64
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>] : !llvm.struct<(f32, {{.*}})> -> !llvm.struct<(f32, {{.*}})>
+// CHECK: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %{{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>] : !llvm.struct<(f32, {{.*}})> -> !llvm.struct<(f32, {{.*}})>
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta %tm_z, %{{.*}}, box[%{{.*}}, %{{.*}}] : !llvm.ptr<0>, !llvm.ptr<3>
@@ -43,6 +44,7 @@
 // PTX:      mbarrier.try_wait.parity.shared::cta.b64 p, [%r{{[0-9]+}}], %r{{[0-9]+}}, %r{{[0-9]+}};
 // PTX:      wgmma.fence.sync.aligned;
 // PTX:      wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 1;
+// PTX:      wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {{.*}}, p, 1, 1;
 // PTX:      wgmma.commit_group.sync.aligned;
 // PTX:      wgmma.wait_group.sync.aligned 0;
 // PTX:      cp.async.bulk.commit_group;
@@ -64,7 +66,8 @@ sched.kernel @hopper(%tm : !sched.tensor_map<memref<1000x1000xbf16>, box [128, 6
   %da = sched.wgmma.desc %a[%c0, %c0, %c0] swizzle 128 lbo 16 sbo 1024 : memref<2x128x64xbf16, 3>
   %zero = arith.constant dense<0.0> : vector<64xf32>
   sched.wgmma.fence
-  %d = sched.wgmma.mma_async m64n128k16 bf16 %da, %da, %zero trans_b : vector<64xf32>
+  %d0 = sched.wgmma.mma_async m64n128k16 bf16 %da, %da, %zero trans_b : vector<64xf32>
+  %d = sched.wgmma.mma_async m64n128k32 e4m3 %da, %da, %d0 : vector<64xf32>
   sched.wgmma.commit_group
   %r = sched.wgmma.wait_group 0, %d : vector<64xf32>
   %x = vector.extract %r[5] : f32 from vector<64xf32>
