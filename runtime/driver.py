@@ -378,11 +378,13 @@ class ParamBlock:
         return self._wide[slot][1]
 
 
+# (FP8 tensors are bytes to TMA: it has no float8 element type and copies them unchanged)
 _TMAP_DTYPES = {"bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", "f16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
-                "f32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"}
+                "f32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32", "f8e4m3fn": "CU_TENSOR_MAP_DATA_TYPE_UINT8",
+                "f8e5m2": "CU_TENSOR_MAP_DATA_TYPE_UINT8"}
 _TMAP_SWIZZLE = {0: "CU_TENSOR_MAP_SWIZZLE_NONE", 32: "CU_TENSOR_MAP_SWIZZLE_32B",
                  64: "CU_TENSOR_MAP_SWIZZLE_64B", 128: "CU_TENSOR_MAP_SWIZZLE_128B"}
-_TMAP_ELEM = {"bf16": 2, "f16": 2, "f32": 4}
+_TMAP_ELEM = {"bf16": 2, "f16": 2, "f32": 4, "f8e4m3fn": 1, "f8e5m2": 1}
 
 
 def encode_tensor_map(ptr: int, shape: Sequence[int], dtype: str, box: Sequence[int], swizzle: int) -> bytes:

@@ -39,6 +39,13 @@ MATMUL_TWO_OUTPUTS = """func.func @mm(%a: tensor<{m}x{k}x{dt}>, %b: tensor<{k}x{
 """A matmul with two outputs of different element types: the f32 product and relu of it in
 {dt} (the matmul epilogue's staging seen as two types)."""
 
+_FP8 = """func.func @mm(%a: tensor<300x640xf8E4M3FN>, %b: tensor<264x640xf8E4M3FN>) -> (tensor<300x264xf32>, tensor<300x264xbf16>) {
+  %c = fusion.matmul %a, %b transpose_b : tensor<300x640xf8E4M3FN>, tensor<264x640xf8E4M3FN> -> tensor<300x264xf32>
+  %r = fusion.relu %c : tensor<300x264xf32>
+  %o = fusion.cast %r : tensor<300x264xf32> to tensor<300x264xbf16>
+  func.return %c, %o : tensor<300x264xf32>, tensor<300x264xbf16>
+}"""
+
 # An LM head's shape of output: B stored [N, K] (K-major, as a Linear's weight), rows of 1001
 # elements, which TMA cannot store; two outputs of different element types.
 _ROWS_STORE = """func.func @mm(%a: tensor<300x512xf16>, %b: tensor<1001x512xf16>) -> (tensor<300x1001xf32>, tensor<300x1001xf16>) {
@@ -223,6 +230,8 @@ CASES: dict[str, tuple[str, str]] = {
     # rows that TMA cannot store (1001 f16, 1001 f32): staged, then stored a row at a time by the
     # threads, ragged in both dims, several tiles per CTA
     "matmul_rows_store": (_ROWS_STORE, "default{matmul_persistent=1 sms=4}"),
+    # FP8 operands (e4m3, K-major): 128-element K-slices in the same bytes, k32 wgmmas
+    "matmul_fp8": (_FP8, "default{matmul_persistent=1 sms=4}"),
     "matmul_persistent": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=520, n=264, k=256), "default{matmul_persistent=1 sms=4}"),
     "matmul_pingpong": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=520, n=264, k=256), "default{matmul_pingpong=1 sms=3}"),
     "matmul_split_k": (MATMUL_TWO_OUTPUTS.format(dt="f16", m=128, n=128, k=16384), _default_with_split_k("strategy=two-kernel")),

@@ -10,14 +10,15 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from .types import NARROW_FLOAT_TYPES, _check_tensor, _dims, _print_attrs, tensor
+from .types import FP8_TYPES, NARROW_FLOAT_TYPES, _check_tensor, _dims, _print_attrs, tensor
 
 @irdl_op_definition
 class MatmulOp(IRDLOperation):
     """`C[M,N] = A[M,K] @ B[K,N]` with f32 accumulation.
 
     Operands are given as stored: with `transpose_a` A is stored [K,M] (column-major MxK), with
-    `transpose_b` B is stored [N,K]. The result's element type is f32, f16 or bf16.
+    `transpose_b` B is stored [N,K]. Operands are bf16, f16 or FP8 (f8E4M3FN, f8E5M2; both of
+    one type); the result's element type is f32, f16 or bf16.
     `%c = fusion.matmul %a, %b : tensor<128x64xbf16>, tensor<64x32xbf16> -> tensor<128x32xf32>`
 
     With `k_chunk KC` (split-K, made by fusion-split-k) the result is the S = ceil(K / KC)
@@ -87,10 +88,10 @@ class MatmulOp(IRDLOperation):
     def verify_(self) -> None:
         for what, v in (("operand #0 ('a')", self.a), ("operand #1 ('b')", self.b), ("result", self.result)):
             if isinstance(v.type, TensorType) and isinstance(v.type.element_type, Float64Type):
-                raise VerifyException(f"'fusion.matmul' op {what} is f64: matmul takes bf16 or f16 operands "
+                raise VerifyException(f"'fusion.matmul' op {what} is f64: matmul takes bf16, f16 or FP8 operands "
                                       f"(wgmma; f32 through them), f64 matmul is not supported")
-        ta = _check_tensor(self, "operand #0 ('a')", self.a.type, NARROW_FLOAT_TYPES)
-        tb = _check_tensor(self, "operand #1 ('b')", self.b.type, NARROW_FLOAT_TYPES)
+        ta = _check_tensor(self, "operand #0 ('a')", self.a.type, NARROW_FLOAT_TYPES + FP8_TYPES)
+        tb = _check_tensor(self, "operand #1 ('b')", self.b.type, NARROW_FLOAT_TYPES + FP8_TYPES)
         for what, t in (("operand #0 ('a')", ta), ("operand #1 ('b')", tb)):
             if t.get_num_dims() != 2:
                 raise VerifyException(f"'fusion.matmul' op {what} must be 2-D, got {t}")

@@ -121,6 +121,7 @@ from fuser.dialects.sched.tma import (
 )
 from fuser.dialects.sched.types import GLOBAL, HOPPER_SMEM_PER_BLOCK, REGISTER, SHARED, TensorMapType, element_bytes, memory_space, memref, storage_type, value_type
 from fuser.dialects.sched.wgmma import (
+    WGMMA_K,
     WGMMA_TYPES,
     NamedBarrierOp,
     SetMaxNRegOp,
@@ -158,7 +159,7 @@ __all__ = [
     "TensorMapOp", "TmaLoadOp", "TmaStoreOp", "TmaReduceOp", "REDUCE_KINDS", "BulkCommitGroupOp", "BulkWaitGroupOp",
     "FenceProxyAsyncOp", "FENCE_SPACES",
     # wgmma and warp specialisation
-    "WGMMA_TYPES", "WgmmaDescOp", "WgmmaFenceOp", "WgmmaCommitGroupOp", "WgmmaMmaAsyncOp", "WgmmaWaitGroupOp",
+    "WGMMA_K", "WGMMA_TYPES", "WgmmaDescOp", "WgmmaFenceOp", "WgmmaCommitGroupOp", "WgmmaMmaAsyncOp", "WgmmaWaitGroupOp",
     "SetMaxNRegOp", "NamedBarrierOp",
     # clusters
     "ClusterBarrierOp", "FenceMBarrierInitOp", "MBarrierArriveClusterOp",

@@ -87,7 +87,7 @@ def memref(shape: Sequence[int], elem: Attribute, space: int = GLOBAL) -> MemRef
 
 # ------------------------------------------------------------ !sched.tensor_map
 
-_TMA_ELEMS = {"bf16": 2, "f16": 2, "f32": 4}
+_TMA_ELEMS = {"bf16": 2, "f16": 2, "f32": 4, "f8e4m3fn": 1, "f8e5m2": 1}
 
 
 def _elem_name(t: Attribute) -> str | None:
@@ -97,6 +97,10 @@ def _elem_name(t: Attribute) -> str | None:
         return "f16"
     if isinstance(t, Float32Type):
         return "f32"
+    if isinstance(t, Float8E4M3FNType):
+        return "f8e4m3fn"
+    if isinstance(t, Float8E5M2Type):
+        return "f8e5m2"
     return None
 
 
@@ -154,7 +158,7 @@ class TensorMapType(ParametrizedAttribute, TypeAttribute):
             raise VerifyException(f"!sched.tensor_map: tensor must be a global memref, got {t}")
         en = _elem_name(t.element_type)
         if en is None:
-            raise VerifyException(f"!sched.tensor_map: element type {t.element_type} is not bf16, f16 or f32")
+            raise VerifyException(f"!sched.tensor_map: element type {t.element_type} is not bf16, f16, f32, f8E4M3FN or f8E5M2")
         box, shape = self.box_dims, list(t.get_shape())
         if len(box) != len(shape) or not 1 <= len(box) <= 5:
             raise VerifyException(f"!sched.tensor_map: box {box} must have one extent per dimension of {t} (1 to 5)")

@@ -13,7 +13,7 @@ from xdsl.ir import OpResult, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.lowering.common import ScheduleError, Task, by_name, elem_bytes, leaves, matmul_results, shape_of, vector_lanes
-from fuser.lowering.heuristics.matmul import BK, MatmulParams, matmul_params
+from fuser.lowering.heuristics.matmul import MatmulParams, bk, matmul_params
 from fuser.lowering.heuristics.pointwise import pointwise_params
 from fuser.lowering.heuristics.reduction import (JOINT_MAX_ROWS, inner_reduction_params, joint_reduction_params,
                                                  outer_reduction_params, reduction_view)
@@ -270,10 +270,20 @@ def tma_store_blocker(outputs, n: int) -> str:
     return blocker
 
 
+# The Hopper matmul's operand types: element bytes and the wgmma operand type
+MATMUL_OPERANDS = {"bf16": (2, "bf16"), "f16": (2, "f16"), "f8e4m3fn": (1, "e4m3"), "f8e5m2": (1, "e5m2")}
+
+
 def check_matmul_dtype(op: F.MatmulOp) -> None:
     et = F.dtype_name(F._elem(op.a))
-    if et not in ("bf16", "f16"):
-        raise ScheduleError(f"'fusion.matmul' operands are {et}; the Hopper matmul takes bf16 or f16 (cast them first)", op)
+    if et not in MATMUL_OPERANDS:
+        raise ScheduleError(f"'fusion.matmul' operands are {et}; the Hopper matmul takes bf16, f16, f8E4M3FN or "
+                            "f8E5M2 (cast them first)", op)
+    if MATMUL_OPERANDS[et][0] == 1 and (op.transpose_a is not None or op.transpose_b is None):
+        which = "operand #0 ('a') is stored [K, M] (transpose_a)" if op.transpose_a is not None else \
+            "operand #1 ('b') is stored [K, N]"
+        raise ScheduleError(f"'fusion.matmul' on {et}: {which}, but FP8 wgmmas read both operands K-major: "
+                            "store A as [M, K] and B as [N, K] (transpose_b), as torch._scaled_mm takes them", op)
 
 
 def matmul_schedule(task: Task, opts) -> tuple[MatmulParams, list[SSAValue]] | None:
@@ -295,9 +305,10 @@ def matmul_schedule(task: Task, opts) -> tuple[MatmulParams, list[SSAValue]] | N
     # Split-K (k_chunk): work item w is tile w % tiles of split w // tiles, over K-slices
     # [z * kcs, min(ktiles, (z + 1) * kcs)); it stores its f32 tile at rows z * M.. of the partials.
     nsplit, kc = op.splits, op.chunk
-    if kc is not None and kc % BK:
-        raise ScheduleError(f"'fusion.matmul' k_chunk {kc}: the Hopper matmul splits K between its {BK}-element "
-                            f"K-slices, so k_chunk must be a multiple of {BK}", op)
+    slot_k = bk(MATMUL_OPERANDS[F.dtype_name(F._elem(op.a))][0])
+    if kc is not None and kc % slot_k:
+        raise ScheduleError(f"'fusion.matmul' k_chunk {kc}: the Hopper matmul splits K between its {slot_k}-element "
+                            f"K-slices, so k_chunk must be a multiple of {slot_k}", op)
     if nsplit > 1 and len(mats) > 1:
         raise ScheduleError("'fusion.matmul' with k_chunk cannot share a main loop with another matmul", op)
     serial = op.serial is not None and nsplit > 1  # (one split is an ordinary matmul)
@@ -311,7 +322,8 @@ def matmul_schedule(task: Task, opts) -> tuple[MatmulParams, list[SSAValue]] | N
     if not outputs:
         return None
     try:
-        p = matmul_params(m, n, min(k, kc or k), 2, opts.sms, len(mats), tile, opts.stages,
+        p = matmul_params(m, n, min(k, kc or k), MATMUL_OPERANDS[F.dtype_name(F._elem(op.a))][0], opts.sms, len(mats),
+                          tile, opts.stages,
                           opts.matmul_persistent, opts.matmul_pingpong, opts.matmul_cluster, opts.matmul_store,
                           tma_store_blocker(outputs, n), nsplit, opts.matmul_smem_reuse, serial,
                           staging_blocker(outputs))

@@ -93,12 +93,12 @@ from xdsl.ir import Block, Region, SSAValue
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
 from fuser.dialects.host_attrs import CORESIDENT_ATTR
-from fuser.lowering.analysis.schedules import check_matmul_dtype, matmul_schedule, out_elem_bytes
+from fuser.lowering.analysis.schedules import MATMUL_OPERANDS, check_matmul_dtype, matmul_schedule, out_elem_bytes
 from fuser.lowering.common import ScheduleError, Task, by_name, leaves, matmul_results, shape_of
 from fuser.lowering.emitters.emitter import KernelEmitter
 from fuser.lowering.emitters.kernel_builder import KernelBuilder, emit_if, emit_if_else, f32
 from fuser.lowering.emitters.matmul_epilogue import Staging, emit_epilogue, store_partial, wg_named_barrier
-from fuser.lowering.heuristics.matmul import BK, MatmulParams
+from fuser.lowering.heuristics.matmul import MatmulParams, bk
 
 
 def emit_matmul(em: KernelEmitter, task: Task, materialized: set, args: set) -> None:
@@ -164,6 +164,11 @@ class MatmulKernel:
                  mnk: tuple[int, int, int], et: str, materialized: set, args: set):
         op = mats[0]
         self.em, self.op, self.mats, self.outputs, self.p, self.et = em, op, mats, outputs, p, et
+        # Operand bytes, the wgmma operand type and its k: a slot holds a 128-byte row of K per
+        # operand row, BK = 64 bf16/f16 or 128 FP8 elements, 4 wgmma k-steps either way
+        self.eb, self.wgmma_type = MATMUL_OPERANDS[et]
+        self.bk, self.kstep = bk(self.eb), sched.WGMMA_K[self.wgmma_type]
+        BK = self.bk
         self.m, self.n, self.k = m, n, k = mnk
         self.nsplit, self.kc = op.splits, op.chunk
         self.serial = p.serial
@@ -187,7 +192,7 @@ class MatmulKernel:
         self.last_m0 = (self.tiles_m - 1) * bm if self.cl and self.tiles_m % 2 else None
         if self.cl:  # an even number of tile rows (the padding row's CTAs load real A rows, store nothing)
             self.tiles_m += self.tiles_m % 2
-        self.tx_bytes = (a_elems + nb * b_elems) * 2
+        self.tx_bytes = (a_elems + nb * b_elems) * self.eb
         self.ktiles = math.ceil(k / BK)
         # K-slices of a work item (all but the last split's), and how many fewer the last split has
         self.kcs = self.ktiles if self.kc is None else self.kc // BK
@@ -218,7 +223,7 @@ class MatmulKernel:
 
     def host_tensor_maps(self) -> None:
         """The TMA tensor maps of the operands (and of the outputs for TMA stores), made on the host."""
-        em, p, bm, bn = self.em, self.p, self.bm, self.bn
+        em, p, bm, bn, BK = self.em, self.p, self.bm, self.bn, self.bk
         # TMA boxes: K-major operands are one (rows x 64) box per slot, MN-major ones 64x64 chunks.
         a_box = [BK, 64] if self.ta else [bm, BK]
         b_box = [BK, 64] if not self.tb else [bn, BK]
@@ -396,6 +401,7 @@ class MatmulKernel:
         ph = lb.div(g, S)
         lb.emit(sched.MBarrierWaitOp(self.empty, s, lb.add(ph, 1)))
         lb.emit(sched.MBarrierArriveExpectTxOp(full, s, self.tx_bytes))
+        BK = self.bk
         k0 = lb.mul(kt if ks.first is None else lb.add(ks.first, kt), BK)
         if self.ta:  # A stored [K, M]: 64-wide M chunks
             for c_ in range(bm // 64):
@@ -406,7 +412,7 @@ class MatmulKernel:
         for j in range(self.nb):
             tmb, sb = self.k_tmbs[j], self.sbs[j]
             if self.cl:
-                _load_b_multicast(lb, tmb, sb, full, s, k0, n0, lb.rem(self.pid, 2), bn, self.tb)
+                _load_b_multicast(lb, tmb, sb, full, s, k0, n0, lb.rem(self.pid, 2), bn, self.tb, BK)
                 continue
             if self.tb:  # B stored [N, K]: K-major
                 lb.emit(sched.TmaLoadOp(tmb, [n0, k0], sb, [s, lb.c(0)], full, s))
@@ -430,8 +436,9 @@ class MatmulKernel:
         inits = [zero] * (self.nb * self.msubs)
         # wgmma descriptors of element 0 of each operand buffer (K-major: 16-byte LBO; MN-major:
         # 64-wide chunks BK*128 bytes apart); the main loop only adds offsets to them
-        da0 = b.v(sched.WgmmaDescOp(self.sa, [b.c(0), b.c(0)], 128, 64 * BK * 2 if self.ta else 16, 1024))
-        db0 = [b.v(sched.WgmmaDescOp(sb, [b.c(0), b.c(0)], 128, 16 if self.tb else 64 * BK * 2, 1024))
+        chunk_bytes = 64 * self.bk * self.eb
+        da0 = b.v(sched.WgmmaDescOp(self.sa, [b.c(0), b.c(0)], 128, chunk_bytes if self.ta else 16, 1024))
+        db0 = [b.v(sched.WgmmaDescOp(sb, [b.c(0), b.c(0)], 128, 16 if self.tb else chunk_bytes, 1024))
                for sb in self.sbs]
         wg_row = b.c(0) if p.pingpong else b.mul(wg, self.rows_per_wg)  # this warpgroup's first tile row
         regs = ConsumerRegs(wg, ltid, lane, warp, peer, inits, da0, db0, wg_row)
@@ -519,18 +526,19 @@ class MatmulKernel:
         # descriptors of this slot: the kernel's base descriptors moved by element offsets
         sa_s = lb.mul(s, self.a_elems)
         sb_s = lb.mul(s, self.b_elems)
-        for kk in range(BK // 16):
+        BK, ks = self.bk, self.kstep
+        for kk in range(BK // ks):
             for i in range(msubs):
                 row = lb.add(regs.wg_row, 64 * i)  # first row of this m64 in the tile
                 if ta:  # M-major: chunk = row // 64, k rows of 64 elements
-                    a_idx = lb.add(lb.mul(lb.div(row, 64), 64 * BK), kk * 16 * 64)
-                else:   # K-major: rows of 64 elements
-                    a_idx = lb.add(lb.mul(row, BK), kk * 16)
-                da = _desc_plus(lb, regs.da0, lb.add(sa_s, a_idx))
+                    a_idx = lb.add(lb.mul(lb.div(row, 64), 64 * BK), kk * ks * 64)
+                else:   # K-major: rows of BK elements
+                    a_idx = lb.add(lb.mul(row, BK), kk * ks)
+                da = _desc_plus(lb, regs.da0, lb.add(sa_s, a_idx), self.eb)
                 for j in range(self.nb):
-                    db = _desc_plus(lb, regs.db0[j], lb.add(sb_s, kk * 16 if tb else kk * 16 * 64))
+                    db = _desc_plus(lb, regs.db0[j], lb.add(sb_s, kk * ks if tb else kk * ks * 64), self.eb)
                     x = j * msubs + i
-                    accs[x] = lb.v(sched.WgmmaMmaAsyncOp(da, db, accs[x], self.bn, self.et, ta, not tb))
+                    accs[x] = lb.v(sched.WgmmaMmaAsyncOp(da, db, accs[x], self.bn, self.wgmma_type, ta, not tb))
         lb.emit(sched.WgmmaCommitGroupOp())
         lb.emit(sched.WgmmaWaitGroupOp(1))
 
@@ -592,7 +600,7 @@ def _pingpong_turn(q: KernelBuilder, first: SSAValue, action: str, mine: bool) -
     wg_named_barrier(q, first, action, (1, 2) if mine else (2, 1), 256)
 
 
-def _load_b_multicast(b: KernelBuilder, tmb, sb, full, s, k0, n0, rank, bn: int, tb: bool) -> None:
+def _load_b_multicast(b: KernelBuilder, tmb, sb, full, s, k0, n0, rank, bn: int, tb: bool, BK: int) -> None:  # noqa: N803
     """This CTA's half of the pair's common B tile, multicast into both CTAs' slot s (same
     offset), completing on each CTA's full[s]: a K-major B is a half-height box (rows
     rank*bn/2 ..), an N-major B is half of the 64-wide chunks."""
@@ -623,10 +631,10 @@ def _release(b: KernelBuilder, empty, idx, peer) -> None:
         b.emit(sched.MBarrierArriveClusterOp(empty, idx, peer))
 
 
-def _desc_plus(b: KernelBuilder, base: SSAValue, elems: SSAValue) -> SSAValue:
-    """A wgmma descriptor moved `elems` 2-byte elements on: its start-address field (bits 0-13)
-    counts 16-byte units, and shared memory (< 256 KB) keeps the sum inside the field."""
-    units = b.v(arith.IndexCastOp(b.div(elems, 8), i64))
+def _desc_plus(b: KernelBuilder, base: SSAValue, elems: SSAValue, elem_bytes: int) -> SSAValue:
+    """A wgmma descriptor moved `elems` elements of `elem_bytes` on: its start-address field
+    (bits 0-13) counts 16-byte units, and shared memory (< 256 KB) keeps the sum inside the field."""
+    units = b.v(arith.IndexCastOp(b.div(elems, 16 // elem_bytes), i64))
     return b.v(arith.AddiOp(base, units))
 
 

@@ -11,7 +11,14 @@ from dataclasses import dataclass, replace
 from fuser.dialects.sched import HOPPER_SMEM_PER_BLOCK
 from fuser.lowering.heuristics.options import MATMUL_STORES
 
-BK = 64                 # K elements per pipeline slot: one 128-byte swizzle row of bf16/f16
+SLOT_ROW_BYTES = 128    # K bytes per operand row of a pipeline slot: one 128-byte swizzle row
+BK = 64                 # K elements per pipeline slot for bf16/f16 (bk(1) = 128 for FP8)
+
+
+def bk(elem_bytes: int) -> int:
+    """K elements per pipeline slot (one 128-byte swizzle row) for operands of `elem_bytes`."""
+    return SLOT_ROW_BYTES // elem_bytes
+
 SMEM_BUDGET = HOPPER_SMEM_PER_BLOCK
 TILES = ((128, 128), (128, 256), (256, 128))
 # ping-pong tiles belong to one consumer warpgroup: 64x256 and 128x128 hold 128 f32 accumulators
@@ -63,7 +70,8 @@ class MatmulParams:
 
 
 def stage_bytes(bm: int, bn: int, n_b: int = 1, elem: int = 2) -> int:
-    return (bm + n_b * bn) * BK * elem
+    """Bytes of one pipeline slot: a 128-byte row of K per row of A and of each B (whatever `elem`)."""
+    return (bm + n_b * bn) * bk(elem) * elem
 
 
 STAGING_BYTES = 64 * 128  # one TMA-store staging buffer: 64 rows of one 128-byte swizzle row
@@ -198,7 +206,7 @@ def epilogue_plan(bm: int, bn: int, n_b: int, elem_bytes: int, k: int, stages: i
     kernel cannot reuse: its producer loads the next tile's slices into the slots while the
     consumers run the epilogue. `staged`: the store choice (`store_choice`) goes through the staging."""
     per = stage_bytes(bm, bn, n_b, elem_bytes)
-    slices = max(2, math.ceil(k / BK))
+    slices = max(2, math.ceil(k / bk(elem_bytes)))
 
     def fit(reserve: int) -> int:
         return (SMEM_BUDGET - 1024 - reserve) // per

@@ -107,7 +107,7 @@ def test_unknown_location(capsys, tmp_path):
 
 def test_pass_failure_is_matched(capsys, tmp_path):
     text = """func.func @mm(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) -> tensor<64x16xf32> {
-  %c = fusion.matmul %a, %b : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32> // expected-error {{the Hopper matmul takes bf16 or f16}}
+  %c = fusion.matmul %a, %b : tensor<64x32xf32>, tensor<32x16xf32> -> tensor<64x16xf32> // expected-error {{the Hopper matmul takes bf16, f16, f8E4M3FN or f8E5M2}}
   func.return %c : tensor<64x16xf32>
 }
 """

@@ -150,7 +150,7 @@ def test_result_and_epilogue_outputs():
 
 
 @pytest.mark.parametrize("text,msg", [
-    (matmul_text(64, 64, 64, dt="f32"), "operands are f32; the Hopper matmul takes bf16 or f16"),
+    (matmul_text(64, 64, 64, dt="f32"), "operands are f32; the Hopper matmul takes bf16, f16, f8E4M3FN or f8E5M2"),
     (matmul_text(64, 64, 60), "TMA needs a multiple of 16 bytes"),
 ])
 def test_errors(text, msg):
@@ -277,3 +277,42 @@ def test_cluster_params():
     assert cluster_choice(1, 1, 1, 128, 128, 1) == 1
     with pytest.raises(ValueError):
         matmul_params(64, 64, 64, cluster=4)
+
+
+FP8_BIAS = """func.func @mm8(%a: tensor<{m}x{k}x{dt}>, %b: tensor<{n}x{k}x{dt}>, %bias: tensor<{n}xf32>) -> tensor<{m}x{n}xbf16> {{
+  %c = fusion.matmul %a, %b transpose_b : tensor<{m}x{k}x{dt}>, tensor<{n}x{k}x{dt}> -> tensor<{m}x{n}xf32>
+  %bb = fusion.broadcast %bias dims [0] : tensor<{n}xf32> to tensor<{m}x{n}xf32>
+  %s = fusion.add %c, %bb : tensor<{m}x{n}xf32>
+  %o = fusion.cast %s : tensor<{m}x{n}xf32> to tensor<{m}x{n}xbf16>
+  func.return %o : tensor<{m}x{n}xbf16>
+}}"""
+
+
+@pytest.mark.parametrize("dt,wg", [("f8E4M3FN", "e4m3"), ("f8E5M2", "e5m2")])
+def test_fp8_matmul_lowers_and_assembles(dt, wg):
+    """An FP8 matmul (A [M, K], B stored [N, K]) with a bias epilogue: the reference interpreter
+    multiplies the FP8 values exactly (in float64), and the Hopper kernel keeps the bf16 byte
+    geometry (128-element K-slices in 128-byte TMA boxes, k32 wgmmas), down to PTX that ptxas
+    assembles."""
+    import ml_dtypes
+    import numpy as np
+
+    from fuser import api
+    from fuser.lowering.target.ptx import assemble_ptx, find_ptxas
+
+    m, n, k = 200, 136, 384
+    text = FP8_BIAS.format(m=m, n=n, k=k, dt=dt)
+    np_t = {"f8E4M3FN": ml_dtypes.float8_e4m3fn, "f8E5M2": ml_dtypes.float8_e5m2}[dt]
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((m, k)).astype(np_t)
+    b = rng.standard_normal((n, k)).astype(np_t)
+    bias = rng.standard_normal(n).astype(np.float32)
+    got = api.compile(text).reference(a, b, bias)
+    want = (a.astype(np.float64) @ b.astype(np.float64).T + bias).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(np.asarray(got).astype(np.float64), want.astype(np.float64))
+    sched_ir, ptx = lower(text)
+    assert f"k32 {wg} " in sched_ir and "k16" not in sched_ir
+    assert f"memref<{m}x{k}x{dt}>, box [128, 128], swizzle 128>" in sched_ir
+    assert f"k32.f32.{wg}.{wg} " in ptx and ", p, 1, 1;" in ptx
+    if find_ptxas() is not None:
+        assert assemble_ptx(ptx, "sm_90a")[:4] == b"\x7fELF"

@@ -406,3 +406,26 @@ def test_linear_layers_on_3d_activations(b, s, h, f):
     zf = (gf.bfloat16().float().reshape(b * s, f) @ w2f + b2f).bfloat16().float()
     assert _rel(got_g, gf.reshape(b * s, f)) < TOL["bf16"]
     assert _rel(got_out, zf + xf) < TOL["bf16"]
+
+
+@pytest.mark.parametrize("dt", ["f8E4M3FN", "f8E5M2"])
+@pytest.mark.parametrize("m,n,k,opts", [(200, 136, 384, ""), (300, 200, 640, "sms=5"), (1024, 1024, 4096, ""),
+                                        (517, 1001, 256, "matmul_persistent=1 sms=7"), (256, 384, 1024, "matmul_cluster=2")])
+def test_fp8_matmul(dt, m, n, k, opts):
+    """FP8 operands (A [M, K], B stored [N, K]) with a bias epilogue and a bf16 output, against the
+    float64 product of the same FP8 values: ragged tiles, a persistent grid, unaligned output rows
+    (the rows store) and 2-CTA clusters."""
+    import sys as _sys
+
+    torch = _torch()
+    _sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from test_matmul import FP8_BIAS
+
+    td = {"f8E4M3FN": torch.float8_e4m3fn, "f8E5M2": torch.float8_e5m2}[dt]
+    a = torch.randn(m, k, device="cuda").to(td)
+    b = torch.randn(n, k, device="cuda").to(td)
+    bias = torch.randn(n, device="cuda")
+    f = api.compile(FP8_BIAS.format(m=m, n=n, k=k, dt=dt), pipeline=_pipe(opts))
+    got = f(a, b, bias)
+    ref = a.double() @ b.double().t() + bias.double()
+    assert _rel(got, ref) < TOL["bf16"]

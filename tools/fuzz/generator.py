@@ -33,6 +33,9 @@ SHAPES = [(31, 33), (64, 96), (7, 128), (129, 257), (2, 1024), (256, 64), (5, 30
 SHAPES_3D = [(3, 5, 96), (2, 33, 64), (4, 7, 129), (8, 16, 256), (1, 31, 33), (5, 3, 1000)]
 MATMUL_SHAPES = [(128, 128), (200, 264), (64, 96), (333, 136), (256, 64), (1000, 24)]
 MATMUL_K = [64, 72, 256, 520, 1000]
+# FP8 matmuls (one in four, issue 34): A [M, K] and B stored [N, K], both K-major as FP8 wgmmas read
+# them, with rows of a multiple of 16 bytes (K % 16 == 0); K-slices of 128 elements, some ragged
+MATMUL_K_FP8 = [64, 80, 256, 528, 1008]
 UNARY = ["neg", "abs", "tanh", "sigmoid", "relu", "silu", "gelu"]
 # Ops drawn in place of one of the above from their own stream (`variants`), so that a seed
 # keeps the fusion it had before they existed, with some ops swapped: of a value in (-1, 1)
@@ -339,15 +342,19 @@ class _Gen(_Semantics, _TypedPart, _F64Part):
 
     # -------------------------------------------------------------- the fusion
     def matmul(self, rng: random.Random) -> None:
-        """A bf16 matmul (random layouts) as the fusion's first R x C value; the rest of the
-        case is its epilogue and whatever else the generator draws. (`rng` is its own, so that
-        the cases without a matmul are the ones the same seeds always gave.)"""
+        """A bf16 matmul (random layouts) or an FP8 one (K-major operands) as the fusion's first
+        R x C value; the rest of the case is its epilogue and whatever else the generator draws.
+        (`rng` is its own, so that the cases without a matmul are the ones the same seeds always
+        gave.)"""
         self.rows, self.cols = rng.choice(MATMUL_SHAPES)
         self.k, self.ta, self.tb = rng.choice(MATMUL_K), rng.random() < 0.3, rng.random() < 0.3
         self.ta &= self.rows % 8 == 0  # a stored K x M needs rows of a multiple of 16 bytes (TMA): M % 8 == 0
-        a, b = self.add_arg("ma", "mma", "bf16"), self.add_arg("mb", "mmb", "bf16")
+        dt = "bf16"
+        if rng.random() < 0.25:
+            dt, self.k, self.ta, self.tb = rng.choice(FP8), rng.choice(MATMUL_K_FP8), False, True
+        a, b = self.add_arg("ma", "mma", dt), self.add_arg("mb", "mmb", dt)
         flags = (" transpose_a" if self.ta else "") + (" transpose_b" if self.tb else "")
-        self.emit("mm", "full", f"fusion.matmul %ma, %mb{flags} : {self.ty('mma', 'bf16')}, {self.ty('mmb', 'bf16')} "
+        self.emit("mm", "full", f"fusion.matmul %ma, %mb{flags} : {self.ty('mma', dt)}, {self.ty('mmb', dt)} "
                                 f"-> {self.ty('full')}", [a, b])
 
     def build(self, matmul_rng: random.Random | None = None, lead: int = 0,

@@ -28,10 +28,19 @@ func.func @sum_fp8(%x: tensor<4x8xf8E4M3FN>) -> tensor<4xf32> {
 
 // -----
 
-// (until the FP8 matmul of issue 34: a later part)
-// CHECK: fp8-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.matmul' op operand #0 ('a') has element type f8E4M3FN: FP8 tensors are storage only
-func.func @matmul_fp8(%a: tensor<64x64xf8E4M3FN>, %b: tensor<64x64xf8E4M3FN>) -> tensor<64x64xf32> {
-  %0 = fusion.matmul %a, %b : tensor<64x64xf8E4M3FN>, tensor<64x64xf8E4M3FN> -> tensor<64x64xf32>
+// A matmul takes FP8 operands (issue 34) but computes in f32: its result is f32, bf16 or f16
+// (cast it to FP8 after, as torch._scaled_mm's out_dtype does)
+// CHECK: fp8-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.matmul' op result has element type f8E4M3FN: FP8 tensors are storage only
+func.func @matmul_fp8(%a: tensor<64x64xf8E4M3FN>, %b: tensor<64x64xf8E4M3FN>) -> tensor<64x64xf8E4M3FN> {
+  %0 = fusion.matmul %a, %b transpose_b : tensor<64x64xf8E4M3FN>, tensor<64x64xf8E4M3FN> -> tensor<64x64xf8E4M3FN>
+  func.return %0 : tensor<64x64xf8E4M3FN>
+}
+
+// -----
+
+// CHECK: fp8-invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.matmul' op operand #1 ('b') has element type f8E5M2, expected f8E4M3FN like operand #0 ('a')
+func.func @matmul_mixed(%a: tensor<64x64xf8E4M3FN>, %b: tensor<64x64xf8E5M2>) -> tensor<64x64xf32> {
+  %0 = fusion.matmul %a, %b transpose_b : tensor<64x64xf8E4M3FN>, tensor<64x64xf8E5M2> -> tensor<64x64xf32>
   func.return %0 : tensor<64x64xf32>
 }
 

@@ -311,7 +311,7 @@ func.func @var_mean_f64_to_f32(%x: tensor<4x8xf64>) -> tensor<4xf32> {
 
 // -----
 
-// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.matmul' op operand #0 ('a') is f64: matmul takes bf16 or f16 operands (wgmma; f32 through them), f64 matmul is not supported
+// CHECK: invalid.mlir:[[# @LINE + 2]]:3: error: 'fusion.matmul' op operand #0 ('a') is f64: matmul takes bf16, f16 or FP8 operands (wgmma; f32 through them), f64 matmul is not supported
 func.func @matmul_f64(%a: tensor<4x8xf64>, %b: tensor<8x16xf64>) -> tensor<4x16xf64> {
   %c = fusion.matmul %a, %b : tensor<4x8xf64>, tensor<8x16xf64> -> tensor<4x16xf64>
   func.return %c : tensor<4x16xf64>
