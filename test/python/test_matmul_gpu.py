@@ -19,7 +19,7 @@ pytestmark = pytest.mark.gpu
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fuser import api  # noqa: E402
-from test_matmul import GATED, matmul_text  # noqa: E402
+from test_matmul import FP8_BIAS, GATED, matmul_text  # noqa: E402
 
 from fuser.tools.sanitize import MATMUL_TWO_OUTPUTS  # noqa: E402
 
@@ -415,12 +415,7 @@ def test_fp8_matmul(dt, m, n, k, opts):
     """FP8 operands (A [M, K], B stored [N, K]) with a bias epilogue and a bf16 output, against the
     float64 product of the same FP8 values: ragged tiles, a persistent grid, unaligned output rows
     (the rows store) and 2-CTA clusters."""
-    import sys as _sys
-
     torch = _torch()
-    _sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from test_matmul import FP8_BIAS
-
     td = {"f8E4M3FN": torch.float8_e4m3fn, "f8E5M2": torch.float8_e5m2}[dt]
     a = torch.randn(m, k, device="cuda").to(td)
     b = torch.randn(n, k, device="cuda").to(td)
