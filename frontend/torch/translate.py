@@ -846,6 +846,41 @@ def _addmm(ctx: Ctx) -> fa.Tensor:
     return fa.cast(c + bf if beta != 0.0 else c, ctx.out_dtype)
 
 
+FP8 = ("f8e4m3fn", "f8e5m2")
+
+
+@entry(aten._scaled_mm.default)
+def _scaled_mm(ctx: Ctx) -> fa.Tensor:
+    """torch._scaled_mm: (A * scale_a) @ (B * scale_b) [+ bias], A [M, K] and B given as the
+    transpose of a [N, K] tensor (cuBLASLt's layout, and FP8 wgmma's), f32 accumulation, the
+    scales (per tensor: 0-d or one element; per row of A [M, 1] and per column of B [1, N]) and
+    the bias applied in f32 in the matmul's epilogue. An FP8 output (`scale_result`, an FP8
+    `out_dtype`) and other layouts run in PyTorch."""
+    (a, ta), (b, tb) = _matmul_operand(ctx, 0), _matmul_operand(ctx, 1)
+    out = ctx.out_dtype
+    if a.dtype not in FP8 or b.dtype != a.dtype:
+        raise Unsupported(f"{ctx.node.target} of {a.dtype} x {b.dtype}: fuser's FP8 matmul takes two operands of one "
+                          "FP8 type")
+    if ta or not tb:
+        raise Unsupported(f"{ctx.node.target}: FP8 wgmmas read A as [M, K] and B as the transpose of [N, K]")
+    if out in FP8 or ctx.arg(5, "scale_result") is not None:
+        raise Unsupported(f"{ctx.node.target}: an FP8 output (scale_result) is not fused yet")
+    if a.shape[1] % 16:
+        raise Unsupported(f"{ctx.node.target}: K={a.shape[1]} FP8 elements are rows of {a.shape[1]} bytes; TMA needs "
+                          "a multiple of 16")
+    m, n = a.shape[0], b.shape[0]
+    c = fa.matmul(a, b, transpose_b=True, dtype="f32")
+    for i, name, per in ((2, "scale_a", (m, 1)), (3, "scale_b", (1, n))):
+        scale = ctx.tensor(i, name)
+        if math.prod(scale.shape) != 1 and tuple(scale.shape) != per:
+            raise Unsupported(f"{ctx.node.target}: {name} of shape {tuple(scale.shape)} (per tensor or {per} only)")
+        c = c * fa.broadcast_to(fa.cast(scale, "f32"), (m, n))
+    bias = ctx.arg(4, "bias")
+    if bias is not None:
+        c = c + fa.broadcast_to(fa.cast(bias, "f32"), (m, n))
+    return fa.cast(c, out)
+
+
 # ------------------------------------------------------------------ shape ops
 
 

@@ -48,6 +48,10 @@ def _inputs() -> dict[str, torch.Tensor]:
         "cb": torch.randn(16, generator=g).bfloat16(), "xb": torch.randn(4, 16, generator=g).bfloat16(),
         "ix": torch.randint(0, 4, (4, 8), generator=g),  # indices (of dims of 4 or 8)
         "d": torch.randn(4, 8, generator=g, dtype=torch.float64),  # f64, computed in f64 (issue 31)
+        # FP8 operands of _scaled_mm (K = 16: rows of 16 bytes) and its per-tensor scales (issue 34)
+        "f8a": torch.randn(4, 16, generator=g).to(torch.float8_e4m3fn),
+        "f8w": torch.randn(16, 16, generator=g).to(torch.float8_e4m3fn),
+        "sa": torch.tensor(0.5), "sb": torch.tensor(1.5),
     }
 
 
@@ -297,6 +301,8 @@ CASES: list[tuple[str, tuple, object]] = [
      lambda T: (T.bf * 2).permute(1, 0) @ T.xb),
     ("addmm_linear", (aten.addmm.default,), lambda T: Fn.linear(T.bf, T.wt, T.cb)),
     ("addmm_alpha_beta", (aten.addmm.default,), lambda T: torch.addmm(T.cb, T.bf, T.wb, beta=0.5, alpha=2.0)),
+    ("scaled_mm_fp8", (aten._scaled_mm.default,),
+     lambda T: torch._scaled_mm(T.f8a, T.f8w.t(), scale_a=T.sa, scale_b=T.sb, bias=T.cb, out_dtype=torch.bfloat16)),
     # shape and indexing ops (issue 32): index computations inside the region's kernels
     ("slice", (aten.slice.Tensor,), lambda T: T.a[1:3, ::3] * 2),
     ("slice_open_end_bf16", (aten.slice.Tensor,), lambda T: T.bf[:, 5:] + 1),
@@ -354,10 +360,11 @@ INPUT_NAMES = list(_inputs())
 
 
 class _Inputs:  # attribute access to the inputs that Dynamo traces (it does not trace SimpleNamespace)
-    def __init__(self, a, b, c, p, h, bf, i, m, i32, j32, k64, u8, v8, s8, t8, u, wb, wt, cb, xb, ix, d):
+    def __init__(self, a, b, c, p, h, bf, i, m, i32, j32, k64, u8, v8, s8, t8, u, wb, wt, cb, xb, ix, d, f8a, f8w, sa, sb):
         self.a, self.b, self.c, self.p, self.h, self.bf, self.i, self.m, self.u = a, b, c, p, h, bf, i, m, u
         self.i32, self.j32, self.k64, self.u8, self.v8, self.s8, self.t8 = i32, j32, k64, u8, v8, s8, t8
         self.wb, self.wt, self.cb, self.xb, self.ix, self.d = wb, wt, cb, xb, ix, d
+        self.f8a, self.f8w, self.sa, self.sb = f8a, f8w, sa, sb
         self.relu_a = torch.relu(a)
 
 
@@ -1275,3 +1282,27 @@ def test_backward_partitioned_ahead_is_reused(monkeypatch):
     assert s_ahead.reference_calls == s_plain.reference_calls > 0
     assert s_ahead.partition_seconds > 0 and s_plain.precompile_seconds == 0  # (CPU: nothing to precompile)
     torch.testing.assert_close(g_ahead, g_plain)
+
+
+@pytest.mark.parametrize("rowwise", [False, True])
+def test_scaled_mm_is_an_fp8_matmul(rowwise):
+    """torch._scaled_mm (FP8 A [M, K] and B the transpose of [N, K]) becomes one fusion.matmul on
+    FP8 operands whose epilogue applies the scales (per tensor, or per row of A and column of B)
+    and the bias in f32: the reference run equals torch's within bf16 rounding."""
+    torch.manual_seed(0)
+    m, n, k = 32, 48, 64
+    a = torch.randn(m, k).to(torch.float8_e4m3fn)
+    w = torch.randn(n, k).to(torch.float8_e4m3fn)
+    sa = torch.rand(m, 1) + 0.5 if rowwise else torch.tensor(0.75)
+    sb = torch.rand(1, n) + 0.5 if rowwise else torch.tensor(1.25)
+    bias = torch.randn(n).bfloat16()
+
+    def f(a, w, sa, sb, bias):
+        return torch._scaled_mm(a, w.t(), scale_a=sa, scale_b=sb, bias=bias, out_dtype=torch.bfloat16) * 2.0
+
+    be = ft.backend()
+    got = torch.compile(f, backend=be, dynamic=False)(a, w, sa, sb, bias)
+    torch.testing.assert_close(got, f(a, w, sa, sb, bias), rtol=1.6e-2, atol=1e-2)
+    (r,) = be.regions()
+    assert "fusion.matmul" in r.mlir and "xf8E4M3FN>" in r.mlir and "transpose_b" in r.mlir, r.mlir
+    assert be.stats.torch_nodes == {}, be.stats.torch_nodes
