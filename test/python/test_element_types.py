@@ -48,6 +48,7 @@ def _case(op: str, dt: str) -> str:
     """A one-op fusion of `op` on element type `dt` (its main operand's)."""
     x, row, flat = _t((R, C), dt), _t((C,), dt), _t((R * C,), dt)
     m = _t((R, C), "i1")
+    w = _t((128, C), dt) if dt in FP8 else _t((C, 128), dt)  # a matmul's B
     red = _t((R,), dt)
     red32 = _t((R,), "f64" if dt == "f64" else "f32")  # welford's statistics: f32 (f64 for f64)
     body = {
@@ -79,12 +80,13 @@ def _case(op: str, dt: str) -> str:
         "fusion.sort": f"%r, %ri = fusion.sort %x dim 1 descending k 5 : {x} to {_t((R, 5), dt)}, {_t((R, 5), 'i64')}",
         "fusion.welford": f"%a, %q, %r = fusion.welford %x dims [1] : {x} to {red32}, {red32}, {_t((R,), 'i64')}",
         "fusion.var_mean": f"%r, %mean = fusion.var_mean %x dims [1] correction 1 : {x} to {red32}, {red32}",
-        "fusion.matmul": f"%r = fusion.matmul %x, %w : {x}, {_t((C, 128), dt)} -> {_t((R, 128), 'f32')}",
+        # (FP8 wgmmas read B K-major: stored [N, K], transpose_b)
+        "fusion.matmul": f"%r = fusion.matmul %x, %w{' transpose_b' if dt in FP8 else ''} : {x}, {w} -> {_t((R, 128), 'f32')}",
     }
     kind = "unary" if op in _UNARY or op == "fusion.logical_not" else "binary" if op in _BINARY + _LOGICAL \
         else "test" if op in _TESTS else op
     line = body[kind].format(name=op.removeprefix("fusion."))
-    args = (f"%x: {x}, %y: {x}, %m: {m}, %b: {row}, %w: {_t((C, 128), dt)}, %gi: {_t((R, 5), 'i64')}, %si: {_t((7,), 'i32')}, "
+    args = (f"%x: {x}, %y: {x}, %m: {m}, %b: {row}, %w: {w}, %gi: {_t((R, 5), 'i64')}, %si: {_t((7,), 'i32')}, "
             f"%s: {_t((3 + R + (R + 2) * (C - 1),), dt)}, %g: {_t((R, 5), dt)}")
     rtype = _result_type(line)
     return f"func.func @sweep({args}) -> {rtype} {{\n  {line}\n  func.return %r : {rtype}\n}}\n"
@@ -124,7 +126,7 @@ SHAPE_LIKE = {"fusion.broadcast", "fusion.reshape", "fusion.permute", "fusion.sl
               "fusion.flip", "fusion.gather", "fusion.index_select", "fusion.segment_set", "fusion.as_strided",
               "fusion.scatter", "fusion.full"}  # (full: of every type, f64 too)
 # The matmul scheduler takes bf16 and f16 operands; on a 33-row output of f32 operands it refuses.
-MATMUL_TYPES = {"bf16", "f16"}
+MATMUL_TYPES = {"bf16", "f16", "f8e4m3fn", "f8e5m2"}
 
 
 def _must_compile(op: str, dt: str) -> bool:
@@ -132,8 +134,8 @@ def _must_compile(op: str, dt: str) -> bool:
         return False
     if op in SHAPE_LIKE:
         return True
-    if dt in FP8:  # (and `where`: a select of bits; every other op refuses FP8, as torch's do)
-        return op == "fusion.where"
+    if dt in FP8:  # (and `where`: a select of bits, and matmul's FP8 wgmmas; every other op refuses FP8, as torch's do)
+        return op in ("fusion.where", "fusion.matmul")
     if op == "fusion.matmul":
         return dt in MATMUL_TYPES
     if op.startswith("fusion.logical_") and op not in INT_ONLY:  # (logical_right_shift is an integer op)
