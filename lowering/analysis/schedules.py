@@ -305,7 +305,8 @@ def matmul_schedule(task: Task, opts) -> tuple[MatmulParams, list[SSAValue]] | N
     # Split-K (k_chunk): work item w is tile w % tiles of split w // tiles, over K-slices
     # [z * kcs, min(ktiles, (z + 1) * kcs)); it stores its f32 tile at rows z * M.. of the partials.
     nsplit, kc = op.splits, op.chunk
-    slot_k = bk(MATMUL_OPERANDS[F.dtype_name(F._elem(op.a))][0])
+    eb = MATMUL_OPERANDS[F.dtype_name(F._elem(op.a))][0]
+    slot_k = bk(eb)
     if kc is not None and kc % slot_k:
         raise ScheduleError(f"'fusion.matmul' k_chunk {kc}: the Hopper matmul splits K between its {slot_k}-element "
                             f"K-slices, so k_chunk must be a multiple of {slot_k}", op)
@@ -322,8 +323,7 @@ def matmul_schedule(task: Task, opts) -> tuple[MatmulParams, list[SSAValue]] | N
     if not outputs:
         return None
     try:
-        p = matmul_params(m, n, min(k, kc or k), MATMUL_OPERANDS[F.dtype_name(F._elem(op.a))][0], opts.sms, len(mats),
-                          tile, opts.stages,
+        p = matmul_params(m, n, min(k, kc or k), eb, opts.sms, len(mats), tile, opts.stages,
                           opts.matmul_persistent, opts.matmul_pingpong, opts.matmul_cluster, opts.matmul_store,
                           tma_store_blocker(outputs, n), nsplit, opts.matmul_smem_reuse, serial,
                           staging_blocker(outputs))

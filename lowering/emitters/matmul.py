@@ -600,19 +600,19 @@ def _pingpong_turn(q: KernelBuilder, first: SSAValue, action: str, mine: bool) -
     wg_named_barrier(q, first, action, (1, 2) if mine else (2, 1), 256)
 
 
-def _load_b_multicast(b: KernelBuilder, tmb, sb, full, s, k0, n0, rank, bn: int, tb: bool, BK: int) -> None:  # noqa: N803
+def _load_b_multicast(b: KernelBuilder, tmb, sb, full, s, k0, n0, rank, bn: int, tb: bool, slot_k: int) -> None:
     """This CTA's half of the pair's common B tile, multicast into both CTAs' slot s (same
     offset), completing on each CTA's full[s]: a K-major B is a half-height box (rows
-    rank*bn/2 ..), an N-major B is half of the 64-wide chunks."""
+    rank*bn/2 ..), an N-major B is half of the 64-wide chunks; `slot_k` K elements a slot row."""
     both = 0b11
     if tb:
         half = bn // 2
-        b.emit(sched.TmaLoadOp(tmb, [b.add(n0, b.mul(rank, half)), k0], sb, [s, b.mul(rank, half * BK)], full, s, both))
+        b.emit(sched.TmaLoadOp(tmb, [b.add(n0, b.mul(rank, half)), k0], sb, [s, b.mul(rank, half * slot_k)], full, s, both))
         return
     per = bn // 64 // 2
     for c_ in range(per):
         chunk = b.add(b.mul(rank, per), c_)
-        b.emit(sched.TmaLoadOp(tmb, [k0, b.add(n0, b.mul(chunk, 64))], sb, [s, b.mul(chunk, 64 * BK)], full, s, both))
+        b.emit(sched.TmaLoadOp(tmb, [k0, b.add(n0, b.mul(chunk, 64))], sb, [s, b.mul(chunk, 64 * slot_k)], full, s, both))
 
 
 def _clamp_m0(tile, last_m0):
