@@ -19,8 +19,8 @@ import torch
 import torch.fx as fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partition
 from torch.fx.passes.operator_support import OperatorSupportBase
-from xdsl.dialects.builtin import FunctionType, StringAttr
-from xdsl.ir import Block
+from xdsl.dialects.builtin import ArrayAttr, FunctionType, StringAttr
+from xdsl.ir import Block, SSAValue
 from xdsl.transforms.dead_code_elimination import region_dce
 
 import fuser.api as fa
@@ -410,33 +410,44 @@ class FusionRegion(torch.nn.Module):
         for i, y in enumerate(fusion_outs):
             fb.output(y, alias=env[self.fusion_inputs[into[i]]] if i in into else None)
         region_dce(fb.func.body)  # translated views that the outputs no longer need (folded permutes)
-        self.fusion_output_shapes = self._return_before_reshapes(fb)
+        self._return_before_reshapes(fb)
         digest = hashlib.sha1(str(fb.module).encode()).hexdigest()[:16]
         fb.func.sym_name = StringAttr(f"fuser_{digest}")
         return fb
 
-    @staticmethod
-    def _return_before_reshapes(fb: fa.FusionBuilder) -> list[tuple[int, ...] | None]:
+    def _return_before_reshapes(self, fb: fa.FusionBuilder) -> None:
         """Sink the fusion's reshapes towards its outputs (fusion-sink-reshapes), then return the
         value under an output's final reshape instead, for PyTorch to view (a reshape of a
         contiguous tensor is free there; in the fusion it would keep the value out of the
-        epilogue of the matmul that computes it). Per output: the shape to view it as, or None."""
+        epilogue of the matmul that computes it). A reshape of a value the fusion returns anyway
+        (a backward layer's gradient returned as 8x1024x768 and as 8192x768) is not returned
+        again: it is a view of that output. Sets `fusion_output_views`, per output as the graph
+        asked for them, (the fusion output it is, the shape to view it as or None), and
+        `fusion_output_dtypes` per output the fusion returns."""
         block = fb.func.body.block
         sink_reshapes(block)
         ret = block.last_op
-        values, shapes = list(ret.operands), []
+        values = list(ret.operands)
         inplace = output_aliases(fb.func)
+        sources: list[SSAValue] = []
         for i, v in enumerate(values):
             src = v.owner.input if isinstance(v.owner, F.ReshapeOp) else None
-            if src is None or i in inplace or isinstance(src.owner, Block) or src in values:
-                shapes.append(None)
-                continue
-            values[i] = src
-            shapes.append(tuple(v.type.get_shape()))
-        ret.operands = values
-        fb.func.function_type = FunctionType.from_lists(fb.func.function_type.inputs.data, [v.type for v in values])
+            if src is None or i in inplace or isinstance(src.owner, Block):
+                sources.append(v)
+            elif src in values and values.index(src) in inplace:
+                sources.append(v)  # (a view of an input written in place: left as it was)
+            else:
+                sources.append(src)
+        kept = list(dict.fromkeys(sources))  # (a value returned twice, or with a reshape of it: once)
+        self.fusion_output_views = [(kept.index(src), tuple(v.type.get_shape()) if src is not v else None)
+                                    for v, src in zip(values, sources)]
+        dtypes = self.fusion_output_dtypes
+        self.fusion_output_dtypes = [dtypes[sources.index(src)] for src in kept]
+        ret.operands = kept
+        if fb.func.res_attrs is not None:  # (an in-place output's declaration stays with it)
+            fb.func.res_attrs = ArrayAttr([fb.func.res_attrs.data[sources.index(src)] for src in kept])
+        fb.func.function_type = FunctionType.from_lists(fb.func.function_type.inputs.data, [v.type for v in kept])
         region_dce(fb.func.body)
-        return shapes
 
     # -- execution
 
@@ -498,6 +509,7 @@ class FusionRegion(torch.nn.Module):
                 results.append(vals[what])
                 continue
             i, order = what
+            i, shape = self.fusion_output_views[i]
             out = outs[i]
             if k in self.inplace:  # written into its input (the kernels did; the reference's copy is copied in)
                 dst = args[self.inplace[k]]
@@ -508,8 +520,8 @@ class FusionRegion(torch.nn.Module):
             if i in given:  # the graph returns it again (an alias): a view of the same storage
                 out = out.view(out.shape)
             given.add(i)
-            if self.fusion_output_shapes[i] is not None:  # returned before its last reshape: a view
-                out = out.view(self.fusion_output_shapes[i])
+            if shape is not None:  # returned before its last reshape: a view
+                out = out.view(shape)
             # the recorded strides exactly (a size-1 dim's stride included), over the same elements
             results.append(out if order is None else out.as_strided(m.shape, m.stride()))
         return tuple(results) if self.tuple_output else results[0]

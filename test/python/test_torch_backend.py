@@ -997,7 +997,7 @@ def test_outputs_returned_before_their_reshape():
         assert g.shape == w.shape and g.stride() == w.stride()
         torch.testing.assert_close(g, w, rtol=2e-2, atol=2e-2)
     (r,) = be.regions()
-    assert [s for s in r.fusion_output_shapes if s is not None] == [(2, 5, 32), (2, 5, 32)]
+    assert [s for _, s in r.fusion_output_views if s is not None] == [(2, 5, 32), (2, 5, 32)]
     assert "tensor<10x32xbf16>, tensor<10x32xbf16>" in r.mlir.splitlines()[1], r.mlir
 
 
@@ -1017,6 +1017,27 @@ def test_a_value_returned_twice_is_computed_once():
     assert g1.untyped_storage().data_ptr() == g2.untyped_storage().data_ptr()
     (r,) = be.regions()
     assert r.mlir.count("func.return") == 1 and len(r.fusion_output_dtypes) == 1, r.mlir
+
+
+def test_a_reshape_of_a_returned_value_is_a_view_of_it():
+    """A backward layer returns a gradient as 8x1024x768 and, for the next matmul, as 8192x768:
+    the fusion returns the value once and PyTorch views it (it recomputed it in a kernel of
+    its own before); an output written in place keeps its own result."""
+    be = ft.backend()
+
+    def f(x):
+        y = torch.tanh(x) * 3.0
+        return y, y.reshape(-1, 8), (y + 1.0).sum(-1)
+
+    x = torch.randn(2, 3, 8)
+    got = torch.compile(f, backend=be, dynamic=False)(x)
+    for g, w in zip(got, f(x)):
+        assert g.shape == w.shape and g.stride() == w.stride()
+        torch.testing.assert_close(g, w)
+    assert got[0].untyped_storage().data_ptr() == got[1].untyped_storage().data_ptr()
+    (r,) = be.regions()
+    assert len(r.fusion_output_dtypes) == 2 and r.fusion_output_views[:2] == [(0, None), (0, (6, 8))], r.mlir
+    assert "-> (tensor<2x3x8xf32>, tensor<2x3xf32>)" in r.mlir, r.mlir
 
 
 def test_unaligned_matmuls_are_padded():
