@@ -221,3 +221,20 @@ def test_reps_must_be_positive(capsys):
     with pytest.raises(SystemExit):
         main([ROW_SUM, "--reps", "0"])
     assert "--reps: expected a count of at least 1, got 0" in capsys.readouterr().err
+
+
+def test_an_fp8_matmul_widens_the_check_by_its_accumulation():
+    """Hopper's FP8 wgmma truncates its f32 accumulator (fp8.matmul_accumulation_error): every
+    output of a fusion with an FP8 matmul is checked to that bound (the sanitizer's matmul_fp8,
+    K = 640, came back 3.9e-4 from float64 on an H200), others to their dtype's tolerance."""
+    from fuser.dialects.fusion.fp8 import matmul_accumulation_error
+    from fuser.dialects.ir import parse_module
+    from fuser.tools.fuser_run import _fp8_matmul_error
+    from fuser.tools.sanitize import CASES
+
+    def fn_of(text):
+        return next(op for op in parse_module(text).body.block.ops if op.name == "func.func")
+
+    fp8 = CASES["matmul_fp8"][0]
+    assert _fp8_matmul_error(fn_of(fp8)) == matmul_accumulation_error(640) == 20 * 2.0 ** -13
+    assert _fp8_matmul_error(fn_of(CASES["matmul_rows_store"][0])) == 0.0

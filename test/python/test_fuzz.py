@@ -330,6 +330,42 @@ def test_cancellation_is_rounding_not_a_mismatch():
     assert np.all(mags[0] >= np.abs(want[0]))  # a magnitude bounds its value
 
 
+def test_fp8_matmul_accumulation_is_rounding_not_a_mismatch():
+    """Two GPU fuzz failures on an H200 that were Hopper's FP8 accumulator, not bugs: its wgmma
+    truncates the f32 running sum to 13 mantissa bits at each k-step of 32
+    (fp8.matmul_accumulation_bound), and the semantics take that bound as the matmul's error.
+    Seed 78378602: an e4m3 matmul (K = 256) times an iota of up to 75826, cast to f16, came back
+    32512 where float64 says 32096; seed 19092101: 4 * cos of an e5m2 matmul (K = 1008) cast to
+    i64 came back 0 where float64 says -1 (now a don't-care element). Past the bound it is still
+    a mismatch, and a bf16 matmul keeps float32's slack."""
+    from fuser.dialects.fusion.fp8 import matmul_accumulation_bound
+    case = fuzz.fuzz_case(78378602)
+    xs = fuzz.make_inputs(case, 78378602)
+    want, mags = case.with_magnitudes(xs)
+    at = (278, 103)
+    assert want[1][at] == 32096.0
+    got = want[1].copy()
+    got[at] = 32512.0
+    assert fuzz.mismatch(got, want[1], "f16", mags[1]) is None
+    bound = fuzz.ROUNDING_SLACK * mags[1][at] + fuzz.TOLERANCE["f16"] * (abs(want[1][at]) + np.max(np.abs(want[1])))
+    got[at] = want[1][at] + 1.01 * bound
+    assert fuzz.mismatch(got, want[1], "f16", mags[1]) is not None
+
+    case = fuzz.fuzz_case(19092101)
+    want, mags, dcs = case.expected(fuzz.make_inputs(case, 19092101))
+    assert want[5][41, 16] == -1 and dcs[5][41, 16]
+
+    # all ones, K = 256: running sums 32, 64, ..., 256 at the 8 steps, and 256 |products|
+    a, b = np.ones((2, 256)), np.ones((256, 3))
+    assert np.all(matmul_accumulation_bound(a, b) == (32 * 36 + 256) * 2.0 ** -13)
+    gen = fuzz.generator._Gen(random.Random(0), "t")
+    gen.ta, gen.tb = False, True
+    for elem, mag in (("f8E4M3FN", (32 * 36 + 256) * 2.0 ** -13 / fuzz.ROUNDING_SLACK), ("bf16", 256)):
+        rhs = (f"fusion.matmul %ma, %mb transpose_b : tensor<2x256x{elem}>, tensor<3x256x{elem}> "
+               "-> tensor<2x3xf32>")
+        assert np.all(gen._magnitude(rhs, "full")([a, b.T], [a, b.T]) == mag)
+
+
 def test_overflow_to_inf_is_rounding_not_a_mismatch():
     """An f16 output whose exact value is past 65520 is inf once rounded (seed 320 of a GPU
     run: 76519.97 came back as inf); a finite value there, or inf where the value is small, is

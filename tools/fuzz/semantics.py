@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
+from fuser.dialects.fusion.fp8 import matmul_accumulation_bound
 from fuser.runtime.reference import erfinv as _erfinv
 from fuser.runtime.reference import ieee_extreme, ieee_maximum, ieee_minimum
 
@@ -616,6 +617,12 @@ class _Semantics:
             return lambda vals, mags: fn(mags[0], vals[1])
         if op in ("scatter", "scatter_add_atomic"):  # the magnitudes moved (added) as the values are (the index is exact)
             return lambda vals, mags: fn(mags[0], vals[1], np.broadcast_to(mags[2], np.shape(vals[2])))
+        if op == "matmul" and _elems(rhs)[0] in FP8:
+            # the accumulator's truncation (fp8.matmul_accumulation_bound), as the magnitude whose
+            # ROUNDING_SLACK is that bound
+            ta, tb = self.ta, self.tb
+            return lambda vals, mags: matmul_accumulation_bound(vals[0].T if ta else vals[0],
+                                                                vals[1].T if tb else vals[1]) / ROUNDING_SLACK
         if op in ("broadcast", "reshape", "permute", "matmul", *_INDEX_MAPS):  # linear in each operand's magnitude
             return lambda vals, mags: fn(*mags)
         if op in ("cast", "segment_set", "neg", "abs", "relu"):
