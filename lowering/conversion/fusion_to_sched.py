@@ -147,7 +147,8 @@ class ConvertFusionToSched(SchedulingPass):
             segments.append((seg, seg_opts, self._plan_segment(seg, seg_opts, overridden)))
         # Every buffer first (workspaces for the values kept between kernels), then the kernels;
         # a segment's own copies follow its kernels, since later segments may read them.
-        seg_copies = [_segment_buffers(host, seg, plan, buffers) for seg, _, plan in segments]
+        returned = {buffers[o] for o in outputs if o in buffers} & set(out_args)
+        seg_copies = [_segment_buffers(host, seg, plan, buffers, returned) for seg, _, plan in segments]
         em = KernelEmitter(fn.sym_name.data, module.body.block, host, buffers, opts)
         with located(fn):
             for o, w in snapshots:
@@ -291,14 +292,23 @@ def emit_task(em: KernelEmitter, t: Task, materialized: set, args: set) -> None:
         emit_pointwise(em, t.outputs, materialized, args)
 
 
-def _segment_buffers(host: KernelBuilder, seg: F.SegmentOp, plan: Plan, buffers: dict) -> list:
+def _segment_buffers(host: KernelBuilder, seg: F.SegmentOp, plan: Plan, buffers: dict,
+                     returned: set = frozenset()) -> list:
     """Map a segment's block arguments to its operands' buffers and its yielded values to its
     results' buffers (a workspace for a result no one returns; an operand passed through
     unchanged keeps its buffer); returns the copies that a value yielded twice, or an operand
-    passed through to a function output, needs."""
+    passed through to a function output, needs. A `segment_set` of a value the segment also
+    yields into a function output (`returned`, of the same shape) is that output's buffer: a
+    backward pass returns a gradient that its next matmul reads, stored once."""
     block = seg.body.block
     for a, x in zip(block.args, seg.inputs):
         buffers[a] = buffers[x]
+    yielded = dict(zip(block.last_op.operands, seg.outputs))
+    for y, r in yielded.items():
+        source = yielded.get(y.owner.input) if isinstance(y.owner, F.SegmentSetOp) else None
+        if r not in buffers and source is not None and buffers.get(source) in returned and \
+                buffers[source].type == sched.memref(shape_of(y), F._elem(y)):
+            buffers[r] = buffers[source]
     copies = []
     for y, r in zip(block.last_op.operands, seg.outputs):
         if r not in buffers and y in block.args:

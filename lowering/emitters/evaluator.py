@@ -120,8 +120,18 @@ class Evaluator:
                 idx = self.index_maps[v](idx)
             if not idx:  # rank-0 tensor
                 return [kb.ext(kb.load(buf, [], 1)[0])] * lanes
+            # One load per element of a global buffer, however many values read it there (two
+            # reshapes of one input): a kernel never writes the global buffers it reads values
+            # from, so LLVM's forbidding a load's reuse past a store to another buffer costs
+            # bandwidth for nothing. (Shared copies may be rewritten: loaded each time.)
+            key = ("load", buf, tuple(idx), lanes)
+            if key in self.memo:
+                return self.memo[key]
             vals = kb.load(buf, idx, lanes)
-            return [kb.ext(x) if F.is_float(x.type) else x for x in vals]
+            vals = [kb.ext(x) if F.is_float(x.type) else x for x in vals]
+            if sched.memory_space(buf.type) == sched.GLOBAL:
+                self.memo[key] = vals
+            return vals
         op = v.owner
         if isinstance(op, F.FullOp):
             et = F._elem(v)

@@ -46,6 +46,10 @@ class KernelBuilder:
         # that a reshape and its inverse give back the same index values, not a division of a
         # product that LLVM cannot cancel (and loads of one element at two spellings of its index)
         self._linearized: dict[SSAValue, tuple[tuple[SSAValue, ...], tuple[int, ...]]] = {}
+        # index arithmetic already emitted in this block, by (op, operands): one element's index
+        # reached along two paths (two reshapes of one input) is then the same SSA values, so
+        # that its loads can be shared (Evaluator) where LLVM would keep both behind a store
+        self._index_ops: dict[tuple, SSAValue] = {}
 
     def at(self, block: Block) -> "KernelBuilder":
         """A builder for a nested block that shares this kernel's constants where visible."""
@@ -87,25 +91,31 @@ class KernelBuilder:
         return self._consts[key]
 
     # ------------------------------------------------------------ index math
+    def _index_op(self, cls, a: SSAValue, b: SSAValue) -> SSAValue:
+        key = (cls, a, b)
+        if key not in self._index_ops:
+            self._index_ops[key] = self.v(cls(a, b))
+        return self._index_ops[key]
+
     def add(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
         if isinstance(b, int):
             if b == 0:
                 return a
             b = self.c(b)
-        return self.v(arith.AddiOp(a, b))
+        return self._index_op(arith.AddiOp, a, b)
 
     def mul(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
         if isinstance(b, int):
             if b == 1:
                 return a
             b = self.c(b)
-        return self.v(arith.MuliOp(a, b))
+        return self._index_op(arith.MuliOp, a, b)
 
     def div(self, a: SSAValue, n: int) -> SSAValue:
-        return a if n == 1 else self.v(arith.DivUIOp(a, self.c(n)))
+        return a if n == 1 else self._index_op(arith.DivUIOp, a, self.c(n))
 
     def rem(self, a: SSAValue, n: int) -> SSAValue:
-        return self.c(0) if n == 1 else self.v(arith.RemUIOp(a, self.c(n)))
+        return self.c(0) if n == 1 else self._index_op(arith.RemUIOp, a, self.c(n))
 
     def lt(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
         return self.v(arith.CmpiOp(a, self.c(b) if isinstance(b, int) else b, "ult"))

@@ -43,9 +43,13 @@ def emit_pointwise(em: KernelEmitter, outputs: list[SSAValue], materialized: set
         i = loop.body.block.args[0]
         idx = lb.delinearize(lb.mul(i, lanes), shape) if shape else []
         ev = Evaluator(lb, {v: amap[v] for v in reads})
+        stored = set()  # (a segment_set of a returned value shares its buffer: stored once)
         for o in outputs:
             o_shape = shape_of(o)
             o_idx = idx if o_shape == shape else lb.reindex(idx, shape, o_shape)
+            if (amap[o], tuple(o_idx)) in stored:
+                continue
+            stored.add((amap[o], tuple(o_idx)))
             vals = ev(expr[o], o_idx, lanes)
             t = F._elem(o)
             lb.store([lb.trunc(x, t) if F.is_float(t) else x for x in vals], amap[o], o_idx)

@@ -119,3 +119,46 @@ func.func @stored_twice_reshaped(%x: tensor<4x8x64xf32>, %y: tensor<4x8x64xf32>,
   %p = fusion.matmul %c, %w : tensor<32x64xbf16>, tensor<64x128xbf16> -> tensor<32x128xf32>
   func.return %b, %p : tensor<4x8x64xbf16>, tensor<32x128xf32>
 }
+
+// -----
+// A returned value and a segment_set of it, of one shape (SiLU's gradient, returned for the
+// weight gradient and read by the next matmul): the segment_set's buffer is the output's, so the
+// kernel stores it once and the matmul reads the output (one buffer, no workspace).
+// CHECK-LABEL: sched.kernel @returned_and_set_k0
+// CHECK-SAME:    (%[[G:.*]] : memref<32x64xbf16>, %[[X:.*]] : memref<32x64xf32>)
+// CHECK:         sched.load %[[X]]
+// CHECK-NOT:     sched.load
+// CHECK:         sched.store %{{.*}}, %[[G]]
+// CHECK-NOT:     sched.store
+// CHECK:       sched.kernel @returned_and_set_k1
+// CHECK:       func.func @returned_and_set(%x: memref<32x64xf32>, %w: memref<64x128xbf16>, %g: memref<32x64xbf16>, %p: memref<32x128xf32>)
+// CHECK-NOT:     sched.workspace
+// CHECK:         sched.launch @returned_and_set_k0(%g, %x)
+// CHECK-NEXT:    sched.tensor_map %g :
+// CHECK:         sched.launch @returned_and_set_k1(
+func.func @returned_and_set(%x: tensor<32x64xf32>, %w: tensor<64x128xbf16>) -> (tensor<32x64xbf16>, tensor<32x128xf32>) {
+  %s = fusion.sigmoid %x : tensor<32x64xf32>
+  %m = fusion.mul %x, %s : tensor<32x64xf32>
+  %g = fusion.cast %m : tensor<32x64xf32> to tensor<32x64xbf16>
+  %c = fusion.segment_set %g : tensor<32x64xbf16> to tensor<32x64xbf16>
+  %p = fusion.matmul %c, %w : tensor<32x64xbf16>, tensor<64x128xbf16> -> tensor<32x128xf32>
+  func.return %g, %p : tensor<32x64xbf16>, tensor<32x128xf32>
+}
+
+// -----
+// One input read by two values through two reshapes (a gate read as 4x8x64 and as 32x64):
+// its element is loaded once, at one index built once, though outputs are stored between.
+// CHECK-LABEL: sched.kernel @two_reshapes_k0
+// CHECK-SAME:    (%[[A:.*]] : memref<32x64xf32>, %[[B:.*]] : memref<32x64xf32>, %[[X:.*]] : memref<4x8x64xf32>)
+// CHECK:         sched.load %[[X]]
+// CHECK-NOT:     sched.load
+// CHECK:         sched.store %{{.*}}, %[[A]]
+// CHECK-NOT:     sched.load
+// CHECK:         sched.store %{{.*}}, %[[B]]
+func.func @two_reshapes(%x: tensor<4x8x64xf32>) -> (tensor<32x64xf32>, tensor<32x64xf32>) {
+  %r1 = fusion.reshape %x : tensor<4x8x64xf32> to tensor<32x64xf32>
+  %a = fusion.exp %r1 : tensor<32x64xf32>
+  %r2 = fusion.reshape %x : tensor<4x8x64xf32> to tensor<32x64xf32>
+  %b = fusion.tanh %r2 : tensor<32x64xf32>
+  func.return %a, %b : tensor<32x64xf32>, tensor<32x64xf32>
+}
