@@ -274,8 +274,10 @@ def _normalization_task(body: Block, reductions: list, matmuls: list, stored: li
         raise refuse("holds reductions over different rows")
     rows = math.prod(g.in_shape[:g.k])
     results = g.results
+    # a segment_set of a full-size output is written from that output's registers (_fold_segment_sets)
+    sets = [v for v in stored if isinstance(v.owner, F.SegmentSetOp) and v.owner.input in stored]
     for v in stored:
-        if v in results:
+        if v in results or v in sets:
             continue
         if shape_of(v) == g.in_shape:
             g.full_outputs.append(v)
@@ -286,20 +288,24 @@ def _normalization_task(body: Block, reductions: list, matmuls: list, stored: li
     _decide(g, materialized, args, opts)
     if not g.decision.persistent:
         raise refuse(f"cannot keep its rows on chip: {g.decision.reason}")
-    outputs = [v for v in stored if v in results] + g.row_outputs + g.full_outputs
+    if any(v.owner.input not in g.full_outputs for v in sets):
+        raise refuse("writes a segment_set of a value that is not a full-size output")
+    outputs = [v for v in stored if v in results] + g.row_outputs + g.full_outputs + sets
     return Task("normalization", 0, 0, first, outputs, group=g)
 
 
 def order_outputs(t: Task, rank: dict[SSAValue, int]) -> None:
     """One order for what a kernel writes, whatever merged it: the results of the ops it is
     built around (program order), then the other outputs in the function's return order (`rank`;
-    a normalization task keeps its row outputs before its full-size ones)."""
+    a normalization task keeps its row outputs before its full-size ones, then the segment_sets
+    of those it writes too)."""
     own = [r for o in task_ops(t) for r in o.results]
     by_return = lambda vs: sorted(vs, key=lambda v: rank.get(v, len(rank)))  # noqa: E731 (stable)
     if t.group is not None:
         g = t.group
         g.row_outputs, g.full_outputs = by_return(g.row_outputs), by_return(g.full_outputs)
-        t.outputs = [o for o in t.outputs if o in g.results] + g.row_outputs + g.full_outputs
+        sets = [o for o in t.outputs if isinstance(o.owner, F.SegmentSetOp) and o.owner.input in g.full_outputs]
+        t.outputs = [o for o in t.outputs if o in g.results] + g.row_outputs + g.full_outputs + sets
         return
     t.outputs = [r for r in own if r in t.outputs] + by_return([o for o in t.outputs if o not in own])
 
@@ -518,9 +524,20 @@ def _fold_segment_sets(tasks: list[Task], graph: FusionGraph) -> list[Task]:
     the greedy merges, so that the joined task takes part in no other (and a segment's body,
     planned again in the conversion, comes out as the same one task)."""
     producer = {o: t for t in tasks if t.kind == "pointwise" for o in t.outputs}
+    at_row = {o: t for t in tasks if t.kind == "normalization" for o in t.group.full_outputs}
     out = list(tasks)
     for s in tasks:
         if s.kind != "segment" or s.op.input in graph.materialized:
+            continue
+        if s.op.input in at_row:
+            # a full-size output of a normalization kernel (a loss's logits gradient, returned
+            # and read by the next matmul): the row kernel stores it from the same registers,
+            # where a kernel of its own would compute the row again from the inputs
+            p = at_row[s.op.input]
+            merged = replace(p, outputs=p.outputs + s.outputs,
+                             merges=p.merges + s.merges + ["segment_set joins its row kernel"])
+            out = [merged if t is p else t for t in out if t is not s]
+            at_row.update((o, merged) for o in merged.group.full_outputs)
             continue
         source = _through_row_reshapes(s.op.input, graph)
         if source not in producer:

@@ -81,10 +81,11 @@ def emit_persistent(em: KernelEmitter, task: Task, materialized: set, args: set)
         row_outs = [r for r in g.result_list if r in outputs] + g.row_outputs  # unread statistics stay in registers
         emit_if(kb, kb.andi(kb.eq(tx, 0), ok_row),
                 lambda b: store_row_outputs(b, row_outs, amap, row, dict(overrides)))
+        stores = _full_stores(g, outputs, amap)
         if p.smem:
-            _store_outputs_looped(kb, g, p, sources, overrides, copies, row_idx, ty, ok_row, amap)
+            _store_outputs_looped(kb, g, p, sources, overrides, copies, row_idx, ty, ok_row, stores)
         else:
-            _store_outputs_unrolled(kb, g, p, cache, ok_row, amap)
+            _store_outputs_unrolled(kb, g, p, cache, ok_row, stores)
 
     em.kernel(host_bufs, (math.ceil(rows / p.by), 1, 1), (p.bx, p.by, 1), body, schedule=p.describe())
 
@@ -145,14 +146,26 @@ def _rows_in_registers(kb: KernelBuilder, g: NormGroup, p, stages, sources, over
     return ev, idx, valid
 
 
-def _store_outputs_unrolled(kb: KernelBuilder, g: NormGroup, p, cache: tuple, ok_row, amap) -> None:
+def _full_stores(g: NormGroup, outputs: list, amap: dict) -> dict:
+    """Full-size output -> the buffers its row is stored into: its own, and those of the
+    segment_sets of it that the task writes (planner._fold_segment_sets), unless one shares the
+    output's buffer (a returned value's segment_set: fusion_to_sched._segment_buffers)."""
+    stores = {o: [amap[o]] for o in g.full_outputs}
+    for s in outputs:
+        if isinstance(s.owner, F.SegmentSetOp) and s.owner.input in stores and amap[s] not in stores[s.owner.input]:
+            stores[s.owner.input].append(amap[s])
+    return stores
+
+
+def _store_outputs_unrolled(kb: KernelBuilder, g: NormGroup, p, cache: tuple, ok_row, stores: dict) -> None:
     ev, idx, valid = cache
     for o in g.full_outputs:
         t = F._elem(o)
         for s in range(p.slots):
             xs = [kb.trunc(x, t) if F.is_float(t) else x for x in ev(o, idx[s], p.lanes)]
             cond = ok_row if valid[s] is None else kb.andi(ok_row, valid[s])
-            emit_if(kb, cond, lambda b, xs=xs, s=s: b.store(xs, amap[o], idx[s]))
+            for buf in stores[o]:
+                emit_if(kb, cond, lambda b, xs=xs, s=s, buf=buf: b.store(xs, buf, idx[s]))
 
 
 def _shared_evaluator(b: KernelBuilder, sources: dict, overrides: dict, copies: dict, ty, col_shape) -> Evaluator:
@@ -230,7 +243,7 @@ def _rows_in_shared(kb: KernelBuilder, g: NormGroup, p, stages, sources, overrid
 
 
 def _store_outputs_looped(kb: KernelBuilder, g: NormGroup, p, sources, overrides, copies, row_idx, ty, ok_row,
-                          amap) -> None:
+                          stores: dict) -> None:
     if not g.full_outputs:
         return
     col_shape = g.in_shape[g.k:]
@@ -240,5 +253,6 @@ def _store_outputs_looped(kb: KernelBuilder, g: NormGroup, p, sources, overrides
     for o in g.full_outputs:
         t = F._elem(o)
         xs = [lb.trunc(x, t) if F.is_float(t) else x for x in ev(o, ix, p.lanes)]
-        emit_if(lb, ok_row, lambda b, xs=xs, o=o: b.store(xs, amap[o], ix))
+        for buf in stores[o]:
+            emit_if(lb, ok_row, lambda b, xs=xs, buf=buf: b.store(xs, buf, ix))
     lb.emit(sched.YieldOp())

@@ -162,3 +162,34 @@ func.func @two_reshapes(%x: tensor<4x8x64xf32>) -> (tensor<32x64xf32>, tensor<32
   %b = fusion.tanh %r2 : tensor<32x64xf32>
   func.return %a, %b : tensor<32x64xf32>, tensor<32x64xf32>
 }
+
+// -----
+// A row kernel's full-size output returned and read by a matmul through a segment_set (a loss's
+// logits gradient: returned for the weight gradient, read by the input gradient's matmul): the
+// row kernel writes it once, into the output, and the matmul reads the output. No kernel of its
+// own computes the rows again for the segment_set, and the row statistic is not stored.
+// CHECK-LABEL: sched.kernel @softmax_returned_and_set_k0
+// CHECK-SAME:    (%[[P:.*]] : memref<64x96xbf16>, %[[X:.*]] : memref<64x96xf32>)
+// CHECK-SAME:    fuser.schedule = "persistent
+// CHECK-COUNT-1: sched.store %{{.*}}, %[[P]]
+// CHECK-NOT:     sched.store
+// CHECK:       sched.kernel @softmax_returned_and_set_k1
+// CHECK-SAME:    fuser.matmul
+// CHECK-NOT:   sched.kernel
+// CHECK:       func.func @softmax_returned_and_set(%x: memref<64x96xf32>, %w: memref<96x128xbf16>, %p: memref<64x96xbf16>, %y: memref<64x128xf32>)
+// CHECK-NOT:     sched.workspace
+// CHECK:         sched.launch @softmax_returned_and_set_k0(%p, %x)
+// CHECK-NEXT:    sched.tensor_map %p :
+func.func @softmax_returned_and_set(%x: tensor<64x96xf32>, %w: tensor<96x128xbf16>) -> (tensor<64x96xbf16>, tensor<64x128xf32>) {
+  %m = fusion.reduce max %x dims [1] : tensor<64x96xf32> to tensor<64xf32>
+  %mb = fusion.broadcast %m dims [1] : tensor<64xf32> to tensor<64x96xf32>
+  %d = fusion.sub %x, %mb : tensor<64x96xf32>
+  %e = fusion.exp %d : tensor<64x96xf32>
+  %s = fusion.reduce sum %e dims [1] : tensor<64x96xf32> to tensor<64xf32>
+  %sb = fusion.broadcast %s dims [1] : tensor<64xf32> to tensor<64x96xf32>
+  %q = fusion.div %e, %sb : tensor<64x96xf32>
+  %p = fusion.cast %q : tensor<64x96xf32> to tensor<64x96xbf16>
+  %c = fusion.segment_set %p : tensor<64x96xbf16> to tensor<64x96xbf16>
+  %y = fusion.matmul %c, %w : tensor<64x96xbf16>, tensor<96x128xbf16> -> tensor<64x128xf32>
+  func.return %p, %y : tensor<64x96xbf16>, tensor<64x128xf32>
+}
