@@ -529,10 +529,12 @@ def _fold_segment_sets(tasks: list[Task], graph: FusionGraph) -> list[Task]:
     for s in tasks:
         if s.kind != "segment" or s.op.input in graph.materialized:
             continue
-        if s.op.input in at_row:
+        if s.op.input in at_row and s.level > at_row[s.op.input].level:
             # a full-size output of a normalization kernel (a loss's logits gradient, returned
             # and read by the next matmul): the row kernel stores it from the same registers,
-            # where a kernel of its own would compute the row again from the inputs
+            # where a kernel of its own would compute the row again from the inputs. (Not where
+            # the row kernel, or a kernel before it, reads the segment_set: CPU fuzz seed
+            # 4242213, a segment_set of an input that the rows read, planned into its own reader.)
             p = at_row[s.op.input]
             merged = replace(p, outputs=p.outputs + s.outputs,
                              merges=p.merges + s.merges + ["segment_set joins its row kernel"])

@@ -181,3 +181,23 @@ func.func @log_softmax_of_slice(%x: tensor<2x6x40001xf32>) -> tensor<10x40001xf3
   %y = fusion.sub %d, %lb : tensor<10x40001xf32>
   func.return %y : tensor<10x40001xf32>
 }
+
+// -----
+// A segment_set of a row kernel's full-size output that the row kernel itself reads: it stays a
+// segment of its own, before the rows (folding it into them made the row kernel its own
+// producer: CPU fuzz seed 4242213 crashed fusion-segment).
+// CHECK-LABEL: func.func @set_read_by_its_rows
+// CHECK:         %[[S:.*]] = fusion.segment "pointwise"
+// CHECK:           fusion.segment_set
+// CHECK:         %{{.*}}, %{{.*}} = fusion.segment "normalization" ({{.*}}%{{.*}} = %[[S]] :
+// CHECK-NOT:       fusion.segment_set
+// CHECK:         func.return
+func.func @set_read_by_its_rows(%x: tensor<64x96xf32>) -> (tensor<64x96xf32>, tensor<64x96xf32>) {
+  %e = fusion.exp %x : tensor<64x96xf32>
+  %s = fusion.segment_set %e : tensor<64x96xf32> to tensor<64x96xf32>
+  %d = fusion.add %s, %e : tensor<64x96xf32>
+  %m = fusion.reduce sum %d dims [1] : tensor<64x96xf32> to tensor<64xf32>
+  %mb = fusion.broadcast %m dims [1] : tensor<64xf32> to tensor<64x96xf32>
+  %y = fusion.div %d, %mb : tensor<64x96xf32>
+  func.return %e, %y : tensor<64x96xf32>, tensor<64x96xf32>
+}
