@@ -46,6 +46,23 @@ _FP8 = """func.func @mm(%a: tensor<300x640xf8E4M3FN>, %b: tensor<264x640xf8E4M3F
   func.return %c, %o : tensor<300x264xf32>, tensor<300x264xbf16>
 }"""
 
+# A row kernel's output returned and read by a matmul through a segment_set (a loss's logits
+# gradient): the row kernel stores it once, into the output, which the matmul's TMA reads.
+_ROWS_SET = """func.func @rows_set(%x: tensor<300x1000xf32>, %w: tensor<1000x264xbf16>) -> (tensor<300x1000xbf16>, tensor<300x264xbf16>) {
+  %m = fusion.reduce max %x dims [1] : tensor<300x1000xf32> to tensor<300xf32>
+  %mb = fusion.broadcast %m dims [1] : tensor<300xf32> to tensor<300x1000xf32>
+  %d = fusion.sub %x, %mb : tensor<300x1000xf32>
+  %e = fusion.exp %d : tensor<300x1000xf32>
+  %s = fusion.reduce sum %e dims [1] : tensor<300x1000xf32> to tensor<300xf32>
+  %sb = fusion.broadcast %s dims [1] : tensor<300xf32> to tensor<300x1000xf32>
+  %q = fusion.div %e, %sb : tensor<300x1000xf32>
+  %p = fusion.cast %q : tensor<300x1000xf32> to tensor<300x1000xbf16>
+  %c = fusion.segment_set %p : tensor<300x1000xbf16> to tensor<300x1000xbf16>
+  %y = fusion.matmul %c, %w : tensor<300x1000xbf16>, tensor<1000x264xbf16> -> tensor<300x264xf32>
+  %yb = fusion.cast %y : tensor<300x264xf32> to tensor<300x264xbf16>
+  func.return %p, %yb : tensor<300x1000xbf16>, tensor<300x264xbf16>
+}"""
+
 # An LM head's shape of output: B stored [N, K] (K-major, as a Linear's weight), rows of 1001
 # elements, which TMA cannot store; two outputs of different element types.
 _ROWS_STORE = """func.func @mm(%a: tensor<300x512xf16>, %b: tensor<1001x512xf16>) -> (tensor<300x1001xf32>, tensor<300x1001xf16>) {
@@ -241,6 +258,7 @@ CASES: dict[str, tuple[str, str]] = {
     "softmax": (_SOFTMAX, "default"),
     "rows_in_smem": (_LONG_ROWS, "default"),
     "rows_through_reshape": (_LOG_SOFTMAX, "default"),
+    "rows_set_into_matmul": (_ROWS_SET, "default"),
     "column_tree": (_COLUMNS, "default{split=1}"),
     "transpose": (_TRANSPOSE, "default"),
     "transpose_pairs": (_TRANSPOSE_PAIRS, "default"),

@@ -34,6 +34,8 @@ def test_cases_take_the_paths_they_name():
     assert s.count("sched.atomic_add") == 1
     assert "memref<1x2x10001xi64>" in s and "memref<29x1x33xi64>" in s  # two chunks; a line per column
     assert "store=direct" in sched("matmul_direct_store") and "store=tma" in sched("matmul_own_staging")
+    s = sched("rows_set_into_matmul")  # the rows kernel writes the output the matmul reads: two kernels
+    assert s.count("sched.kernel") == 2 and "persistent" in s and "sched.workspace" not in s
 
 
 def test_list_and_bad_tool(capsys):
