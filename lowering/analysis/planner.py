@@ -304,10 +304,16 @@ def order_outputs(t: Task, rank: dict[SSAValue, int]) -> None:
     if t.group is not None:
         g = t.group
         g.row_outputs, g.full_outputs = by_return(g.row_outputs), by_return(g.full_outputs)
-        sets = [o for o in t.outputs if isinstance(o.owner, F.SegmentSetOp) and o.owner.input in g.full_outputs]
-        t.outputs = [o for o in t.outputs if o in g.results] + g.row_outputs + g.full_outputs + sets
+        t.outputs = [o for o in t.outputs if o in g.results] + g.row_outputs + g.full_outputs + \
+            segment_sets_of(t.outputs, g.full_outputs)
         return
     t.outputs = [r for r in own if r in t.outputs] + by_return([o for o in t.outputs if o not in own])
+
+
+def segment_sets_of(values, full_outputs) -> list[SSAValue]:
+    """The segment_sets among `values` of a normalization group's full-size outputs: the row
+    kernel writes them from those outputs' registers (`_fold_segment_sets`)."""
+    return [v for v in values if isinstance(v.owner, F.SegmentSetOp) and v.owner.input in full_outputs]
 
 
 def task_ops(t: Task) -> list:

@@ -30,7 +30,7 @@ from fuser.lowering.common import Task, by_name, elem_bytes, is_welford, leaves,
 from fuser.lowering.emitters.emitter import KernelEmitter
 from fuser.lowering.emitters.evaluator import Evaluator
 from fuser.lowering.emitters.kernel_builder import KernelBuilder, emit_if
-from fuser.lowering.analysis.planner import NormGroup
+from fuser.lowering.analysis.planner import NormGroup, segment_sets_of
 from fuser.lowering.emitters.reduction import block_reduce, store_row_outputs
 
 
@@ -151,8 +151,8 @@ def _full_stores(g: NormGroup, outputs: list, amap: dict) -> dict:
     segment_sets of it that the task writes (planner._fold_segment_sets), unless one shares the
     output's buffer (a returned value's segment_set: fusion_to_sched._segment_buffers)."""
     stores = {o: [amap[o]] for o in g.full_outputs}
-    for s in outputs:
-        if isinstance(s.owner, F.SegmentSetOp) and s.owner.input in stores and amap[s] not in stores[s.owner.input]:
+    for s in segment_sets_of(outputs, g.full_outputs):
+        if amap[s] not in stores[s.owner.input]:
             stores[s.owner.input].append(amap[s])
     return stores
 

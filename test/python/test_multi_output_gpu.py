@@ -20,6 +20,7 @@ from fuser.tools.fuzz import mismatch
 
 from fuser import api
 from fuser.runtime.reference import numpy_dtype, reference_from_text
+from fuser.tools.sanitize import CASES as SANITIZE_CASES
 
 pytestmark = pytest.mark.gpu
 
@@ -100,21 +101,7 @@ func.func @f(%x: tensor<300x1000xbf16>, %w: tensor<1000xf32>) -> (tensor<300x100
     # a row kernel's output returned and read by a matmul through a segment_set (a loss's logits
     # gradient): written once by the row kernel, and the matmul reads the output's buffer (its
     # product returned as bf16: float64 multiplies the unrounded cast, the kernel the bf16 one)
-    "softmax_returned_and_matmul": """
-func.func @f(%x: tensor<300x1000xf32>, %w: tensor<1000x264xbf16>) -> (tensor<300x1000xbf16>, tensor<300x264xbf16>) {
-  %m = fusion.reduce max %x dims [1] : tensor<300x1000xf32> to tensor<300xf32>
-  %mb = fusion.broadcast %m dims [1] : tensor<300xf32> to tensor<300x1000xf32>
-  %d = fusion.sub %x, %mb : tensor<300x1000xf32>
-  %e = fusion.exp %d : tensor<300x1000xf32>
-  %s = fusion.reduce sum %e dims [1] : tensor<300x1000xf32> to tensor<300xf32>
-  %sb = fusion.broadcast %s dims [1] : tensor<300xf32> to tensor<300x1000xf32>
-  %q = fusion.div %e, %sb : tensor<300x1000xf32>
-  %p = fusion.cast %q : tensor<300x1000xf32> to tensor<300x1000xbf16>
-  %c = fusion.segment_set %p : tensor<300x1000xbf16> to tensor<300x1000xbf16>
-  %y = fusion.matmul %c, %w : tensor<300x1000xbf16>, tensor<1000x264xbf16> -> tensor<300x264xf32>
-  %yb = fusion.cast %y : tensor<300x264xf32> to tensor<300x264xbf16>
-  func.return %p, %yb : tensor<300x1000xbf16>, tensor<300x264xbf16>
-}""",
+    "softmax_returned_and_matmul": SANITIZE_CASES["rows_set_into_matmul"][0],
     # a pointwise gradient returned and read by a matmul through a segment_set (SiLU's): stored once
     "silu_returned_and_matmul": """
 func.func @f(%x: tensor<300x512xf32>, %w: tensor<512x264xbf16>) -> (tensor<300x512xbf16>, tensor<300x264xbf16>) {
