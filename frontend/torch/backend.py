@@ -28,6 +28,7 @@ from functorch.compile import default_partition, make_boxed_func, min_cut_remate
 from torch._decomp import get_decompositions
 from torch._dynamo.backends.common import aot_autograd
 
+from .causal_attention import restore_causal_attention
 from .partition import Stats, partition_graph, precompile, regions
 
 log = logging.getLogger("fuser.torch")
@@ -88,6 +89,9 @@ class FuserBackend:
         is compiled (default min(8, CPU count); 0 or 1: each compiles on its first call).
     pad_matmuls: pad large bf16/f16 mm / addmm whose operands' rows are not 16-byte aligned
         (GPT-2's 50257-wide vocabulary) with zeros to aligned ones first (pad_matmuls.py; default on).
+    causal_attention: give `scaled_dot_product_attention` is_causal=True in place of a mask that
+        is computed from constants and equals the causal mask (Hugging Face models build one under
+        torch.compile; causal_attention.py; default on). `stats.causal_masks` counts them.
     partitioner: how AOTAutograd splits the joint graph into forward and backward: "min_cut"
         (default; torch's min_cut_rematerialization_partition, Inductor's choice: the forward saves
         what minimizes the bytes between the two and the backward recomputes cheap ops) or
@@ -104,7 +108,8 @@ class FuserBackend:
 
     def __init__(self, pipeline: Any = "default", options: dict[str, Any] | None = None, debug: bool | str = False,
                  executor: str = "auto", decompositions: dict | None = None, compile_workers: int | None = None,
-                 pad_matmuls: bool = True, partitioner: str = "min_cut", cudagraphs: bool = False):
+                 pad_matmuls: bool = True, partitioner: str = "min_cut", cudagraphs: bool = False,
+                 causal_attention: bool = True):
         if executor not in EXECUTORS:
             raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
         if partitioner not in PARTITIONERS:
@@ -117,6 +122,7 @@ class FuserBackend:
                 raise RuntimeError("fuser.torch.backend(cudagraphs=True) needs CUDA: torch finds no CUDA device here "
                                    f"(torch {torch.__version__}); leave cudagraphs off to run without CUDA graphs")
         self.cudagraphs = bool(cudagraphs)
+        self.causal_attention = bool(causal_attention)
         self.config = {"pipeline": pipeline, "options": options, "debug": debug, "executor": executor,
                        "pad_matmuls": pad_matmuls}
         self.compile_workers = compile_workers
@@ -250,6 +256,8 @@ class FuserBackend:
         # per Dynamo graph: its input count (the forward's parameters come first) and whether its
         # forward was captured (its backward is captured only then), for cudagraphs=True
         self._graph_state = {"dynamo_inputs": len(example_inputs), "capture": True, "device": None}
+        if self.causal_attention:  # on the torch-level graph, so that AOTAutograd traces the causal kernels
+            self.stats.causal_masks += restore_causal_attention(gm)
         return self._aot(gm, example_inputs, **kwargs)
 
     def regions(self):
@@ -271,11 +279,11 @@ def _fingerprint(gm: fx.GraphModule) -> str:
 def backend(pipeline: Any = "default", options: dict[str, Any] | None = None, debug: bool | str = False,
             executor: str = "auto", decompositions: dict | None = None,
             compile_workers: int | None = None, pad_matmuls: bool = True, partitioner: str = "min_cut",
-            cudagraphs: bool = False) -> FuserBackend:
+            cudagraphs: bool = False, causal_attention: bool = True) -> FuserBackend:
     """A torch.compile backend with these settings: `torch.compile(m, backend=fuser.torch.backend(...))`."""
     return FuserBackend(pipeline=pipeline, options=options, debug=debug, executor=executor,
                         decompositions=decompositions, compile_workers=compile_workers, pad_matmuls=pad_matmuls,
-                        partitioner=partitioner, cudagraphs=cudagraphs)
+                        partitioner=partitioner, cudagraphs=cudagraphs, causal_attention=causal_attention)
 
 
 # The backend the `torch_dynamo_backends` entry point registers as "fuser".

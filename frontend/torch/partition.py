@@ -68,6 +68,7 @@ class Stats:
     fusions_compiled: int = 0
     fusions_loaded: int = 0
     padded_matmuls: int = 0  # mm / addmm padded to 16-byte rows (pad_matmuls.py)
+    causal_masks: int = 0  # attention masks found causal, replaced by is_causal=True (causal_attention.py)
     cudagraph_skips: int = 0  # graphs run without a CUDA graph although cudagraphs=True (backend.py)
     # input mutations (aten.copy_ of a region's result into a graph input that the region reads:
     # batch norm's running statistics, an optimizer's p.add_) made in-place outputs of the region
