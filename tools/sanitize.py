@@ -108,6 +108,29 @@ _LOG_SOFTMAX = """func.func @lsm(%x: tensor<2x3x50257xbf16>) -> tensor<6x50257xf
 """A language model's log-softmax: odd-width rows (one-element accesses) read through a reshape,
 copied into shared memory and looped over there."""
 
+LABEL_ROWS = """func.func @label_rows(%x: tensor<{r}x{c}x{dt}>, %lse: tensor<{r}xf32>, %labels: tensor<{r}xi64>) -> tensor<{r}x{c}x{dt}> {{
+  %iota = fusion.iota start 0 step 1 : tensor<{c}xi64>
+  %ib = fusion.broadcast %iota dims [0] : tensor<{c}xi64> to tensor<{r}x{c}xi64>
+  %lb = fusion.broadcast %labels dims [1] : tensor<{r}xi64> to tensor<{r}x{c}xi64>
+  %hit = fusion.cmp eq, %ib, %lb : tensor<{r}x{c}xi64>
+  %m1 = fusion.full -1.0 : tensor<{r}x{c}xf32>
+  %z = fusion.full 0.0 : tensor<{r}x{c}xf32>
+  %onehot = fusion.where %hit, %m1, %z : tensor<{r}x{c}xf32>
+  %s = fusion.reduce sum %onehot dims [1] : tensor<{r}x{c}xf32> to tensor<{r}xf32>
+  %sb = fusion.broadcast %s dims [1] : tensor<{r}xf32> to tensor<{r}x{c}xf32>
+  %xf = fusion.cast %x : tensor<{r}x{c}x{dt}> to tensor<{r}x{c}xf32>
+  %lseb = fusion.broadcast %lse dims [1] : tensor<{r}xf32> to tensor<{r}x{c}xf32>
+  %d = fusion.sub %xf, %lseb : tensor<{r}x{c}xf32>
+  %p = fusion.exp %d : tensor<{r}x{c}xf32>
+  %ps = fusion.mul %p, %sb : tensor<{r}x{c}xf32>
+  %g = fusion.sub %onehot, %ps : tensor<{r}x{c}xf32>
+  %gd = fusion.cast %g : tensor<{r}x{c}xf32> to tensor<{r}x{c}x{dt}>
+  func.return %gd : tensor<{r}x{c}x{dt}>
+}}"""
+"""A cross-entropy gradient whose row sum is of the one-hot labels alone: nothing cached, the
+logits read once by the output loop after the sum (rows of 50257: looped; 32000: in registers).
+Format with r, c (the rows and their length) and dt (the logits' type)."""
+
 _COLUMNS = """func.func @cols(%x: tensor<4093x512xf32>) -> tensor<512xf32> {
   %s = fusion.reduce sum %x dims [0] : tensor<4093x512xf32> to tensor<512xf32>
   func.return %s : tensor<512xf32>
@@ -259,6 +282,7 @@ CASES: dict[str, tuple[str, str]] = {
     "rows_in_smem": (_LONG_ROWS, "default"),
     "rows_through_reshape": (_LOG_SOFTMAX, "default"),
     "rows_set_into_matmul": (_ROWS_SET, "default"),
+    "rows_outputs_only": (LABEL_ROWS.format(r=7, c=50257, dt="bf16"), "default"),
     "column_tree": (_COLUMNS, "default{split=1}"),
     "transpose": (_TRANSPOSE, "default"),
     "transpose_pairs": (_TRANSPOSE_PAIRS, "default"),

@@ -1073,10 +1073,15 @@ def _decide(g: NormGroup, materialized: set, args: set, opts: ScheduleOptions) -
     """Ask the normalization scheduler about group `g` (its members and outputs found): what
     stays on chip (`g.cached`) and its decision (`g.decision`)."""
     g.cached = _cached_inputs(g, materialized, args)
+    full = math.prod(g.in_shape)
+    stops = materialized | g.results
+    reads_full = any(math.prod(shape_of(v)) >= full for op in g.ops
+                     for v in leaves(op.input, stops, args) - g.results)
     max_bytes = max([elem_bytes(F._elem(v)) for v in g.cached + g.full_outputs] or [4])
     lanes = vector_lanes(g.in_shape[-1], max_bytes, opts.vector)
     g.decision = normalization_params(math.prod(g.in_shape[:g.k]), math.prod(g.in_shape[g.k:]), lanes,
-                                      [elem_bytes(F._elem(v)) for v in g.cached], opts.block)
+                                      [elem_bytes(F._elem(v)) for v in g.cached], opts.block,
+                                      outputs_only=bool(g.full_outputs) and not reads_full)
 
 
 def _cached_inputs(g: NormGroup, materialized: set, args: set) -> list[SSAValue]:
@@ -1085,11 +1090,14 @@ def _cached_inputs(g: NormGroup, materialized: set, args: set) -> list[SSAValue]
     and reshapes (neither moves an element in row-major order) and its trailing dims are the
     row's columns, e.g. an 8x1024x50257 input read through a reshape to 8192x50257 rows. The
     result of an index-map op (a slice, pad, cat or flip, computed where it is read) reached so
-    qualifies as such a tensor itself: its copy evaluates it (logits[:, :-1] of a loss)."""
+    qualifies as such a tensor itself: its copy evaluates it (logits[:, :-1] of a loss).
+    Only what the reductions read is kept: a tensor that only the full-size outputs read is read
+    once, after the last reduction, straight from global memory (a loss gradient's logits, when
+    the sum it needs is of the labels alone), and holding it would only cost occupancy."""
     col_shape = tuple(g.in_shape[g.k:])
     rows = math.prod(g.in_shape[:g.k])
     results = g.results
-    todo = [(e, True) for e in [op.input for op in g.ops] + g.full_outputs]
+    todo = [(op.input, True) for op in g.ops]
     seen: set = set()
     at_row: set[SSAValue] = set()
     moved: set[SSAValue] = set()   # also reached through a broadcast or permute

@@ -73,7 +73,7 @@ def emit_persistent(em: KernelEmitter, task: Task, materialized: set, args: set)
         row_idx = kb.delinearize(row_c, row_shape)
         overrides: dict[SSAValue, SSAValue] = {}   # reduction results, filled stage by stage
         sources = {v: amap[v] for v in reads}
-        if p.smem:
+        if p.looped:
             copies = _rows_in_shared(kb, g, p, stages, sources, overrides, row_c, row_idx, tx, ty)
         else:
             cache = _rows_in_registers(kb, g, p, stages, sources, overrides, row_idx, tx, ty)
@@ -82,7 +82,7 @@ def emit_persistent(em: KernelEmitter, task: Task, materialized: set, args: set)
         emit_if(kb, kb.andi(kb.eq(tx, 0), ok_row),
                 lambda b: store_row_outputs(b, row_outs, amap, row, dict(overrides)))
         stores = _full_stores(g, outputs, amap)
-        if p.smem:
+        if p.looped:
             _store_outputs_looped(kb, g, p, sources, overrides, copies, row_idx, ty, ok_row, stores)
         else:
             _store_outputs_unrolled(kb, g, p, cache, ok_row, stores)

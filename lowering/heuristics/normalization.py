@@ -30,10 +30,18 @@ class NormParams:
     by: int          # rows per block
     slots: int       # vectors of the row each thread handles
     lanes: int       # elements per vector (16-byte accesses)
-    smem: int = 0    # bytes of shared memory holding the rows (0: the rows stay in registers)
+    smem: int = 0    # bytes of shared memory holding the rows
+    # each stage loops over the row (its cached tensors in `smem` bytes of shared memory, or,
+    # with nothing to cache, what it reads from global memory); else the rows stay in registers
+    looped: bool = False
 
     def describe(self) -> str:
-        where = f"in {self.smem} bytes of shared memory" if self.smem else "in registers"
+        if not self.looped:
+            where = "in registers"
+        elif self.smem:
+            where = f"in {self.smem} bytes of shared memory"
+        else:
+            where = "looped, nothing cached"
         return (f"persistent: {self.by} row(s)/block, {self.bx} threads/row, "
                 f"{self.slots} x {self.lanes}-element vectors/thread {where}")
 
@@ -48,13 +56,16 @@ class NormDecision:
         return self.params is not None
 
 
-def normalization_params(rows: int, cols: int, lanes: int, cached_bytes: list[int], block: int = 0) -> NormDecision:
+def normalization_params(rows: int, cols: int, lanes: int, cached_bytes: list[int], block: int = 0,
+                         outputs_only: bool = False) -> NormDecision:
     """Geometry for keeping rows of `cols` elements on chip, or why that is not possible.
 
-    `cached_bytes` lists the element size of each full-size input the rows are read from. Rows
-    stay in registers when they fit in the register budget; longer rows are copied once into
-    shared memory (one row per block, 1024 threads) when that fits; otherwise the caller falls
-    back to a non-persistent plan. `block` caps the threads per row."""
+    `cached_bytes` lists the element size of each full-size input the reductions read at the
+    row. Rows stay in registers when they fit in the register budget; longer rows are copied once
+    into shared memory (one row per block, 1024 threads) when that fits; otherwise the caller
+    falls back to a non-persistent plan. `outputs_only`: the reductions read no full-size tensor
+    (a loss gradient's sum of the labels alone) and full-size outputs read the row once, last.
+    `block` caps the threads per row."""
     row_vecs = cols // lanes
     n_cached = max(1, len(cached_bytes))
     cap = min(block or ROW_THREADS_MAX, ROW_THREADS_MAX)
@@ -68,10 +79,12 @@ def normalization_params(rows: int, cols: int, lanes: int, cached_bytes: list[in
         p = NormParams(bx, by, slots, lanes)
         return NormDecision(p, p.describe())
     row_bytes = cols * sum(cached_bytes)
-    # Nothing to cache (no input is read at the row element for element): every stage would
-    # re-read the row from global memory, which the general plan does with more parallelism.
-    if cached_bytes and row_bytes <= SHARED_CACHE_BYTES and slots <= MAX_SLOTS:
-        p = NormParams(bx, 1, slots, lanes, row_bytes)
+    # Too long for registers: one row per block, each stage looping over it, the cached rows
+    # copied into shared memory once. With nothing to cache, the stages would read the row from
+    # global memory again, which the general plan does with more parallelism, unless only the
+    # full-size outputs read it (`outputs_only`).
+    if (cached_bytes or outputs_only) and row_bytes <= SHARED_CACHE_BYTES and slots <= MAX_SLOTS:
+        p = NormParams(bx, 1, slots, lanes, row_bytes, looped=True)
         return NormDecision(p, p.describe())
     return NormDecision(None, f"a row of {cols} elements from {n_cached} input(s) needs {need} registers/thread "
                               f"at {threads} threads/block (budget {budget}) or {row_bytes} bytes of shared "

@@ -224,6 +224,30 @@ def test_log_softmax_of_rows_read_through_a_reshape(shape, dt):
     _check_stat(y, want, "log_softmax", rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("shape, dt", [((7, 50257), "bf16"), ((33, 32000), "bf16"), ((5, 4097), "f32"),
+                                       ((9, 50264), "f16")], ids=lambda v: _id(v) if isinstance(v, tuple) else v)
+def test_loss_gradient_whose_sum_is_of_the_labels(shape, dt):
+    """A cross-entropy gradient onehot - softmax(x) * sum(onehot): the row's sum reads only the
+    labels, so the kernel caches nothing and reads x once, after the sum (looped over a row of
+    50257 or 50264, in registers for 32000 and 4097). One row's label is out of range (an
+    ignored token: its sum is 0)."""
+    from fuser.tools.sanitize import LABEL_ROWS
+
+    r, c = shape
+    x = _input(shape, dt)
+    x64 = np.asarray(x, dtype=np.float64)
+    lse = np.log(np.exp(x64 - x64.max(1, keepdims=True)).sum(1)) + x64.max(1)
+    labels = np.random.default_rng(5).integers(0, c, r).astype(np.int64)
+    labels[r // 2] = -100
+    k = fz.compile(LABEL_ROWS.format(r=r, c=c, dt=dt))
+    assert ("looped, nothing cached" if c > 50000 else "vectors/thread in registers") in k.ir("sched")
+    (g,) = _outs(k(x, lse.astype(np.float32), labels))
+    onehot = -(np.arange(c)[None, :] == labels[:, None]).astype(np.float64)
+    p = np.exp(x64 - lse.astype(np.float32).astype(np.float64)[:, None])
+    want = onehot - p * onehot.sum(1, keepdims=True)
+    _check_out(g, want, dt, "grad", scale=p + 1.0)
+
+
 @pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("shape", SHAPES, ids=_id)
 def test_rms_norm(shape, dt):

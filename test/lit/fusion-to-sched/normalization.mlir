@@ -160,6 +160,41 @@ func.func @vocab_rows(%x: tensor<2x3x50257xbf16>) -> tensor<6x50257xf32> {
 }
 
 // -----
+// A loss gradient whose sum is of the labels alone (a one-hot row): the reduction reads no
+// full-size tensor, so nothing is copied into shared memory; the logits are read once, by the
+// output's loop after the sum, straight from global memory (a 100 KB copy per row would only
+// cost occupancy; it was made before, as for a row the reduction reads).
+// CHECK-LABEL: sched.kernel @label_sum_rows_k0
+// CHECK-SAME:    fuser.schedule = "persistent: 1 row(s)/block, 1024 threads/row, 50 x 1-element vectors/thread looped, nothing cached"
+// CHECK-NOT:     sched.alloc {{.*}} memref<1x50257
+// CHECK:         sched.for bind(thread.x) {{.*}} -> (f32) {
+// CHECK-NOT:       sched.load %{{.*}} : memref<6x50257xbf16>
+// CHECK:         sched.for bind(thread.x)
+// CHECK:           sched.load %{{.*}} : memref<6x50257xbf16>
+// CHECK-NOT:       sched.load %{{.*}} : memref<6x50257xbf16>
+// CHECK:           sched.store %{{.*}} : bf16, memref<6x50257xbf16>
+// CHECK-NOT:   sched.kernel @label_sum_rows_k1
+func.func @label_sum_rows(%logits: tensor<6x50257xbf16>, %lse: tensor<6xf32>, %labels: tensor<6xi64>) -> tensor<6x50257xbf16> {
+  %iota = fusion.iota start 0 step 1 : tensor<50257xi64>
+  %ib = fusion.broadcast %iota dims [0] : tensor<50257xi64> to tensor<6x50257xi64>
+  %lb = fusion.broadcast %labels dims [1] : tensor<6xi64> to tensor<6x50257xi64>
+  %hit = fusion.cmp eq, %ib, %lb : tensor<6x50257xi64>
+  %m1 = fusion.full -1.0 : tensor<6x50257xf32>
+  %z = fusion.full 0.0 : tensor<6x50257xf32>
+  %onehot = fusion.where %hit, %m1, %z : tensor<6x50257xf32>
+  %s = fusion.reduce sum %onehot dims [1] : tensor<6x50257xf32> to tensor<6xf32>
+  %sb = fusion.broadcast %s dims [1] : tensor<6xf32> to tensor<6x50257xf32>
+  %x = fusion.cast %logits : tensor<6x50257xbf16> to tensor<6x50257xf32>
+  %lseb = fusion.broadcast %lse dims [1] : tensor<6xf32> to tensor<6x50257xf32>
+  %d = fusion.sub %x, %lseb : tensor<6x50257xf32>
+  %p = fusion.exp %d : tensor<6x50257xf32>
+  %ps = fusion.mul %p, %sb : tensor<6x50257xf32>
+  %g = fusion.sub %onehot, %ps : tensor<6x50257xf32>
+  %gb = fusion.cast %g : tensor<6x50257xf32> to tensor<6x50257xbf16>
+  func.return %gb : tensor<6x50257xbf16>
+}
+
+// -----
 // The same rows reached through a permute are not read at the row element for element, so
 // there is nothing to copy; rather than re-read each row from global memory in every stage,
 // the general plan runs: the max split across blocks, its combination, then the output.
