@@ -269,6 +269,16 @@ class Module:
             raise CudaError(msg, "cuModuleLoadDataEx", int(res[0]))
         return cls(res[1], _ENTRY_RE.findall(ptx))
 
+    @classmethod
+    def load_cubin(cls, cubin: bytes, ptx: str) -> "Module":
+        """The module of a cubin assembled from `ptx` (runtime/cubins.py; the PTX names its
+        entries); raises CudaError when the driver refuses it (another GPU's code)."""
+        context()
+        res = _cu.cuModuleLoadData(cubin)
+        if res[0]:
+            raise CudaError(f"cuModuleLoadData (cubin) failed: {_error_text(res[0])}", "cuModuleLoadData", int(res[0]))
+        return cls(res[1], _ENTRY_RE.findall(ptx))
+
     def function(self, name: str) -> "Kernel":
         context()
         res = _cu.cuModuleGetFunction(self.handle, name.encode())

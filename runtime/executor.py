@@ -22,7 +22,7 @@ import os
 import threading
 from typing import Any
 
-from . import driver
+from . import cubins, driver
 from .arrays import _is_torch, torch_dtype, allocate_outputs, check_count, convert_arg, finish_outputs, foreign_stream
 from .plan import Program
 
@@ -38,15 +38,34 @@ def _ptx_key(ptx: str) -> str:
     return hashlib.sha256(ptx.encode()).hexdigest()
 
 
+# modules this process loaded from a cubin made ahead (runtime/cubins.py) and from PTX
+load_counts = {"cubin": 0, "ptx": 0}
+
+
 def load_module(ptx: str) -> driver.Module:
-    """The loaded module for this PTX text, loading it once per process."""
+    """The loaded module for this PTX text, loading it once per process: from its cubin when the
+    cache has one (made by ptxas ahead of time), else from the PTX (the driver compiles it)."""
     key = _ptx_key(ptx)
     m = _modules.get(key)
     if m is None:
         with _load_lock:
             m = _modules.get(key)
             if m is None:
-                m = _modules[key] = driver.Module.load_ptx(ptx)
+                m = _modules[key] = _load_new_module(ptx)
+    return m
+
+
+def _load_new_module(ptx: str) -> driver.Module:
+    cubin = cubins.cached(ptx)
+    if cubin is not None:
+        try:
+            m = driver.Module.load_cubin(cubin, ptx)
+            load_counts["cubin"] += 1
+            return m
+        except driver.CudaError:
+            pass  # made for another GPU: the driver compiles the PTX for this one
+    m = driver.Module.load_ptx(ptx)
+    load_counts["ptx"] += 1
     return m
 
 

@@ -86,7 +86,8 @@ class FuserBackend:
         read when a graph is compiled.
     decompositions: extra ATen decompositions on top of DECOMPOSED.
     compile_workers: processes that compile a graph's distinct CUDA fusions at once when the graph
-        is compiled (default min(8, CPU count); 0 or 1: each compiles on its first call).
+        is compiled (default: this process's share of the CPUs it may run on, the CPUs divided
+        by torchrun's LOCAL_WORLD_SIZE, at most 16; 0 or 1: each compiles on its first call).
     pad_matmuls: pad large bf16/f16 mm / addmm whose operands' rows are not 16-byte aligned
         (GPT-2's 50257-wide vocabulary) with zeros to aligned ones first (pad_matmuls.py; default on).
     causal_attention: give `scaled_dot_product_attention` is_causal=True in place of a mask that
@@ -193,7 +194,7 @@ class FuserBackend:
             fused = (self._take_ahead(gm) if kind == "backward" else None) or partition_graph(gm, config, self.stats, kind)
             self.stats.partition_seconds += time.perf_counter() - start
             self.graphs.append((kind, fused))
-            workers = self.compile_workers if self.compile_workers is not None else min(8, os.cpu_count() or 1)
+            workers = self.compile_workers if self.compile_workers is not None else default_compile_workers()
             # the forward's fusions and its backward's in one batch (largest first): the backward's
             # fill the workers that the forward's longest compiles leave idle
             mine = regions(fused)
@@ -267,6 +268,20 @@ class FuserBackend:
     def reset(self) -> None:
         self.stats.__init__()  # in place: compiled regions count into this object
         self.graphs.clear()
+
+
+def default_compile_workers() -> int:
+    """Compile workers for this process: its CPUs shared with the other ranks on the machine (a
+    torchrun job's LOCAL_WORLD_SIZE), at most 16."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    try:
+        ranks = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        ranks = 1
+    return max(1, min(16, cpus // ranks))
 
 
 def _fingerprint(gm: fx.GraphModule) -> str:

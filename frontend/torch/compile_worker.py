@@ -7,7 +7,9 @@ line on stdin: `{"pipeline": str, "options": dict | null, "cache_dir": str, "tex
 text, ...], "wait": bool}`. A plain subprocess, not multiprocessing: spawn and forkserver re-import the user's
 main script, which would run its top-level code (a training loop) again. Each result lands in
 the disk cache at `cache_dir` (the caller's), where the backend's own `fuser.api.compile` of the
-same text finds it. End of input ends the process.
+same text finds it, with the cubin ptxas assembles from its PTX (runtime/cubins.py), which the
+launching process loads instead of having the driver compile the PTX. End of input ends the
+process.
 
 A fusion another process is compiling now (another rank of a distributed job sharing the cache
 directory) is put off and taken last, waiting for that process then, so that the ranks' workers
@@ -29,7 +31,7 @@ from typing import Any
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     import fuser.api as fa
-    from fuser.runtime import cache
+    from fuser.runtime import cache, cubins
 
     if job.get("cache_dir") and cache.default_cache().directory != cache.Path(job["cache_dir"]):
         cache._default = cache.KernelCache(job["cache_dir"], disk=True)
@@ -45,6 +47,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             summary["failed"].append(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
             return True
         summary["loaded" if compiled.result.cached else "compiled"] += 1
+        if compiled.ptx:  # the machine code too, so that the launching process need not JIT it
+            cubins.ensure(compiled.ptx)
         return True
 
     start = time.perf_counter()

@@ -531,3 +531,28 @@ def test_device_array_host_overhead():
     t1 = time.perf_counter()
     driver.synchronize()
     print(f"\ncached Executor call (DeviceArray): {(t1 - t0) / reps * 1e6:.1f} us host time")
+
+
+def test_module_loads_from_the_cubin_made_ahead():
+    """A fusion whose cubin the cache holds (runtime/cubins.py: made by ptxas, as the backend's
+    compile workers do) is loaded from it, not JIT-compiled from its PTX, and runs the same."""
+    from fuser.lowering.target.ptx import find_ptxas
+    from fuser.runtime import cubins, executor
+
+    if find_ptxas() is None:
+        pytest.skip("no ptxas")
+    text = """func.func @cubin_load(%x: tensor<33x257xf32>) -> tensor<33x257xf32> {
+  %c = fusion.full 3.0 : tensor<33x257xf32>
+  %y = fusion.mul %x, %c : tensor<33x257xf32>
+  func.return %y : tensor<33x257xf32>
+}"""
+    import fuser.api as fz
+
+    k = fz.compile(text)
+    executor._modules.pop(executor._ptx_key(k.ptx), None)
+    assert cubins.ensure(k.ptx)
+    before = dict(executor.load_counts)
+    x = np.random.default_rng(3).standard_normal((33, 257)).astype(np.float32)
+    y = np.asarray(k(x))
+    assert executor.load_counts["cubin"] == before["cubin"] + 1 and executor.load_counts["ptx"] == before["ptx"]
+    np.testing.assert_array_equal(y, x * np.float32(3.0))

@@ -950,6 +950,23 @@ def test_precompile_queue_feeds_free_workers(tmp_path, monkeypatch):
     assert all(fa.compile(r.mlir, stages=False).result.cached for r in rs)
 
 
+def test_default_compile_workers(monkeypatch):
+    """The CPUs this process may use, shared among torchrun's ranks on the machine, at most 16."""
+    import os
+
+    from fuser.torch.backend import default_compile_workers
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    assert default_compile_workers() == 16
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
+    assert default_compile_workers() == 8
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert default_compile_workers() == 1
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "x")
+    assert default_compile_workers() == 2
+
+
 def test_compile_worker_hands_back_what_another_process_is_compiling(monkeypatch):
     """With "wait": false a fusion another process holds (cache.Busy) comes back as "busy" for
     the caller's queue; without it, the worker waits for that fusion itself."""
@@ -964,7 +981,7 @@ def test_compile_worker_hands_back_what_another_process_is_compiling(monkeypatch
         calls.append((text, wait))
         if text == "held" and not wait:
             raise cache.Busy(text)
-        return type("C", (), {"result": type("R", (), {"cached": text == "held"})()})()
+        return type("C", (), {"result": type("R", (), {"cached": text == "held"})(), "ptx": ""})()
 
     monkeypatch.setattr(fa, "compile", fake_compile)
     job = {"pipeline": "default", "options": None, "cache_dir": None, "texts": ["held", "free"]}
