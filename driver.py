@@ -139,6 +139,31 @@ def compile_fusion(module: ModuleOp | str, pipeline: str | Sequence[ModulePass] 
     return result
 
 
+def make_cubin(ptx: str, kc: cache.KernelCache | None = None) -> bool:
+    """Assemble `ptx` with ptxas into the kernel cache (runtime/cubins.py) unless it is there, so
+    that the process that launches it loads machine code instead of having the driver compile the
+    PTX. False when it cannot be made: no ptxas, no `.target`, or ptxas refused the PTX (the
+    driver's JIT then meets and reports that)."""
+    from fuser.runtime import cubins
+
+    arch = cubins.target_arch(ptx)
+    if arch is None or ptx_mod.find_ptxas() is None:
+        return False
+    kc = kc or cache.default_cache()
+    k = cubins.key(ptx)
+    if kc.get(k) is not None:
+        return True
+    with kc.building(k):
+        if kc.recheck(k) is not None:
+            return True
+        try:
+            cubin = ptx_mod.assemble_ptx(ptx, arch, list(cubins.FLAGS[1:]))
+        except ptx_mod.PtxasError:
+            return False
+        cubins.store(ptx, cubin, {"arch": arch}, kc)
+    return True
+
+
 def _builder() -> str:
     """Who built a cache entry, for logs: host, pid and the torch.distributed rank if any."""
     rank = os.environ.get("RANK")

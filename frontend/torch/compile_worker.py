@@ -7,7 +7,7 @@ line on stdin: `{"pipeline": str, "options": dict | null, "cache_dir": str, "tex
 text, ...], "wait": bool}`. A plain subprocess, not multiprocessing: spawn and forkserver re-import the user's
 main script, which would run its top-level code (a training loop) again. Each result lands in
 the disk cache at `cache_dir` (the caller's), where the backend's own `fuser.api.compile` of the
-same text finds it, with the cubin ptxas assembles from its PTX (runtime/cubins.py), which the
+same text finds it, with the cubin ptxas assembles from its PTX (driver.make_cubin), which the
 launching process loads instead of having the driver compile the PTX. End of input ends the
 process.
 
@@ -31,7 +31,8 @@ from typing import Any
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     import fuser.api as fa
-    from fuser.runtime import cache, cubins
+    from fuser.driver import make_cubin
+    from fuser.runtime import cache
 
     if job.get("cache_dir") and cache.default_cache().directory != cache.Path(job["cache_dir"]):
         cache._default = cache.KernelCache(job["cache_dir"], disk=True)
@@ -48,7 +49,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             return True
         summary["loaded" if compiled.result.cached else "compiled"] += 1
         if compiled.ptx:  # the machine code too, so that the launching process need not JIT it
-            cubins.ensure(compiled.ptx)
+            make_cubin(compiled.ptx)
         return True
 
     start = time.perf_counter()

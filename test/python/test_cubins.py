@@ -1,12 +1,13 @@
-"""Cubins made ahead by ptxas (runtime/cubins.py) on the CPU: made once into the cache, keyed by
-the PTX and the ptxas, nothing without ptxas or a target, no exception on PTX ptxas refuses, and
-the backend's compile worker leaving one per fusion. (Loading them: test_runtime_gpu.py.)"""
+"""Cubins made ahead by ptxas (driver.make_cubin, runtime/cubins.py) on the CPU: made once into
+the cache, keyed by the PTX, nothing without ptxas or a target, no exception on PTX ptxas refuses,
+and the backend's compile worker leaving one per fusion. (Loading them: test_runtime_gpu.py.)"""
 
 from __future__ import annotations
 
 import pytest
 
 import fuser.api as fa
+from fuser.driver import make_cubin
 from fuser.lowering.target.ptx import find_ptxas
 from fuser.runtime import cache, cubins
 
@@ -28,12 +29,13 @@ def test_made_once_and_found(kc, monkeypatch):
     ptx = fa.compile(TEXT, stages=False).ptx
     assert cubins.target_arch(ptx) == "sm_90a"
     assert cubins.cached(ptx, kc) is None
-    assert cubins.ensure(ptx, kc)
+    assert make_cubin(ptx, kc)
     cubin = cubins.cached(ptx, kc)
     assert cubin is not None and cubin[:4] == b"\x7fELF"
-    # a second ensure finds it: ptxas is not run again
+    # a second make_cubin finds it: ptxas is not run again
     monkeypatch.setattr("fuser.lowering.target.ptx.assemble_ptx", lambda *a, **k: pytest.fail("assembled twice"))
-    assert cubins.ensure(ptx, kc)
+    monkeypatch.setattr("fuser.lowering.target.ptx.find_ptxas", lambda: "/nonexistent/ptxas")
+    assert make_cubin(ptx, kc)
     # from disk, in a process of its own (a fresh cache object on the same directory)
     assert cubins.cached(ptx, cache.KernelCache(kc.directory, disk=True)) == cubin
     # another PTX (here: one more comment line) is another entry
@@ -43,16 +45,16 @@ def test_made_once_and_found(kc, monkeypatch):
 @needs_ptxas
 def test_nothing_made_without_a_target_or_from_bad_ptx(kc):
     ptx = fa.compile(TEXT, stages=False).ptx
-    assert not cubins.ensure(ptx.replace(".target sm_90a", ""), kc)
+    assert not make_cubin(ptx.replace(".target sm_90a", ""), kc)
     bad = ptx.replace("ret;", "not_an_instruction;", 1)
-    assert bad != ptx and not cubins.ensure(bad, kc)
+    assert bad != ptx and not make_cubin(bad, kc)
     assert cubins.cached(bad, kc) is None
 
 
 def test_nothing_without_ptxas(kc, monkeypatch):
     monkeypatch.setattr("fuser.lowering.target.ptx.find_ptxas", lambda: None)
     ptx = fa.compile(TEXT, stages=False).ptx
-    assert not cubins.ensure(ptx, kc)
+    assert not make_cubin(ptx, kc)
     assert cubins.cached(ptx, kc) is None
 
 

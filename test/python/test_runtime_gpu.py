@@ -534,10 +534,11 @@ def test_device_array_host_overhead():
 
 
 def test_module_loads_from_the_cubin_made_ahead():
-    """A fusion whose cubin the cache holds (runtime/cubins.py: made by ptxas, as the backend's
+    """A fusion whose cubin the cache holds (driver.make_cubin: made by ptxas, as the backend's
     compile workers do) is loaded from it, not JIT-compiled from its PTX, and runs the same."""
     from fuser.lowering.target.ptx import find_ptxas
-    from fuser.runtime import cubins, executor
+    from fuser.driver import make_cubin
+    from fuser.runtime import executor
 
     if find_ptxas() is None:
         pytest.skip("no ptxas")
@@ -550,7 +551,7 @@ def test_module_loads_from_the_cubin_made_ahead():
 
     k = fz.compile(text)
     executor._modules.pop(executor._ptx_key(k.ptx), None)
-    assert cubins.ensure(k.ptx)
+    assert make_cubin(k.ptx)
     before = dict(executor.load_counts)
     x = np.random.default_rng(3).standard_normal((33, 257)).astype(np.float32)
     y = np.asarray(k(x))
