@@ -12,7 +12,7 @@ import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import Float16Type, Float64Type, IntegerType, i1, i32
+from xdsl.dialects.builtin import Float16Type, Float64Type, FloatAttr, IntegerType, i1, i32
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from fuser.dialects import fusion as F
@@ -888,7 +888,16 @@ def emit_pow(kb: KernelBuilder, a: SSAValue, b: SSAValue) -> SSAValue:
     negative base takes the sign of an odd integer exponent and is NaN for a non-integer one;
     b == 0 or a == 1 give 1 exactly. Accuracy: lg2.approx's error scaled by |b * log2|a||,
     within a few ulp for results of ordinary size. f64: |a| ** b is `math.powf` (libm_f64.py,
-    within 1 ulp), the signs and special cases as above."""
+    within 1 ulp), the signs and special cases as above.
+
+    A constant exponent of 2 or 3 is a * a (* a), as torch's CUDA pow computes it: the same value
+    at every special case (signs, zeros, infinities, NaN), within an ulp more often than the
+    exp2/log2 form, and no transcendental a GELU's x ** 3 would spend its time on."""
+    exponent = _float_constant(b)
+    if exponent in (2.0, 3.0):
+        square = kb.fmul(a, a)
+        return square if exponent == 2.0 else kb.fmul(square, a)
+
     def cmp(x, y, pred):
         return kb.v(arith.CmpfOp(x, y, pred))
 
@@ -906,6 +915,14 @@ def emit_pow(kb: KernelBuilder, a: SSAValue, b: SSAValue) -> SSAValue:
     r = select(cmp(a, kb.const(0.0, a.type), "olt"), select(b_int, negative, kb.const(math.nan, a.type)), mag)
     one = kb.v(arith.OrIOp(cmp(b, kb.const(0.0, a.type), "oeq"), cmp(a, kb.const(1.0, a.type), "oeq")))
     return select(one, kb.const(1.0, a.type), r)
+
+
+def _float_constant(v: SSAValue) -> float | None:
+    """The value of a float constant (an arith.constant), else None."""
+    owner = v.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr):
+        return owner.value.value.data
+    return None
 
 
 def _common_suffix(a: Sequence[int], b: Sequence[int]) -> int:

@@ -160,6 +160,30 @@ def test_pow_special_cases_and_accuracy():
     assert rel.max() < 2e-5, f"max relative error {rel.max():.2e}"
 
 
+@pytest.mark.parametrize("exponent", [2.0, 3.0])
+def test_pow_of_a_constant_square_or_cube(exponent):
+    """x ** 2 and x ** 3 with a constant exponent are multiplications (as torch's CUDA pow): the
+    special cases as powf's (signed zeros, infinities, NaN, overflow) and within 1.5 ulp."""
+    rng = np.random.default_rng(7)
+    n = 4099
+    x = rng.uniform(-40, 40, n).astype(np.float32)
+    x[:9] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e13, -1e13, 1.0, -1.0]
+    t = f"tensor<{n}xf32>"
+    text = (f"func.func @p(%x: {t}) -> {t} {{\n  %c = fusion.full {exponent} : {t}\n"
+            f"  %z = fusion.pow %x, %c : {t}\n  func.return %z : {t}\n}}")
+    k = api.compile(text)
+    assert "math.log2" not in k.ir("sched")
+    got = np.asarray(k(x))
+    with np.errstate(all="ignore"):
+        want = np.power(x.astype(np.float64), exponent)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.array_equal(got[np.isinf(got)], want.astype(np.float32)[np.isinf(got)])
+    assert np.array_equal(np.signbit(got[:2]), np.signbit(want[:2].astype(np.float32)))
+    fin = np.isfinite(got)
+    rel = np.abs(got[fin] - want[fin]) / np.maximum(np.abs(want[fin]), 1e-30)
+    assert rel.max() < 1.5 * 2.0 ** -23, f"max relative error {rel.max():.2e}"
+
+
 @pytest.mark.parametrize("dt", ["f32", "bf16"])
 def test_gelu_keeps_its_relative_accuracy_far_below_zero(dt):
     """gelu(x) for x in [-13, -3]: values from -4e-3 down to -1.5e-38, each within a few ulp of
