@@ -78,14 +78,16 @@ def emit_persistent(em: KernelEmitter, task: Task, materialized: set, args: set)
         else:
             cache = _rows_in_registers(kb, g, p, stages, sources, overrides, row_idx, tx, ty)
         ok_row = kb.lt(row, rows)
-        row_outs = [r for r in g.result_list if r in outputs] + g.row_outputs  # unread statistics stay in registers
-        emit_if(kb, kb.andi(kb.eq(tx, 0), ok_row),
-                lambda b: store_row_outputs(b, row_outs, amap, row, dict(overrides)))
         stores = _full_stores(g, outputs, amap)
         if p.looped:
             _store_outputs_looped(kb, g, p, sources, overrides, copies, row_idx, ty, ok_row, stores)
         else:
             _store_outputs_unrolled(kb, g, p, cache, ok_row, stores)
+        # the row's statistics last: a store before the full-size outputs' loads would hold them
+        # back (they may alias it), and nothing here reads these buffers
+        row_outs = [r for r in g.result_list if r in outputs] + g.row_outputs  # unread statistics stay in registers
+        emit_if(kb, kb.andi(kb.eq(tx, 0), ok_row),
+                lambda b: store_row_outputs(b, row_outs, amap, row, dict(overrides)))
 
     em.kernel(host_bufs, (math.ceil(rows / p.by), 1, 1), (p.bx, p.by, 1), body, schedule=p.describe())
 
@@ -161,8 +163,12 @@ def _store_outputs_unrolled(kb: KernelBuilder, g: NormGroup, p, cache: tuple, ok
     ev, idx, valid = cache
     for o in g.full_outputs:
         t = F._elem(o)
-        for s in range(p.slots):
-            xs = [kb.trunc(x, t) if F.is_float(t) else x for x in ev(o, idx[s], p.lanes)]
+        # every slot's values before the first store: the loads they need (of tensors only the
+        # outputs read, not kept in registers) are then in flight together, where a store
+        # between them would keep each slot's loads waiting for the last slot's store (they may
+        # alias it). A slot's values are at most `slots * lanes` registers, the cache's budget.
+        values = [[kb.trunc(x, t) if F.is_float(t) else x for x in ev(o, idx[s], p.lanes)] for s in range(p.slots)]
+        for s, xs in enumerate(values):
             cond = ok_row if valid[s] is None else kb.andi(ok_row, valid[s])
             for buf in stores[o]:
                 emit_if(kb, cond, lambda b, xs=xs, s=s, buf=buf: b.store(xs, buf, idx[s]))

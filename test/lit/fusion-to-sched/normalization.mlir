@@ -31,17 +31,19 @@ func.func @centered(%x: tensor<8x256xf32>) -> tensor<8x256xf32> {
 // -----
 // Layer norm (bf16 in and out, f32 statistics, weight and bias): one kernel, 16-byte loads of
 // 8 bf16, the Welford state (avg, M2, n) merged across the row's threads with shuffles, the
-// mean and 1/std stored by one thread per row, the normalized row stored as bf16.
+// normalized row stored as bf16, then the mean and 1/std by one thread per row (last: a store
+// before the row's loads and stores would hold them back, as they may alias it).
 // CHECK-LABEL: sched.kernel @layer_norm_k0
 // CHECK-SAME:    grid [512, 1, 1] block [32, 8, 1]
 // CHECK-SAME:    fuser.schedule = "persistent: 8 row(s)/block, 32 threads/row, 4 x 8-element vectors/thread in registers"
 // CHECK-COUNT-4: sched.load %{{.*}} : memref<4096x1024xbf16> -> vector<8xbf16>
 // CHECK:         arith.divf
 // CHECK-COUNT-3: sched.shfl_xor %{{.*}}, 16 : f32
+// CHECK:         math.rsqrt
+// CHECK-NOT:     sched.store %{{.*}} : f32, memref<4096xf32>
+// CHECK-COUNT-4: sched.store %{{.*}} : vector<8xbf16>, memref<4096x1024xbf16>
 // CHECK:         scf.if
-// CHECK:           math.rsqrt
 // CHECK:           sched.store %{{.*}} : f32, memref<4096xf32>
-// CHECK:         sched.store %{{.*}} : vector<8xbf16>, memref<4096x1024xbf16>
 // CHECK-NOT:   sched.kernel @layer_norm_k1
 // The statistic no output returns (the sum of x - mean) stays in registers: no workspace.
 // CHECK:       func.func @layer_norm
