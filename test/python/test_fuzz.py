@@ -330,6 +330,22 @@ def test_cancellation_is_rounding_not_a_mismatch():
     assert np.all(mags[0] >= np.abs(want[0]))  # a magnitude bounds its value
 
 
+def test_a_wrapping_cast_whose_bound_spans_whole_wraps_is_dont_care():
+    """GPU fuzz seed 79660634 (H200): sum((mm - x) * mm) * 4 near 9e5, cast to i8 (wrapping the
+    saturated i32), came back -2 where float64 says -1. Element 35's error bound (896) spans
+    exactly 7 * 256 integers, so the two ends of the bound wrapped to the same i8 and the
+    don't-care test, which compared the wrapped ends, missed it; the ends are compared before
+    wrapping now. A bound inside one integer step keeps the element exact."""
+    case = fuzz.fuzz_case(79660634)
+    want, mags, dcs = case.expected(fuzz.make_inputs(case, 79660634))
+    assert want[5][35] == -1 and dcs[5][35] and dcs[5].all()
+    from fuser.tools.fuzz.semantics import _trunc_int, _trunc_unwrapped
+    x, m = np.array([770815.6457]), np.array([896.0])
+    assert _trunc_int(x - m, "i8") == _trunc_int(x + m, "i8")  # the wrap hides the step
+    assert _trunc_unwrapped(x - m, "i8") != _trunc_unwrapped(x + m, "i8")
+    assert _trunc_unwrapped(np.array([3.2]), "i8") == _trunc_unwrapped(np.array([3.9]), "i8")
+
+
 def test_fp8_matmul_accumulation_is_rounding_not_a_mismatch():
     """Two GPU fuzz failures on an H200 that were Hopper's FP8 accumulator, not bugs: its wgmma
     truncates the f32 running sum to 13 mantissa bits at each k-step of 32

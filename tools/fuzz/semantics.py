@@ -286,11 +286,18 @@ def _trunc_i64(x) -> np.ndarray:
 def _trunc_int(x, dst: str) -> np.ndarray:
     """float -> an integer type: toward zero, i32 and i64 saturating at their limits (NaN -> 0),
     i8 and i16 wrapping the saturated i32 (torch on CUDA); u8 through i64, wrapping."""
+    return _trunc_unwrapped(x, dst).astype(_NP_INT[dst])
+
+
+def _trunc_unwrapped(x, dst: str) -> np.ndarray:
+    """The int64 a float cast to `dst` holds before it wraps to `dst`'s width: i64 (and u8's
+    route) saturated at i64, the rest at i32 (i8 and i16 wrap what i32 holds: torch on CUDA).
+    Two floats whose casts may differ differ here, even where their wrapped results agree."""
     t = _trunc_i64(x)
     if dst in ("i64", "u8"):
-        return t.astype(_NP_INT[dst])
-    info = np.iinfo(np.int32)  # i32 saturates; i8 and i16 wrap what i32 holds (torch on CUDA)
-    return np.clip(t, info.min, info.max).astype(np.int32).astype(_NP_INT[dst])
+        return t
+    info = np.iinfo(np.int32)
+    return np.clip(t, info.min, info.max)
 
 
 def _creation(op: str, rhs: str, shape: tuple[int, ...], rounding: bool = True):
@@ -736,7 +743,8 @@ class _Semantics:
         elif op == "cast" and dtype == "i1" and from_float:
             flip = lambda vals, m: np.abs(vals[0]) <= m  # noqa: E731
         elif op == "cast" and dtype in INTS and from_float:
-            flip = lambda vals, m: _trunc_int(vals[0] - m, dtype) != _trunc_int(vals[0] + m, dtype)  # noqa: E731
+            # compared before wrapping: the ends of an interval 256 * k wide wrap to one i8 value
+            flip = lambda vals, m: _trunc_unwrapped(vals[0] - m, dtype) != _trunc_unwrapped(vals[0] + m, dtype)  # noqa: E731
         elif op in ("fmod", "remainder"):  # its jump by b where a / b crosses an integer
             rounding = np.trunc if op == "fmod" else np.floor
 
