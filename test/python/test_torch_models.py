@@ -535,6 +535,27 @@ def test_kernel_report_names_each_fuser_kernels_kind(tmp_path):
     assert lines[1].strip() == "fuser's kernels by kind: matmul 0.50, rows 0.25"
 
 
+def test_kernel_report_floor(tmp_path):
+    """--floor: a kernel's argument bytes from its sched.kernel line (tensor maps by their memref,
+    a rank-0 buffer its one element), and the memory-bound kernels sorted by their time above the
+    floor, matmuls left out."""
+    from fuser.tools.bench import kernel_report
+
+    line = ("  sched.kernel @k(%0 : memref<8x1024xbf16>, %1 : !sched.tensor_map<memref<64x32xf32>, box [64, 32], "
+            "swizzle 128>, %2 : memref<f32>, %3 : memref<4x4xi64>) grid [8, 1, 1] block [256, 1, 1] smem 0 {")
+    assert kernel_report.argument_bytes(line) == 8 * 1024 * 2 + 64 * 32 * 4 + 4 + 16 * 8
+    kinds = {"fuser_a_k0": "pointwise", "fuser_a_k1": "rows", "fuser_a_k2": "matmul"}
+    nbytes = {"fuser_a_k0": 4_300_000, "fuser_a_k1": 4_300_000, "fuser_a_k2": 1}
+    ks = [{"name": "fuser_a_k0", "ms": 0.002, "calls": 2, "op": "fuser"},   # floor 2 x 1 us: on it
+          {"name": "fuser_a_k1", "ms": 0.005, "calls": 1, "op": "fuser"},   # floor 1 us: 4 us above
+          {"name": "fuser_a_k2", "ms": 1.0, "calls": 1, "op": "fuser"}]
+    doc = {"rows": [{"model": "m", "mode": "train", "peers": {"fuser": {"kernels": ks}}}]}
+    lines = kernel_report.floor_report(doc, top=5, kinds=kinds, nbytes=nbytes, tb_per_s=4.3)
+    assert "memory-bound kernels 0.01 ms, floor 0.00 ms at 4.3 TB/s" in lines[0]
+    assert [ln.split()[-2] for ln in lines[1:]] == ["fuser_a_k1", "fuser_a_k0"]
+    assert "+ 0.004" in lines[1] and "+ 0.000" in lines[2]
+
+
 def test_step_host_rounds_on_the_cpu():
     """step_host times rounds of training steps through the backend (queued and synced host time;
     the allocator's figures only on CUDA) and hands back the step for a profile."""

@@ -1,18 +1,24 @@
 """Where each peer's step spends its GPU time, kernel by kernel, from `fuser-bench --models --kernels DIR
 --json PATH`'s JSON:
 
-    python -m fuser.tools.bench.kernel_report PATH [--top N] [--regions DIR]
+    python -m fuser.tools.bench.kernel_report PATH [--top N] [--regions DIR [--floor TB/s]]
 
 Per model, mode and peer: the step's GPU time by kernel category (matmul, attention, fuser's own,
 elementwise, reduction, optimizer, copy), then the `top` kernels. With --regions (the DIR/regions
 that --kernels wrote), fuser's kernels are named by the ops of their region, and each kernel by
-what the planner made of it (compiled here again, on the CPU: no GPU needed).
+what the planner made of it (compiled here again, on the CPU: no GPU needed). With --floor BW
+(e.g. 4.3 for an H200, 3.0 for an H100, in TB/s) also fuser's memory-bound kernels (all but the
+matmuls) against their floor, most time above it first: the bytes of every buffer the kernel
+takes (its sched.kernel arguments, whole) moved once at BW. A kernel that reads part of a buffer
+is charged the whole of it, so the floor is an upper bound on the least time; one far above its
+floor is worth reading.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -40,14 +46,30 @@ def category(name: str) -> str:
 
 
 KERNEL_RE = re.compile(r"sched\.kernel @(\w+)\(.*\) grid \[([^\]]*)\]")
+MEMREF_RE = re.compile(r"memref<([^>]*)>")
+ELEM_BYTES = {"i1": 1, "i8": 1, "ui8": 1, "f8E4M3FN": 1, "f8E5M2": 1, "i16": 2, "f16": 2, "bf16": 2,
+              "i32": 4, "f32": 4, "i64": 8, "f64": 8}
+
+
+def argument_bytes(kernel_line: str) -> int:
+    """Bytes of the buffers a `sched.kernel` line takes (tensor maps by their memref; shared-memory
+    and other non-global arguments are not in its signature)."""
+    signature = kernel_line.split(") grid", 1)[0]
+    total = 0
+    for m in MEMREF_RE.finditer(signature):
+        *dims, elem = m.group(1).split(",")[0].split("x")
+        total += math.prod(int(d) for d in dims) * ELEM_BYTES.get(elem.strip(), 4)
+    return total
 SCHEDULE_RE = re.compile(r'fuser\.schedule = "([^"]*)"')
 
 
-def region_kernels(regions_dir: str, kinds: dict[str, str] | None = None) -> dict[str, str]:
+def region_kernels(regions_dir: str, kinds: dict[str, str] | None = None,
+                   nbytes: dict[str, int] | None = None) -> dict[str, str]:
     """fuser kernel name -> a short description: the region's ops and the planner's schedule; `kinds`
     (when given) gets each kernel's kind: matmul (wgmma), rows (a persistent row schedule),
-    reduction or pointwise."""
+    reduction or pointwise; `nbytes` (when given) its argument bytes (`argument_bytes`)."""
     kinds = {} if kinds is None else kinds
+    nbytes = {} if nbytes is None else nbytes
     from fuser import api as fa
 
     out: dict[str, str] = {}
@@ -71,6 +93,7 @@ def region_kernels(regions_dir: str, kinds: dict[str, str] | None = None) -> dic
                 how = SCHEDULE_RE.search(line)
                 kernel = m.group(1)
                 kinds[kernel] = "rows" if how and "persistent" in how.group(1) else "pointwise"
+                nbytes[kernel] = argument_bytes(line)
                 out[kernel] = f"grid [{m.group(2)}] {how.group(1) if how else ''} | {summary}"
             elif kernel and "sched.wgmma.mma_async" in line:
                 kinds[kernel] = "matmul"
@@ -107,17 +130,47 @@ def report(doc: dict[str, Any], top: int, names: dict[str, str], kinds: dict[str
     return lines
 
 
+def floor_report(doc: dict[str, Any], top: int, kinds: dict[str, str], nbytes: dict[str, int],
+                 tb_per_s: float) -> list[str]:
+    """Fuser's kernels other than matmuls, per model, mode and peer, against their floor: the
+    `top` with the most time above it."""
+    lines = []
+    for row in doc["rows"]:
+        for peer, cell in row["peers"].items():
+            ks = [k for k in cell.get("kernels") or [] if k["name"] in nbytes and kinds.get(k["name"]) != "matmul"]
+            if not ks:
+                continue
+            rows = []
+            for k in ks:
+                floor = nbytes[k["name"]] * k["calls"] / (tb_per_s * 1e12) * 1e3
+                rows.append((k["ms"] - floor, k, floor))
+            rows.sort(key=lambda r: -r[0])
+            lines.append(f"== {row['model']} {row['mode']} {peer}: fuser's memory-bound kernels {sum(r[1]['ms'] for r in rows):.2f} ms, "
+                         f"floor {sum(r[2] for r in rows):.2f} ms at {tb_per_s:g} TB/s (argument bytes moved once)")
+            for above, k, floor in rows[:top]:
+                lines.append(f"  {k['ms']:8.3f} ms {k['calls']:5.0f}x  floor {floor:7.3f} ms  +{above:6.3f}  "
+                             f"{nbytes[k['name']] / 1e6:9.1f} MB  {k['name'][:40]:40s} {kinds.get(k['name'], '')}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m fuser.tools.bench.kernel_report", description=__doc__.split("\n\n")[0])
     p.add_argument("json", help="fuser-bench --models --kernels DIR --json PATH's PATH")
     p.add_argument("--top", type=int, default=25, help="kernels listed per peer (default 25)")
     p.add_argument("--regions", metavar="DIR", help="--kernels DIR/regions: name fuser's kernels by their ops")
+    p.add_argument("--floor", type=float, metavar="TB/s",
+                   help="with --regions: fuser's memory-bound kernels against their floor at this bandwidth")
     args = p.parse_args(argv)
+    if args.floor is not None and (not args.regions or args.floor <= 0):
+        p.error("--floor needs --regions and a positive bandwidth in TB/s")
     with open(args.json) as f:
         doc = json.load(f)
     kinds: dict[str, str] = {}
-    names = region_kernels(args.regions, kinds) if args.regions else {}
+    nbytes: dict[str, int] = {}
+    names = region_kernels(args.regions, kinds, nbytes) if args.regions else {}
     print("\n".join(report(doc, args.top, names, kinds)))
+    if args.floor is not None:
+        print("\n".join(floor_report(doc, args.top, kinds, nbytes, args.floor)))
     return 0
 
 
