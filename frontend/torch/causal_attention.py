@@ -97,6 +97,7 @@ def restore_causal_attention(gm: fx.GraphModule) -> int:
     """Rewrite `gm`'s attention calls with a constant causal mask to is_causal=True (in place);
     returns how many were rewritten."""
     done = 0
+    values: dict[fx.Node, Any] = {}  # each mask evaluated once (every layer's attention reads the same)
     for node in list(gm.graph.nodes):
         if node.op != "call_function" or node.target not in SDPA:
             continue
@@ -104,20 +105,23 @@ def restore_causal_attention(gm: fx.GraphModule) -> int:
         if not isinstance(mask, fx.Node) or _arg(node, _CAUSAL, "is_causal", False) is not False:
             continue
         q, k = _example(node.args[0]), _example(node.args[1] if len(node.args) > 1 else node.kwargs.get("key"))
-        mask_example = _example(mask)
-        if not isinstance(q, torch.Tensor) or not isinstance(k, torch.Tensor):
-            continue
-        if isinstance(mask_example, torch.Tensor) and mask_example.numel() > MAX_MASK_ELEMENTS:
-            continue
+        if not isinstance(q, torch.Tensor) or not isinstance(k, torch.Tensor) or \
+                not all(isinstance(d, int) for d in (*q.shape, *k.shape)):
+            continue  # (symbolic shapes: left as they are)
         nodes = _constant_subgraph(mask)
         if nodes is None:
             continue
-        try:
-            value = _evaluate(nodes, mask)
-        except Exception as e:  # noqa: BLE001 - the graph keeps its mask
-            log.info("attention mask %s not evaluated: %s", mask.name, e)
+        # a constant mask has a static shape: too big to evaluate at compile time, it stays
+        mask_example = _example(mask)
+        if isinstance(mask_example, torch.Tensor) and mask_example.numel() > MAX_MASK_ELEMENTS:
             continue
-        if not is_causal_mask(value, tuple(q.shape), tuple(k.shape)):
+        if mask not in values:
+            try:
+                values[mask] = _evaluate(nodes, mask)
+            except Exception as e:  # noqa: BLE001 - the graph keeps its mask
+                log.info("attention mask %s not evaluated: %s", mask.name, e)
+                values[mask] = None
+        if not is_causal_mask(values[mask], tuple(q.shape), tuple(k.shape)):
             continue
         args, kwargs = list(node.args), dict(node.kwargs)
         for index, name, new in ((_MASK, "attn_mask", None), (_CAUSAL, "is_causal", True)):

@@ -140,3 +140,37 @@ def test_through_the_backend(causal_attention):
     torch.testing.assert_close(out, ref)
     for p, g in zip(model.parameters(), grads):
         torch.testing.assert_close(p.grad, g)
+
+
+class TwoLayers(nn.Module):
+    """Two attentions reading one mask, as a model's layers do."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = CausalByMask(), CausalByMask()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, s, _ = x.shape
+        i = torch.arange(s, device=x.device)
+        mask = (i[None, :] <= i[:, None])[None, None].expand(b, 1, s, s)
+        out = x
+        for layer in (self.a, self.b):
+            q, k, v = layer.proj(out).view(b, s, 3, 2, 4).permute(2, 0, 3, 1, 4)
+            out = Fn.scaled_dot_product_attention(q, k, v, attn_mask=mask).transpose(1, 2).reshape(b, s, 8)
+        return out
+
+
+def test_a_mask_read_by_every_layer_is_evaluated_once(monkeypatch):
+    from fuser.torch import causal_attention
+
+    calls = []
+    evaluate = causal_attention._evaluate
+    monkeypatch.setattr(causal_attention, "_evaluate", lambda nodes, mask: calls.append(mask) or evaluate(nodes, mask))
+    model, x = TwoLayers(), torch.randn(2, 6, 8)
+    gm, inputs = _dynamo_graph(model, x)
+    with torch.no_grad():
+        before = gm(*inputs)
+    assert restore_causal_attention(gm) == 2 and len(calls) == 1
+    assert all(c.kwargs.get("is_causal") is True for c in _sdpa_calls(gm))
+    with torch.no_grad():
+        torch.testing.assert_close(gm(*inputs), before)
