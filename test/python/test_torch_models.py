@@ -215,7 +215,7 @@ def test_table_notes_and_json(tmp_path):
                 "fuser_kernels_per_step": 40,
                 "by_op": [("aten::mm", 9.0), ("aten::_scaled_dot_product_flash_attention", 6.0)]}
     ok.fuser_stats = {"regions": 12, "fused_nodes": 300, "torch_nodes": {"aten.mm.default": 50},
-                      "partition_seconds": 3.25, "precompile_seconds": 20.0, "compile_seconds": 1.5}
+                      "partition_seconds": 3.25, "precompile_seconds": 20.0, "compile_seconds": 1.5, "causal_masks": 4}
     err = model_bench.ModelRow("llama", "infer", status="ERROR")
     err.peers["fuser"].error = "RuntimeError: boom"
     err.notes.append("fuser ERROR: RuntimeError: boom")
@@ -231,8 +231,8 @@ def test_table_notes_and_json(tmp_path):
     notes = model_bench.below_table(rows)
     assert any("25.0% fused" in n for n in notes) and any("aten::mm" in n for n in notes)
     assert any("llama infer: fuser ERROR" in n for n in notes)
-    assert any(n.endswith("first step: partition 3.2 s, precompile 20.0 s, compile or load in the process 1.5 s")
-               for n in notes), notes
+    assert any(n.endswith("4 attention masks made is_causal; first step: partition 3.2 s, precompile 20.0 s, "
+                          "compile or load in the process 1.5 s") for n in notes), notes
     path = tmp_path / "out" / "models.json"
     model_bench.write_json(str(path), rows, {"device": "test"}, {"quick": True})
     doc = json.loads(path.read_text())

@@ -181,7 +181,9 @@ def train_run(name: str, wrap: str, peer: str, a: argparse.Namespace) -> dict[st
                         "distinct": len({r._key() for r in be.regions() if r.device == "cuda"}),
                         "compiled": st.fusions_compiled, "loaded": st.fusions_loaded,
                         "compile_errors": st.compile_errors, "torch_calls": st.torch_calls,
-                        "gpu_calls": st.gpu_calls, "reference_calls": st.reference_calls}
+                        "gpu_calls": st.gpu_calls, "reference_calls": st.reference_calls,
+                        # (0 under DDP: its graph split hands the attention its mask as an input)
+                        "causal_masks": st.causal_masks}
     return out
 
 

@@ -600,7 +600,8 @@ def below_table(rows: Sequence[ModelRow], top: int = 10) -> list[str]:
         if r.fuser_stats:
             s = r.fuser_stats
             lines.append(f"{r.name}: fuser backend: {s.get('regions', 0)} regions, {s.get('fused_nodes', 0)} fused "
-                         f"nodes, {sum(s.get('torch_nodes', {}).values())} nodes left to PyTorch; first step: "
+                         f"nodes, {sum(s.get('torch_nodes', {}).values())} nodes left to PyTorch, "
+                         f"{s.get('causal_masks', 0)} attention masks made is_causal; first step: "
                          f"partition {s.get('partition_seconds', 0.0):.1f} s, precompile {s.get('precompile_seconds', 0.0):.1f} s, "
                          f"compile or load in the process {s.get('compile_seconds', 0.0):.1f} s")
         out += lines
