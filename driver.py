@@ -149,18 +149,11 @@ def make_cubin(ptx: str, kc: cache.KernelCache | None = None) -> bool:
     arch = cubins.target_arch(ptx)
     if arch is None or ptx_mod.find_ptxas() is None:
         return False
-    kc = kc or cache.default_cache()
-    k = cubins.key(ptx)
-    if kc.get(k) is not None:
-        return True
-    with kc.building(k):
-        if kc.recheck(k) is not None:
-            return True
-        try:
-            cubin = ptx_mod.assemble_ptx(ptx, arch, list(cubins.FLAGS[1:]))
-        except ptx_mod.PtxasError:
-            return False
-        cubins.store(ptx, cubin, {"arch": arch}, kc)
+    try:
+        (kc or cache.default_cache()).get_or_create(cubins.key(ptx), lambda: (
+            cubins.payloads(ptx_mod.assemble_ptx(ptx, arch, list(cubins.FLAGS[1:]))), {"arch": arch}))
+    except ptx_mod.PtxasError:
+        return False
     return True
 
 

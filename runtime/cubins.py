@@ -4,7 +4,7 @@ Loading a module from PTX makes the CUDA driver compile it to machine code on th
 process that launches: about 0.6 s for a layer's fusion of a dozen kernels on an H200's host,
 10.7 s of Llama's first training step through the PyTorch backend, one module after another.
 So the backend's compile workers also assemble each fusion's PTX with ptxas
-(`fuser.driver.make_cubin`, in parallel) and `store` the cubin here; the executor loads the cubin
+(`fuser.driver.make_cubin`, in parallel) into the cache under `key`; the executor loads the cubin
 when the cache has one (`cached`) and the PTX otherwise.
 
 An entry is keyed by the PTX text and the flags, `-O3 -lineinfo`, as the driver's JIT builds
@@ -18,8 +18,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from typing import Any
-
 from .cache import KernelCache, default_cache
 
 FLAGS = ("-O3", "-lineinfo")
@@ -51,5 +49,6 @@ def cached(ptx: str, cache: KernelCache | None = None) -> bytes | None:
         return None
 
 
-def store(ptx: str, cubin: bytes, meta: dict[str, Any], cache: KernelCache | None = None) -> None:
-    (cache or default_cache()).put(key(ptx), {"cubin": base64.b64encode(cubin).decode()}, meta)
+def payloads(cubin: bytes) -> dict[str, str]:
+    """A cubin as the cache entry's payloads (text: base64), which `cached` reads back."""
+    return {"cubin": base64.b64encode(cubin).decode()}
