@@ -1817,6 +1817,11 @@ class CompiledFusion:
             self._executor = Executor(self.result.program)
         return self._executor(*arrays)
 
+    @property
+    def executor(self) -> Any:
+        """The runtime's Executor once a first call has loaded the kernels, else None."""
+        return self._executor
+
     def _check_indices(self, arrays: tuple) -> None:
         """With FUSER_CHECK_INDICES=1, an IndexError for an index input outside its op's range
         (fuser.runtime.index_check); otherwise nothing."""

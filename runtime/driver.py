@@ -11,6 +11,7 @@ touches the GPU.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import re
 import struct
@@ -402,27 +403,67 @@ def encode_tensor_map(ptr: int, shape: Sequence[int], dtype: str, box: Sequence[
     buffer at device address ``ptr``; ``shape`` and ``box`` are outermost first. Out-of-bounds
     elements of a box read as zero."""
     context()
-    e = _TMAP_ELEM[dtype]
-    rank = len(shape)
-    dims = [int(d) for d in reversed(shape)]
-    strides, acc = [], e
-    for d in dims[:-1]:
-        acc *= d
-        strides.append(acc)
-    boxd = [int(b) for b in reversed(box)]
+    fields = _tensor_map_fields(tuple(int(d) for d in shape), dtype, tuple(int(b) for b in box), int(swizzle))
+    encode = _direct_encode()
+    if encode is not None:  # (a GPT-2 step encodes ~100 maps: cuda.bindings' call took ~10 us of each)
+        out = (ctypes.c_uint8 * 192)()  # (a CUtensorMap is 64-byte aligned)
+        addr = (ctypes.addressof(out) + 63) & ~63
+        check_direct(encode(addr, fields.dtype, fields.rank, ptr, fields.dims, fields.strides, fields.box,
+                        fields.element_strides, fields.interleave, fields.swizzle, fields.l2, fields.oob),
+                     "cuTensorMapEncodeTiled")
+        return ctypes.string_at(addr, 128)
     T = _cu
-    args = (getattr(T.CUtensorMapDataType, _TMAP_DTYPES[dtype]), rank, ptr,
-            [T.cuuint64_t(d) for d in dims], [T.cuuint64_t(s) for s in strides],
-            [T.cuuint32_t(b) for b in boxd], [T.cuuint32_t(1)] * rank,
-            T.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-            getattr(T.CUtensorMapSwizzle, _TMAP_SWIZZLE[swizzle]),
-            T.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-            T.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    args = (T.CUtensorMapDataType(fields.dtype), fields.rank, ptr,
+            [T.cuuint64_t(d) for d in fields.dims], [T.cuuint64_t(s) for s in fields.strides],
+            [T.cuuint32_t(b) for b in fields.box], [T.cuuint32_t(1)] * fields.rank,
+            T.CUtensorMapInterleave(fields.interleave), T.CUtensorMapSwizzle(fields.swizzle),
+            T.CUtensorMapL2promotion(fields.l2), T.CUtensorMapFloatOOBfill(fields.oob))
     tmap = check(T.cuTensorMapEncodeTiled(*args), "cuTensorMapEncodeTiled")
     opaque = getattr(tmap, "opaque", None)
     if opaque is not None:
         return struct.pack("<16Q", *[int(x) for x in opaque])
     return ctypes.string_at(int(tmap.getPtr()), 128)
+
+
+class _TensorMapFields(NamedTuple):
+    """cuTensorMapEncodeTiled's arguments but the address: enums as ints, the arrays in ctypes
+    (innermost dim first, as the driver takes them)."""
+    dtype: int
+    rank: int
+    dims: Any
+    strides: Any
+    box: Any
+    element_strides: Any
+    interleave: int
+    swizzle: int
+    l2: int
+    oob: int
+
+
+@functools.lru_cache(maxsize=1024)
+def _tensor_map_fields(shape: tuple, dtype: str, box: tuple, swizzle: int) -> _TensorMapFields:
+    e = _TMAP_ELEM[dtype]
+    rank = len(shape)
+    dims = list(reversed(shape))
+    strides, acc = [], e
+    for d in dims[:-1]:
+        acc *= d
+        strides.append(acc)
+    T = _cu
+    return _TensorMapFields(
+        int(getattr(T.CUtensorMapDataType, _TMAP_DTYPES[dtype])), rank,
+        (ctypes.c_uint64 * rank)(*dims), (ctypes.c_uint64 * max(rank - 1, 1))(*strides),
+        (ctypes.c_uint32 * rank)(*reversed(box)), (ctypes.c_uint32 * rank)(*([1] * rank)),
+        int(T.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE),
+        int(getattr(T.CUtensorMapSwizzle, _TMAP_SWIZZLE[swizzle])),
+        int(T.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B),
+        int(T.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE))
+
+
+def check_direct(err: int, call: str) -> None:
+    """Raise CudaError for a CUresult returned by a direct (ctypes) driver call."""
+    if err:
+        raise CudaError(f"{call} failed: {_error_text(err)}", call, int(err))
 
 
 def _dim3(d: Any, what: str) -> tuple[int, int, int]:
@@ -590,21 +631,44 @@ def _direct() -> _Direct | None:
     if _direct_state:
         return _direct_state[0]
     direct = None
-    if os.environ.get("FUSER_LAUNCH", "").strip().lower() != "bindings":
-        try:
-            lib = ctypes.CDLL("libcuda.so.1")
-            launch, launch_ex = lib.cuLaunchKernel, lib.cuLaunchKernelEx
-        except (OSError, AttributeError):
-            launch = None
-        if launch is not None:
-            u, p = ctypes.c_uint, ctypes.c_void_p
-            launch.argtypes = [p, u, u, u, u, u, u, u, p, p, p]
-            launch.restype = ctypes.c_int
-            launch_ex.argtypes = [p, p, p, p]
-            launch_ex.restype = ctypes.c_int
-            direct = _Direct(launch, launch_ex)
+    lib = _libcuda()
+    if lib is not None:
+        launch, launch_ex = lib.cuLaunchKernel, lib.cuLaunchKernelEx
+        u, p = ctypes.c_uint, ctypes.c_void_p
+        launch.argtypes = [p, u, u, u, u, u, u, u, p, p, p]
+        launch.restype = ctypes.c_int
+        launch_ex.argtypes = [p, p, p, p]
+        launch_ex.restype = ctypes.c_int
+        direct = _Direct(launch, launch_ex)
     _direct_state.append(direct)
     return direct
+
+
+@functools.lru_cache(maxsize=None)
+def _libcuda() -> Any:
+    """libcuda through ctypes for the direct calls, or None (not found, or FUSER_LAUNCH=bindings)."""
+    if os.environ.get("FUSER_LAUNCH", "").strip().lower() == "bindings":
+        return None
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    calls = ("cuLaunchKernel", "cuLaunchKernelEx", "cuTensorMapEncodeTiled")
+    return lib if all(hasattr(lib, c) for c in calls) else None
+
+
+@functools.lru_cache(maxsize=None)
+def _direct_encode() -> Callable[..., int] | None:
+    """cuTensorMapEncodeTiled of libcuda through ctypes, or None (cuda.bindings encodes)."""
+    lib = _libcuda()
+    if lib is None:
+        return None
+    fn = lib.cuTensorMapEncodeTiled
+    p, i, u32 = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32
+    p64, p32 = ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32)
+    fn.argtypes = [p, i, u32, p, p64, p64, p32, p32, i, i, i, i]
+    fn.restype = ctypes.c_int
+    return fn
 
 
 def launch_config(grid: tuple, block: tuple, smem: int, stream: Any, cluster: tuple | None = None,

@@ -284,6 +284,23 @@ class Executor:
                     ptrs.append(x.data_ptr())
         except AttributeError:  # not a torch tensor
             return _MISS
+        return self._torch_launch(args, ptrs)
+
+    @property
+    def torch_ready(self) -> bool:
+        """A first call through __call__ has set up the cached call of torch tensors (and the
+        program takes them: no declared layouts), so `torch_call_unchecked` may be used."""
+        return self._torch_want is not None and self._steps is not None and not self._layouts
+
+    def torch_call_unchecked(self, args: tuple) -> Any:
+        """The cached torch call without its argument checks (only when `torch_ready`), for a
+        caller that guarantees them: `args` are dense CUDA torch tensors of the inputs' dtypes
+        and shapes on this executor's GPU. The PyTorch backend's regions are such callers:
+        Dynamo guards their graph's inputs, whose shapes are static, and each region lays its
+        inputs out before the call."""
+        return self._torch_launch(args, [x.data_ptr() for x in args])
+
+    def _torch_launch(self, args: tuple, ptrs: list[int]) -> Any:
         if self._launchers is None:
             self._torch_layout()
         ref = args[0]
@@ -302,7 +319,7 @@ class Executor:
                 ws[i].memset_zero(hs)
             for i in self._zero_out:
                 if self.outputs[i].nbytes:
-                    driver.check(driver._cu.cuMemsetD8Async(ptrs[len(want) + i], 0, self.outputs[i].nbytes, hs),
+                    driver.check(driver._cu.cuMemsetD8Async(ptrs[len(args) + i], 0, self.outputs[i].nbytes, hs),
                                  "cuMemsetD8Async")
         tmaps = [self._tensor_map(i, ptrs[j]) for i, j in enumerate(self._tmap_src)] if self._tmap_src else None
         if getattr(driver._tls, "ctx", None) is None:

@@ -422,6 +422,24 @@ def test_direct_and_bindings_launches(how, monkeypatch):
         k.launch((1, 1, 1), 4096, 0, [src, dst, driver.Scalar(N, "i32")])  # 4096 threads: over the limit
 
 
+def test_direct_and_bindings_tensor_maps_are_the_same_bytes(monkeypatch):
+    """cuTensorMapEncodeTiled through ctypes (the executor's per-call encode) gives the bytes
+    cuda.bindings' call gives, for every element type, rank and swizzle the matmuls use; a bad
+    box is refused by either with the call named."""
+    assert driver._direct_encode() is not None, "libcuda.so.1 loads wherever the GPU tests run"
+    buf = driver.DeviceBuffer(1 << 22)
+    cases = [((256, 512), "bf16", (64, 64), 128), ((3, 100, 72), "f16", (1, 32, 32), 64),
+             ((4096,), "f32", (32,), 0), ((128, 256), "f8e4m3fn", (64, 128), 128), ((77, 40), "f32", (8, 8), 32)]
+    direct = [driver.encode_tensor_map(buf.ptr + 256, *c) for c in cases]
+    monkeypatch.setattr(driver, "_direct_encode", lambda: None)
+    bindings = [driver.encode_tensor_map(buf.ptr + 256, *c) for c in cases]
+    assert all(len(d) == 128 for d in direct)
+    assert direct == bindings
+    monkeypatch.undo()
+    with pytest.raises(driver.CudaError, match="cuTensorMapEncodeTiled"):
+        driver.encode_tensor_map(buf.ptr, (256, 512), "bf16", (512, 64), 128)  # a box dim over 256
+
+
 def test_executor_dlpack_producer():
     torch = pytest.importorskip("torch")
 
