@@ -183,6 +183,21 @@ def _cached_result(key: str, stages: Stages, t0: float, recheck: bool) -> Compil
                          time.perf_counter() - t0, cached=True, built_by=str(hit.meta.get("built_by", "")))
 
 
+VERIFY_SETTINGS = ("sched", "end", "each")
+
+
+def verify_setting() -> str:
+    """FUSER_VERIFY: "sched" (the default: the sched level's loads and stores), "end" (and the
+    whole IR after the last pass: the test suite's setting), or "each" (the whole IR after every
+    pass; FUSER_VERIFY_EACH=1 says the same)."""
+    if os.environ.get("FUSER_VERIFY_EACH", "0") == "1":
+        return "each"
+    value = os.environ.get("FUSER_VERIFY", "").strip().lower() or "sched"
+    if value not in VERIFY_SETTINGS:
+        raise FuserDiagnostic(f"error: FUSER_VERIFY={value!r}: expected one of {', '.join(VERIFY_SETTINGS)}")
+    return value
+
+
 def _build(text: str, module: ModuleOp | str, passes: list[ModulePass], arch: str, stages: Stages,
            t0: float) -> CompileResult:
     """Run the pipeline, then LLVM: the compile proper."""
@@ -192,12 +207,14 @@ def _build(text: str, module: ModuleOp | str, passes: list[ModulePass], arch: st
     # Whatever the pipeline, never launch a kernel that reads unwritten data (once: the named
     # pipelines already run the check as a pass).
     checked_by_pipeline = any(p.name == "sched-verify-buffers" for p in passes)
-    # FUSER_VERIFY_EACH=1 verifies after every pass, to find which one produced invalid IR.
-    # Otherwise the IR is verified at the end, and at the sched level the schedulers' loads and
-    # stores are: the NVVM conversion makes every pointer opaque, so a store of the wrong type
-    # would pass the end's check and LLVM's (a bf16 row once stored f32 values: wrong numbers
-    # on the GPU). Verifying the whole sched level instead cost 7.5% of a compile.
-    verify_each = os.environ.get("FUSER_VERIFY_EACH", "0") == "1"
+    # What is verified (FUSER_VERIFY, `verify_setting`): by default the schedulers' loads and
+    # stores at the sched level: the NVVM conversion makes every pointer opaque, so a store of
+    # the wrong type would pass any later check and LLVM's (a bf16 row once stored f32 values:
+    # wrong numbers on the GPU). Verifying the whole sched level instead cost 7.5% of a compile;
+    # the whole IR after the last pass ("end") 20-25% of a large fusion's (LLVM verifies the IR
+    # it is given anyway). "each": after every pass, to find the one that produced invalid IR.
+    verify = verify_setting()
+    verify_each = verify == "each"
     names = [p.name for p in passes]
     to_nvvm = names.index("convert-sched-to-nvvm") if "convert-sched-to-nvvm" in names else 0
     last_sched = passes[to_nvvm - 1] if to_nvvm > 0 and not verify_each else None
@@ -210,7 +227,7 @@ def _build(text: str, module: ModuleOp | str, passes: list[ModulePass], arch: st
         if p is last_sched:
             verify_ops(m, sched.MEMORY_ACCESS_OPS)
 
-    run_passes(passes, mod, after=record, verify_each=verify_each)
+    run_passes(passes, mod, after=record, verify_each=verify_each, verify_end=verify == "end")
     if "nvvm" not in reached:
         raise FuserDiagnostic("error: the pipeline did not reach the nvvm level (it must include convert-sched-to-nvvm)")
     lower_nvvm_to_llvm(mod)  # in place: the module is ours, so the translation need not copy it

@@ -191,10 +191,12 @@ def pipeline_text(passes: Sequence[ModulePass]) -> str:
     return ",".join(str(p.pipeline_pass_spec(include_default=True)) for p in passes)
 
 
-def run_passes(passes: Sequence[ModulePass], module, after=None, verify_each: bool = True) -> None:
+def run_passes(passes: Sequence[ModulePass], module, after=None, verify_each: bool = True,
+               verify_end: bool = True) -> None:
     """Apply passes in order; `after(pass, module)` runs after each one. With `verify_each` the
     module is verified after every pass (fuser-opt's behaviour, which names the pass that broke
-    it); without, once at the end (the compile driver: verification is most of a compile's time).
+    it); without, once at the end, unless not `verify_end` (the compile driver's default:
+    verification is most of a compile's time, and LLVM verifies the IR it is given).
 
     A pass that raises on valid input is reported as a diagnostic naming the pass, never as
     a traceback: that is either an unsupported case (the message says which) or a compiler bug.
@@ -219,7 +221,7 @@ def run_passes(passes: Sequence[ModulePass], module, after=None, verify_each: bo
             verify_module(module)
         if after is not None:
             after(p, module)
-    if not verify_each:
+    if not verify_each and verify_end:
         verify_module(module)
 
 

@@ -17,6 +17,9 @@ def _pin_worker_to_one_gpu() -> None:
 
 
 _pin_worker_to_one_gpu()
+# The suite verifies every compile's whole IR after its last pass (fuser.driver.verify_setting),
+# a check of the compiler that users' compiles leave to LLVM; its compile workers inherit it.
+os.environ.setdefault("FUSER_VERIFY", "end")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -526,6 +526,33 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
         run_passes([BreakTypes()], m, verify_each=verify_each)
 
 
+@pytest.mark.parametrize("setting, after_passes", [("sched", 0), ("end", 1), ("each", None)])
+def test_fuser_verify_says_what_a_compile_verifies(monkeypatch, tmp_path, setting, after_passes):
+    """FUSER_VERIFY: the whole IR once after the last pass ("end", the suite's setting), after
+    every pass ("each"), or not ("sched", the default: only the sched level's loads and stores,
+    and LLVM's verifier on the IR it is given); anything else is refused by name."""
+    import fuser.dialects.ir as ir
+    from fuser.dialects.ir import FuserDiagnostic
+
+    calls = []
+    real = ir.verify_module
+    monkeypatch.setattr(ir, "verify_module", lambda m: (calls.append(m), real(m)))
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FUSER_VERIFY_EACH", raising=False)
+    monkeypatch.setenv("FUSER_VERIFY", setting)
+    n = 64 + len(setting)  # (a fusion of its own per setting: no cache hit)
+    text = f"func.func @f(%x: tensor<{n}xf32>) -> tensor<{n}xf32> {{\n  %y = fusion.neg %x : tensor<{n}xf32>\n" \
+           f"  func.return %y : tensor<{n}xf32>\n}}"
+    fuser.compile(text, stages=False)
+    from fuser.lowering.target.ptx import passes_for_arch
+    from fuser.passes.pipeline import build_pipeline
+    passes = len(passes_for_arch(build_pipeline("default"), "sm_90a"))
+    assert len(calls) - 1 == (passes if after_passes is None else after_passes)  # (1: the parse's own)
+    monkeypatch.setenv("FUSER_VERIFY", "sometimes")
+    with pytest.raises(FuserDiagnostic, match="FUSER_VERIFY='sometimes': expected one of sched, end, each"):
+        fuser.compile(text.replace("neg", "abs"), stages=False)
+
+
 def test_the_driver_verifies_the_sched_level(monkeypatch, tmp_path):
     """Besides the whole IR at the end, fuser.compile verifies the schedulers' loads and stores
     at the sched level: a kernel storing f32 values into a bf16 buffer (what a persistent row
