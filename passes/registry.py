@@ -19,7 +19,6 @@ _PASSES: dict[str, str] = {
     "fusion-fold-empty": "fuser.passes.fold_empty:FoldEmpty",
     "fusion-sort-scatters": "fuser.passes.sort_scatters:SortScatters",
     "fusion-sink-reshapes": "fuser.passes.sink_reshapes:SinkReshapes",
-    "fusion-widen-floats": "fuser.passes.widen_floats:WidenFloats",
     "fusion-translate-welford": "fuser.passes.translate_welford:TranslateWelford",
     "fusion-split-k": "fuser.passes.split_k:SplitK",
     "fusion-segment": "fuser.passes.segment:FusionSegment",

@@ -93,11 +93,6 @@ class FuserBackend:
     causal_attention: give `scaled_dot_product_attention` is_causal=True in place of a mask that
         is computed from constants and equals the causal mask (Hugging Face models build one under
         torch.compile; causal_attention.py; default on). `stats.causal_masks` counts them.
-    eager_rounding: round every bf16/f16 op's result to its type, as PyTorch's eager kernels do.
-        Off by default: a region computes its low-precision elementwise chains in f32 and rounds
-        where a value leaves them (the pass fusion-widen-floats, as Inductor and nvFuser compute;
-        GPT-2's GELU backward spent as many instructions rounding as computing), so results differ
-        from eager's by the roundings skipped.
     partitioner: how AOTAutograd splits the joint graph into forward and backward: "min_cut"
         (default; torch's min_cut_rematerialization_partition, Inductor's choice: the forward saves
         what minimizes the bytes between the two and the backward recomputes cheap ops) or
@@ -115,7 +110,7 @@ class FuserBackend:
     def __init__(self, pipeline: Any = "default", options: dict[str, Any] | None = None, debug: bool | str = False,
                  executor: str = "auto", decompositions: dict | None = None, compile_workers: int | None = None,
                  pad_matmuls: bool = True, partitioner: str = "min_cut", cudagraphs: bool = False,
-                 causal_attention: bool = True, eager_rounding: bool = False):
+                 causal_attention: bool = True):
         if executor not in EXECUTORS:
             raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
         if partitioner not in PARTITIONERS:
@@ -130,7 +125,7 @@ class FuserBackend:
         self.cudagraphs = bool(cudagraphs)
         self.causal_attention = bool(causal_attention)
         self.config = {"pipeline": pipeline, "options": options, "debug": debug, "executor": executor,
-                       "pad_matmuls": pad_matmuls, "eager_rounding": bool(eager_rounding)}
+                       "pad_matmuls": pad_matmuls}
         self.compile_workers = compile_workers
         self._graph_state: dict[str, Any] = {"dynamo_inputs": 0, "capture": True, "device": None}
         self.stats = Stats()
@@ -299,12 +294,11 @@ def _fingerprint(gm: fx.GraphModule) -> str:
 def backend(pipeline: Any = "default", options: dict[str, Any] | None = None, debug: bool | str = False,
             executor: str = "auto", decompositions: dict | None = None,
             compile_workers: int | None = None, pad_matmuls: bool = True, partitioner: str = "min_cut",
-            cudagraphs: bool = False, causal_attention: bool = True, eager_rounding: bool = False) -> FuserBackend:
+            cudagraphs: bool = False, causal_attention: bool = True) -> FuserBackend:
     """A torch.compile backend with these settings: `torch.compile(m, backend=fuser.torch.backend(...))`."""
     return FuserBackend(pipeline=pipeline, options=options, debug=debug, executor=executor,
                         decompositions=decompositions, compile_workers=compile_workers, pad_matmuls=pad_matmuls,
-                        partitioner=partitioner, cudagraphs=cudagraphs, causal_attention=causal_attention,
-                        eager_rounding=eager_rounding)
+                        partitioner=partitioner, cudagraphs=cudagraphs, causal_attention=causal_attention)
 
 
 # The backend the `torch_dynamo_backends` entry point registers as "fuser".

@@ -28,7 +28,6 @@ from fuser.runtime import index_check
 from fuser.dialects import fusion as F
 from fuser.dialects.fusion.layout import output_aliases
 from fuser.passes.sink_reshapes import sink_reshapes
-from fuser.passes.widen_floats import widen_floats
 
 from .pad_matmuls import pad_unaligned_matmuls
 from .translate import (Unsupported, declare_input, dense_order, input_layout, node_meta, op_name, permute,
@@ -412,8 +411,6 @@ class FusionRegion(torch.nn.Module):
             self.inplace[k] = a
         for i, y in enumerate(fusion_outs):
             fb.output(y, alias=env[self.fusion_inputs[into[i]]] if i in into else None)
-        if not self.config.get("eager_rounding"):  # bf16/f16 elementwise chains computed in f32
-            widen_floats(fb.func.body.block)
         region_dce(fb.func.body)  # translated views that the outputs no longer need (folded permutes)
         self._return_before_reshapes(fb)
         digest = hashlib.sha1(str(fb.module).encode()).hexdigest()[:16]

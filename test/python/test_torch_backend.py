@@ -506,28 +506,6 @@ def test_fallback_op_runs_in_torch():
     assert len(regions(gm)) == 2 and be.stats.reference_calls == 2  # exp*2 before, sort + 1 after
 
 
-def test_bf16_chains_are_computed_in_f32_unless_eager_rounding():
-    """By default a region computes a bf16 elementwise chain in f32 and rounds once
-    (fusion-widen-floats): nearer the exact value than eager, which rounds after every op, and
-    not equal to eager's bits everywhere. eager_rounding=True gives eager's bits exactly."""
-    def f(x, y):
-        return torch.tanh(x * y + x) * 0.5 - y / 3
-
-    x, y = (torch.randn(64, 256, generator=torch.Generator().manual_seed(s)).to(torch.bfloat16) for s in (1, 2))
-    exact = f(x.double(), y.double())
-    eager = f(x, y)
-    wide_be, eager_be = ft.backend(), ft.backend(eager_rounding=True)
-    wide = torch.compile(f, backend=wide_be, dynamic=False)(x, y)
-    rounded = torch.compile(f, backend=eager_be, dynamic=False)(x, y)
-    assert torch.equal(rounded, eager)
-    assert not torch.equal(wide, eager)
-    assert (wide.double() - exact).abs().mean() < (eager.double() - exact).abs().mean()
-    (r,) = wide_be.regions()
-    assert "tensor<64x256xf32>" in r.mlir and "fusion.tanh" in r.mlir
-    (r,) = eager_be.regions()
-    assert "fusion.tanh %" in r.mlir and ": tensor<64x256xbf16>" in r.mlir.split("fusion.tanh")[1].splitlines()[0]
-
-
 def test_region_is_a_real_fusion():
     be = ft.backend()
 
