@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections import Counter
 
+import ml_dtypes
 import numpy as np
 import pytest
 from xdsl.dialects import func
@@ -344,6 +345,22 @@ def test_a_wrapping_cast_whose_bound_spans_whole_wraps_is_dont_care():
     assert _trunc_int(x - m, "i8") == _trunc_int(x + m, "i8")  # the wrap hides the step
     assert _trunc_unwrapped(x - m, "i8") != _trunc_unwrapped(x + m, "i8")
     assert _trunc_unwrapped(np.array([3.2]), "i8") == _trunc_unwrapped(np.array([3.9]), "i8")
+
+
+def test_a_scatter_that_adds_in_bf16_rounds_to_bf16():
+    """GPU fuzz seed 475854459 (H200; the CPU reference agrees): a bf16 scatter that adds, cast
+    to f64 and returned, came back -1.828125 (a bf16 value) where float64 says -1.82421875 (not
+    one): the semantics gave the scatter's sum float32's tolerance, as for the generator's other
+    arithmetic, which it makes in f32 or f64 only. A scatter that adds rounds to its own type."""
+    case = fuzz.fuzz_case(475854459)
+    xs = fuzz.make_inputs(case, 475854459)
+    want, mags, dcs = case.expected(xs)
+    key = case.checks[3]
+    assert key == "bf16"
+    got = want[3].astype(ml_dtypes.bfloat16).astype(np.float64)  # every element rounded to bf16
+    assert not np.array_equal(got, want[3])
+    assert fuzz.mismatch(got, want[3], key, mags[3], dcs[3]) is None
+    assert fuzz.mismatch(got, want[3], "f32", mags[3], dcs[3]) is not None  # float32's bound missed it
 
 
 def test_fp8_matmul_accumulation_is_rounding_not_a_mismatch():

@@ -153,10 +153,12 @@ def _derive(op: str, rhs: str, operands: list[Value], dtype: str) -> tuple[bool,
     if op == "full" or (keeps and not inexact):
         return True, "f64", dc
     # (a cast rounds to its type, and so does a normal draw of f16 or bf16: its inexact value
-    # may cross one of that type's rounding boundaries)
+    # may cross one of that type's rounding boundaries; a scatter that adds adds in its own
+    # type, the only arithmetic the generator makes in f16 or bf16)
     # (an f64 result of f64 operands is computed in f64: f64's tolerance, unless an operand carries more)
-    floor = "f64" if dtype == "f64" and op not in ("cast", "normal") else "f32"
-    level = max([o.level for o in inexact] + [floor] + ([dtype] if op in ("cast", "normal") else []),
+    rounds_to_type = op in ("cast", "normal") or (op in ("scatter", "scatter_add_atomic") and _scatter_adds(rhs))
+    floor = "f64" if dtype == "f64" and not rounds_to_type else "f32"
+    level = max([o.level for o in inexact] + [floor] + ([dtype] if rounds_to_type else []),
                 key=TOLERANCE.__getitem__)
     return False, level, dc
 
