@@ -198,9 +198,107 @@ def verify_setting() -> str:
     return value
 
 
+# A fusion of at least this many kernels has them lowered in several processes.
+SPLIT_KERNELS = 4
+
+
+def compile_jobs() -> int:
+    """FUSER_COMPILE_JOBS: processes that lower one fusion's kernels at once (default: the CPUs
+    this process may run on, at most 8; 1: all in this process). Each compile of a fusion of
+    SPLIT_KERNELS kernels or more, in a process of one thread, forks them: the longest compile of a model's first step (a
+    GPT-2 backward layer, 18 kernels) bounds the backend's precompile, which compiles the
+    distinct fusions in parallel processes."""
+    value = os.environ.get("FUSER_COMPILE_JOBS", "").strip()
+    if value:
+        try:
+            return max(1, int(value))
+        except ValueError:
+            raise FuserDiagnostic(f"error: FUSER_COMPILE_JOBS={value!r}: expected a number of processes") from None
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 8))
+
+
+def _lower_kernels_apart(mod: ModuleOp, kernels: list, conversion: ModulePass, arch: str, jobs: int,
+                         verify_end: bool) -> tuple[str, str, Program] | None:
+    """Lower a sched-level module's kernels in up to `jobs` forked processes, each taking a group
+    of them (balanced by op count) from the NVVM conversion to PTX, while this process lowers the
+    host functions; the parts' PTX is merged into one module (ptx.merge_ptx). (PTX, LLVM IR of
+    the parts, Program), or None when a part failed (the caller compiles again in one process,
+    which reports it). A child touches only xDSL and llvmlite (no CUDA), as ptx.py's codegen
+    child does, so a parent that holds a CUDA context may fork."""
+    import json
+    import tempfile
+
+    from fuser.lowering.conversion.sched_to_nvvm.convert import gpu_module_name
+    from fuser.lowering.conversion.sched_to_nvvm.host import lower_host
+    from xdsl.dialects import func
+
+    groups: list[list] = [[] for _ in range(min(jobs, len(kernels)))]
+    load = [0] * len(groups)
+    for k in sorted(kernels, key=lambda k: -sum(1 for _ in k.walk())):  # the largest first, to the lightest group
+        i = load.index(min(load))
+        groups[i].append(k.sym_name.data)
+        load[i] += sum(1 for _ in k.walk())
+    children = []
+    for names in groups:
+        out = tempfile.TemporaryFile()
+        pid = os.fork()
+        if pid == 0:  # the child: its kernels only, to PTX; the answer as JSON in `out`
+            status = 0
+            try:
+                keep = set(names)
+                for op in list(mod.body.block.ops):
+                    if isinstance(op, func.FuncOp) or (isinstance(op, sched.KernelOp) and op.sym_name.data not in keep):
+                        op.detach()
+                        op.erase(safe_erase=False)
+                run_passes([conversion], mod, verify_each=False, verify_end=verify_end)
+                lower_nvvm_to_llvm(mod)
+                llvm_ir = ptx_mod.module_to_llvm_ir(mod, arch)
+                answer = {"ptx": ptx_mod.llvm_ir_to_ptx(llvm_ir, arch), "llvm_ir": llvm_ir}
+            except BaseException as e:  # noqa: BLE001 - reported by the serial compile
+                answer, status = {"error": f"{type(e).__name__}: {e}"}, 3
+            try:
+                out.write(json.dumps(answer).encode())
+                out.flush()
+            finally:
+                os._exit(status)
+        children.append((pid, out))
+    by_name = {k.sym_name.data: k for k in kernels}
+    gpu_name = gpu_module_name(mod)
+    for h in [o for o in mod.body.block.ops if isinstance(o, func.FuncOp)]:
+        lower_host(h, by_name, gpu_name)
+    for k in kernels:
+        k.detach()
+        k.erase(safe_erase=False)
+    answers = []
+    for pid, out in children:
+        _, status = os.waitpid(pid, 0)
+        out.seek(0)
+        raw = out.read()
+        out.close()
+        try:
+            answers.append(json.loads(raw) if status == 0 else None)
+        except ValueError:
+            answers.append(None)
+    failed = [a.get("error", "") if a else "the process died" for a in answers if a is None or "ptx" not in a]
+    if failed:
+        log.info("parallel lowering: %s; compiling in one process", failed[0])
+        return None
+    try:
+        ptx = ptx_mod.merge_ptx([a["ptx"] for a in answers])
+    except ptx_mod.PtxError as e:
+        log.info("parallel lowering: %s; compiling in one process", e)
+        return None
+    llvm_ir = "\n".join(f"; kernels {', '.join(g)}\n{a['llvm_ir']}" for g, a in zip(groups, answers))
+    return ptx, llvm_ir, extract_program(mod, ptx, arch)
+
+
 def _build(text: str, module: ModuleOp | str, passes: list[ModulePass], arch: str, stages: Stages,
-           t0: float) -> CompileResult:
-    """Run the pipeline, then LLVM: the compile proper."""
+           t0: float, jobs: int | None = None) -> CompileResult:
+    """Run the pipeline, then LLVM: the compile proper (`jobs`: compile_jobs() unless given)."""
     mod = parse_module(text, "<fusion>") if isinstance(module, str) else module.clone()
     reached: set[str] = set()
 
@@ -227,7 +325,28 @@ def _build(text: str, module: ModuleOp | str, passes: list[ModulePass], arch: st
         if p is last_sched:
             verify_ops(m, sched.MEMORY_ACCESS_OPS)
 
-    run_passes(passes, mod, after=record, verify_each=verify_each, verify_end=verify == "end")
+    # A fusion of many kernels lowers them from the sched level on in several processes at once
+    # (`_lower_kernels_apart`) when the pipeline ends with the NVVM conversion.
+    # Only from a process of one thread: a lock another thread holds at the fork (LLVM's, the
+    # logging module's) would stay held in the child (the backend's compile workers are such
+    # processes; a compile in a threaded one takes one process).
+    jobs = compile_jobs() if jobs is None else jobs
+    apart = jobs > 1 and not verify_each and hasattr(os, "fork") and threading.active_count() == 1 \
+        and 0 < to_nvvm == len(passes) - 1
+    if apart:
+        run_passes(passes[:to_nvvm], mod, after=record, verify_each=False, verify_end=False)
+        kernels = [k for k in mod.body.block.ops if isinstance(k, sched.KernelOp)]
+        if len(kernels) >= SPLIT_KERNELS:
+            done = _lower_kernels_apart(mod, kernels, passes[to_nvvm], arch, jobs, verify == "end")
+            if done is not None:
+                ptx, llvm_ir, program = done
+                return CompileResult(program, stages, llvm_ir, ptx, time.perf_counter() - t0)
+            # (a part failed: the whole again, in this process, reports the error as a serial
+            # compile would)
+            return _build(text, module, passes, arch, stages, t0, jobs=1)
+        run_passes(passes[to_nvvm:], mod, after=record, verify_each=False, verify_end=verify == "end")
+    else:
+        run_passes(passes, mod, after=record, verify_each=verify_each, verify_end=verify == "end")
     if "nvvm" not in reached:
         raise FuserDiagnostic("error: the pipeline did not reach the nvvm level (it must include convert-sched-to-nvvm)")
     lower_nvvm_to_llvm(mod)  # in place: the module is ours, so the translation need not copy it

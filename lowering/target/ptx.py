@@ -27,6 +27,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import llvmlite.binding as llvm
@@ -246,3 +247,63 @@ __all__ = [
     "find_ptxas",
     "assemble_ptx",
 ]
+
+
+_PTX_HEADER = (".version", ".target", ".address_size")
+_PTX_SYMBOL = re.compile(r"([A-Za-z_$%][\w$]*)\s*(?:\[[^\]]*\])?\s*(?:=.*)?;?\s*$")
+_PTX_FUNCTION = re.compile(r"\.(?:entry|func)\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)")
+
+
+def merge_ptx(parts: Sequence[str]) -> str:
+    """One PTX module of the kernels of several (one fusion's kernels lowered in separate
+    processes, driver.py): the shared header once, then each part's module-scope items in order.
+    An item (a declaration, or a function with its body) that two parts both have is kept once
+    if the two are the same text; a symbol two parts define differently is a PtxError."""
+    header: list[str] | None = None
+    items: dict[str, str] = {}
+    order: list[str] = []
+    for part in parts:
+        lines = part.splitlines()
+        head = [ln for ln in lines if ln.strip().startswith(_PTX_HEADER)]
+        if header is None:
+            header = head
+        elif head != header:
+            raise PtxError(f"cannot merge PTX modules with different headers: {header} and {head}")
+        for key, text in _ptx_items([ln for ln in lines if not ln.strip().startswith(_PTX_HEADER)]):
+            if key in items:
+                if items[key] != text:
+                    raise PtxError(f"cannot merge PTX modules: {key} is defined differently in two of them")
+                continue
+            items[key] = text
+            order.append(key)
+    return "\n".join([*(header or []), "", *(items[k] for k in order)]) + "\n"
+
+
+def _ptx_items(lines: list[str]) -> Iterator[tuple[str, str]]:
+    """(symbol, text) of each module-scope item of PTX lines without the header: a declaration
+    line, or a function from its first line to the brace that closes its body. Comments and
+    blank lines between items are dropped."""
+    depth, current, opened = 0, [], False
+    for ln in lines:
+        stripped = ln.split("//")[0].strip()
+        if depth == 0 and not current and not stripped:
+            continue
+        current.append(ln)
+        depth += stripped.count("{") - stripped.count("}")
+        opened = opened or "{" in stripped
+        if depth:
+            continue
+        text = "\n".join(current)
+        head = " ".join(x.split("//")[0].strip() for x in current)
+        fn = _PTX_FUNCTION.search(head)
+        if fn and not opened and not head.rstrip().endswith(";"):
+            continue  # a function's signature, its body still to come
+        if fn:
+            key = fn.group(1)
+        else:
+            m = _PTX_SYMBOL.search(head)
+            key = m.group(1) if m else head
+        yield key, text
+        current, opened = [], False
+    if current:
+        raise PtxError("cannot merge PTX modules: a part ends inside a function")

@@ -38,17 +38,8 @@ class ConvertSchedToNVVM(ModulePass):
             if isinstance(o, sched.KernelOp) and o.parent_op() is not op:
                 raise SchedToNVVMError(f"'sched.kernel' @{o.sym_name.data}{where(o)} must be at module level")
         hosts = [o for o in op.ops if isinstance(o, func.FuncOp)]
-        launching = [h for h in hosts if any(isinstance(x, sched.LaunchOp) for x in h.walk())]
 
-        gpu_name = None
-        if kernels:
-            # ASCII like its kernels' names (`kernel_symbol`): xDSL reads an escaped name back as bytes
-            gpu_name = f"{kernel_symbol(launching[0].sym_name.data)}_kernels" if len(launching) == 1 else "kernels"
-            taken = {o.sym_name.data for o in op.ops if isinstance(getattr(o, "sym_name", None), StringAttr)}
-            base, n = gpu_name, 0
-            while gpu_name in taken:
-                n += 1
-                gpu_name = f"{base}_{n}"
+        gpu_name = gpu_module_name(op) if kernels else None
 
         for k in kernels:  # the wgmma read-after-write syncs are sched-flush-wgmma's to place
             readers = inflight_readers(k)
@@ -85,6 +76,21 @@ class ConvertSchedToNVVM(ModulePass):
         gmod = gpu.ModuleOp(StringAttr(gpu_name), Region(Block([*globals_, *contents])))  # type: ignore[arg-type]
         op.body.block.add_op(gmod)
         op.attributes["gpu.container_module"] = UnitAttr()
+
+
+def gpu_module_name(op: ModuleOp) -> str:
+    """The name of the gpu.module the conversion puts `op`'s kernels in: after the one host
+    function that launches them, else "kernels", and unlike any other symbol of the module.
+    ASCII like its kernels' names (`kernel_symbol`): xDSL reads an escaped name back as bytes."""
+    hosts = [o for o in op.ops if isinstance(o, func.FuncOp)]
+    launching = [h for h in hosts if any(isinstance(x, sched.LaunchOp) for x in h.walk())]
+    name = f"{kernel_symbol(launching[0].sym_name.data)}_kernels" if len(launching) == 1 else "kernels"
+    taken = {o.sym_name.data for o in op.ops if isinstance(getattr(o, "sym_name", None), StringAttr)}
+    base, n = name, 0
+    while name in taken:
+        n += 1
+        name = f"{base}_{n}"
+    return name
 
 
 def _check_32_bit_offsets(k: sched.KernelOp) -> None:
