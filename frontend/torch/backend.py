@@ -29,7 +29,7 @@ from torch._decomp import get_decompositions
 from torch._dynamo.backends.common import aot_autograd
 
 from .causal_attention import restore_causal_attention
-from .partition import Stats, partition_graph, precompile, regions
+from .partition import Stats, partition_graph, precompile, regions, start_compile_workers
 
 log = logging.getLogger("fuser.torch")
 
@@ -259,6 +259,8 @@ class FuserBackend:
         self._graph_state = {"dynamo_inputs": len(example_inputs), "capture": True, "device": None}
         if self.causal_attention:  # on the torch-level graph, so that AOTAutograd traces the causal kernels
             self.stats.causal_masks += restore_causal_attention(gm)
+        if self.config["executor"] == "auto" and _any_cuda(example_inputs):  # (precompile's workers start now)
+            start_compile_workers(self.compile_workers if self.compile_workers is not None else default_compile_workers())
         return self._aot(gm, example_inputs, **kwargs)
 
     def regions(self):
@@ -268,6 +270,10 @@ class FuserBackend:
     def reset(self) -> None:
         self.stats.__init__()  # in place: compiled regions count into this object
         self.graphs.clear()
+
+
+def _any_cuda(values: list[Any]) -> bool:
+    return any(isinstance(v, torch.Tensor) and v.is_cuda for v in values)
 
 
 def default_compile_workers() -> int:

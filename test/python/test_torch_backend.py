@@ -921,6 +921,44 @@ def test_cpu_graphs_do_not_partition_their_backward_early(monkeypatch):
     assert batches == [len(regions(be.graphs[0][1])), len(regions(be.graphs[1][1]))]
 
 
+def test_compile_workers_start_when_a_cuda_graph_arrives(monkeypatch):
+    """The backend starts precompile's workers as soon as Dynamo hands it a graph of CUDA
+    tensors, so their start and imports overlap AOTAutograd and the partitioning (a GPT-2 step's
+    first batch waited ~8 s for fresh workers); a CPU graph starts none, nor does
+    compile_workers=1 or the disk cache turned off."""
+    import importlib
+    fb = importlib.import_module("fuser.torch.backend")
+    started = []
+    monkeypatch.setattr(fb, "start_compile_workers", lambda n: started.append(n))
+
+    class FakeCuda(torch.Tensor):
+        is_cuda = property(lambda self: True)
+
+    gm = torch.fx.symbolic_trace(lambda x: x + 1)
+    cpu, cuda = torch.randn(4), torch.Tensor._make_subclass(FakeCuda, torch.randn(4))
+    be = ft.backend(compile_workers=3)
+    be._aot = lambda gm, xs, **kw: gm.forward
+    be(gm, [cpu])
+    assert started == []
+    be(gm, [cpu, cuda])
+    assert started == [3]
+    ref = ft.backend(executor="reference")
+    ref._aot = be._aot
+    ref(gm, [cuda])
+    assert started == [3]
+
+    from fuser.torch import partition
+    calls = []
+    monkeypatch.setattr(partition._POOL, "workers", lambda n: calls.append(n))
+    partition.start_compile_workers(1)
+    monkeypatch.setenv("FUSER_CACHE", "0")
+    partition.start_compile_workers(4)
+    assert calls == []
+    monkeypatch.delenv("FUSER_CACHE")
+    partition.start_compile_workers(4)
+    assert calls == [4]
+
+
 def test_precompile_queue_feeds_free_workers(tmp_path, monkeypatch):
     """More distinct fusions than workers: each is sent alone to whichever worker is free, and
     every one is compiled exactly once."""
