@@ -20,6 +20,9 @@ _pin_worker_to_one_gpu()
 # The suite verifies every compile's whole IR after its last pass (fuser.driver.verify_setting),
 # a check of the compiler that users' compiles leave to LLVM; its compile workers inherit it.
 os.environ.setdefault("FUSER_VERIFY", "end")
+# pytest-xdist already runs a worker per core: a compile does not fork more processes (the
+# parallel lowering's own tests set FUSER_COMPILE_JOBS themselves)
+os.environ.setdefault("FUSER_COMPILE_JOBS", "1")
 
 
 def pytest_collection_modifyitems(config, items):
