@@ -236,12 +236,13 @@ def _lower_kernels_apart(mod: ModuleOp, kernels: list, conversion: ModulePass, a
     from fuser.lowering.conversion.sched_to_nvvm.host import lower_host
     from xdsl.dialects import func
 
+    size = {k.sym_name.data: sum(1 for _ in k.walk()) for k in kernels}
     groups: list[list] = [[] for _ in range(min(jobs, len(kernels)))]
     load = [0] * len(groups)
-    for k in sorted(kernels, key=lambda k: -sum(1 for _ in k.walk())):  # the largest first, to the lightest group
+    for name in sorted(size, key=lambda n: -size[n]):  # the largest first, to the lightest group
         i = load.index(min(load))
-        groups[i].append(k.sym_name.data)
-        load[i] += sum(1 for _ in k.walk())
+        groups[i].append(name)
+        load[i] += size[name]
     children = []
     for names in groups:
         out = tempfile.TemporaryFile()

@@ -246,6 +246,7 @@ __all__ = [
     "module_to_llvm_ir",
     "find_ptxas",
     "assemble_ptx",
+    "merge_ptx",
 ]
 
 
