@@ -37,6 +37,19 @@ def _load_compiler() -> None:
     from fuser.lowering.target.llvmir.arch import passes_for_arch
     from fuser.passes.pipeline import PipelineError, build_pipeline, run_passes
 
+def warm_up() -> None:
+    """Import what a run imports lazily (every pass, the lowering, the LLVM IR and PTX targets):
+    for a process that forks fuser-opt runs (tools/opt_server.py)."""
+    import importlib
+    from fuser.passes.registry import get_pass_class, pass_names
+    for name in pass_names():
+        get_pass_class(name)
+    for module in ("fuser.lowering.target.llvmir.module", "fuser.lowering.target.ptx"):
+        importlib.import_module(module)
+    from fuser.lowering.target.ptx import _init_llvm
+    _init_llvm()
+
+
 TARGETS = ("mlir", "llvm", "ptx")
 ARCHES = ("sm_90a", "sm_90", "sm_80")
 
@@ -349,6 +362,13 @@ def check_expectations(expected: list[Expected], produced: list[str], name: str)
 
 
 def main(argv: list[str] | None = None) -> int:
+    from fuser.tools.opt_server import forward
+    status = forward(argv)  # a warm server runs the call where FUSER_OPT_SERVER names one
+    return run_here(argv) if status is None else status
+
+
+def run_here(argv: list[str] | None = None) -> int:
+    """fuser-opt in this process."""
     try:
         return _main(argv)
     except BrokenPipeError:  # the reader went away (`| head`): not an error, and no traceback
