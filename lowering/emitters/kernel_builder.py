@@ -63,6 +63,17 @@ class KernelBuilder:
     def v(self, op: Operation) -> SSAValue:
         return self.emit(op).results[0]
 
+    def serial_for(self, lb: SSAValue | int, ub: SSAValue | int, inits: Sequence[SSAValue],
+                   body: Callable[["KernelBuilder", SSAValue, list[SSAValue]], Sequence[SSAValue]]) -> list[SSAValue]:
+        """`for i in lb..ub` run by every thread (an scf.for): `body(kb, i, carried)` builds the
+        body and returns the values carried to the next iteration; returns the last ones."""
+        blk = Block(arg_types=[index] + [SSAValue.get(v).type for v in inits])
+        inner = self.at(blk)
+        ys = body(inner, blk.args[0], list(blk.args[1:]))
+        inner.emit(scf.YieldOp(*ys))
+        lb, ub = (self.c(x) if isinstance(x, int) else x for x in (lb, ub))
+        return list(self.emit(scf.ForOp(lb, ub, self.c(1), list(inits), Region(blk))).results)
+
     def alloc(self, shape: list[int], elem: Attribute, name: str) -> SSAValue:
         """A named shared buffer; sched-alias-smem gives it its offset."""
         buf = self.v(sched.AllocOp(sched.memref(shape, elem, sched.SHARED)))

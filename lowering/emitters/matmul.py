@@ -381,7 +381,7 @@ class MatmulKernel:
         def one(lb: KernelBuilder, i, _):
             body(lb, self.base_of(lb, i), *self.item(lb, lb.add(pid, lb.mul(i, self.p.grid))))
             return []
-        _for(b, b.c(0), mine, [], one)
+        b.serial_for(b.c(0), mine, [], one)
 
     # ------------------------------------------------------------ producer
 
@@ -390,7 +390,7 @@ class MatmulKernel:
         b.emit(sched.SetMaxNRegOp("dec", 40))
 
         def tile(c: KernelBuilder, base, m0, n0, ks: KSpan):
-            _for(c, c.c(0), ks.bound(c), [], lambda lb, kt, _: self.load_slice(lb, base, m0, n0, ks, kt))
+            c.serial_for(c.c(0), ks.bound(c), [], lambda lb, kt, _: self.load_slice(lb, base, m0, n0, ks, kt))
         emit_if(b, b.eq(self.tid, 0), lambda c: self.tiles_loop(c, _clamp_m0(tile, self.last_m0)))
 
     def load_slice(self, lb: KernelBuilder, base, m0, n0, ks: KSpan, kt: SSAValue) -> list:
@@ -453,7 +453,7 @@ class MatmulKernel:
                      after_mainloop=None) -> None:
         """One work item: the K loop, then (once `after_mainloop` has run) the epilogue."""
         m = self.m
-        accs = _for(tk, tk.c(0), ks.bound(tk), regs.inits,
+        accs = tk.serial_for(tk.c(0), ks.bound(tk), regs.inits,
                     lambda lb, kt, accs: self.mma_slice(lb, regs, base, kt, accs))
         if self.p.smem_reuse:
             # One tile per CTA: the consumers have waited for every slot the producer filled,
@@ -577,17 +577,6 @@ class MatmulKernel:
 
 
 # ------------------------------------------------------------------ helpers
-
-
-def _for(kb: KernelBuilder, lb: SSAValue, ub: SSAValue, inits: list[SSAValue], body) -> list[SSAValue]:
-    """A serial scf.for; `body(kb, iv, iter_args)` returns the yielded values."""
-    blk = Block(arg_types=[IndexType()] + [v.type for v in inits])
-    inner = kb.at(blk)
-    ys = body(inner, blk.args[0], list(blk.args[1:]))
-    inner.emit(scf.YieldOp(*ys))
-    loop = scf.ForOp(lb, ub, kb.c(1), inits, Region(blk))
-    kb.emit(loop)
-    return list(loop.results)
 
 
 def _slot(b: KernelBuilder, base, kt) -> SSAValue:

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import math
 
-from xdsl.dialects import arith, scf
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import i64
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, SSAValue
 
 from fuser.dialects import fusion as F
 from fuser.dialects import sched
@@ -33,7 +33,7 @@ from fuser.lowering.analysis.schedules import input_reads, scan_geometry
 from fuser.lowering.common import Task, by_name, leaves, shape_of
 from fuser.lowering.emitters.emitter import KernelEmitter
 from fuser.lowering.emitters.evaluator import Evaluator, compute_type, emit_cast
-from fuser.lowering.emitters.kernel_builder import KernelBuilder, compute_float, emit_if, index, reduce_identity
+from fuser.lowering.emitters.kernel_builder import KernelBuilder, compute_float, emit_if, reduce_identity
 
 
 class ScanState:
@@ -78,17 +78,6 @@ class ScanState:
             return kb.round_to(s, et)
         ct = compute_type(et)
         return s if ct == i64 else kb.v(arith.TruncIOp(s, ct))
-
-
-def _serial(kb: KernelBuilder, n: int, inits: list[SSAValue], body) -> list[SSAValue]:
-    """`for i in 0..n` run by every thread, `body(kb, i, carried)` returning the carried values."""
-    blk = Block(arg_types=[index] + [v.type for v in inits])
-    inner = kb.at(blk)
-    ys = body(inner, blk.args[0], list(blk.args[1:]))
-    inner.emit(scf.YieldOp(*ys))
-    loop = scf.ForOp(kb.c(0), kb.c(n), kb.c(1), inits, Region(blk))
-    kb.emit(loop)
-    return list(loop.results)
 
 
 def warp_scan(kb: KernelBuilder, st: ScanState, total: SSAValue, lane: SSAValue) -> tuple[SSAValue, SSAValue]:
@@ -189,7 +178,7 @@ def emit_scan(em: KernelEmitter, task: Task, materialized: set, args: set) -> No
                 emit_if(b, b.andi(valid[i], row_ok), store)
             return [st.combine(b, carry, tile_total)]
 
-        _serial(kb, tiles, [st.identity(kb)], tile)
+        kb.serial_for(0, tiles, [st.identity(kb)], tile)
 
     grid = (math.ceil(rows / by), 1, 1)
     em.kernel(host_bufs, grid, (bx, by, 1), body, schedule=p.describe(rows, cols))
