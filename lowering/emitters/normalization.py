@@ -37,6 +37,9 @@ from fuser.lowering.emitters.reduction import block_reduce, store_row_outputs
 # Registers a thread gives to loads in flight while copying rows to shared memory: a 1024-thread
 # block has 32 a thread when two blocks share an SM.
 COPY_BATCH_REGISTERS = 16
+# Output elements a thread computes before storing them, in the looped output pass (registers:
+# a 1024-thread block has 64 a thread).
+OUTPUT_ROUND_ELEMENTS = 16
 
 
 def _stages(g: NormGroup, materialized: set, args: set) -> list[list]:
@@ -80,7 +83,7 @@ def emit_persistent(em: KernelEmitter, task: Task, materialized: set, args: set)
         ok_row = kb.lt(row, rows)
         stores = _full_stores(g, outputs, amap)
         if p.looped:
-            _store_outputs_looped(kb, g, p, sources, overrides, copies, row_idx, ty, ok_row, stores)
+            _store_outputs_looped(kb, g, p, sources, overrides, copies, row_idx, tx, ty, ok_row, stores)
         else:
             _store_outputs_unrolled(kb, g, p, cache, ok_row, stores)
         # the row's statistics last: a store before the full-size outputs' loads would hold them
@@ -248,17 +251,34 @@ def _rows_in_shared(kb: KernelBuilder, g: NormGroup, p, stages, sources, overrid
     return copies
 
 
-def _store_outputs_looped(kb: KernelBuilder, g: NormGroup, p, sources, overrides, copies, row_idx, ty, ok_row,
+def _store_outputs_looped(kb: KernelBuilder, g: NormGroup, p, sources, overrides, copies, row_idx, tx, ty, ok_row,
                           stores: dict) -> None:
+    """The full-size outputs, over the row in rounds of a few vectors a thread: every
+    value of a round is computed before its first store, so that the round's global loads (of
+    tensors not cached in shared memory) are in flight together rather than one at a time
+    behind stores they may alias (a loss gradient over a 50257-wide row reads one bf16 element
+    a vector)."""
     if not g.full_outputs:
         return
     col_shape = g.in_shape[g.k:]
-    lb, j, _, _ = _row_loop(kb, math.prod(col_shape) // p.lanes, [])
-    ev = _shared_evaluator(lb, sources, overrides, copies, ty, col_shape)
-    ix = row_idx + lb.delinearize(lb.mul(j, p.lanes), col_shape)
-    for o in g.full_outputs:
-        t = F._elem(o)
-        xs = [lb.trunc(x, t) if F.is_float(t) else x for x in ev(o, ix, p.lanes)]
-        for buf in stores[o]:
-            emit_if(lb, ok_row, lambda b, xs=xs, buf=buf: b.store(xs, buf, ix))
-    lb.emit(sched.YieldOp())
+    row_vecs = math.prod(col_shape) // p.lanes
+    unroll = max(1, min(p.slots, OUTPUT_ROUND_ELEMENTS // (p.lanes * len(g.full_outputs))))
+
+    def round_(lb: KernelBuilder, r, _):
+        ev = _shared_evaluator(lb, sources, overrides, copies, ty, col_shape)
+        first = lb.add(lb.mul(r, unroll * p.bx), tx)
+        slots = []
+        for u in range(unroll):
+            j = lb.add(first, u * p.bx)
+            ok = lb.andi(ok_row, lb.lt(j, row_vecs))
+            j = lb.v(arith.MinUIOp(j, lb.c(row_vecs - 1)))   # past the row's end: recompute its last vector
+            slots.append((row_idx + lb.delinearize(lb.mul(j, p.lanes), col_shape), ok))
+        values = {o: [[lb.trunc(x, F._elem(o)) if F.is_float(F._elem(o)) else x for x in ev(o, ix, p.lanes)]
+                      for ix, _ in slots] for o in g.full_outputs}
+        for o in g.full_outputs:
+            for (ix, ok), xs in zip(slots, values[o]):
+                for buf in stores[o]:
+                    emit_if(lb, ok, lambda b, xs=xs, ix=ix, buf=buf: b.store(xs, buf, ix))
+        return []
+
+    kb.serial_for(0, math.ceil(row_vecs / (unroll * p.bx)), [], round_)

@@ -95,8 +95,8 @@ func.func @softmax(%x: tensor<1000x4096xf32>) -> tensor<1000x4096xf32> {
 // -----
 // Rows of 65536 bf16 (128 KB) are too long for registers: each block copies its row into
 // dynamic shared memory once (16-byte vectors, four loads ahead of their stores), then the
-// statistics and the normalized output loop over it there. Still one read of x from global
-// memory and one write of y.
+// statistics and the normalized output loop over it there (the output two vectors a thread at a
+// time: 16 elements a round). Still one read of x from global memory and one write of y.
 // CHECK-LABEL: sched.kernel @smem_rows_k0
 // CHECK-SAME:    grid [8, 1, 1] block [1024, 1, 1] smem 131456
 // CHECK-SAME:    fuser.schedule = "persistent: 1 row(s)/block, 1024 threads/row, 8 x 8-element vectors/thread in 131072 bytes of shared memory"
@@ -109,9 +109,9 @@ func.func @softmax(%x: tensor<1000x4096xf32>) -> tensor<1000x4096xf32> {
 // CHECK:         sched.for bind(thread.x) %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args
 // CHECK:           sched.load %[[ROW]]
 // CHECK-NOT:     sched.load %{{.*}} : memref<8x65536xbf16> ->
-// CHECK:         sched.for bind(thread.x)
-// CHECK:           sched.load %[[ROW]]
-// CHECK:           sched.store %{{.*}} : vector<8xbf16>, memref<8x65536xbf16>
+// CHECK:         scf.for
+// CHECK-COUNT-2:   sched.load %[[ROW]]
+// CHECK-COUNT-2:   sched.store %{{.*}} : vector<8xbf16>, memref<8x65536xbf16>
 // CHECK-NOT:   sched.kernel @smem_rows_k1
 func.func @smem_rows(%x: tensor<8x65536xbf16>) -> tensor<8x65536xbf16> {
   %var, %mean = fusion.var_mean %x dims [1] correction 0 : tensor<8x65536xbf16> to tensor<8xf32>, tensor<8xf32>
@@ -143,9 +143,9 @@ func.func @smem_rows(%x: tensor<8x65536xbf16>) -> tensor<8x65536xbf16> {
 // CHECK:         sched.for bind(thread.x) {{.*}} -> (f32) {
 // CHECK:           sched.load %[[ROW]]
 // CHECK:           math.exp
-// CHECK:         sched.for bind(thread.x)
-// CHECK:           sched.load %[[ROW]]
-// CHECK:           sched.store %{{.*}} : f32, memref<6x50257xf32>
+// CHECK:         scf.for
+// CHECK-COUNT-16:  sched.load %[[ROW]]
+// CHECK-COUNT-16:  sched.store %{{.*}} : f32, memref<6x50257xf32>
 // CHECK-NOT:   sched.kernel @vocab_rows_k1
 func.func @vocab_rows(%x: tensor<2x3x50257xbf16>) -> tensor<6x50257xf32> {
   %xf = fusion.cast %x : tensor<2x3x50257xbf16> to tensor<2x3x50257xf32>
@@ -165,16 +165,20 @@ func.func @vocab_rows(%x: tensor<2x3x50257xbf16>) -> tensor<6x50257xf32> {
 // A loss gradient whose sum is of the labels alone (a one-hot row): the reduction reads no
 // full-size tensor, so nothing is copied into shared memory; the logits are read once, by the
 // output's loop after the sum, straight from global memory (a 100 KB copy per row would only
-// cost occupancy; it was made before, as for a row the reduction reads).
+// cost occupancy; it was made before, as for a row the reduction reads). The output's loop
+// runs in rounds of 16 elements a thread (ceil(50257 / (16 x 1024)) = 4 rounds), all 16 loads
+// of a round ahead of its stores, so that they are in flight together.
 // CHECK-LABEL: sched.kernel @label_sum_rows_k0
 // CHECK-SAME:    fuser.schedule = "persistent: 1 row(s)/block, 1024 threads/row, 50 x 1-element vectors/thread looped, nothing cached"
 // CHECK-NOT:     sched.alloc {{.*}} memref<1x50257
 // CHECK:         sched.for bind(thread.x) {{.*}} -> (f32) {
 // CHECK-NOT:       sched.load %{{.*}} : memref<6x50257xbf16>
-// CHECK:         sched.for bind(thread.x)
-// CHECK:           sched.load %{{.*}} : memref<6x50257xbf16>
+// CHECK:         %[[ROUNDS:.*]] = arith.constant 4 : index
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %[[ROUNDS]] step
+// CHECK-COUNT-16:  sched.load %{{.*}} : memref<6x50257xbf16>
 // CHECK-NOT:       sched.load %{{.*}} : memref<6x50257xbf16>
-// CHECK:           sched.store %{{.*}} : bf16, memref<6x50257xbf16>
+// CHECK-COUNT-16:  sched.store %{{.*}} : bf16, memref<6x50257xbf16>
+// CHECK-NOT:       sched.store
 // CHECK-NOT:   sched.kernel @label_sum_rows_k1
 func.func @label_sum_rows(%logits: tensor<6x50257xbf16>, %lse: tensor<6xf32>, %labels: tensor<6xi64>) -> tensor<6x50257xbf16> {
   %iota = fusion.iota start 0 step 1 : tensor<50257xi64>
