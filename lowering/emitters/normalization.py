@@ -184,10 +184,10 @@ def _shared_evaluator(b: KernelBuilder, sources: dict, overrides: dict, copies: 
                      overrides_per_row=True)
 
 
-def _row_loop(kb: KernelBuilder, row_vecs: int, init: list) -> tuple[KernelBuilder, SSAValue, list, sched.ForOp]:
-    """A loop over the row's vectors, thread tx taking tx, tx + bx, ...: (its body's builder,
-    the vector index, the loop-carried values, the loop)."""
-    loop = sched.ForOp(kb.c(0), kb.c(row_vecs), kb.c(1), init,
+def _row_loop(kb: KernelBuilder, row_vecs: int, init: list, start: int = 0) -> tuple[KernelBuilder, SSAValue, list, sched.ForOp]:
+    """A loop over the row's vectors from `start`, thread tx taking start + tx, start + tx + bx,
+    ...: (its body's builder, the vector index, the loop-carried values, the loop)."""
+    loop = sched.ForOp(kb.c(start), kb.c(row_vecs), kb.c(1), init,
                        Block(arg_types=[sched.IndexType()] + [SSAValue.get(x).type for x in init]), bind="thread.x")
     kb.emit(loop)
     j, *carried = loop.body.block.args
@@ -253,32 +253,39 @@ def _rows_in_shared(kb: KernelBuilder, g: NormGroup, p, stages, sources, overrid
 
 def _store_outputs_looped(kb: KernelBuilder, g: NormGroup, p, sources, overrides, copies, row_idx, tx, ty, ok_row,
                           stores: dict) -> None:
-    """The full-size outputs, over the row in rounds of a few vectors a thread: every
-    value of a round is computed before its first store, so that the round's global loads (of
-    tensors not cached in shared memory) are in flight together rather than one at a time
-    behind stores they may alias (a loss gradient over a 50257-wide row reads one bf16 element
-    a vector)."""
+    """The full-size outputs, over the row in rounds of a few vectors a thread: every value of a
+    round is computed before its first store, so that the round's global loads (of tensors not
+    cached in shared memory) are in flight together rather than one at a time behind stores
+    they may alias (a loss gradient over a 50257-wide row reads one bf16 element a vector).
+    The rounds cover whole multiples of their width, with no bounds to check (a round's
+    addresses are one base plus constants, one register); the rest of the row is a loop of
+    one vector a thread."""
     if not g.full_outputs:
         return
     col_shape = g.in_shape[g.k:]
     row_vecs = math.prod(col_shape) // p.lanes
     unroll = max(1, min(p.slots, OUTPUT_ROUND_ELEMENTS // (p.lanes * len(g.full_outputs))))
+    per_round = unroll * p.bx
+    rounds = row_vecs // per_round
+
+    def store_vectors(lb: KernelBuilder, vectors: list) -> None:
+        ev = _shared_evaluator(lb, sources, overrides, copies, ty, col_shape)
+        at = [row_idx + lb.delinearize(lb.mul(j, p.lanes), col_shape) for j in vectors]
+        values = {o: [[lb.trunc(x, F._elem(o)) if F.is_float(F._elem(o)) else x for x in ev(o, ix, p.lanes)]
+                      for ix in at] for o in g.full_outputs}
+        for o in g.full_outputs:
+            for ix, xs in zip(at, values[o]):
+                for buf in stores[o]:
+                    emit_if(lb, ok_row, lambda b, xs=xs, ix=ix, buf=buf: b.store(xs, buf, ix))
 
     def round_(lb: KernelBuilder, r, _):
-        ev = _shared_evaluator(lb, sources, overrides, copies, ty, col_shape)
-        first = lb.add(lb.mul(r, unroll * p.bx), tx)
-        slots = []
-        for u in range(unroll):
-            j = lb.add(first, u * p.bx)
-            ok = lb.andi(ok_row, lb.lt(j, row_vecs))
-            j = lb.v(arith.MinUIOp(j, lb.c(row_vecs - 1)))   # past the row's end: recompute its last vector
-            slots.append((row_idx + lb.delinearize(lb.mul(j, p.lanes), col_shape), ok))
-        values = {o: [[lb.trunc(x, F._elem(o)) if F.is_float(F._elem(o)) else x for x in ev(o, ix, p.lanes)]
-                      for ix, _ in slots] for o in g.full_outputs}
-        for o in g.full_outputs:
-            for (ix, ok), xs in zip(slots, values[o]):
-                for buf in stores[o]:
-                    emit_if(lb, ok, lambda b, xs=xs, ix=ix, buf=buf: b.store(xs, buf, ix))
+        first = lb.add(lb.mul(r, per_round), tx)
+        store_vectors(lb, [lb.add(first, u * p.bx) for u in range(unroll)])
         return []
 
-    kb.serial_for(0, math.ceil(row_vecs / (unroll * p.bx)), [], round_)
+    if rounds:
+        kb.serial_for(0, rounds, [], round_)
+    if rounds * per_round < row_vecs:
+        lb, j, _, _ = _row_loop(kb, row_vecs, [], start=rounds * per_round)
+        store_vectors(lb, [j])
+        lb.emit(sched.YieldOp())
