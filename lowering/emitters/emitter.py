@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from fuser.dialects import sched
@@ -30,12 +30,16 @@ class KernelEmitter:
         self.count = 0
 
     # A kernel over a fixed list of host buffers; `body(kb, args)` fills it.
-    def kernel(self, host_bufs: list[SSAValue], grid, block, body, schedule: str = "") -> None:
-        """The kernel's shared buffers get their offsets, and it its `smem`, from sched-alias-smem."""
+    def kernel(self, host_bufs: list[SSAValue], grid, block, body, schedule: str = "", min_blocks: int = 0) -> None:
+        """The kernel's shared buffers get their offsets, and it its `smem`, from sched-alias-smem.
+        `min_blocks`: blocks an SM must hold at once (nvvm.minctasm: ptxas keeps the registers a
+        thread uses within that occupancy)."""
         name = self.next_kernel_name()
         k = sched.KernelOp(name, [b.type for b in host_bufs], list(grid), list(block), 0)
         if schedule:  # the scheduler's decision, readable in the IR
             k.attributes["fuser.schedule"] = StringAttr(schedule)
+        if min_blocks:
+            k.attributes["nvvm.minctasm"] = IntegerAttr(min_blocks, i64)
         kb = KernelBuilder(k.body.block)
         body(kb, list(k.body.block.args))
         kb.emit(sched.ReturnOp())

@@ -95,11 +95,13 @@ func.func @softmax(%x: tensor<1000x4096xf32>) -> tensor<1000x4096xf32> {
 // -----
 // Rows of 65536 bf16 (128 KB) are too long for registers: each block copies its row into
 // dynamic shared memory once (16-byte vectors, four loads ahead of their stores), then the
-// statistics and the normalized output loop over it there (the output two vectors a thread at a
-// time: 16 elements a round). Still one read of x from global memory and one write of y.
+// statistics and the normalized output loop over it there. Still one read of x from global
+// memory and one write of y. One block an SM (its row takes more than half the shared memory):
+// no nvvm.minctasm.
 // CHECK-LABEL: sched.kernel @smem_rows_k0
 // CHECK-SAME:    grid [8, 1, 1] block [1024, 1, 1] smem 131456
 // CHECK-SAME:    fuser.schedule = "persistent: 1 row(s)/block, 1024 threads/row, 8 x 8-element vectors/thread in 131072 bytes of shared memory"
+// CHECK-NOT:     nvvm.minctasm
 // CHECK:         %[[ROW:.*]] = sched.alloc offset 0 : i64 : memref<1x65536xbf16, 3 : i64>
 // CHECK-COUNT-4: sched.load %{{.*}} : memref<8x65536xbf16> -> vector<8xbf16>
 // CHECK-COUNT-4: sched.store %{{.*}}, %[[ROW]][%{{.*}}, %{{.*}}] : vector<8xbf16>, memref<1x65536xbf16, 3 : i64>
@@ -110,8 +112,8 @@ func.func @softmax(%x: tensor<1000x4096xf32>) -> tensor<1000x4096xf32> {
 // CHECK:           sched.load %[[ROW]]
 // CHECK-NOT:     sched.load %{{.*}} : memref<8x65536xbf16> ->
 // CHECK:         scf.for
-// CHECK-COUNT-2:   sched.load %[[ROW]]
-// CHECK-COUNT-2:   sched.store %{{.*}} : vector<8xbf16>, memref<8x65536xbf16>
+// CHECK:           sched.load %[[ROW]]
+// CHECK:           sched.store %{{.*}} : vector<8xbf16>, memref<8x65536xbf16>
 // CHECK-NOT:   sched.kernel @smem_rows_k1
 func.func @smem_rows(%x: tensor<8x65536xbf16>) -> tensor<8x65536xbf16> {
   %var, %mean = fusion.var_mean %x dims [1] correction 0 : tensor<8x65536xbf16> to tensor<8xf32>, tensor<8xf32>
@@ -130,7 +132,7 @@ func.func @smem_rows(%x: tensor<8x65536xbf16>) -> tensor<8x65536xbf16> {
 // reshape keeps the column dim, so a column index needs no division.
 // CHECK-LABEL: sched.kernel @vocab_rows_k0
 // CHECK-SAME:    grid [6, 1, 1] block [1024, 1, 1]
-// CHECK-SAME:    fuser.schedule = "persistent: 1 row(s)/block, 1024 threads/row, 50 x 1-element vectors/thread in 100514 bytes of shared memory"
+// CHECK-SAME:    fuser.schedule = "persistent: 1 row(s)/block, 1024 threads/row, 50 x 1-element vectors/thread in 100514 bytes of shared memory", nvvm.minctasm = 2
 // CHECK:         %[[ROW:.*]] = sched.alloc offset 0 : i64 : memref<1x50257xbf16, 3 : i64>
 // CHECK-COUNT-16: sched.load %{{.*}} : memref<2x3x50257xbf16> -> bf16
 // CHECK:         sched.store %{{.*}}, %[[ROW]]
@@ -144,8 +146,8 @@ func.func @smem_rows(%x: tensor<8x65536xbf16>) -> tensor<8x65536xbf16> {
 // CHECK:           sched.load %[[ROW]]
 // CHECK:           math.exp
 // CHECK:         scf.for
-// CHECK-COUNT-16:  sched.load %[[ROW]]
-// CHECK-COUNT-16:  sched.store %{{.*}} : f32, memref<6x50257xf32>
+// CHECK-COUNT-8:   sched.load %[[ROW]]
+// CHECK-COUNT-8:   sched.store %{{.*}} : f32, memref<6x50257xf32>
 // CHECK-NOT:   sched.kernel @vocab_rows_k1
 func.func @vocab_rows(%x: tensor<2x3x50257xbf16>) -> tensor<6x50257xf32> {
   %xf = fusion.cast %x : tensor<2x3x50257xbf16> to tensor<2x3x50257xf32>
@@ -166,20 +168,21 @@ func.func @vocab_rows(%x: tensor<2x3x50257xbf16>) -> tensor<6x50257xf32> {
 // full-size tensor, so nothing is copied into shared memory; the logits are read once, by the
 // output's loop after the sum, straight from global memory (a 100 KB copy per row would only
 // cost occupancy; it was made before, as for a row the reduction reads). The output's loop
-// runs in rounds of 16 elements a thread (3 rounds of 16 x 1024 cover 49152 of the 50257), all
-// 16 loads of a round ahead of its stores, so that they are in flight together; the round
-// checks no bounds, and a loop of one element a thread does the remaining 1105.
+// runs in rounds of 8 elements a thread (6 rounds of 8 x 1024 cover 49152 of the 50257), all
+// 8 loads of a round ahead of its stores, so that they are in flight together; the round
+// checks no bounds, and a loop of one element a thread does the remaining 1105. Two blocks
+// share an SM (nvvm.minctasm: 32 registers a thread).
 // CHECK-LABEL: sched.kernel @label_sum_rows_k0
-// CHECK-SAME:    fuser.schedule = "persistent: 1 row(s)/block, 1024 threads/row, 50 x 1-element vectors/thread looped, nothing cached"
+// CHECK-SAME:    fuser.schedule = "persistent: 1 row(s)/block, 1024 threads/row, 50 x 1-element vectors/thread looped, nothing cached", nvvm.minctasm = 2
 // CHECK-NOT:     sched.alloc {{.*}} memref<1x50257
 // CHECK:         sched.for bind(thread.x) {{.*}} -> (f32) {
 // CHECK-NOT:       sched.load %{{.*}} : memref<6x50257xbf16>
-// CHECK:         %[[ROUNDS:.*]] = arith.constant 3 : index
+// CHECK:         %[[ROUNDS:.*]] = arith.constant 6 : index
 // CHECK:         scf.for %{{.*}} = %{{.*}} to %[[ROUNDS]] step
 // CHECK-NOT:       arith.minui
-// CHECK-COUNT-16:  sched.load %{{.*}} : memref<6x50257xbf16>
+// CHECK-COUNT-8:   sched.load %{{.*}} : memref<6x50257xbf16>
 // CHECK-NOT:       sched.load %{{.*}} : memref<6x50257xbf16>
-// CHECK-COUNT-16:  sched.store %{{.*}} : bf16, memref<6x50257xbf16>
+// CHECK-COUNT-8:   sched.store %{{.*}} : bf16, memref<6x50257xbf16>
 // CHECK-NOT:       sched.store
 // CHECK:         %[[REST:.*]] = arith.constant 49152 : index
 // CHECK:         sched.for bind(thread.x) %{{.*}} = %[[REST]] to
