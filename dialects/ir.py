@@ -15,7 +15,7 @@ import sys
 from xdsl.dialects.builtin import (DenseArrayBase, FileLineColLoc, IntAttr, IntegerType, ModuleOp, StringAttr,
                                    UnknownLoc, i64)
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Operation
+from xdsl.ir import Operation, OpResult
 from xdsl.ir.core import ErasedSSAValue
 from xdsl.parser import Parser
 from xdsl.parser.core import ForwardDeclaredValue
@@ -181,18 +181,21 @@ def position(k: int) -> DenseArrayBase:
 def verify_module(module: ModuleOp) -> None:
     """Verify, reporting the first failing op as `file:line:col: error: message`."""
     positions: dict = {}  # block -> {op: index}, built once per block
-    for op in module.walk():  # first, as other checks (xDSL's traits) ask operands for their owner
+    ops = list(module.walk())
+    for op in ops:  # first, as other checks (xDSL's traits) ask operands for their owner
         for i, v in enumerate(op.operands):
-            if isinstance(v, ForwardDeclaredValue):
+            if type(v) is ForwardDeclaredValue:
                 raise FuserDiagnostic(f"{location_of(op)}: error: '{op.name}' op operand #{i} is used before its "
                                       f"definition (a value defined inside this op's own regions, or after it)")
     verified: set = set()  # signatures of region-free ops whose verify_ passed
-    for op in module.walk():
+    for op in ops:
         try:
-            _verify_placement(op)
-            _verify_defined_before_use(op, positions)
-            _verify_tensor_signature(op)
-            signature = _signature(op)
+            operands = op.operands
+            _verify_placement(op, operands)
+            _verify_defined_before_use(op, operands, positions)
+            if type(op) is FuncOp:
+                _verify_tensor_signature(op)
+            signature = _signature(op, operands)
             try:
                 known = signature is not None and signature in verified
             except TypeError:  # (an attribute that cannot be hashed: verify the op itself)
@@ -207,17 +210,24 @@ def verify_module(module: ModuleOp) -> None:
             raise FuserDiagnostic(f"{location_of(op)}: error: {_op_message(op, e)}") from None
 
 
-def _signature(op: Operation) -> tuple | None:
+@functools.cache
+def _terminator_traits(cls: type) -> tuple[bool, bool]:
+    """(IsTerminator, NoTerminator) of an op class: asked of every op a verification walks,
+    and a trait lookup scans the class's traits."""
+    return cls.has_trait(IsTerminator), cls.has_trait(NoTerminator)
+
+
+def _signature(op: Operation, operands) -> tuple | None:
     """What an op's `verify_` reads when it has no regions or successors: its class, operand and
     result types, properties, attributes and its parent's class (HasParent). Ops of the same
     signature verify alike, so each is verified once: a wgmma epilogue's 768 vector.extracts of
     a few lane positions took 72 of a matmul compile's 230 ms of verification. None: verify it,
     as every terminator is (a `scf.yield` or `func.return` checks its operands against its
     parent's own result types, which the parent's class does not say)."""
-    if op.regions or op.successors or op.has_trait(IsTerminator):
+    if op.regions or op.successors or _terminator_traits(type(op))[0]:
         return None
     parent = op.parent_op()
-    return (type(op), tuple(v.type for v in op.operands), tuple(r.type for r in op.results),
+    return (type(op), tuple(v.type for v in operands), tuple(r.type for r in op.results),
             tuple(op.properties.items()), tuple(op.attributes.items()), type(parent) if parent else None)
 
 
@@ -232,28 +242,31 @@ def verify_ops(module: ModuleOp, kinds: tuple[type, ...]) -> None:
                 raise FuserDiagnostic(f"{location_of(op)}: error: {_op_message(op, e)}") from None
 
 
-def _verify_placement(op: Operation) -> None:
+def _verify_placement(op: Operation, operands) -> None:
     """What xDSL's recursive `Operation.verify` checks besides `verify_`, for one op: no erased
     operand, successors in its own region and only on a block's last op, a terminator where
     its region needs one, no empty single-block region. Done here, inside the one walk, so that
     each op is verified once (calling `module.verify()` as well verified everything twice)."""
-    for i, v in enumerate(op.operands):
-        if isinstance(v, ErasedSSAValue):
+    for i, v in enumerate(operands):
+        if type(v) is ErasedSSAValue:
             raise VerifyException(f"operand #{i} was erased")
     block = op.parent
     region = None if block is None else block.parent
-    if op.successors:
+    successors = op.successors
+    if successors:
         if region is None or block.last_op is not op:
             raise VerifyException("an op with successors must end its block")
-        if any(s.parent is not region for s in op.successors):
+        if any(s.parent is not region for s in successors):
             raise VerifyException("a successor lies in another region")
-    if region is not None and block.last_op is op and not op.has_trait(IsTerminator):
+    is_terminator, no_terminator = _terminator_traits(type(op))
+    if region is not None and not is_terminator and block.last_op is op:
         holder = region.parent
-        if len(region.blocks) > 1 or (holder is not None and not holder.has_trait(NoTerminator)):
+        if len(region.blocks) > 1 or (holder is not None and not _terminator_traits(type(holder))[1]):
             raise VerifyException(f"ends a block of '{holder.name if holder else '?'}' but is not a terminator")
-    for r in op.regions:
-        if len(r.blocks) == 1 and r.block.first_op is None and not op.has_trait(NoTerminator):
-            raise VerifyException("has an empty block where a terminator is expected")
+    if not no_terminator:
+        for r in op.regions:
+            if len(r.blocks) == 1 and r.block.first_op is None:
+                raise VerifyException("has an empty block where a terminator is expected")
 
 
 def _verify_tensor_signature(op: Operation) -> None:
@@ -274,13 +287,13 @@ def _verify_tensor_signature(op: Operation) -> None:
             raise VerifyException(str(e)) from None
 
 
-def _verify_defined_before_use(op: Operation, positions: dict) -> None:
+def _verify_defined_before_use(op: Operation, operands, positions: dict) -> None:
     """An operand defined by an op of the same block, or of a block enclosing this op, must come
     before it (MLIR's dominance rule within a block; xDSL's verifier does not check it). Values
     from other blocks of a multi-block region are left alone: that needs the region's CFG."""
-    for i, v in enumerate(op.operands):
+    for i, v in enumerate(operands):
         owner = v.owner
-        if not isinstance(owner, Operation) or owner.parent is None:
+        if type(v) is not OpResult or owner.parent is None:  # (a block argument: owned by its block)
             continue
         block = owner.parent
         user = op
