@@ -15,7 +15,7 @@ import sys
 from xdsl.dialects.builtin import (DenseArrayBase, FileLineColLoc, IntAttr, IntegerType, ModuleOp, StringAttr,
                                    UnknownLoc, i64)
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Operation, OpResult
+from xdsl.ir import Attribute, Operation, OpResult
 from xdsl.ir.core import ErasedSSAValue
 from xdsl.parser import Parser
 from xdsl.parser.core import ForwardDeclaredValue
@@ -52,7 +52,35 @@ def bounded_line(line: str, limit: int = MESSAGE_LINE_CHARS) -> str:
     return f"{line[:half]}... ({len(line) - 2 * half} characters left out) ...{line[-half:]}"
 
 
+# A ranked tensor type of static dims and a plain element type, as its text: fusions repeat a
+# handful of these hundreds of times, and xDSL lexes and builds each one anew (two thirds of a
+# fuzzer fusion's parse time went to its types).
+_PLAIN_TENSOR = re.compile(r"tensor<(?:\d+x)*[A-Za-z][A-Za-z0-9]*>")
+_TYPE_CACHE: dict[str, Attribute] = {}
+_TYPE_CACHE_SIZE = 4096
+
+
 class _LocatingParser(Parser):
+    def parse_optional_type(self):
+        """xDSL's type parser, with plain tensor types looked up by their text (attributes are
+        immutable, so one instance serves every use)."""
+        tok = self._current_token
+        if tok.text != "tensor":
+            return super().parse_optional_type()
+        m = _PLAIN_TENSOR.match(self.lexer.input.content, tok.span.start)
+        if m is None:
+            return super().parse_optional_type()
+        t = _TYPE_CACHE.get(m.group())
+        if t is not None:
+            self._resume_from(m.end())
+            return t
+        t = super().parse_optional_type()
+        if t is not None and self._current_token.span.start >= m.end():
+            if len(_TYPE_CACHE) >= _TYPE_CACHE_SIZE:
+                _TYPE_CACHE.clear()
+            _TYPE_CACHE[m.group()] = t
+        return t
+
     def parse_optional_operation(self) -> Operation | None:
         loc = self._current_token.span.get_location()
         op = super().parse_optional_operation()
