@@ -362,7 +362,7 @@ def check_expectations(expected: list[Expected], produced: list[str], name: str)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from fuser.tools.opt_server import forward
+    from fuser.tools.opt_client import forward
     status = forward(argv)  # a warm server runs the call where FUSER_OPT_SERVER names one
     return run_here(argv) if status is None else status
 

@@ -3,14 +3,14 @@ call is run by a fork of it.
 
 Loading the compiler (xDSL and fuser's dialects: some 400 op definitions) takes most of a
 short fuser-opt call, about 0.8 s on a 2-core CI machine, and the lit suite makes over 300
-calls. With `FUSER_OPT_SERVER=<socket path>` in the environment, `fuser-opt` hands its
+calls. With `FUSER_OPT_SERVER=<socket path>` in the environment, `fuser-opt` (tools/opt_client.py) hands its
 arguments, working directory, environment and standard streams (the file descriptors
 themselves, over a Unix socket) to the server at that path; the server forks, the child runs
-fuser-opt's usual `main` on them and sends back the exit status. Each call starts from the same
+fuser-opt (`run_here`) on them and sends back the exit status. Each call starts from the same
 freshly loaded state, so calls cannot see each other. Without a server at that path fuser-opt
 runs in its own process, as it always does.
 
-    python -m fuser.tools.opt_server /tmp/fuser-opt.sock     # test/lit.cfg starts one per lit run
+    python -m fuser.tools.opt_server /tmp/fuser-opt.sock     # test/lit.cfg.py starts one per lit run
 
 The server exits when the process that started it does (it checks its parent once a second).
 """
@@ -23,34 +23,7 @@ import signal
 import socket
 import sys
 
-ENV_VAR = "FUSER_OPT_SERVER"
 _MAX_REQUEST = 1 << 22  # arguments and environment; the input itself travels as a descriptor
-
-
-def forward(argv: list[str] | None) -> int | None:
-    """Run this fuser-opt call in the server named by FUSER_OPT_SERVER. None where there is no
-    server to run it (the caller then runs it itself)."""
-    path = os.environ.get(ENV_VAR)
-    if not path:
-        return None
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        conn.connect(path)
-    except OSError:
-        conn.close()
-        return None
-    request = {"argv": sys.argv[1:] if argv is None else list(argv), "cwd": os.getcwd(), "env": dict(os.environ)}
-    with conn:
-        socket.send_fds(conn, [json.dumps(request).encode()], [0, 1, 2])
-        conn.shutdown(socket.SHUT_WR)
-        reply = b""
-        while chunk := conn.recv(64):
-            reply += chunk
-    try:
-        return int(reply)
-    except ValueError:  # the child died before answering (killed, or a crash in the interpreter)
-        print("fuser-opt: error: the fuser-opt server's worker ended without an exit status", file=sys.stderr)
-        return 3
 
 
 def _recv_request(conn: socket.socket) -> tuple[dict, list[int]]:
