@@ -101,7 +101,8 @@ def emit_persistent(em: KernelEmitter, task: Task, materialized: set, args: set)
     # A looped kernel caches nothing in registers: two of its 1024-thread blocks share an SM (one
     # block's reductions and barriers run under the other's loads), which caps a thread at 32
     # registers; left to itself ptxas took 44 for the output rounds and ran one block an SM.
-    fits = p.bx * p.by * LOOPED_MIN_BLOCKS <= 2048 and LOOPED_MIN_BLOCKS * (p.smem + REDUCE_SCRATCH_BYTES) <= HOPPER_SMEM_PER_BLOCK
+    fits = (p.bx * p.by * LOOPED_MIN_BLOCKS <= 2048
+            and LOOPED_MIN_BLOCKS * (p.smem + REDUCE_SCRATCH_BYTES) <= HOPPER_SMEM_PER_BLOCK)
     min_blocks = LOOPED_MIN_BLOCKS if p.looped and fits else 0
     em.kernel(host_bufs, (math.ceil(rows / p.by), 1, 1), (p.bx, p.by, 1), body, schedule=p.describe(),
               min_blocks=min_blocks)
@@ -196,7 +197,8 @@ def _shared_evaluator(b: KernelBuilder, sources: dict, overrides: dict, copies: 
                      overrides_per_row=True)
 
 
-def _row_loop(kb: KernelBuilder, row_vecs: int, init: list, start: int = 0) -> tuple[KernelBuilder, SSAValue, list, sched.ForOp]:
+def _row_loop(kb: KernelBuilder, row_vecs: int, init: list,
+              start: int = 0) -> tuple[KernelBuilder, SSAValue, list, sched.ForOp]:
     """A loop over the row's vectors from `start`, thread tx taking start + tx, start + tx + bx,
     ...: (its body's builder, the vector index, the loop-carried values, the loop)."""
     loop = sched.ForOp(kb.c(start), kb.c(row_vecs), kb.c(1), init,
