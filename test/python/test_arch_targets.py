@@ -27,8 +27,6 @@ from fuser.lowering.target.ptx import assemble_ptx, find_ptxas
 from fuser.passes.pipeline import build_pipeline
 from fuser.passes.registry import available_passes
 
-pytestmark = pytest.mark.xdist_group("arch_targets")  # under -n, one worker: the examples' compiles (`example_runs`) are made once
-
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.mlir"))
 LONG_SUM = """func.func @long_sum(%x: tensor<8x1048576xf32>) -> tensor<8xf32> {

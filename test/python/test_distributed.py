@@ -16,8 +16,6 @@ if not torch.distributed.is_available() or not torch.distributed.is_gloo_availab
 
 from fuser.tools.bench import distributed  # noqa: E402
 
-pytestmark = pytest.mark.xdist_group("distributed")  # under -n, one worker: the ranks' run (`rows`) is made once
-
 
 def test_world_sizes():
     assert distributed.world_sizes(4) == [4, 2, 1]

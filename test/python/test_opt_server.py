@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.xdist_group("opt_server")  # under -n, one worker: one server serves the module
-
 ROOT = Path(__file__).resolve().parents[2]
 SORT = ROOT / "test" / "lit" / "fusion-to-sched" / "sort.mlir"
 BAD = "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = fusion.nope %a\n}\n"
