@@ -37,16 +37,17 @@ def _load_compiler() -> None:
     from fuser.lowering.target.llvmir.arch import passes_for_arch
     from fuser.passes.pipeline import PipelineError, build_pipeline, run_passes
 
+
 def warm_up() -> None:
-    """Import what a run imports lazily (every pass, the lowering, the LLVM IR and PTX targets):
-    for a process that forks fuser-opt runs (tools/opt_server.py)."""
+    """Import what a run imports lazily (every pass, the lowering, the LLVM IR and PTX targets)
+    and initialize LLVM: for a process that forks fuser-opt runs (tools/opt_server.py)."""
     import importlib
+
+    from fuser.lowering.target.ptx import _init_llvm
     from fuser.passes.registry import get_pass_class, pass_names
     for name in pass_names():
         get_pass_class(name)
-    for module in ("fuser.lowering.target.llvmir.module", "fuser.lowering.target.ptx"):
-        importlib.import_module(module)
-    from fuser.lowering.target.ptx import _init_llvm
+    importlib.import_module("fuser.lowering.target.llvmir.module")
     _init_llvm()
 
 
@@ -362,8 +363,13 @@ def check_expectations(expected: list[Expected], produced: list[str], name: str)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from fuser.tools.opt_client import forward
-    status = forward(argv)  # a warm server runs the call where FUSER_OPT_SERVER names one
+    """fuser-opt. A command-line call (`argv` None) runs in the warm server that
+    FUSER_OPT_SERVER names, if there is one; a call from Python with its own `argv` always runs
+    here, so that what it redirects (sys.stdout, sys.stderr) gets the output."""
+    status = None
+    if argv is None:
+        from fuser.tools.opt_client import forward
+        status = forward()
     return run_here(argv) if status is None else status
 
 

@@ -12,9 +12,9 @@ import sys
 ENV_VAR = "FUSER_OPT_SERVER"
 
 
-def forward(argv: list[str] | None) -> int | None:
-    """Run this fuser-opt call in the server named by FUSER_OPT_SERVER. None where there is no
-    server to run it (the caller then runs it itself)."""
+def forward() -> int | None:
+    """Run this process's fuser-opt command line in the server named by FUSER_OPT_SERVER. None
+    where there is no server to run it (the caller then runs it itself)."""
     path = os.environ.get(ENV_VAR)
     if not path:
         return None
@@ -24,7 +24,7 @@ def forward(argv: list[str] | None) -> int | None:
     except OSError:
         conn.close()
         return None
-    request = {"argv": sys.argv[1:] if argv is None else list(argv), "cwd": os.getcwd(), "env": dict(os.environ)}
+    request = {"argv": sys.argv[1:], "cwd": os.getcwd(), "env": dict(os.environ)}
     with conn:
         socket.send_fds(conn, [json.dumps(request).encode()], [0, 1, 2])
         conn.shutdown(socket.SHUT_WR)
