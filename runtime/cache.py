@@ -518,16 +518,22 @@ class KernelCache:
 
 
 _default: KernelCache | None = None
+_default_settings: tuple | None = None  # the environment _default was opened for
 _default_lock = threading.Lock()
+_SETTINGS = ("FUSER_CACHE_DIR", "XDG_CACHE_HOME", "FUSER_CACHE", "FUSER_CACHE_MAX_BYTES")
 
 
 def default_cache() -> KernelCache:
-    """The process-wide cache (environment read on first use)."""
-    global _default
-    if _default is None:
+    """The process-wide cache for the environment's cache settings (FUSER_CACHE_DIR,
+    XDG_CACHE_HOME, FUSER_CACHE, FUSER_CACHE_MAX_BYTES). When one of them changes, the next call
+    opens the cache they now name, with an empty memory layer, so that a program (or a test)
+    that points FUSER_CACHE_DIR elsewhere never gets kernels from the old directory."""
+    global _default, _default_settings
+    settings = tuple(os.environ.get(name) for name in _SETTINGS)
+    if _default is None or settings != _default_settings:
         with _default_lock:
-            if _default is None:
-                _default = KernelCache()
+            if _default is None or settings != _default_settings:
+                _default, _default_settings = KernelCache(), settings
     return _default
 
 

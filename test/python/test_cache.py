@@ -28,6 +28,25 @@ def clean_env(monkeypatch, tmp_path):
     return monkeypatch
 
 
+def test_the_process_cache_follows_the_environment(clean_env, tmp_path):
+    """default_cache() is the cache the environment names now: pointing FUSER_CACHE_DIR elsewhere
+    (or turning FUSER_CACHE off) opens another, whose memory layer holds nothing of the old one's.
+    Tests isolate their compiles this way; CI failed once when a worker's first cache, opened
+    before a test moved FUSER_CACHE_DIR, served that test a kernel from an earlier run."""
+    clean_env.setenv("FUSER_CACHE_DIR", str(tmp_path / "a"))
+    a = cache.default_cache()
+    assert a.directory == tmp_path / "a" and cache.default_cache() is a  # same settings, same cache
+    put(a, 1)
+    clean_env.setenv("FUSER_CACHE_DIR", str(tmp_path / "b"))
+    b = cache.default_cache()
+    assert b.directory == tmp_path / "b" and b.get(key(1)) is None
+    clean_env.setenv("FUSER_CACHE", "0")
+    assert not cache.default_cache().disk
+    clean_env.setenv("FUSER_CACHE", "1")
+    clean_env.setenv("FUSER_CACHE_DIR", str(tmp_path / "a"))
+    assert cache.default_cache().get(key(1)) is not None  # from a's disk layer
+
+
 def key(n: int) -> str:
     return f"{n:02x}" * 32
 
@@ -381,17 +400,19 @@ def test_compile_with_an_edited_grid_recompiles(tmp_path, monkeypatch):
   %e = fusion.exp %x : tensor<512x1024xf32>
   func.return %e : tensor<512x1024xf32>
 }"""
-    monkeypatch.setattr(cache, "_default", cache.KernelCache(tmp_path, disk=True, max_bytes=0))
+    monkeypatch.setenv("FUSER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("FUSER_CACHE", "1")
+    monkeypatch.setenv("FUSER_CACHE_MAX_BYTES", "0")
     first = compile_fusion(text)
     assert [s.grid for s in first.program.launches] == [(512, 1, 1)]
     (path,) = (tmp_path / "v1").glob("*/*.json")
     body = path.read_text()
     assert body.count('\\"grid\\": [512,') == 1  # the Program is a JSON string in the metadata
     path.write_text(body.replace('\\"grid\\": [512,', '\\"grid\\": [912,'))
-    cache._default.clear_memory()
+    cache.default_cache().clear_memory()
     again = compile_fusion(text)
     assert not again.cached and [s.grid for s in again.program.launches] == [(512, 1, 1)]
-    cache._default.clear_memory()
+    cache.default_cache().clear_memory()
     assert compile_fusion(text).cached  # rewritten by the recompile
 
 
