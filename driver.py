@@ -202,10 +202,21 @@ def verify_setting() -> str:
 SPLIT_KERNELS = 4
 
 
+# Threads that never take a lock a forked lowering child uses (xDSL, llvmlite, logging):
+# tqdm's progress-bar monitor, which a torch.compile leaves running for the process's life.
+FORK_SAFE_THREADS = frozenset({"tqdm_monitor"})
+
+
+def _fork_safe() -> bool:
+    """True when this process has no thread but the caller's and FORK_SAFE_THREADS'."""
+    me = threading.current_thread()
+    return all(t is me or t.name in FORK_SAFE_THREADS for t in threading.enumerate())
+
+
 def compile_jobs() -> int:
     """FUSER_COMPILE_JOBS: processes that lower one fusion's kernels at once (default: the CPUs
     this process may run on, at most 8; 1: all in this process). Each compile of a fusion of
-    SPLIT_KERNELS kernels or more, in a process of one thread, forks them: the longest compile of a model's first step (a
+    SPLIT_KERNELS kernels or more, in a process without other threads (`_fork_safe`), forks them: the longest compile of a model's first step (a
     GPT-2 backward layer, 18 kernels) bounds the backend's precompile, which compiles the
     distinct fusions in parallel processes."""
     value = os.environ.get("FUSER_COMPILE_JOBS", "").strip()
@@ -328,11 +339,11 @@ def _build(text: str, module: ModuleOp | str, passes: list[ModulePass], arch: st
 
     # A fusion of many kernels lowers them from the sched level on in several processes at once
     # (`_lower_kernels_apart`) when the pipeline ends with the NVVM conversion.
-    # Only from a process of one thread: a lock another thread holds at the fork (LLVM's, the
+    # Only from a process without other threads (`_fork_safe`): a lock another thread holds at the fork (LLVM's, the
     # logging module's) would stay held in the child (the backend's compile workers are such
     # processes; a compile in a threaded one takes one process).
     jobs = compile_jobs() if jobs is None else jobs
-    apart = jobs > 1 and not verify_each and hasattr(os, "fork") and threading.active_count() == 1 \
+    apart = jobs > 1 and not verify_each and hasattr(os, "fork") and _fork_safe() \
         and 0 < to_nvvm == len(passes) - 1
     if apart:
         run_passes(passes[:to_nvvm], mod, after=record, verify_each=False, verify_end=False)

@@ -101,3 +101,26 @@ def test_merge_ptx_keeps_a_shared_item_once_and_refuses_a_conflict():
         ptx_mod.merge_ptx([p1, p1.replace("ret;", "exit;")])
     with pytest.raises(ptx_mod.PtxError, match="different headers"):
         ptx_mod.merge_ptx([p1, p2.replace("sm_90a", "sm_80")])
+
+
+def _sleeping_thread(name: str):
+    import threading
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait, name=name, daemon=True)
+    t.start()
+    return t, stop
+
+
+@pytest.mark.parametrize("name, apart", [("tqdm_monitor", True), ("someone_elses", False)])
+def test_only_known_threads_allow_forking(monkeypatch, name, apart):
+    """A thread alive at the fork could hold a lock the child needs, so a process with threads
+    lowers in one process, except for threads known to take none (tqdm's monitor, which any
+    torch.compile leaves running: CI once ran this file after one, in the same worker)."""
+    t, stop = _sleeping_thread(name)
+    try:
+        k = _compile(monkeypatch, 2)
+    finally:
+        stop.set()
+        t.join()
+    assert len(k.program.launches) == 7
+    assert (k.llvm_ir.count("; kernels ") > 0) == apart
