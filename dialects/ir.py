@@ -20,7 +20,7 @@ from xdsl.ir.core import ErasedSSAValue
 from xdsl.parser import Parser
 from xdsl.parser.core import ForwardDeclaredValue
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator, NoTerminator
+from xdsl.traits import IsTerminator, NoTerminator, SymbolUserOpInterface
 from xdsl.utils.exceptions import VerifyException, DiagnosticException, ParseError
 
 from fuser.dialects.context import make_context
@@ -215,7 +215,9 @@ def verify_module(module: ModuleOp) -> None:
             if type(v) is ForwardDeclaredValue:
                 raise FuserDiagnostic(f"{location_of(op)}: error: '{op.name}' op operand #{i} is used before its "
                                       f"definition (a value defined inside this op's own regions, or after it)")
-    verified: set = set()  # signatures of region-free ops whose verify_ passed
+    verified = _VERIFIED
+    if len(verified) > _VERIFIED_MAX:
+        verified.clear()
     for op in ops:
         try:
             operands = op.operands
@@ -238,11 +240,26 @@ def verify_module(module: ModuleOp) -> None:
             raise FuserDiagnostic(f"{location_of(op)}: error: {_op_message(op, e)}") from None
 
 
+# Signatures of ops whose verify_ passed, kept across calls: the same ops are verified after
+# every pass of a pipeline and in every compile of similar fusions. Bounded: cleared when full.
+_VERIFIED: set = set()
+_VERIFIED_MAX = 200_000
+
+
 @functools.cache
 def _terminator_traits(cls: type) -> tuple[bool, bool]:
     """(IsTerminator, NoTerminator) of an op class: asked of every op a verification walks,
     and a trait lookup scans the class's traits."""
     return cls.has_trait(IsTerminator), cls.has_trait(NoTerminator)
+
+
+@functools.cache
+def _verify_reads_context(cls: type) -> bool:
+    """True for an op class whose verify_ reads more than its signature: terminators (their
+    parent's result types), symbol users (the symbol table) and classes that say so with
+    `VERIFY_READS_CONTEXT = True` (an enclosing kernel, an operand's defining op)."""
+    return (cls.has_trait(IsTerminator) or getattr(cls, "VERIFY_READS_CONTEXT", False)
+            or any(isinstance(t, SymbolUserOpInterface) for t in cls.traits))
 
 
 def _signature(op: Operation, operands) -> tuple | None:
@@ -252,7 +269,7 @@ def _signature(op: Operation, operands) -> tuple | None:
     a few lane positions took 72 of a matmul compile's 230 ms of verification. None: verify it,
     as every terminator is (a `scf.yield` or `func.return` checks its operands against its
     parent's own result types, which the parent's class does not say)."""
-    if op.regions or op.successors or _terminator_traits(type(op))[0]:
+    if op.regions or op.successors or _verify_reads_context(type(op)):
         return None
     parent = op.parent_op()
     return (type(op), tuple(v.type for v in operands), tuple(r.type for r in op.results),

@@ -8,6 +8,8 @@ mbarrier), and may multicast TMA loads (`sched.tma.load ... multicast MASK`, che
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import math
 
 from xdsl.dialects import arith
@@ -56,6 +58,7 @@ class ClusterBarrierOp(_NoOperandOp):
     (no CTA may leave while a peer can still reach its shared memory)."""
 
     name = "sched.cluster.barrier"
+    VERIFY_READS_CONTEXT: ClassVar[bool] = True  # the enclosing kernel (dialects/ir.py)
 
     def verify_(self) -> None:
         _need_cluster(self)
@@ -77,6 +80,7 @@ class MBarrierArriveClusterOp(_BarrierAccess):
     barrier arrive: an explicit `.release.cluster` made the 2-CTA matmul 33% slower on an H100."""
 
     name = "sched.mbarrier.arrive_cluster"
+    VERIFY_READS_CONTEXT: ClassVar[bool] = True  # the enclosing kernel (dialects/ir.py)
     barriers = operand_def(MemRefType)
     index = operand_def(IndexType)
     cta = operand_def(IndexType)

@@ -16,6 +16,8 @@ them is correct however it is launched.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from xdsl.dialects.builtin import StringAttr
 from xdsl.irdl import IRDLOperation, irdl_op_definition, prop_def
 from xdsl.parser import Parser
@@ -33,6 +35,7 @@ class GridDepControlOp(IRDLOperation):
     """`sched.griddepcontrol wait` | `sched.griddepcontrol launch_dependents` (see the module)."""
 
     name = "sched.griddepcontrol"
+    VERIFY_READS_CONTEXT: ClassVar[bool] = True  # the enclosing kernel (dialects/ir.py)
     kind = prop_def(StringAttr)
 
     def __init__(self, kind: str):

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, StringAttr, UnitAttr, i64
@@ -92,6 +94,7 @@ class TmaLoadOp(IRDLOperation):
     """
 
     name = "sched.tma.load"
+    VERIFY_READS_CONTEXT: ClassVar[bool] = True  # the enclosing kernel (dialects/ir.py)
     tensor_map = operand_def(TensorMapType)
     coords = var_operand_def(IndexType)
     dst = operand_def(MemRefType)

@@ -243,3 +243,25 @@ def test_type_cache_leaves_malformed_types_to_the_parser(bad, where):
     with pytest.raises(FuserDiagnostic) as e:
         parse_module(good.replace("-> tensor<4xf32> {", f"-> {bad} {{"), "bad.mlir")
     assert str(e.value).startswith(f"bad.mlir:{where}")
+
+
+def test_verification_remembers_only_what_an_op_alone_decides():
+    """verify_module keeps the signatures of ops it has verified across calls (a pipeline verifies
+    the same ops after every pass). An op whose verifier reads its surroundings is never taken
+    from that memory: the same `sched.cluster.barrier`, valid in a cluster kernel, is an error in
+    a kernel without a cluster; the same `func.call`, valid beside its callee, is an error
+    without it."""
+    from fuser.dialects.ir import FuserDiagnostic, parse_module
+
+    cluster = """sched.kernel @k() grid [2, 1, 1] block [128, 1, 1] smem 0 {cl} {{
+  sched.cluster.barrier
+  sched.return
+}}"""
+    parse_module(cluster.format(cl="cluster [2, 1, 1]"))
+    with pytest.raises(FuserDiagnostic, match="'sched.cluster.barrier' op needs a sched.kernel launched with a cluster"):
+        parse_module(cluster.format(cl=""))
+    callee = "func.func private @g(%x: f32) -> f32 {\n  func.return %x : f32\n}\n"
+    call = "func.func @f(%x: f32) -> f32 {\n  %y = func.call @g(%x) : (f32) -> f32\n  func.return %y : f32\n}\n"
+    parse_module(callee + call)
+    with pytest.raises(FuserDiagnostic, match="@g"):
+        parse_module(call)

@@ -247,9 +247,13 @@ def test_pingpong_assembles(text, opts):
         assert "0 bytes spill stores, 0 bytes spill loads" in info, info
 
 
-@pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, False), (True, True)])
-@pytest.mark.parametrize("tile", ["128x128", "128x256", "256x128"])
-@pytest.mark.parametrize("persistent", [0, 1])
+# Every layout with every tile, and the persistent grid alternating so that each tile and each
+# layout meets both grids: every pair of settings, in half the 24 full combinations' time.
+CLUSTER_CASES = [(ta, tb, tile, (ta + tb + k) % 2) for k, tile in enumerate(["128x128", "128x256", "256x128"])
+                 for ta in (False, True) for tb in (False, True)]
+
+
+@pytest.mark.parametrize("ta,tb,tile,persistent", CLUSTER_CASES)
 def test_cluster_assembles(ta, tb, tile, persistent):
     """2-CTA clusters with B multicast (matmul_cluster=2): ptxas accepts the kernel for every
     layout and tile; 328 rows are 3 tile rows at 128 (one padding row) and 2 at 256."""
