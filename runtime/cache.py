@@ -244,6 +244,7 @@ class KernelCache:
         self._evict_lock = threading.Lock()  # one eviction scan at a time per process
         self._disk_bytes: int | None = None   # last scan's total + what we wrote since
         self._warned = False
+        self.opened_for: tuple | None = None  # the environment default_cache() opened it for
         # lock_waits: builds that found another process building the same entry and waited for it
         self.stats = {"memory_hits": 0, "disk_hits": 0, "misses": 0, "corrupt": 0, "write_errors": 0,
                       "evicted": 0, "lock_waits": 0}
@@ -518,7 +519,6 @@ class KernelCache:
 
 
 _default: KernelCache | None = None
-_default_settings: tuple | None = None  # the environment _default was opened for
 _default_lock = threading.Lock()
 _SETTINGS = ("FUSER_CACHE_DIR", "XDG_CACHE_HOME", "FUSER_CACHE", "FUSER_CACHE_MAX_BYTES")
 
@@ -527,13 +527,18 @@ def default_cache() -> KernelCache:
     """The process-wide cache for the environment's cache settings (FUSER_CACHE_DIR,
     XDG_CACHE_HOME, FUSER_CACHE, FUSER_CACHE_MAX_BYTES). When one of them changes, the next call
     opens the cache they now name, with an empty memory layer, so that a program (or a test)
-    that points FUSER_CACHE_DIR elsewhere never gets kernels from the old directory."""
-    global _default, _default_settings
+    that points FUSER_CACHE_DIR elsewhere never gets kernels from the old directory. A cache a
+    program installs itself (`cache._default = KernelCache(...)`) is kept whatever they say."""
+    global _default
     settings = tuple(os.environ.get(name) for name in _SETTINGS)
-    if _default is None or settings != _default_settings:
+    current = _default
+    opened_for = getattr(current, "opened_for", None)  # (None: installed by hand)
+    if current is None or (opened_for is not None and opened_for != settings):
         with _default_lock:
-            if _default is None or settings != _default_settings:
-                _default, _default_settings = KernelCache(), settings
+            if _default is current:
+                fresh = KernelCache()
+                fresh.opened_for = settings
+                _default = fresh
     return _default
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import sys
 import time
 from typing import Any
@@ -36,9 +35,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     from fuser.driver import make_cubin
     from fuser.runtime import cache
 
-    if job.get("cache_dir"):  # the backend's cache, wherever this worker's environment points
-        os.environ["FUSER_CACHE_DIR"] = job["cache_dir"]
-        os.environ["FUSER_CACHE"] = "1"
+    if job.get("cache_dir") and cache.default_cache().directory != cache.Path(job["cache_dir"]):
+        cache._default = cache.KernelCache(job["cache_dir"], disk=True)  # the backend's, kept as installed
     summary: dict[str, Any] = {"compiled": 0, "loaded": 0, "failed": []}
 
     def attempt(text: str, wait: bool) -> bool:

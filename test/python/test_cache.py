@@ -45,6 +45,10 @@ def test_the_process_cache_follows_the_environment(clean_env, tmp_path):
     clean_env.setenv("FUSER_CACHE", "1")
     clean_env.setenv("FUSER_CACHE_DIR", str(tmp_path / "a"))
     assert cache.default_cache().get(key(1)) is not None  # from a's disk layer
+    mine = cache.KernelCache(tmp_path / "mine", disk=False)
+    clean_env.setattr(cache, "_default", mine)  # installed by hand: kept whatever the environment says
+    clean_env.setenv("FUSER_CACHE_DIR", str(tmp_path / "c"))
+    assert cache.default_cache() is mine
 
 
 def key(n: int) -> str:
