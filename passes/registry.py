@@ -19,6 +19,7 @@ _PASSES: dict[str, str] = {
     "fusion-fold-empty": "fuser.passes.fold_empty:FoldEmpty",
     "fusion-sort-scatters": "fuser.passes.sort_scatters:SortScatters",
     "fusion-sink-reshapes": "fuser.passes.sink_reshapes:SinkReshapes",
+    "fusion-approx-exp": "fuser.passes.approx_exp:ApproxExp",
     "fusion-translate-welford": "fuser.passes.translate_welford:TranslateWelford",
     "fusion-split-k": "fuser.passes.split_k:SplitK",
     "fusion-segment": "fuser.passes.segment:FusionSegment",

@@ -33,6 +33,7 @@ from xdsl.ir import Dialect
 from .creation import CREATION_OPS, RANDOM_OPS, IotaOp, NormalOp, RandomOp, UniformOp
 from .matmul import MatmulOp
 from .pointwise import (
+    APPROX_ATTR,
     BINARY_OPS,
     CMP_PREDICATES,
     POINTWISE_OPS,
@@ -183,7 +184,7 @@ __all__ = [
     "_check_dims_list", "_print_int_list", "_parse_int_list", "_i64_array", "_print_attrs",
     "_ConvertLike", "_CONVERT_FORMAT", "_ConvertLikeExtra",
     # pointwise
-    "UnaryOp", "NegOp", "AbsOp", "ExpOp", "LogOp", "TanhOp", "SqrtOp", "RsqrtOp", "ReluOp", "SigmoidOp", "SiluOp",
+    "APPROX_ATTR", "UnaryOp", "NegOp", "AbsOp", "ExpOp", "LogOp", "TanhOp", "SqrtOp", "RsqrtOp", "ReluOp", "SigmoidOp", "SiluOp",
     "GeluOp", "ErfOp", "Exp2Op", "Log2Op", "Log10Op", "Log1pOp", "ReciprocalOp", "FloorOp", "CeilOp", "TruncOp",
     "RoundOp", "SignOp", "SinOp", "CosOp", "TanOp", "AsinOp", "AcosOp", "AtanOp", "SinhOp", "CoshOp", "AsinhOp",
     "AcoshOp", "AtanhOp", "Expm1Op", "ErfcOp", "ErfinvOp", "ErfcinvOp",

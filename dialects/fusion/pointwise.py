@@ -85,9 +85,15 @@ class AbsOp(UnaryOp):
     ELEMENTS: ClassVar[tuple] = NUMERIC_TYPES
 
 
+# A unit attribute on fusion.exp: computed as 2^(x log2 e) with ex2.approx (relative error up to
+# 2^-18 in f32) instead of fuser's accurate exp; set by fusion-approx-exp on exps whose value is
+# only read rounded to bf16 or f16 (passes/approx_exp.py).
+APPROX_ATTR = "fuser.approx"
+
+
 @irdl_op_definition
 class ExpOp(UnaryOp):
-    """e^x"""
+    """e^x (`{fuser.approx}`: see APPROX_ATTR)"""
 
     name = "fusion.exp"
 

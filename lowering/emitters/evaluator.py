@@ -613,6 +613,8 @@ def emit_unary(kb: KernelBuilder, op: F.UnaryOp, x: SSAValue) -> SSAValue:
         return kb.const(value, x.type)
     one = c(1.0)
     r: SSAValue
+    if type(op) is F.ExpOp and F.APPROX_ATTR in op.attributes and x.type == f32:  # (fusion-approx-exp)
+        return kb.round_to(kb.math1(mathd.Exp2Op, kb.fmul(x, c(math.log2(math.e)))), F._elem(op.result))
     if type(op) in _ONE_MATH_OP:
         return kb.round_to(kb.math1(_ONE_MATH_OP[type(op)], x), F._elem(op.result))
     match op:

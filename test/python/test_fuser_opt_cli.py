@@ -47,7 +47,7 @@ def test_time_passes_rows_in_pipeline_order(capsys, tmp_path):
     assert rc == 0 and "sched.kernel" in out and "Execution time report" not in out  # the table goes to stderr
     rows = _timing_rows(err)
     names = [name for _, _, name in rows]
-    assert names == ["parse", "canonicalize", "fusion-layouts", "fusion-fold-empty", "fusion-sort-scatters", "fusion-sink-reshapes", "fusion-split-k", "fusion-segment",
+    assert names == ["parse", "canonicalize", "fusion-layouts", "fusion-fold-empty", "fusion-sort-scatters", "fusion-sink-reshapes", "fusion-approx-exp", "fusion-split-k", "fusion-segment",
                      "convert-fusion-to-sched",
                      "sched-verify-buffers", "sched-flush-wgmma", "sched-insert-bulk-syncs", "sched-alias-smem", "sched-dependent-launch", "cse",
                      "verify", "print", "rest", "Total"]

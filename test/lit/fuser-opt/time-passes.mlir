@@ -16,6 +16,7 @@
 // CHECK-NEXT:   {{.*}}%)  fusion-fold-empty
 // CHECK-NEXT:   {{.*}}%)  fusion-sort-scatters
 // CHECK-NEXT:   {{.*}}%)  fusion-sink-reshapes
+// CHECK-NEXT:   {{.*}}%)  fusion-approx-exp
 // CHECK-NEXT:   {{.*}}%)  fusion-split-k
 // CHECK-NEXT:   {{.*}}%)  fusion-segment
 // CHECK-NEXT:   {{.*}}%)  convert-fusion-to-sched
