@@ -243,7 +243,7 @@ def verify_module(module: ModuleOp) -> None:
 # Signatures of ops whose verify_ passed, kept across calls: the same ops are verified after
 # every pass of a pipeline and in every compile of similar fusions. Bounded: cleared when full.
 _VERIFIED: set = set()
-_VERIFIED_MAX = 200_000
+_VERIFIED_MAX = 50_000  # (a matmul compile has ~700 signatures; a few hundred bytes each)
 
 
 @functools.cache
