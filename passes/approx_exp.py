@@ -1,5 +1,5 @@
 """fusion-approx-exp: compute an exponential that only feeds 16-bit float outputs as
-2^(x log2 e) with the hardware's ex2.approx, as torch.compile's and Liger's Triton kernels do.
+2^(x log2 e) with the hardware's ex2.approx (the usual fast-math exp of GPU kernels).
 
 fuser's f32 exp (lowering/target/llvmir/libm.py) is accurate to 2-3 ulp, at about 11
 instructions an element: clamps, an fma-computed correction for the rounding of x log2 e, and
