@@ -779,3 +779,23 @@ def test_addcmul_lerp_threshold_match_torch(dtype):
     with pytest.raises(TypeError, match="operand dtypes differ"):
         with fuser.FusionBuilder("bad") as fb2:
             fuser.lerp(fb2.input((4,), "bf16"), fb2.input((4,), "f32"), 0.5)
+
+
+def test_each_context_is_its_own():
+    """make_context() copies one context built once: what a caller loads into its copy (a test's
+    extra op, which changes how convert-sched-to-nvvm lowers) is not in the next one."""
+    from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def
+
+    from fuser.dialects.context import make_context
+
+    @irdl_op_definition
+    class IndexCastUIOp(IRDLOperation):
+        name = "arith.index_castui"
+        input = operand_def()
+        result = result_def()
+
+    mine = make_context()
+    assert mine.get_optional_op("arith.index_castui") is None and mine.get_optional_op("fusion.exp") is not None
+    mine.load_op(IndexCastUIOp)
+    assert mine.get_optional_op("arith.index_castui") is IndexCastUIOp
+    assert make_context().get_optional_op("arith.index_castui") is None
