@@ -782,20 +782,19 @@ def test_addcmul_lerp_threshold_match_torch(dtype):
 
 
 def test_each_context_is_its_own():
-    """make_context() copies one context built once: what a caller loads into its copy (a test's
-    extra op, which changes how convert-sched-to-nvvm lowers) is not in the next one."""
-    from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def
+    """make_context() copies one context built once: an op a caller loads into its copy (as a
+    test loads arith.index_castui, which changes how convert-sched-to-nvvm lowers) is not in the
+    next one."""
+    from xdsl.irdl import IRDLOperation, irdl_op_definition
 
     from fuser.dialects.context import make_context
 
     @irdl_op_definition
-    class IndexCastUIOp(IRDLOperation):
-        name = "arith.index_castui"
-        input = operand_def()
-        result = result_def()
+    class ExtraOp(IRDLOperation):
+        name = "test_only.extra"
 
     mine = make_context()
-    assert mine.get_optional_op("arith.index_castui") is None and mine.get_optional_op("fusion.exp") is not None
-    mine.load_op(IndexCastUIOp)
-    assert mine.get_optional_op("arith.index_castui") is IndexCastUIOp
-    assert make_context().get_optional_op("arith.index_castui") is None
+    assert mine.get_optional_op("test_only.extra") is None and mine.get_optional_op("fusion.exp") is not None
+    mine.load_op(ExtraOp)
+    assert mine.get_optional_op("test_only.extra") is ExtraOp
+    assert make_context().get_optional_op("test_only.extra") is None
