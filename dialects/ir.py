@@ -268,7 +268,8 @@ def _signature(op: Operation, operands) -> tuple | None:
     signature verify alike, so each is verified once: a wgmma epilogue's 768 vector.extracts of
     a few lane positions took 72 of a matmul compile's 230 ms of verification. None: verify it,
     as every terminator is (a `scf.yield` or `func.return` checks its operands against its
-    parent's own result types, which the parent's class does not say)."""
+    parent's own result types, which the parent's class does not say), as is every op whose
+    verifier reads its surroundings (`_verify_reads_context`)."""
     if op.regions or op.successors or _verify_reads_context(type(op)):
         return None
     parent = op.parent_op()

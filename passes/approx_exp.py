@@ -37,8 +37,8 @@ from fuser.dialects import fusion as F
 
 APPROX = F.APPROX_ATTR
 _NARROW = ("bf16", "f16")
-# Ops whose result's relative error is about its operands' (no cancellation-free guarantee is
-# needed: their rounding is the same in both forms), through which a narrow output is reached.
+# Ops through which exp's error stays small against the magnitudes it is combined with (what a
+# 16-bit rounding of the result is measured against): the paths to a narrow output may use them.
 _KEEPS_ERROR = (F.AddOp, F.SubOp, F.MulOp, F.DivOp, F.NegOp, F.WhereOp, F.BroadcastOp, F.ReshapeOp,
                 F.PermuteOp)
 

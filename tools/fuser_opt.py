@@ -50,6 +50,9 @@ def warm_up() -> None:
         get_pass_class(name)
     importlib.import_module("fuser.lowering.target.llvmir.module")
     _init_llvm()
+    _arg_parser()  # (built once here, so that no forked run builds its own)
+    from fuser.dialects.context import make_context
+    make_context()  # (the same for the context every copy is made from)
 
 
 TARGETS = ("mlir", "llvm", "ptx")
@@ -386,7 +389,7 @@ def run_here(argv: list[str] | None = None) -> int:
 @functools.cache
 def _arg_parser() -> argparse.ArgumentParser:
     """One parser per process (parsing does not change it): building it took ~1 ms of every
-    call, which the warm server and the tests that call main() many times pay each time."""
+    call of main(), which the warm server's runs and the tests' repeated calls paid each time."""
     return make_arg_parser()
 
 

@@ -8,9 +8,8 @@ mbarrier), and may multicast TMA loads (`sched.tma.load ... multicast MASK`, che
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import math
+from typing import ClassVar
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, MemRefType
